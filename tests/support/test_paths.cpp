@@ -1,0 +1,40 @@
+#include "support/test_paths.h"
+
+#include <cstdlib>
+#include <filesystem>
+
+namespace kvscope::test {
+namespace fs = std::filesystem;
+
+namespace {
+std::string env_or_empty(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? std::string(v) : std::string();
+}
+
+std::string find_model(const char* file_name) {
+  std::string dir = env_or_empty("KVSCOPE_MODEL_DIR");
+  if (dir.empty()) {
+    const std::string xdg = env_or_empty("XDG_DATA_HOME");
+    dir = !xdg.empty() ? xdg + "/kvscope/models" : env_or_empty("HOME") + "/.local/share/kvscope/models";
+  }
+  const fs::path p = fs::path(dir) / file_name;
+  std::error_code ec;
+  return fs::is_regular_file(p, ec) ? p.string() : std::string();
+}
+}  // namespace
+
+std::string tokenizer_fixtures_dir() {
+  std::string d = env_or_empty("KVSCOPE_FIXTURES_DIR");
+  if (d.empty()) d = std::string(KVSCOPE_SOURCE_DIR) + "/../shared/fixtures/tokenizer";
+  std::error_code ec;
+  return fs::is_directory(d, ec) ? d : std::string();
+}
+
+std::string test_data_dir() { return std::string(KVSCOPE_SOURCE_DIR) + "/tests/data"; }
+
+std::string default_model_path() { return find_model("SmolLM2-135M-Instruct.Q4_1.gguf"); }
+
+std::string gemma_model_path() { return find_model("gemma-3-270m-q4_k_m.gguf"); }
+
+}  // namespace kvscope::test
