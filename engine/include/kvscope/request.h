@@ -1,0 +1,56 @@
+// What a client sends (GenerationRequest) and what it gets back, streamed
+// (TokenEvent), for one generation.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "kvscope/chat_message.h"
+#include "kvscope/sampling_params.h"
+
+namespace kvscope {
+
+using RequestId = uint64_t;
+
+enum class FinishReason {
+  None,         // still running
+  Stop,         // end-of-generation token or a stop string
+  Length,       // max_tokens reached
+  ContextFull,  // max_model_len reached
+  Cancelled,
+  Error,
+};
+
+const char* finish_reason_name(FinishReason reason);
+
+struct RequestStats {
+  int32_t num_prompt_tokens = 0;
+  int32_t num_generated_tokens = 0;
+  double time_to_first_token_s = 0.0;  // submit -> first generated token
+  double total_time_s = 0.0;           // submit -> finish
+  double decode_tokens_per_s = 0.0;    // generated tokens after the first / their time
+  uint64_t seed = 0;                   // the seed used (reproduces the text)
+};
+
+struct TokenEvent {
+  RequestId id = 0;
+  int32_t token = -1;        // -1 on an event with no new token (finish, error)
+  std::string text;          // newly complete text (whole UTF-8 characters)
+  FinishReason finish = FinishReason::None;
+  std::string error;         // when finish == Error
+  RequestStats stats;        // filled on the finishing event
+};
+
+struct GenerationRequest {
+  std::vector<int32_t> prompt_tokens;  // used as is when not empty
+  std::vector<ChatMessage> messages;   // else: rendered with the model's chat template
+  std::string prompt;                  // else: raw text, tokenised with special tokens parsed
+  SamplingParams sampling;
+  // Called on the thread that runs Engine::step(), once per new token and once
+  // with finish != None.
+  std::function<void(const TokenEvent&)> on_event;
+};
+
+}  // namespace kvscope

@@ -1,0 +1,31 @@
+#include "kv/block_table.h"
+
+#include <cassert>
+
+namespace kvscope {
+
+int32_t BlockTable::num_blocks_needed(int32_t num_tokens) const {
+  const int32_t total = (num_tokens + block_size_ - 1) / block_size_;
+  return total > num_blocks() ? total - num_blocks() : 0;
+}
+
+void BlockTable::grow(BlockPool& pool, int32_t num_tokens) {
+  const int32_t needed = num_blocks_needed(num_tokens);
+  assert(pool.can_allocate(needed) && "grow: not enough free blocks");
+  for (int32_t i = 0; i < needed; ++i) blocks_.push_back(pool.allocate());
+}
+
+void BlockTable::release_all(BlockPool& pool) {
+  // Released in reverse so the sequence's last block is the last one reused:
+  // its first blocks (the prompt, most likely shared) stay cached longest.
+  for (auto it = blocks_.rbegin(); it != blocks_.rend(); ++it) pool.release(*it);
+  blocks_.clear();
+}
+
+int64_t BlockTable::slot(int32_t pos) const {
+  assert(pos >= 0 && pos < capacity());
+  return static_cast<int64_t>(blocks_[static_cast<size_t>(pos / block_size_)]) * block_size_ +
+         pos % block_size_;
+}
+
+}  // namespace kvscope

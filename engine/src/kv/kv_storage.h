@@ -1,0 +1,35 @@
+// KvStorage: the K and V tensors of every layer, as a pool of physical blocks
+// of block_size token slots. Slot s of a layer holds num_kv_heads * head_dim
+// floats at offset s * kv_size. Which slot belongs to whom is BlockPool's and
+// BlockTable's business; this class only holds the numbers.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "kernels/cpu/paged_attention.h"
+
+namespace kvscope {
+
+class KvStorage {
+ public:
+  KvStorage(int32_t num_layers, int32_t num_blocks, int32_t block_size, int32_t kv_size);
+
+  // Bytes one block takes over all layers (K and V).
+  static size_t bytes_per_block(int32_t num_layers, int32_t block_size, int32_t kv_size);
+
+  int32_t num_blocks() const { return num_blocks_; }
+  int32_t block_size() const { return block_size_; }
+  int32_t kv_size() const { return kv_size_; }
+  size_t num_bytes() const;
+
+  float* k(int32_t layer, int64_t slot) { return k_[static_cast<size_t>(layer)].data() + slot * kv_size_; }
+  float* v(int32_t layer, int64_t slot) { return v_[static_cast<size_t>(layer)].data() + slot * kv_size_; }
+  PagedKvLayer layer_view(int32_t layer) const;
+
+ private:
+  int32_t num_blocks_, block_size_, kv_size_;
+  std::vector<std::vector<float>> k_, v_;  // [num_layers][num_blocks * block_size * kv_size]
+};
+
+}  // namespace kvscope

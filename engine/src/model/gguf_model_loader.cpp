@@ -1,0 +1,219 @@
+// GGUF -> ModelConfig + ModelWeights. Key names follow the GGUF convention
+// "<arch>.<field>"; tensor names "blk.<layer>.<name>.weight".
+#include "model/gguf_model_loader.h"
+
+#include <cmath>
+#include <fmt/format.h>
+
+#include "kernels/reference/dequantize.h"
+
+namespace kvscope {
+namespace {
+
+std::string dims_text(const std::vector<int64_t>& dims) {
+  std::string s = "[";
+  for (size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + std::to_string(dims[i]);
+  return s + "]";
+}
+
+Result<int64_t> required_int(const GgufFile& f, const std::string& key) {
+  if (const GgufValue* v = f.find(key); v && v->is_array()) {
+    return Error{fmt::format("{}: key '{}' is an array (per-layer values are not supported)",
+                             f.path(), key)};
+  }
+  std::optional<int64_t> v = f.get_int(key);
+  if (!v) return Error{fmt::format("{}: required key '{}' is missing or not an integer", f.path(), key)};
+  if (*v <= 0 || *v > (int64_t{1} << 24)) {
+    return Error{fmt::format("{}: key '{}' = {} is out of range", f.path(), key, *v)};
+  }
+  return *v;
+}
+
+class WeightReader {
+ public:
+  explicit WeightReader(const GgufFile& f) : f_(f) {}
+
+  // A matrix of num_rows rows of row_len elements: GGUF dims {row_len, num_rows}.
+  Result<WeightMatrix> matrix(const std::string& name, int64_t num_rows, int64_t row_len,
+                              bool required = true) const {
+    const GgufTensorInfo* t = f_.find_tensor(name);
+    if (!t) {
+      if (!required) return WeightMatrix{};
+      return Error{fmt::format("{}: required tensor '{}' is missing", f_.path(), name)};
+    }
+    const bool shape_ok = (t->dims.size() == 2 && t->dims[0] == row_len && t->dims[1] == num_rows) ||
+                          (t->dims.size() == 1 && num_rows == 1 && t->dims[0] == row_len);
+    if (!shape_ok) {
+      return Error{fmt::format("{}: tensor '{}' has shape {}, expected [{}, {}]", f_.path(), name,
+                               dims_text(t->dims), row_len, num_rows)};
+    }
+    if (!is_supported_weight_type(t->type)) {
+      return Error{fmt::format("{}: tensor '{}': type {} is not supported for weight matrices",
+                               f_.path(), name, traits_of(t->type).name)};
+    }
+    return WeightMatrix{t->type, t->data, num_rows, row_len};
+  }
+
+  // A vector of n floats (norm weights, biases), converted to f32.
+  Result<std::vector<float>> vector(const std::string& name, int64_t n, bool required = true) const {
+    const GgufTensorInfo* t = f_.find_tensor(name);
+    if (!t) {
+      if (!required) return std::vector<float>{};
+      return Error{fmt::format("{}: required tensor '{}' is missing", f_.path(), name)};
+    }
+    if (t->num_elements() != n || t->num_rows() != 1) {
+      return Error{fmt::format("{}: tensor '{}' has shape {}, expected [{}]", f_.path(), name,
+                               dims_text(t->dims), n)};
+    }
+    if (t->type != TensorType::F32 && t->type != TensorType::F16 && t->type != TensorType::BF16) {
+      return Error{fmt::format("{}: tensor '{}': type {} is not supported for a vector (F32, F16 or BF16)",
+                               f_.path(), name, traits_of(t->type).name)};
+    }
+    std::vector<float> out(static_cast<size_t>(n));
+    dequantize_row(t->type, t->data, out.data(), n);
+    return out;
+  }
+
+ private:
+  const GgufFile& f_;
+};
+
+// Assigns a Result's value to `out` or returns its error from the enclosing function.
+#define KVSCOPE_ASSIGN(out, expr)                      \
+  do {                                                 \
+    auto _r = (expr);                                  \
+    if (!_r.ok()) return Error{_r.error()};            \
+    (out) = std::move(_r).value();                     \
+  } while (0)
+
+}  // namespace
+
+Result<ModelConfig> read_model_config(const GgufFile& f) {
+  const std::optional<std::string> arch = f.get_string("general.architecture");
+  if (!arch) return Error{fmt::format("{}: key 'general.architecture' is missing", f.path())};
+  ModelConfig c;
+  const std::string& a = *arch;
+  if (a == "llama" || a == "mistral") {
+    c.arch = Architecture::Llama;
+    c.rope_style = RopeStyle::AdjacentPairs;  // Q/K rows were permuted at conversion
+  } else if (a == "qwen2") {
+    c.arch = Architecture::Llama;
+    c.rope_style = RopeStyle::HalfSplit;  // converted without the permutation
+  } else if (a == "gemma3") {
+    c.arch = Architecture::Gemma3;
+    c.rope_style = RopeStyle::HalfSplit;
+  } else {
+    return Error{fmt::format("{}: architecture '{}' is not supported (kvscope runs llama, mistral, "
+                             "qwen2 and gemma3)", f.path(), a)};
+  }
+  c.name = f.get_string("general.name").value_or(a);
+  int64_t v = 0;
+  KVSCOPE_ASSIGN(v, required_int(f, a + ".block_count"));
+  c.num_layers = static_cast<int32_t>(v);
+  KVSCOPE_ASSIGN(v, required_int(f, a + ".embedding_length"));
+  c.hidden_size = static_cast<int32_t>(v);
+  KVSCOPE_ASSIGN(v, required_int(f, a + ".feed_forward_length"));
+  c.ffn_size = static_cast<int32_t>(v);
+  KVSCOPE_ASSIGN(v, required_int(f, a + ".attention.head_count"));
+  c.num_heads = static_cast<int32_t>(v);
+  c.num_kv_heads = c.num_heads;
+  if (f.find(a + ".attention.head_count_kv")) {
+    KVSCOPE_ASSIGN(v, required_int(f, a + ".attention.head_count_kv"));
+    c.num_kv_heads = static_cast<int32_t>(v);
+  }
+  if (c.num_heads % c.num_kv_heads != 0) {
+    return Error{fmt::format("{}: {} query heads are not a multiple of {} key/value heads", f.path(),
+                             c.num_heads, c.num_kv_heads)};
+  }
+  c.head_dim = c.hidden_size / c.num_heads;
+  if (f.find(a + ".attention.key_length")) {
+    KVSCOPE_ASSIGN(v, required_int(f, a + ".attention.key_length"));
+    c.head_dim = static_cast<int32_t>(v);
+  }
+  if (c.head_dim % 2 != 0 || c.head_dim > 512) {
+    return Error{fmt::format("{}: head dimension {} is not supported (even, at most 512)", f.path(), c.head_dim)};
+  }
+  c.context_length = static_cast<int32_t>(f.get_int(a + ".context_length").value_or(2048));
+  c.rms_eps = static_cast<float>(f.get_float(a + ".attention.layer_norm_rms_epsilon").value_or(1e-5));
+  c.rope_base = static_cast<float>(f.get_float(a + ".rope.freq_base").value_or(10000.0));
+  c.rope_base_local = c.rope_base;
+  if (const auto scale = f.get_float(a + ".rope.scaling.factor"); scale && *scale != 1.0 && *scale != 0.0) {
+    return Error{fmt::format("{}: rope scaling (factor {}) is not supported yet", f.path(), *scale)};
+  }
+  if (f.find_tensor("rope_freqs.weight")) {
+    return Error{fmt::format("{}: per-dimension rope frequencies (Llama 3.1 style) are not supported yet", f.path())};
+  }
+  if (c.arch == Architecture::Gemma3) {
+    c.rms_eps = static_cast<float>(f.get_float(a + ".attention.layer_norm_rms_epsilon").value_or(1e-6));
+    c.rope_base = static_cast<float>(f.get_float(a + ".rope.freq_base").value_or(1e6));
+    c.rope_base_local = 10000.0f;  // not stored in the file (MODEL_NOTES)
+    c.sliding_window = static_cast<int32_t>(f.get_int(a + ".attention.sliding_window").value_or(512));
+    c.sliding_window_pattern = 6;  // layers 5, 11, 17, ... are global
+    c.qk_norm = true;
+    c.post_norms = true;
+    c.embedding_scale = std::sqrt(static_cast<float>(c.hidden_size));
+    c.activation = FfnActivation::GeluTanh;
+  }
+  const GgufTensorInfo* embd = f.find_tensor("token_embd.weight");
+  if (!embd || embd->dims.size() != 2) {
+    return Error{fmt::format("{}: required tensor 'token_embd.weight' is missing or not 2-D", f.path())};
+  }
+  c.vocab_size = static_cast<int32_t>(embd->dims[1]);
+  return c;
+}
+
+Result<std::shared_ptr<const ModelWeights>> load_gguf_weights(std::shared_ptr<const GgufFile> file) {
+  const GgufFile& f = *file;
+  auto w = std::make_shared<ModelWeights>();
+  KVSCOPE_ASSIGN(w->config, read_model_config(f));
+  const ModelConfig& c = w->config;
+  const WeightReader r(f);
+  const int64_t hidden = c.hidden_size, q = c.q_size(), kv = c.kv_size(), ffn = c.ffn_size;
+
+  KVSCOPE_ASSIGN(w->token_embd, r.matrix("token_embd.weight", c.vocab_size, hidden));
+  KVSCOPE_ASSIGN(w->output, r.matrix("output.weight", c.vocab_size, hidden, /*required=*/false));
+  if (!w->output.present()) w->output = w->token_embd;  // tied head
+  KVSCOPE_ASSIGN(w->output_norm, r.vector("output_norm.weight", hidden));
+
+  const bool gemma = c.arch == Architecture::Gemma3;
+  w->layers.resize(static_cast<size_t>(c.num_layers));
+  for (int32_t i = 0; i < c.num_layers; ++i) {
+    LayerWeights& L = w->layers[static_cast<size_t>(i)];
+    const std::string p = fmt::format("blk.{}.", i);
+    KVSCOPE_ASSIGN(L.attn_norm, r.vector(p + "attn_norm.weight", hidden));
+    KVSCOPE_ASSIGN(L.wq, r.matrix(p + "attn_q.weight", q, hidden));
+    KVSCOPE_ASSIGN(L.wk, r.matrix(p + "attn_k.weight", kv, hidden));
+    KVSCOPE_ASSIGN(L.wv, r.matrix(p + "attn_v.weight", kv, hidden));
+    KVSCOPE_ASSIGN(L.wo, r.matrix(p + "attn_output.weight", hidden, q));
+    KVSCOPE_ASSIGN(L.bq, r.vector(p + "attn_q.bias", q, false));
+    KVSCOPE_ASSIGN(L.bk, r.vector(p + "attn_k.bias", kv, false));
+    KVSCOPE_ASSIGN(L.bv, r.vector(p + "attn_v.bias", kv, false));
+    KVSCOPE_ASSIGN(L.ffn_norm, r.vector(p + "ffn_norm.weight", hidden));
+    KVSCOPE_ASSIGN(L.w_gate, r.matrix(p + "ffn_gate.weight", ffn, hidden));
+    KVSCOPE_ASSIGN(L.w_up, r.matrix(p + "ffn_up.weight", ffn, hidden));
+    KVSCOPE_ASSIGN(L.w_down, r.matrix(p + "ffn_down.weight", hidden, ffn));
+    if (gemma) {
+      KVSCOPE_ASSIGN(L.q_norm, r.vector(p + "attn_q_norm.weight", c.head_dim));
+      KVSCOPE_ASSIGN(L.k_norm, r.vector(p + "attn_k_norm.weight", c.head_dim));
+      KVSCOPE_ASSIGN(L.post_attn_norm, r.vector(p + "post_attention_norm.weight", hidden));
+      KVSCOPE_ASSIGN(L.post_ffn_norm, r.vector(p + "post_ffw_norm.weight", hidden));
+    }
+  }
+  w->config.qkv_bias = !w->layers.empty() && !w->layers[0].bq.empty();
+  w->backing = file;
+  return std::shared_ptr<const ModelWeights>(std::move(w));
+}
+
+size_t ModelWeights::matrix_bytes() const {
+  // The embedding table is only gathered from (one row per token); the output
+  // head, tied or not, is read whole every step.
+  size_t total = output.num_bytes();
+  for (const LayerWeights& L : layers) {
+    for (const WeightMatrix* m : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) {
+      total += m->num_bytes();
+    }
+  }
+  return total;
+}
+
+}  // namespace kvscope

@@ -1,0 +1,51 @@
+// ModelWeights: views of every weight the forward pass reads, by layer.
+// Matrices stay in their file's type and place (mmap); only small vectors
+// (norm weights, biases) are converted to f32 at load time.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "kernels/tensor_type.h"
+#include "model/model_config.h"
+
+namespace kvscope {
+
+// A 2-D weight: num_rows rows of row_len elements, each row contiguous.
+// An output element is dot(row, input) — nothing is transposed (MODEL_NOTES).
+struct WeightMatrix {
+  TensorType type = TensorType::F32;
+  const void* data = nullptr;
+  int64_t num_rows = 0;
+  int64_t row_len = 0;
+
+  bool present() const { return data != nullptr; }
+  size_t num_bytes() const { return num_rows * row_bytes(type, row_len); }
+};
+
+struct LayerWeights {
+  std::vector<float> attn_norm;        // [hidden]
+  WeightMatrix wq, wk, wv, wo;         // [q_size x hidden], [kv x hidden] x2, [hidden x q_size]
+  std::vector<float> bq, bk, bv;       // optional biases (Qwen2): [q_size], [kv], [kv]
+  std::vector<float> q_norm, k_norm;   // optional per-head norms (Gemma 3): [head_dim]
+  std::vector<float> post_attn_norm;   // optional (Gemma 3): [hidden]
+  std::vector<float> ffn_norm;         // [hidden]
+  WeightMatrix w_gate, w_up, w_down;   // [ffn x hidden] x2, [hidden x ffn]
+  std::vector<float> post_ffn_norm;    // optional (Gemma 3): [hidden]
+};
+
+struct ModelWeights {
+  ModelConfig config;
+  WeightMatrix token_embd;  // [vocab x hidden]
+  WeightMatrix output;      // [vocab x hidden]; the embedding itself when tied
+  std::vector<float> output_norm;
+  std::vector<LayerWeights> layers;
+  // Keeps the memory behind the WeightMatrix pointers alive (a mapping, or
+  // buffers owned by a loader).
+  std::shared_ptr<const void> backing;
+
+  size_t matrix_bytes() const;  // bytes of all matrices (what decode reads per step)
+};
+
+}  // namespace kvscope

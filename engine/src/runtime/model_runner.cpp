@@ -1,0 +1,147 @@
+#include "runtime/model_runner.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cstring>
+
+#include "kernels/cpu/activation.h"
+#include "kernels/cpu/elementwise.h"
+#include "kernels/cpu/paged_attention.h"
+#include "kernels/cpu/rms_norm.h"
+#include "kernels/cpu/rope.h"
+
+namespace kvscope {
+namespace {
+
+void linear(const WeightMatrix& w, const float* x, int32_t num_tokens, float* y, ThreadPool& pool,
+            MatmulScratch& scratch) {
+  matmul(w.type, w.data, w.num_rows, w.row_len, x, num_tokens, y, pool, scratch);
+}
+
+void add_bias(float* y, const std::vector<float>& bias, int32_t num_tokens) {
+  if (bias.empty()) return;
+  const int64_t n = static_cast<int64_t>(bias.size());
+  for (int32_t t = 0; t < num_tokens; ++t) add_inplace(y + t * n, bias.data(), n);
+}
+
+void norm_rows(const float* x, const std::vector<float>& w, int32_t num_rows, float eps, float* out) {
+  const int64_t n = static_cast<int64_t>(w.size());
+  for (int32_t r = 0; r < num_rows; ++r) rms_norm(x + r * n, w.data(), n, eps, out + r * n);
+}
+
+}  // namespace
+
+ModelRunner::ModelRunner(std::shared_ptr<const ModelWeights> weights, KvStorage& kv, ThreadPool& pool)
+    : weights_(std::move(weights)), kv_(kv), pool_(pool) {}
+
+void ModelRunner::ensure_capacity(int32_t num_tokens) {
+  if (num_tokens <= capacity_) return;
+  const ModelConfig& c = config();
+  capacity_ = std::max(num_tokens, capacity_ * 2);
+  const size_t n = static_cast<size_t>(capacity_);
+  x_.resize(n * c.hidden_size);
+  h_.resize(n * c.hidden_size);
+  o_.resize(n * c.hidden_size);
+  q_.resize(n * c.q_size());
+  attn_.resize(n * c.q_size());
+  k_.resize(n * c.kv_size());
+  v_.resize(n * c.kv_size());
+  gate_.resize(n * c.ffn_size);
+  up_.resize(n * c.ffn_size);
+}
+
+void ModelRunner::forward(const StepBatch& batch, std::vector<float>& logits) {
+  const ModelConfig& c = config();
+  const ModelWeights& w = *weights_;
+  const int32_t T = batch.num_tokens;
+  assert(T > 0 && static_cast<int32_t>(batch.positions.size()) == T);
+  ensure_capacity(T);
+  const int64_t H = c.hidden_size;
+
+  for (int32_t t = 0; t < T; ++t) {
+    float* row = x_.data() + t * H;
+    embedding_row(w.token_embd.type, w.token_embd.data, batch.token_ids[t], H, row);
+    if (c.embedding_scale != 1.0f) scale_inplace(row, c.embedding_scale, H);
+  }
+  for (int32_t layer = 0; layer < c.num_layers; ++layer) {
+    attention_block(layer, batch);
+    ffn_block(layer, T);
+  }
+
+  // Final norm and head only for the rows whose logits are wanted.
+  const int32_t num_logits = static_cast<int32_t>(batch.logits_rows.size());
+  logits.resize(static_cast<size_t>(num_logits) * c.vocab_size);
+  if (num_logits == 0) return;
+  for (int32_t i = 0; i < num_logits; ++i) {
+    rms_norm(x_.data() + batch.logits_rows[i] * H, w.output_norm.data(), H, c.rms_eps, h_.data() + i * H);
+  }
+  linear(w.output, h_.data(), num_logits, logits.data(), pool_, scratch_);
+}
+
+void ModelRunner::attention_block(int32_t layer, const StepBatch& batch) {
+  const ModelConfig& c = config();
+  const LayerWeights& L = weights_->layers[static_cast<size_t>(layer)];
+  const int32_t T = batch.num_tokens;
+  const int64_t H = c.hidden_size, Q = c.q_size(), KV = c.kv_size();
+
+  norm_rows(x_.data(), L.attn_norm, T, c.rms_eps, h_.data());
+  linear(L.wq, h_.data(), T, q_.data(), pool_, scratch_);
+  linear(L.wk, h_.data(), T, k_.data(), pool_, scratch_);
+  linear(L.wv, h_.data(), T, v_.data(), pool_, scratch_);
+  add_bias(q_.data(), L.bq, T);
+  add_bias(k_.data(), L.bk, T);
+  add_bias(v_.data(), L.bv, T);
+  if (c.qk_norm) {  // per-head RMSNorm (Gemma 3): each head is a row of head_dim
+    norm_rows(q_.data(), L.q_norm, T * c.num_heads, c.rms_eps, q_.data());
+    norm_rows(k_.data(), L.k_norm, T * c.num_kv_heads, c.rms_eps, k_.data());
+  }
+  const RopeMode mode = c.rope_style == RopeStyle::AdjacentPairs ? RopeMode::AdjacentPairs : RopeMode::HalfSplit;
+  const float base = c.layer_rope_base(layer);
+  rope(q_.data(), T, c.num_heads, c.head_dim, batch.positions.data(), base, mode);
+  rope(k_.data(), T, c.num_kv_heads, c.head_dim, batch.positions.data(), base, mode);
+
+  for (int32_t t = 0; t < T; ++t) {
+    const int64_t slot = batch.slot_mapping[t];
+    std::memcpy(kv_.k(layer, slot), k_.data() + t * KV, KV * sizeof(float));
+    std::memcpy(kv_.v(layer, slot), v_.data() + t * KV, KV * sizeof(float));
+  }
+
+  AttentionShape shape;
+  shape.num_heads = c.num_heads;
+  shape.num_kv_heads = c.num_kv_heads;
+  shape.head_dim = c.head_dim;
+  shape.scale = c.softmax_scale();
+  shape.sliding_window = c.layer_is_sliding(layer) ? c.sliding_window : 0;
+  PagedAttentionBatch pb;
+  pb.num_seqs = batch.num_seqs;
+  pb.query_start = batch.query_start.data();
+  pb.positions = batch.positions.data();
+  pb.block_table_start = batch.block_table_start.data();
+  pb.block_ids = batch.block_ids.data();
+  paged_attention(shape, kv_.layer_view(layer), pb, q_.data(), attn_.data(), pool_);
+
+  linear(L.wo, attn_.data(), T, o_.data(), pool_, scratch_);
+  if (c.post_norms) norm_rows(o_.data(), L.post_attn_norm, T, c.rms_eps, o_.data());
+  add_inplace(x_.data(), o_.data(), T * H);
+  (void)Q;
+}
+
+void ModelRunner::ffn_block(int32_t layer, int32_t T) {
+  const ModelConfig& c = config();
+  const LayerWeights& L = weights_->layers[static_cast<size_t>(layer)];
+  const int64_t H = c.hidden_size, F = c.ffn_size;
+
+  norm_rows(x_.data(), L.ffn_norm, T, c.rms_eps, h_.data());
+  linear(L.w_gate, h_.data(), T, gate_.data(), pool_, scratch_);
+  linear(L.w_up, h_.data(), T, up_.data(), pool_, scratch_);
+  if (c.activation == FfnActivation::SiLU) {
+    silu_mul(gate_.data(), up_.data(), T * F, gate_.data());
+  } else {
+    gelu_tanh_mul(gate_.data(), up_.data(), T * F, gate_.data());
+  }
+  linear(L.w_down, gate_.data(), T, o_.data(), pool_, scratch_);
+  if (c.post_norms) norm_rows(o_.data(), L.post_ffn_norm, T, c.rms_eps, o_.data());
+  add_inplace(x_.data(), o_.data(), T * H);
+}
+
+}  // namespace kvscope

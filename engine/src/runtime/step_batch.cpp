@@ -1,0 +1,35 @@
+#include "runtime/step_batch.h"
+
+namespace kvscope {
+
+void StepBatch::clear() {
+  num_tokens = 0;
+  num_seqs = 0;
+  token_ids.clear();
+  positions.clear();
+  slot_mapping.clear();
+  query_start.assign(1, 0);
+  block_table_start.assign(1, 0);
+  block_ids.clear();
+  logits_rows.clear();
+}
+
+void StepBatch::add_sequence(const int32_t* tokens, int32_t num_rows, int32_t first_pos,
+                             const int64_t* slots, const std::vector<int32_t>& table,
+                             bool want_logits) {
+  if (query_start.empty()) query_start.push_back(0);
+  if (block_table_start.empty()) block_table_start.push_back(0);
+  for (int32_t i = 0; i < num_rows; ++i) {
+    token_ids.push_back(tokens[i]);
+    positions.push_back(first_pos + i);
+    slot_mapping.push_back(slots[i]);
+  }
+  num_tokens += num_rows;
+  ++num_seqs;
+  query_start.push_back(num_tokens);
+  block_ids.insert(block_ids.end(), table.begin(), table.end());
+  block_table_start.push_back(static_cast<int32_t>(block_ids.size()));
+  if (want_logits) logits_rows.push_back(num_tokens - 1);
+}
+
+}  // namespace kvscope

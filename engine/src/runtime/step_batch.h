@@ -1,0 +1,33 @@
+// StepBatch: everything the model runner needs for one engine step, and the
+// only thing it sees (no request objects). Counts plus flat arrays; the rows of
+// one sequence are contiguous and in position order. Prefill, chunked prefill,
+// decode and speculative verification all look the same here: a sequence
+// contributes query rows at some positions, and attends to its cache up to each.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace kvscope {
+
+struct StepBatch {
+  int32_t num_tokens = 0;  // query rows in this step
+  int32_t num_seqs = 0;
+
+  std::vector<int32_t> token_ids;          // [num_tokens]
+  std::vector<int32_t> positions;          // [num_tokens] absolute position in its sequence
+  std::vector<int64_t> slot_mapping;       // [num_tokens] KV slot written for each row
+  std::vector<int32_t> query_start;        // [num_seqs + 1] first row of each sequence (CSR)
+  std::vector<int32_t> block_table_start;  // [num_seqs + 1] offsets into block_ids (CSR)
+  std::vector<int32_t> block_ids;          // [block_table_start[num_seqs]] physical blocks, logical order
+  std::vector<int32_t> logits_rows;        // [num_logits] rows whose next-token logits are wanted
+
+  void clear();
+  // Appends one sequence: its rows (tokens at consecutive positions starting
+  // at first_pos, written to `slots`), its block table, and whether its last
+  // row needs logits.
+  void add_sequence(const int32_t* tokens, int32_t num_rows, int32_t first_pos, const int64_t* slots,
+                    const std::vector<int32_t>& table, bool want_logits);
+};
+
+}  // namespace kvscope

@@ -1,0 +1,60 @@
+// Paged attention on the CPU: every query token attends to its own sequence's
+// keys and values, read through that sequence's block table.
+//
+// Invariance (DESIGN.md): keys are visited in tiles of kAttentionTile absolute
+// positions ([0,32), [32,64), ...) whatever the block size, and tile partial
+// states are merged strictly in position order. So a query's result depends
+// only on its position and the K/V values: not on block size, on which other
+// sequences share the batch, on chunked vs whole prefill, nor on thread count.
+// Cascade attention later computes prefix tiles with the same tile function and
+// merges them in the same order, so it gives bitwise the same answer.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/cpu/attention_state.h"
+
+namespace kvscope {
+
+class ThreadPool;
+
+// One layer's paged KV cache, pure data.
+struct PagedKvLayer {
+  const float* k = nullptr;  // [num_blocks][block_size][num_kv_heads][head_dim]
+  const float* v = nullptr;  // [num_blocks][block_size][num_kv_heads][head_dim]
+  int32_t block_size = 0;
+};
+
+struct AttentionShape {
+  int32_t num_heads = 0;     // query heads
+  int32_t num_kv_heads = 0;  // num_heads is a multiple of it (grouped-query attention)
+  int32_t head_dim = 0;
+  float scale = 0.0f;          // softmax scale applied to q.k
+  int32_t sliding_window = 0;  // 0: off; else key invisible when q_pos - k_pos >= window
+};
+
+// Query tokens grouped by sequence, with each sequence's block table (CSR).
+struct PagedAttentionBatch {
+  int32_t num_seqs = 0;
+  const int32_t* query_start = nullptr;        // [num_seqs + 1] rows of q/out per sequence
+  const int32_t* positions = nullptr;          // [num_tokens] absolute position of each query row
+  const int32_t* block_table_start = nullptr;  // [num_seqs + 1] offsets into block_ids
+  const int32_t* block_ids = nullptr;          // [sum of table lengths] physical block ids
+};
+
+// out[t] = softmax(scale * q[t] . K) V over keys at positions
+// [max(0, pos - window + 1), pos] of t's sequence. K/V of every attended
+// position, including this step's own tokens, must already be stored.
+// q, out: [num_tokens][num_heads * head_dim].
+void paged_attention(const AttentionShape& shape, const PagedKvLayer& kv,
+                     const PagedAttentionBatch& batch, const float* q, float* out,
+                     ThreadPool& pool);
+
+// The attention state of one query head over the keys at positions [begin, end)
+// of one sequence (begin/end any positions; the tiling stays absolute).
+// Exposed for cascade attention and for tests.
+void attend_range(const AttentionShape& shape, const PagedKvLayer& kv, const int32_t* block_ids,
+                  int32_t kv_head, const float* q_head, int32_t begin, int32_t end,
+                  AttentionState& state, float* scratch_o);
+
+}  // namespace kvscope
