@@ -1,0 +1,196 @@
+#include "tokenizer/chat_template.h"
+
+#include <algorithm>
+
+#include "tokenizer/tokenizer.h"
+
+namespace kvscope {
+
+namespace {
+bool contains(std::string_view haystack, std::string_view needle) {
+  return haystack.find(needle) != std::string_view::npos;
+}
+
+// Jinja's `trim` / Python's str.strip() on ASCII whitespace.
+std::string trim(std::string_view s) {
+  constexpr std::string_view kSpace = " \t\n\r\f\v";
+  const size_t begin = s.find_first_not_of(kSpace);
+  if (begin == std::string_view::npos) return {};
+  const size_t end = s.find_last_not_of(kSpace);
+  return std::string(s.substr(begin, end - begin + 1));
+}
+
+// Splits off a leading system message (the formats other than ChatML do not
+// give it a turn of its own).
+std::pair<std::string, std::vector<ChatMessage>> split_system(const std::vector<ChatMessage>& messages) {
+  if (!messages.empty() && messages[0].role == "system")
+    return {messages[0].content, std::vector<ChatMessage>(messages.begin() + 1, messages.end())};
+  return {std::string(), messages};
+}
+}  // namespace
+
+std::optional<ChatFamily> ChatTemplate::detect(std::string_view t) {
+  if (contains(t, "<|im_start|>")) return ChatFamily::kChatMl;
+  if (contains(t, "<start_of_turn>")) return ChatFamily::kGemma;
+  if (contains(t, "<|start_header_id|>")) return ChatFamily::kLlama3;
+  if (contains(t, "[INST]")) return contains(t, "<<SYS>>") ? ChatFamily::kLlama2 : ChatFamily::kMistral;
+  return std::nullopt;
+}
+
+std::string ChatTemplate::default_system_prompt(std::string_view t) {
+  constexpr std::string_view kOpen = "<|im_start|>system\n", kClose = "<|im_end|>";
+  for (size_t pos = t.find(kOpen); pos != std::string_view::npos; pos = t.find(kOpen, pos + 1)) {
+    const size_t begin = pos + kOpen.size();
+    const size_t end = t.find(kClose, begin);
+    if (end == std::string_view::npos) break;
+    const std::string_view text = t.substr(begin, end - begin);
+    // Only a literal counts; "' + message['content'] + '" is the user's own system turn.
+    if (!text.empty() && text.find_first_of("{}'\"+") == std::string_view::npos) return std::string(text);
+  }
+  return {};
+}
+
+ChatTemplate ChatTemplate::from_vocab(const VocabData& vocab, const Tokenizer& tokenizer) {
+  std::optional<ChatFamily> family = detect(vocab.chat_template);
+  if (!family) {
+    // No (or an unknown) template: the turn markers the vocabulary has say
+    // which format the model was tuned on.
+    if (tokenizer.token_id("<|im_start|>")) family = ChatFamily::kChatMl;
+    else if (tokenizer.token_id("<start_of_turn>") || vocab.architecture.starts_with("gemma")) family = ChatFamily::kGemma;
+    else if (tokenizer.token_id("<|start_header_id|>")) family = ChatFamily::kLlama3;
+    else if (vocab.model == "llama" && vocab.architecture == "llama") family = ChatFamily::kLlama2;
+    else family = ChatFamily::kChatMl;
+  }
+  const std::string bos(tokenizer.token_text(tokenizer.bos_id()));
+  const std::string eos(tokenizer.token_text(tokenizer.eos_id()));
+  ChatTemplate result(*family, bos, eos,
+                      *family == ChatFamily::kChatMl ? default_system_prompt(vocab.chat_template) : "");
+  for (const std::string& s : result.stop_strings()) {
+    if (auto id = tokenizer.token_id(s)) result.stop_ids_.push_back(*id);
+  }
+  if (tokenizer.eos_id() >= 0 && std::find(result.stop_ids_.begin(), result.stop_ids_.end(),
+                                           tokenizer.eos_id()) == result.stop_ids_.end())
+    result.stop_ids_.push_back(tokenizer.eos_id());
+  return result;
+}
+
+ChatTemplate::ChatTemplate(ChatFamily family, std::string bos_text, std::string eos_text,
+                           std::string default_system, std::vector<int32_t> stop_ids)
+    : family_(family), bos_text_(std::move(bos_text)), eos_text_(std::move(eos_text)),
+      default_system_(std::move(default_system)), stop_ids_(std::move(stop_ids)) {}
+
+std::string_view ChatTemplate::family_name() const {
+  switch (family_) {
+    case ChatFamily::kChatMl: return "chatml";
+    case ChatFamily::kGemma: return "gemma";
+    case ChatFamily::kLlama2: return "llama2";
+    case ChatFamily::kLlama3: return "llama3";
+    case ChatFamily::kMistral: return "mistral";
+  }
+  return "unknown";
+}
+
+bool ChatTemplate::writes_bos() const { return family_ != ChatFamily::kChatMl && !bos_text_.empty(); }
+
+bool ChatTemplate::renders_bos(std::string_view rendered) const {
+  return !bos_text_.empty() && rendered.starts_with(bos_text_);
+}
+
+std::vector<std::string> ChatTemplate::stop_strings() const {
+  switch (family_) {
+    case ChatFamily::kChatMl: return {"<|im_end|>"};
+    case ChatFamily::kGemma: return {"<end_of_turn>"};
+    case ChatFamily::kLlama3: return {"<|eot_id|>"};
+    case ChatFamily::kLlama2:
+    case ChatFamily::kMistral: break;
+  }
+  if (eos_text_.empty()) return {};
+  return {eos_text_};
+}
+
+std::string ChatTemplate::render(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const {
+  switch (family_) {
+    case ChatFamily::kChatMl: return render_chatml(messages, add_generation_prompt);
+    case ChatFamily::kGemma: return render_gemma(messages, add_generation_prompt);
+    case ChatFamily::kLlama2: return render_llama2(messages);
+    case ChatFamily::kLlama3: return render_llama3(messages, add_generation_prompt);
+    case ChatFamily::kMistral: return render_mistral(messages);
+  }
+  return {};
+}
+
+std::string ChatTemplate::render_chatml(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const {
+  std::string out;
+  auto turn = [&out](std::string_view role, std::string_view content) {
+    out.append("<|im_start|>").append(role).append("\n").append(content).append("<|im_end|>\n");
+  };
+  if (!messages.empty() && messages[0].role != "system" && !default_system_.empty()) turn("system", default_system_);
+  for (const ChatMessage& m : messages) turn(m.role, m.content);
+  if (add_generation_prompt) out += "<|im_start|>assistant\n";
+  return out;
+}
+
+std::string ChatTemplate::render_gemma(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const {
+  // Gemma has no system role: the system text opens the first user turn.
+  auto [system, turns] = split_system(messages);
+  std::string out = bos_text_;
+  for (size_t i = 0; i < turns.size(); ++i) {
+    const std::string role = turns[i].role == "assistant" ? "model" : turns[i].role;
+    out.append("<start_of_turn>").append(role).append("\n");
+    if (i == 0 && !messages.empty() && messages[0].role == "system") out.append(system).append("\n\n");
+    out.append(trim(turns[i].content)).append("<end_of_turn>\n");
+  }
+  if (add_generation_prompt) out += "<start_of_turn>model\n";
+  return out;
+}
+
+std::string ChatTemplate::render_llama2(const std::vector<ChatMessage>& messages) const {
+  // Every user turn opens with BOS; the system block sits inside the first
+  // one. There is no generation marker: the reply follows " [/INST]".
+  auto [system, turns] = split_system(messages);
+  const bool has_system = !messages.empty() && messages[0].role == "system";
+  std::string out;
+  for (size_t i = 0; i < turns.size(); ++i) {
+    std::string content = turns[i].content;
+    if (i == 0 && has_system) content = "<<SYS>>\n" + system + "\n<</SYS>>\n\n" + content;
+    if (turns[i].role == "user") {
+      out.append(bos_text_).append("[INST] ").append(trim(content)).append(" [/INST]");
+    } else if (turns[i].role == "assistant") {
+      out.append(" ").append(trim(content)).append(" ").append(eos_text_);
+    }
+  }
+  return out;
+}
+
+std::string ChatTemplate::render_llama3(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const {
+  std::string out;
+  if (!messages.empty()) out = bos_text_;
+  for (const ChatMessage& m : messages) {
+    out.append("<|start_header_id|>").append(m.role).append("<|end_header_id|>\n\n");
+    out.append(trim(m.content)).append("<|eot_id|>");
+  }
+  if (add_generation_prompt) out += "<|start_header_id|>assistant<|end_header_id|>\n\n";
+  return out;
+}
+
+std::string ChatTemplate::render_mistral(const std::vector<ChatMessage>& messages) const {
+  // Mistral Instruct has no system block; the system text is prepended to
+  // the first user message.
+  auto [system, turns] = split_system(messages);
+  const bool has_system = !messages.empty() && messages[0].role == "system";
+  std::string out = bos_text_;
+  bool first_user = true;
+  for (const ChatMessage& m : turns) {
+    if (m.role == "user") {
+      std::string content = m.content;
+      if (first_user && has_system) content = system + "\n\n" + content;
+      first_user = false;
+      out.append("[INST] ").append(content).append(" [/INST]");
+    } else if (m.role == "assistant") {
+      out.append(m.content).append(eos_text_);
+    }
+  }
+  return out;
+}
+
+}  // namespace kvscope

@@ -1,0 +1,133 @@
+// Byte-level BPE and its pre-tokenizers on hand-built vocabularies, plus the
+// 10k-character speed bound on the StarCoder fixture vocabulary.
+#include <gtest/gtest.h>
+
+#include <chrono>
+
+#include "engine/tokenizer/tiny_vocabs.h"
+#include "model/gguf_file.h"
+#include "support/test_paths.h"
+#include "tokenizer/byte_level.h"
+#include "tokenizer/pre_tokenizer.h"
+#include "tokenizer/read_vocab.h"
+#include "tokenizer/tokenizer.h"
+
+namespace kvscope {
+namespace {
+
+using Ids = std::vector<int32_t>;
+
+std::vector<std::string> words(const std::string& pre, std::string_view text) {
+  auto p = PreTokenizer::create(pre);
+  EXPECT_TRUE(p) << p.error();
+  std::vector<std::string> out;
+  for (auto w : (*p)->split(text)) out.emplace_back(w);
+  return out;
+}
+
+TEST(ByteLevel, RoundTripsEveryByte) {
+  std::string all;
+  for (int b = 0; b < 256; ++b) all += static_cast<char>(b);
+  EXPECT_EQ(byte_level::encode(" "), "Ġ");
+  EXPECT_EQ(byte_level::encode("\n"), "Ċ");
+  EXPECT_EQ(byte_level::decode(byte_level::encode(all)), all);
+  EXPECT_FALSE(byte_level::decode("日本"));
+}
+
+TEST(PreTokenizer, Gpt2KeepsNumbersTogether) {
+  EXPECT_EQ(words("gpt2", "Hello, world! 12345"),
+            (std::vector<std::string>{"Hello", ",", " world", "!", " 12345"}));
+  EXPECT_EQ(words("gpt2", "a  b\n"), (std::vector<std::string>{"a", " ", " b", "\n"}));
+}
+
+TEST(PreTokenizer, SmolLmSplitsDigitsFirst) {
+  EXPECT_EQ(words("smollm", "Hello, world! 12345"),
+            (std::vector<std::string>{"Hello", ",", " world", "!", " ", "1", "2", "3", "4", "5"}));
+}
+
+TEST(PreTokenizer, Llama3GroupsThreeDigitsAndIgnoresCase) {
+  EXPECT_EQ(words("llama3", "1234567 I'M"), (std::vector<std::string>{"123", "456", "7", " I", "'M"}));
+  EXPECT_EQ(words("qwen2", "123 I'M"), (std::vector<std::string>{"1", "2", "3", " I", "'M"}));
+  EXPECT_EQ(words("gpt2", "I'M"), (std::vector<std::string>{"I", "'", "M"}));  // case-sensitive
+}
+
+TEST(PreTokenizer, KeepsInvalidUtf8Bytes) {
+  const std::string text = "ab\xFF\xFE cd";
+  std::string joined;
+  for (const auto& w : words("gpt2", text)) joined += w;
+  EXPECT_EQ(joined, text);
+}
+
+TEST(BpeTokenizer, AppliesMergesByRank) {
+  auto tok = create_tokenizer(test::tiny_bpe_vocab());
+  ASSERT_TRUE(tok) << tok.error();
+  EXPECT_EQ((*tok)->encode(" the", false), (Ids{258}));
+  EXPECT_EQ((*tok)->encode("the the", false), (Ids{'t', 257, 258}));
+  EXPECT_EQ((*tok)->decode((*tok)->encode("the the", false)), "the the");
+}
+
+TEST(BpeTokenizer, ParsesSpecialTokensOnlyWhenAsked) {
+  auto tok = create_tokenizer(test::tiny_bpe_vocab());
+  ASSERT_TRUE(tok) << tok.error();
+  EXPECT_EQ((*tok)->encode("<|im_start|> the<|im_end|>", true), (Ids{260, 258, 261}));
+  const Ids plain = (*tok)->encode("<|im_start|>", false);
+  EXPECT_GT(plain.size(), 1u);
+  EXPECT_EQ((*tok)->decode(plain), "<|im_start|>");
+}
+
+TEST(BpeTokenizer, ControlTokensRenderOnlyWhenAsked) {
+  auto tok = create_tokenizer(test::tiny_bpe_vocab());
+  ASSERT_TRUE(tok) << tok.error();
+  EXPECT_EQ((*tok)->token_bytes(261), "");
+  EXPECT_EQ((*tok)->token_bytes(261, /*render_special=*/true), "<|im_end|>");
+  EXPECT_EQ((*tok)->token_bytes(258), " the");
+  EXPECT_EQ((*tok)->token_bytes(-1), "");
+  EXPECT_EQ((*tok)->token_bytes(100000), "");
+  EXPECT_TRUE((*tok)->is_control(260));
+  EXPECT_TRUE((*tok)->is_eog(261));  // eos
+  EXPECT_TRUE((*tok)->is_eog(262));  // <|endoftext|>
+  EXPECT_FALSE((*tok)->is_eog(260));
+  EXPECT_EQ((*tok)->token_id("Ġthe"), 258);
+  EXPECT_FALSE((*tok)->token_id("nope"));
+}
+
+TEST(BpeTokenizer, RejectsUnknownNames) {
+  VocabData v = test::tiny_bpe_vocab("klingon");
+  auto tok = create_tokenizer(v);
+  ASSERT_FALSE(tok);
+  EXPECT_NE(tok.error().find("'klingon'"), std::string::npos) << tok.error();
+  v.pre = "gpt2";
+  v.model = "wordpiece";
+  tok = create_tokenizer(v);
+  ASSERT_FALSE(tok);
+  EXPECT_NE(tok.error().find("'wordpiece'"), std::string::npos) << tok.error();
+  v.model = "gpt2";
+  v.eos_id = 99999;
+  EXPECT_FALSE(create_tokenizer(v));
+}
+
+TEST(BpeTokenizer, EncodesTenThousandCharactersQuickly) {
+  const std::string dir = test::tokenizer_fixtures_dir();
+  if (dir.empty()) GTEST_SKIP() << "shared/fixtures/tokenizer not found";
+  auto file = GgufFile::open(dir + "/ggml-vocab-starcoder.gguf");
+  ASSERT_TRUE(file) << file.error();
+  auto vocab = read_vocab(**file);
+  ASSERT_TRUE(vocab) << vocab.error();
+  auto tok = create_tokenizer(*vocab);
+  ASSERT_TRUE(tok) << tok.error();
+  std::string text;
+  const std::string sample =
+      "The quick brown fox jumps over the lazy dog 1234567890. Ünïcödé, 日本語, emoji 🙂!\n"
+      "    def main(argv): return sum(int(x) for x in argv)  # comment\n";
+  while (text.size() < 10000) text += sample;
+  (void)(*tok)->encode(text, false);  // warm up (JIT, allocator)
+  const auto start = std::chrono::steady_clock::now();
+  const Ids ids = (*tok)->encode(text, false);
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ((*tok)->decode(ids), text);
+  EXPECT_LT(ms, 50.0) << ids.size() << " tokens";
+  std::cout << "encoded " << text.size() << " bytes into " << ids.size() << " tokens in " << ms << " ms\n";
+}
+
+}  // namespace
+}  // namespace kvscope
