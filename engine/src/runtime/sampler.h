@@ -1,0 +1,118 @@
+// Sampler: turns one row of logits into the next token id, per request.
+//
+// Pipeline (the order matters; each step says why it sits where it does):
+//   1. penalties      repetition / presence / frequency over the last
+//                     repeat_last_n recent tokens (llama.cpp semantics: a
+//                     positive logit is divided by repetition_penalty, a
+//                     negative one multiplied; then count * frequency_penalty
+//                     + presence_penalty is subtracted). First, because they
+//                     correct the model's raw preference and greedy decoding
+//                     must see them too.
+//   2. greedy         temperature == 0: argmax, ties -> lowest id. Nothing after
+//                     this point changes the argmax, so greedy stops here.
+//   3. top-k          keep the k highest logits (ties -> lower ids). Before
+//                     temperature because dividing by T > 0 keeps the order, and
+//                     cutting first leaves k candidates instead of the vocab.
+//   4. temperature    logits / T, then softmax over what is left.
+//   5. top-p          smallest prefix (by descending p) whose cumulative p >=
+//                     top_p, at least one token. After temperature so that
+//                     "95% of the mass" means mass of the distribution actually
+//                     drawn from (the Hugging Face / vLLM convention).
+//   6. min-p          drop tokens with p < min_p * p_max. p / p_max is unchanged
+//                     by renormalising, so the order of 5 and 6 does not matter.
+//   7. renormalise, draw with one uniform number from a seeded std::mt19937_64.
+//
+// probability_distribution() returns the distribution of step 7; sample() draws
+// from exactly that distribution (both run the same code). Speculative decoding's
+// rejection sampler uses it to read p(token).
+//
+// Cost at vocab 262144: one copy of the logits (penalties need a writable row),
+// then a heap scan for small top_k, nth_element for large top_k, and with top_k
+// off a histogram of the mass by log-weight that finds roughly where top-p
+// cuts, so only tokens above that point (and above min-p's cut) are sorted.
+// No full sort of the vocabulary.
+//
+// Non-finite logits are tolerated: NaN counts as -inf, +/-inf are clamped to
+// +/-FLT_MAX, so a row of all -inf gives a uniform distribution instead of NaNs.
+//
+// Tests: tests/engine/runtime/sampler_test.cpp (ctest -L unit -R sampler).
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "kvscope/result.h"
+#include "kvscope/sampling_params.h"
+
+namespace kvscope {
+
+// (token id, probability or log-probability), see each function.
+using TokenProb = std::pair<int32_t, float>;
+
+// Reused buffers, so that a Sampler allocates only on its first call.
+struct SamplerScratch {
+  std::vector<float> logits;           // [vocab] penalised, sanitised copy of the row
+  std::vector<int32_t> window;         // [<= repeat_last_n] recent tokens, sorted
+  std::vector<TokenProb> candidates;   // [num_candidates] (id, logit, later weight)
+  std::vector<double> mass_per_bucket; // [1024] top-p's weight histogram (sampler.cpp)
+};
+
+// The final distribution the sampler draws from: (id, p) with p > 0 for at least
+// one entry and the p summing to 1 (up to float rounding). Order: descending p
+// (ties -> lower id) when top-k (0 < k < vocab) or top-p (< 1) is on; otherwise
+// ascending id.
+// Greedy gives one entry with p = 1. Preconditions: params.validate().ok(),
+// vocab_size >= 1; recent ids outside [0, vocab_size) are ignored.
+std::vector<TokenProb> probability_distribution(const float* logits, int32_t vocab_size,
+                                                const SamplingParams& params,
+                                                std::span<const int32_t> recent_tokens);
+
+// Same, into `out`, reusing `scratch` (what Sampler uses).
+void probability_distribution(const float* logits, int32_t vocab_size,
+                              const SamplingParams& params,
+                              std::span<const int32_t> recent_tokens, SamplerScratch& scratch,
+                              std::vector<TokenProb>& out);
+
+// log softmax(logits)[id] at temperature 1, no penalties. Precondition: 0 <= id < n.
+float log_softmax_of(const float* logits, int n, int32_t id);
+
+// The min(k, n) most likely tokens as (id, log-probability at temperature 1, no
+// penalties), by descending logit, ties -> lower id. For --json top_logprobs and
+// tests. k <= 0 gives an empty vector.
+std::vector<TokenProb> top_n(const float* logits, int n, int k);
+
+class Sampler {
+ public:
+  // Validates params; the error names the bad field.
+  static Result<Sampler> create(const SamplingParams& params);
+
+  // Precondition: params.validate().ok() (asserted). params.seed == 0 picks a
+  // random non-zero seed, reported by seed().
+  explicit Sampler(const SamplingParams& params);
+
+  // The next token id in [0, vocab_size). recent_tokens: prompt + generated so
+  // far, oldest first (only the last repeat_last_n are read). Every non-greedy
+  // call consumes exactly one random number, so the n-th draw of a seed does not
+  // depend on the shapes of earlier distributions.
+  int32_t sample(const float* logits, int32_t vocab_size, std::span<const int32_t> recent_tokens);
+
+  // The distribution the last sample() call drew from (empty before the first).
+  const std::vector<TokenProb>& last_distribution() const { return distribution_; }
+
+  // The seed in use: params.seed, or the one picked when that was 0. Passing it
+  // back as params.seed reproduces the same tokens.
+  uint64_t seed() const { return seed_; }
+  const SamplingParams& params() const { return params_; }
+
+ private:
+  SamplingParams params_;
+  uint64_t seed_ = 0;
+  std::mt19937_64 rng_;
+  SamplerScratch scratch_;
+  std::vector<TokenProb> distribution_;  // [num_candidates]
+};
+
+}  // namespace kvscope
