@@ -14,11 +14,13 @@
 #include "kv/kv_storage.h"
 #include "model/gguf_file.h"
 #include "model/gguf_model_loader.h"
+#include "model/hf_model_loader.h"
 #include "runtime/model_runner.h"
 #include "scheduler/scheduler.h"
 #include "tokenizer/chat_template.h"
+#include "tokenizer/read_vocab.h"
 #include "tokenizer/tokenizer.h"
-#include "tokenizer/vocab.h"
+#include "tokenizer/read_vocab.h"
 
 namespace kvscope {
 namespace {
@@ -29,11 +31,36 @@ double seconds_between(Sequence::Clock::time_point a, Sequence::Clock::time_poin
 
 const char* architecture_name(Architecture a) { return a == Architecture::Gemma3 ? "gemma3" : "llama"; }
 
+// What Engine::create needs from a model, whatever its format.
+struct LoadedModel {
+  std::shared_ptr<const ModelWeights> weights;  // keeps its file(s) alive
+  VocabData vocab;
+  std::string architecture;  // for ModelInfo: "llama", "qwen2", "gemma3", ...
+};
+
+// A Hugging Face directory (config.json + safetensors) or a GGUF file.
+Result<LoadedModel> load_model(const std::string& path) {
+  if (is_hf_directory(path)) {
+    auto hf = load_hf_directory(path);
+    if (!hf.ok()) return Error{hf.error()};
+    return LoadedModel{std::move(hf->weights), std::move(hf->vocab), std::move(hf->architecture)};
+  }
+  auto opened = GgufFile::open(path);
+  if (!opened.ok()) return Error{opened.error()};
+  std::shared_ptr<const GgufFile> file = std::move(opened).value();
+  auto weights = load_gguf_weights(file);
+  if (!weights.ok()) return Error{weights.error()};
+  auto vocab = read_vocab(*file);
+  if (!vocab.ok()) return Error{vocab.error()};
+  LoadedModel m{std::move(weights).value(), std::move(vocab).value(), {}};
+  m.architecture = file->get_string("general.architecture").value_or(architecture_name(m.weights->config.arch));
+  return m;
+}
+
 }  // namespace
 
 struct Engine::Impl {
   EngineConfig config;
-  std::shared_ptr<const GgufFile> file;
   std::shared_ptr<const ModelWeights> weights;
   std::unique_ptr<Tokenizer> tokenizer;
   std::unique_ptr<ChatTemplate> chat_template;
@@ -65,17 +92,13 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config) {
   if (Status s = config.validate(); !s.ok()) return Error{s.error()};
   auto impl = std::make_unique<Impl>();
   impl->config = config;
-  auto file = GgufFile::open(config.model_path);
-  if (!file.ok()) return Error{file.error()};
-  impl->file = std::shared_ptr<const GgufFile>(std::move(file).value());
-  auto weights = load_gguf_weights(impl->file);
-  if (!weights.ok()) return Error{weights.error()};
-  impl->weights = std::move(weights).value();
+  auto model = load_model(config.model_path);
+  if (!model.ok()) return Error{model.error()};
+  impl->weights = model->weights;
   const ModelConfig& mc = impl->weights->config;
+  const VocabData& vocab = model->vocab;
 
-  auto vocab = read_vocab(*impl->file);
-  if (!vocab.ok()) return Error{vocab.error()};
-  auto tok = create_tokenizer(*vocab);
+  auto tok = create_tokenizer(vocab);
   if (!tok.ok()) return Error{tok.error()};
   impl->tokenizer = std::move(tok).value();
   if (impl->tokenizer->vocab_size() > mc.vocab_size) {
@@ -83,7 +106,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config) {
                              config.model_path, impl->tokenizer->vocab_size(), mc.vocab_size)};
   }
   impl->chat_template = std::make_unique<ChatTemplate>(
-      ChatTemplate::from_vocab(*vocab, *impl->tokenizer));
+      ChatTemplate::from_vocab(vocab, *impl->tokenizer));
 
   if (impl->config.max_model_len == 0) impl->config.max_model_len = mc.context_length;
   const int32_t bs = config.block_size;
@@ -105,7 +128,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config) {
   ModelInfo& info = impl->info;
   info.path = config.model_path;
   info.name = mc.name;
-  info.architecture = impl->file->get_string("general.architecture").value_or(architecture_name(mc.arch));
+  info.architecture = model->architecture;
   info.num_layers = mc.num_layers;
   info.hidden_size = mc.hidden_size;
   info.num_heads = mc.num_heads;

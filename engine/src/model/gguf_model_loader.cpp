@@ -95,13 +95,13 @@ Result<ModelConfig> read_model_config(const GgufFile& f) {
   const std::string& a = *arch;
   if (a == "llama" || a == "mistral") {
     c.arch = Architecture::Llama;
-    c.rope_style = RopeStyle::AdjacentPairs;  // Q/K rows were permuted at conversion
+    c.rope_style = RopeStyle::kAdjacentPairs;  // Q/K rows were permuted at conversion
   } else if (a == "qwen2") {
     c.arch = Architecture::Llama;
-    c.rope_style = RopeStyle::HalfSplit;  // converted without the permutation
+    c.rope_style = RopeStyle::kHalfSplit;  // converted without the permutation
   } else if (a == "gemma3") {
     c.arch = Architecture::Gemma3;
-    c.rope_style = RopeStyle::HalfSplit;
+    c.rope_style = RopeStyle::kHalfSplit;
   } else {
     return Error{fmt::format("{}: architecture '{}' is not supported (kvscope runs llama, mistral, "
                              "qwen2 and gemma3)", f.path(), a)};

@@ -7,15 +7,11 @@
 #include <cstdint>
 #include <string>
 
+#include "kernels/rope_style.h"
+
 namespace kvscope {
 
 enum class Architecture { Llama, Gemma3 };
-
-// How rotary embedding pairs up the dimensions of a head.
-enum class RopeStyle {
-  AdjacentPairs,  // (x[2i], x[2i+1]): Llama GGUFs (Q/K rows were permuted at conversion)
-  HalfSplit,      // (x[i], x[i + d/2]): Gemma 3, and unpermuted Hugging Face Llama weights
-};
 
 enum class FfnActivation { SiLU, GeluTanh };
 
@@ -35,7 +31,7 @@ struct ModelConfig {
   float rms_eps = 1e-5f;
   float rope_base = 10000.0f;        // global layers
   float rope_base_local = 10000.0f;  // sliding-window layers (Gemma 3)
-  RopeStyle rope_style = RopeStyle::AdjacentPairs;
+  RopeStyle rope_style = RopeStyle::kAdjacentPairs;
 
   // Sliding-window attention: a key is invisible when q_pos - k_pos >= window.
   // Layer l is global when (l % sliding_window_pattern) == pattern - 1.

@@ -4,11 +4,13 @@
 #include <cassert>
 #include <cstring>
 
-#include "kernels/cpu/activation.h"
-#include "kernels/cpu/elementwise.h"
+#include "kernels/cpu/add.h"
+#include "kernels/cpu/dequantize.h"
+#include "kernels/cpu/gelu_tanh_mul.h"
 #include "kernels/cpu/paged_attention.h"
 #include "kernels/cpu/rms_norm.h"
 #include "kernels/cpu/rope.h"
+#include "kernels/cpu/silu_mul.h"
 
 namespace kvscope {
 namespace {
@@ -21,12 +23,11 @@ void linear(const WeightMatrix& w, const float* x, int32_t num_tokens, float* y,
 void add_bias(float* y, const std::vector<float>& bias, int32_t num_tokens) {
   if (bias.empty()) return;
   const int64_t n = static_cast<int64_t>(bias.size());
-  for (int32_t t = 0; t < num_tokens; ++t) add_inplace(y + t * n, bias.data(), n);
+  for (int32_t t = 0; t < num_tokens; ++t) add(y + t * n, bias.data(), n, y + t * n);
 }
 
 void norm_rows(const float* x, const std::vector<float>& w, int32_t num_rows, float eps, float* out) {
-  const int64_t n = static_cast<int64_t>(w.size());
-  for (int32_t r = 0; r < num_rows; ++r) rms_norm(x + r * n, w.data(), n, eps, out + r * n);
+  rms_norm(x, w.data(), num_rows, static_cast<int64_t>(w.size()), eps, out);
 }
 
 }  // namespace
@@ -61,7 +62,9 @@ void ModelRunner::forward(const StepBatch& batch, std::vector<float>& logits) {
   for (int32_t t = 0; t < T; ++t) {
     float* row = x_.data() + t * H;
     embedding_row(w.token_embd.type, w.token_embd.data, batch.token_ids[t], H, row);
-    if (c.embedding_scale != 1.0f) scale_inplace(row, c.embedding_scale, H);
+    if (c.embedding_scale != 1.0f) {
+      for (int64_t i = 0; i < H; ++i) row[i] *= c.embedding_scale;
+    }
   }
   for (int32_t layer = 0; layer < c.num_layers; ++layer) {
     attention_block(layer, batch);
@@ -73,7 +76,7 @@ void ModelRunner::forward(const StepBatch& batch, std::vector<float>& logits) {
   logits.resize(static_cast<size_t>(num_logits) * c.vocab_size);
   if (num_logits == 0) return;
   for (int32_t i = 0; i < num_logits; ++i) {
-    rms_norm(x_.data() + batch.logits_rows[i] * H, w.output_norm.data(), H, c.rms_eps, h_.data() + i * H);
+    rms_norm(x_.data() + batch.logits_rows[i] * H, w.output_norm.data(), 1, H, c.rms_eps, h_.data() + i * H);
   }
   linear(w.output, h_.data(), num_logits, logits.data(), pool_, scratch_);
 }
@@ -82,7 +85,7 @@ void ModelRunner::attention_block(int32_t layer, const StepBatch& batch) {
   const ModelConfig& c = config();
   const LayerWeights& L = weights_->layers[static_cast<size_t>(layer)];
   const int32_t T = batch.num_tokens;
-  const int64_t H = c.hidden_size, Q = c.q_size(), KV = c.kv_size();
+  const int64_t H = c.hidden_size, KV = c.kv_size();
 
   norm_rows(x_.data(), L.attn_norm, T, c.rms_eps, h_.data());
   linear(L.wq, h_.data(), T, q_.data(), pool_, scratch_);
@@ -95,10 +98,9 @@ void ModelRunner::attention_block(int32_t layer, const StepBatch& batch) {
     norm_rows(q_.data(), L.q_norm, T * c.num_heads, c.rms_eps, q_.data());
     norm_rows(k_.data(), L.k_norm, T * c.num_kv_heads, c.rms_eps, k_.data());
   }
-  const RopeMode mode = c.rope_style == RopeStyle::AdjacentPairs ? RopeMode::AdjacentPairs : RopeMode::HalfSplit;
   const float base = c.layer_rope_base(layer);
-  rope(q_.data(), T, c.num_heads, c.head_dim, batch.positions.data(), base, mode);
-  rope(k_.data(), T, c.num_kv_heads, c.head_dim, batch.positions.data(), base, mode);
+  rope(q_.data(), T, c.num_heads, c.head_dim, batch.positions.data(), base, c.rope_style);
+  rope(k_.data(), T, c.num_kv_heads, c.head_dim, batch.positions.data(), base, c.rope_style);
 
   for (int32_t t = 0; t < T; ++t) {
     const int64_t slot = batch.slot_mapping[t];
@@ -122,8 +124,7 @@ void ModelRunner::attention_block(int32_t layer, const StepBatch& batch) {
 
   linear(L.wo, attn_.data(), T, o_.data(), pool_, scratch_);
   if (c.post_norms) norm_rows(o_.data(), L.post_attn_norm, T, c.rms_eps, o_.data());
-  add_inplace(x_.data(), o_.data(), T * H);
-  (void)Q;
+  add(x_.data(), o_.data(), T * H, x_.data());
 }
 
 void ModelRunner::ffn_block(int32_t layer, int32_t T) {
@@ -141,7 +142,7 @@ void ModelRunner::ffn_block(int32_t layer, int32_t T) {
   }
   linear(L.w_down, gate_.data(), T, o_.data(), pool_, scratch_);
   if (c.post_norms) norm_rows(o_.data(), L.post_ffn_norm, T, c.rms_eps, o_.data());
-  add_inplace(x_.data(), o_.data(), T * H);
+  add(x_.data(), o_.data(), T * H, x_.data());
 }
 
 }  // namespace kvscope

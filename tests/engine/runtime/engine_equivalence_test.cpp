@@ -1,0 +1,101 @@
+// Invariance on the default model: greedy tokens are identical whatever the
+// block size, prefill chunking, thread count, or which other requests share
+// the batch (DESIGN.md, "Invariance"). Label `model`: skipped without the model.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "kvscope/engine.h"
+#include "support/test_paths.h"
+
+namespace kvscope {
+namespace {
+
+const std::vector<std::string> kPrompts = {
+    "The capital of France is",
+    "def fibonacci(n):\n    \"\"\"Return the n-th Fibonacci number.\"\"\"\n",
+    "Once upon a time, in a small village at the edge of a great forest, there lived an old "
+    "clockmaker who had never once left the valley. Every morning he",
+    "12345 + 67890 =",
+};
+
+std::unique_ptr<Engine> make_engine(EngineConfig config) {
+  config.model_path = test::default_model_path();
+  auto engine = Engine::create(config);
+  EXPECT_TRUE(engine.ok()) << (engine.ok() ? "" : engine.error());
+  return engine.ok() ? std::move(engine).value() : nullptr;
+}
+
+// Submits every prompt at once (they share the batches) and returns each one's tokens.
+std::vector<std::vector<int32_t>> generate_all(Engine& engine, const std::vector<std::string>& prompts,
+                                               int32_t max_tokens) {
+  std::vector<std::vector<int32_t>> out(prompts.size());
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    GenerationRequest r;
+    r.prompt = prompts[i];
+    r.sampling.temperature = 0.0f;
+    r.sampling.max_tokens = max_tokens;
+    r.sampling.ignore_eos = true;
+    r.on_event = [&out, i](const TokenEvent& ev) {
+      if (ev.token >= 0) out[i].push_back(ev.token);
+    };
+    auto id = engine.submit(std::move(r));
+    EXPECT_TRUE(id.ok()) << (id.ok() ? "" : id.error());
+  }
+  engine.run_until_idle();
+  return out;
+}
+
+class EngineEquivalence : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (test::default_model_path().empty()) GTEST_SKIP() << "default model not found (run scripts/fetch_model.py)";
+  }
+
+  // Reference: each prompt alone, block size 16, whole prefill, 2 threads.
+  const std::vector<std::vector<int32_t>>& reference() {
+    static std::vector<std::vector<int32_t>> ref;
+    if (ref.empty()) {
+      EngineConfig c;
+      c.num_threads = 2;
+      for (const std::string& p : kPrompts) {
+        auto engine = make_engine(c);
+        ref.push_back(generate_all(*engine, {p}, kTokens)[0]);
+      }
+    }
+    return ref;
+  }
+  static constexpr int32_t kTokens = 24;
+};
+
+TEST_F(EngineEquivalence, BlockSizeDoesNotChangeTokens) {
+  for (int32_t block_size : {1, 16, 256}) {
+    EngineConfig c;
+    c.num_threads = 2;
+    c.block_size = block_size;
+    c.max_seqs = 1;  // one at a time: isolates block size
+    auto engine = make_engine(c);
+    EXPECT_EQ(generate_all(*engine, kPrompts, kTokens), reference()) << "block size " << block_size;
+  }
+}
+
+TEST_F(EngineEquivalence, BatchingChunkingAndThreadsDoNotChangeTokens) {
+  struct Variant {
+    const char* name;
+    int32_t threads, max_batched_tokens, block_size;
+  };
+  for (const Variant v : {Variant{"batched, 1 thread", 1, 512, 16}, Variant{"batched, chunks of 7", 2, 7, 16},
+                          Variant{"batched, chunks of 33, block 1", 2, 33, 1}}) {
+    EngineConfig c;
+    c.num_threads = v.threads;
+    c.max_batched_tokens = v.max_batched_tokens;
+    c.block_size = v.block_size;
+    auto engine = make_engine(c);
+    EXPECT_EQ(generate_all(*engine, kPrompts, kTokens), reference()) << v.name;
+  }
+}
+
+}  // namespace
+}  // namespace kvscope
