@@ -1,0 +1,634 @@
+// GGUF v2/v3 reader. Longer than most files (~630 lines) because the value
+// type, the bounds-checked cursor and the parser belong together: every read
+// goes through ByteCursor, and every count is checked against the bytes left
+// before anything is allocated, so hostile input fails fast with a message.
+#include "model/gguf_file.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <limits>
+#include <numeric>
+
+#include <fmt/format.h>
+
+namespace kvscope {
+namespace {
+
+constexpr size_t kMaxNameBytes = 64 * 1024;     // keys and tensor names; llama.cpp warns at 64
+constexpr uint64_t kNoLimit = std::numeric_limits<uint64_t>::max();  // strings bounded by the file
+constexpr size_t kMaxDims = 4;
+constexpr int kMaxArrayDepth = 8;
+constexpr size_t kMaxNestedArrays = 1u << 16;    // arrays inside arrays, whole file
+constexpr size_t kMinKvBytes = 8 + 1 + 4 + 1;    // key length, 1-byte key, type, 1-byte value
+constexpr size_t kMinTensorBytes = 8 + 1 + 4 + 8 + 4 + 8;
+constexpr size_t kMaxAlignment = size_t{1} << 30;
+
+bool is_known_value_type(uint32_t t) { return t <= 12; }
+
+bool is_integer_type(GgufValueType t) {
+  switch (t) {
+    case GgufValueType::U8: case GgufValueType::I8: case GgufValueType::U16:
+    case GgufValueType::I16: case GgufValueType::U32: case GgufValueType::I32:
+    case GgufValueType::U64: case GgufValueType::I64:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool is_signed_type(GgufValueType t) {
+  return t == GgufValueType::I8 || t == GgufValueType::I16 || t == GgufValueType::I32 ||
+         t == GgufValueType::I64;
+}
+
+// Decodes one little-endian scalar of fixed-size type `t` into the GgufValue bit
+// convention: signed integers sign-extended, unsigned zero-extended, floats raw.
+uint64_t decode_bits(GgufValueType t, const uint8_t* p) {
+  uint64_t raw = 0;
+  const size_t n = gguf_value_type_size(t);
+  std::memcpy(&raw, p, n);  // little-endian host (x86-64, aarch64)
+  if (is_signed_type(t) && n < 8) {
+    const unsigned shift = static_cast<unsigned>(64 - 8 * n);
+    raw = static_cast<uint64_t>(static_cast<int64_t>(raw << shift) >> shift);
+  }
+  return raw;
+}
+
+std::optional<int64_t> bits_to_int(GgufValueType t, uint64_t bits) {
+  if (!is_integer_type(t)) return std::nullopt;
+  if (!is_signed_type(t) && bits > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+    return std::nullopt;
+  }
+  return static_cast<int64_t>(bits);
+}
+
+std::optional<double> bits_to_float(GgufValueType t, uint64_t bits) {
+  if (t == GgufValueType::F32) {
+    float f;
+    const uint32_t b = static_cast<uint32_t>(bits);
+    std::memcpy(&f, &b, 4);
+    return f;
+  }
+  if (t == GgufValueType::F64) {
+    double d;
+    std::memcpy(&d, &bits, 8);
+    return d;
+  }
+  if (!is_integer_type(t)) return std::nullopt;
+  return is_signed_type(t) ? static_cast<double>(static_cast<int64_t>(bits))
+                           : static_cast<double>(bits);
+}
+
+std::string render_scalar(GgufValueType t, uint64_t bits) {
+  if (t == GgufValueType::Bool) return bits ? "true" : "false";
+  if (t == GgufValueType::F32) return fmt::format("{}", static_cast<float>(*bits_to_float(t, bits)));
+  if (t == GgufValueType::F64) return fmt::format("{}", *bits_to_float(t, bits));
+  if (is_signed_type(t)) return fmt::format("{}", static_cast<int64_t>(bits));
+  return fmt::format("{}", bits);
+}
+
+// Quoted, with control bytes escaped, cut to `max_bytes` of input.
+std::string quote(std::string_view s, size_t max_bytes) {
+  std::string out = "\"";
+  for (size_t i = 0; i < s.size() && i < max_bytes; ++i) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c < 0x20 || c == 0x7f) {
+      out += fmt::format("\\x{:02x}", c);
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  out += s.size() > max_bytes ? "\"..." : "\"";
+  return out;
+}
+
+// A read position over a byte buffer; every read is bounds-checked.
+class ByteCursor {
+ public:
+  ByteCursor(const uint8_t* data, size_t size) : data_(data), size_(size) {}
+  size_t pos() const { return pos_; }
+  size_t remaining() const { return size_ - pos_; }
+  // Returns a pointer to the next n bytes and advances, or nullptr if fewer remain.
+  const uint8_t* take(size_t n) {
+    if (n > remaining()) return nullptr;
+    const uint8_t* p = data_ + pos_;
+    pos_ += n;
+    return p;
+  }
+
+ private:
+  const uint8_t* data_;
+  size_t size_;
+  size_t pos_ = 0;
+};
+
+}  // namespace
+
+std::string_view gguf_value_type_name(GgufValueType type) {
+  static constexpr std::string_view kNames[] = {"u8",  "i8",   "u16",    "i16",   "u32",
+                                                "i32", "f32",  "bool",   "string", "array",
+                                                "u64", "i64",  "f64"};
+  const auto i = static_cast<uint32_t>(type);
+  return i < std::size(kNames) ? kNames[i] : std::string_view("unknown");
+}
+
+size_t gguf_value_type_size(GgufValueType type) {
+  switch (type) {
+    case GgufValueType::U8: case GgufValueType::I8: case GgufValueType::Bool: return 1;
+    case GgufValueType::U16: case GgufValueType::I16: return 2;
+    case GgufValueType::U32: case GgufValueType::I32: case GgufValueType::F32: return 4;
+    case GgufValueType::U64: case GgufValueType::I64: case GgufValueType::F64: return 8;
+    default: return 0;
+  }
+}
+
+// ---- GgufValue --------------------------------------------------------------
+
+bool GgufValue::is_integer() const { return is_integer_type(type_); }
+std::optional<int64_t> GgufValue::as_int() const { return bits_to_int(type_, bits_); }
+std::optional<uint64_t> GgufValue::as_uint() const {
+  if (!is_integer_type(type_)) return std::nullopt;
+  if (is_signed_type(type_) && static_cast<int64_t>(bits_) < 0) return std::nullopt;
+  return bits_;
+}
+std::optional<double> GgufValue::as_float() const { return bits_to_float(type_, bits_); }
+std::optional<bool> GgufValue::as_bool() const {
+  if (type_ != GgufValueType::Bool) return std::nullopt;
+  return bits_ != 0;
+}
+const std::string* GgufValue::as_string() const {
+  return type_ == GgufValueType::String ? &string_ : nullptr;
+}
+const std::vector<std::string>* GgufValue::strings() const {
+  return is_array() && element_type_ == GgufValueType::String ? &strings_ : nullptr;
+}
+const std::vector<GgufValue>* GgufValue::arrays() const {
+  return is_array() && element_type_ == GgufValueType::Array ? &arrays_ : nullptr;
+}
+const std::vector<uint8_t>* GgufValue::packed() const {
+  return is_array() && gguf_value_type_size(element_type_) != 0 ? &packed_ : nullptr;
+}
+std::optional<int64_t> GgufValue::int_at(size_t i) const {
+  if (!packed() || i >= count_) return std::nullopt;
+  const size_t n = gguf_value_type_size(element_type_);
+  return bits_to_int(element_type_, decode_bits(element_type_, packed_.data() + i * n));
+}
+std::optional<double> GgufValue::float_at(size_t i) const {
+  if (!packed() || i >= count_) return std::nullopt;
+  const size_t n = gguf_value_type_size(element_type_);
+  return bits_to_float(element_type_, decode_bits(element_type_, packed_.data() + i * n));
+}
+std::optional<std::vector<int64_t>> GgufValue::to_int_vector() const {
+  if (!packed() || !is_integer_type(element_type_)) return std::nullopt;
+  std::vector<int64_t> out(count_);
+  for (size_t i = 0; i < count_; ++i) {
+    const std::optional<int64_t> v = int_at(i);
+    if (!v) return std::nullopt;  // u64 above INT64_MAX
+    out[i] = *v;
+  }
+  return out;
+}
+std::optional<std::vector<float>> GgufValue::to_float_vector() const {
+  if (!packed() || element_type_ == GgufValueType::Bool) return std::nullopt;
+  std::vector<float> out(count_);
+  if (element_type_ == GgufValueType::F32) {
+    if (count_) std::memcpy(out.data(), packed_.data(), count_ * 4);  // the common case
+    return out;
+  }
+  for (size_t i = 0; i < count_; ++i) out[i] = static_cast<float>(*float_at(i));
+  return out;
+}
+
+std::string GgufValue::describe() const {
+  if (type_ == GgufValueType::String) return "string " + quote(string_, 60);
+  if (!is_array()) return fmt::format("{} {}", gguf_value_type_name(type_), render_scalar(type_, bits_));
+  std::string out = fmt::format("array[{}; {}]", gguf_value_type_name(element_type_), count_);
+  constexpr size_t kShown = 8;  // small arrays show their elements
+  if (count_ == 0 || count_ > kShown || element_type_ == GgufValueType::Array) return out;
+  out += " [";
+  for (size_t i = 0; i < count_; ++i) {
+    if (i) out += ", ";
+    if (element_type_ == GgufValueType::String) {
+      out += quote(strings_[i], 16);
+    } else {
+      const size_t n = gguf_value_type_size(element_type_);
+      out += render_scalar(element_type_, decode_bits(element_type_, packed_.data() + i * n));
+    }
+  }
+  return out + "]";
+}
+
+// ---- GgufTensorInfo ---------------------------------------------------------
+
+int64_t GgufTensorInfo::num_elements() const {
+  return std::accumulate(dims.begin(), dims.end(), int64_t{1}, std::multiplies<>());
+}
+int64_t GgufTensorInfo::num_rows() const {
+  if (dims.empty()) return 0;
+  return std::accumulate(dims.begin() + 1, dims.end(), int64_t{1}, std::multiplies<>());
+}
+
+// ---- Parser -----------------------------------------------------------------
+
+// Fills a GgufFile from its bytes. Each read_* returns false after setting error_.
+class GgufParser {
+ public:
+  explicit GgufParser(GgufFile& file) : file_(file), cur_(file.data_, file.size_) {}
+
+  Status parse() {
+    if (!read_header() || !read_metadata() || !read_tensor_infos() || !place_tensors()) {
+      return Error{file_.path_ + ": " + error_};
+    }
+    return Status::success();
+  }
+
+ private:
+  bool fail(std::string message) {
+    error_ = std::move(message);
+    return false;
+  }
+  // Takes n bytes or fails with a truncation message naming context_.
+  const uint8_t* take(size_t n) {
+    const uint8_t* p = cur_.take(n);
+    if (!p) {
+      fail(fmt::format("truncated at offset {} while reading {} (need {} bytes, {} left)",
+                       cur_.pos(), context_, n, cur_.remaining()));
+    }
+    return p;
+  }
+  bool read_u32(uint32_t& v) {
+    const uint8_t* p = take(4);
+    if (p) std::memcpy(&v, p, 4);
+    return p != nullptr;
+  }
+  bool read_u64(uint64_t& v) {
+    const uint8_t* p = take(8);
+    if (p) std::memcpy(&v, p, 8);
+    return p != nullptr;
+  }
+  // A string whose length must be at most max_len (besides fitting in the file).
+  bool read_string(std::string& out, uint64_t max_len) {
+    uint64_t len = 0;
+    if (!read_u64(len)) return false;
+    if (len > max_len) {
+      return fail(fmt::format("{}: string length {} at offset {} exceeds the limit of {} bytes",
+                              context_, len, cur_.pos() - 8, max_len));
+    }
+    const uint8_t* p = take(static_cast<size_t>(len));
+    if (!p) return false;
+    out.assign(reinterpret_cast<const char*>(p), static_cast<size_t>(len));
+    return true;
+  }
+
+  bool read_header() {
+    context_ = "the magic";
+    if (cur_.remaining() >= 4 && std::memcmp(file_.data_, "GGUF", 4) != 0) {
+      std::string shown;
+      for (int i = 0; i < 4; ++i) {
+        const uint8_t c = file_.data_[i];
+        shown += (c >= 0x20 && c < 0x7f && c != '\'' && c != '\\') ? std::string(1, char(c))
+                                                                    : fmt::format("\\x{:02x}", c);
+      }
+      return fail(fmt::format("not a GGUF file (magic is '{}', expected 'GGUF')", shown));
+    }
+    if (!take(4)) return false;
+    context_ = "the version";
+    uint32_t version = 0;
+    if (!read_u32(version)) return false;
+    if (version != 2 && version != 3) {
+      if (version != 0 && (version & 0xffffu) == 0) {
+        return fail(fmt::format("big-endian GGUF (version word 0x{:08x}) is not supported; "
+                                "kvscope reads little-endian files", version));
+      }
+      return fail(fmt::format("unsupported GGUF version {} (kvscope reads version 2 and 3)", version));
+    }
+    file_.version_ = version;
+    uint64_t num_tensors = 0;
+    context_ = "the tensor count";
+    if (!read_u64(num_tensors)) return false;
+    context_ = "the metadata count";
+    if (!read_u64(num_kv_)) return false;
+    if (num_kv_ > cur_.remaining() / kMinKvBytes) {
+      return fail(fmt::format("metadata count {} is impossible: only {} bytes follow the header",
+                              num_kv_, cur_.remaining()));
+    }
+    if (num_tensors > cur_.remaining() / kMinTensorBytes) {
+      return fail(fmt::format("tensor count {} is impossible: only {} bytes follow the header",
+                              num_tensors, cur_.remaining()));
+    }
+    num_tensors_ = num_tensors;
+    return true;
+  }
+
+  bool read_metadata() {
+    file_.metadata_.reserve(static_cast<size_t>(num_kv_));
+    for (uint64_t i = 0; i < num_kv_; ++i) {
+      context_ = fmt::format("the key of metadata entry {}", i);
+      std::string key;
+      if (!read_string(key, kMaxNameBytes)) return false;
+      if (key.empty()) return fail(fmt::format("metadata entry {} has an empty key", i));
+      context_ = fmt::format("key '{}'", key);
+      if (auto it = file_.key_index_.find(key); it != file_.key_index_.end()) {
+        return fail(fmt::format("duplicate metadata key '{}' (entries {} and {})", key, it->second, i));
+      }
+      uint32_t type = 0;
+      if (!read_u32(type)) return false;
+      if (!is_known_value_type(type)) {
+        return fail(fmt::format("key '{}': unknown value type {}", key, type));
+      }
+      GgufValue value;
+      if (!read_value(static_cast<GgufValueType>(type), value, 0)) return false;
+      if (key == "general.alignment" && !set_alignment(value)) return false;
+      file_.key_index_.emplace(key, file_.metadata_.size());
+      file_.metadata_.emplace_back(std::move(key), std::move(value));
+    }
+    return true;
+  }
+
+  bool set_alignment(const GgufValue& v) {
+    const std::optional<uint64_t> a = v.as_uint();
+    if (!a) {
+      return fail(fmt::format("key 'general.alignment': expected an unsigned integer, found {}",
+                              v.describe()));
+    }
+    if (*a == 0 || (*a & (*a - 1)) != 0 || *a > kMaxAlignment) {
+      return fail(fmt::format("key 'general.alignment': alignment {} is not a power of two "
+                              "between 1 and {}", *a, kMaxAlignment));
+    }
+    file_.alignment_ = static_cast<size_t>(*a);
+    return true;
+  }
+
+  bool read_value(GgufValueType type, GgufValue& out, int depth) {
+    out.type_ = type;
+    if (type == GgufValueType::String) return read_string(out.string_, kNoLimit);
+    if (type != GgufValueType::Array) {
+      const uint8_t* p = take(gguf_value_type_size(type));
+      if (p) out.bits_ = decode_bits(type, p);
+      return p != nullptr;
+    }
+    if (depth >= kMaxArrayDepth) {
+      return fail(fmt::format("{}: arrays nested deeper than {} levels", context_, kMaxArrayDepth));
+    }
+    uint32_t elem = 0;
+    uint64_t count = 0;
+    if (!read_u32(elem) || !read_u64(count)) return false;
+    if (!is_known_value_type(elem)) {
+      return fail(fmt::format("{}: unknown array element type {}", context_, elem));
+    }
+    out.element_type_ = static_cast<GgufValueType>(elem);
+    const size_t elem_size = gguf_value_type_size(out.element_type_);
+    // The least bytes one element can take: strings a length, arrays type + count.
+    const size_t min_bytes = elem_size ? elem_size : (elem == 8 ? 8 : 12);
+    if (count > cur_.remaining() / min_bytes) {
+      return fail(fmt::format("{}: array of {} {} elements (at least {} bytes each) does not fit "
+                              "in the {} bytes left at offset {}", context_, count,
+                              gguf_value_type_name(out.element_type_), min_bytes,
+                              cur_.remaining(), cur_.pos()));
+    }
+    out.count_ = static_cast<size_t>(count);
+    if (elem_size) {
+      const uint8_t* p = take(out.count_ * elem_size);
+      if (!p) return false;
+      out.packed_.assign(p, p + out.count_ * elem_size);
+      return true;
+    }
+    if (out.element_type_ == GgufValueType::String) {
+      out.strings_.resize(out.count_);
+      for (std::string& s : out.strings_) {
+        if (!read_string(s, kNoLimit)) return false;
+      }
+      return true;
+    }
+    num_nested_arrays_ += out.count_;
+    if (num_nested_arrays_ > kMaxNestedArrays) {
+      return fail(fmt::format("{}: more than {} nested arrays in the file", context_,
+                              kMaxNestedArrays));
+    }
+    out.arrays_.resize(out.count_);
+    for (GgufValue& v : out.arrays_) {
+      if (!read_value(GgufValueType::Array, v, depth + 1)) return false;
+    }
+    return true;
+  }
+
+  bool read_tensor_infos() {
+    if (num_tensors_ > cur_.remaining() / kMinTensorBytes) {
+      return fail(fmt::format("tensor count {} is impossible: only {} bytes follow the metadata",
+                              num_tensors_, cur_.remaining()));
+    }
+    file_.tensors_.reserve(static_cast<size_t>(num_tensors_));
+    for (uint64_t i = 0; i < num_tensors_; ++i) {
+      GgufTensorInfo t;
+      context_ = fmt::format("the name of tensor {}", i);
+      if (!read_string(t.name, kMaxNameBytes)) return false;
+      if (t.name.empty()) return fail(fmt::format("tensor {} has an empty name", i));
+      if (t.name.size() >= 64) {
+        file_.warnings_.push_back(fmt::format("tensor name of {} bytes (llama.cpp expects < 64): '{}...'",
+                                              t.name.size(), t.name.substr(0, 32)));
+      }
+      context_ = fmt::format("tensor '{}'", t.name);
+      if (auto it = file_.tensor_index_.find(t.name); it != file_.tensor_index_.end()) {
+        return fail(fmt::format("duplicate tensor name '{}' (tensors {} and {})", t.name, it->second, i));
+      }
+      if (!read_tensor_shape(t)) return false;
+      file_.tensor_index_.emplace(t.name, file_.tensors_.size());
+      file_.tensors_.push_back(std::move(t));
+    }
+    return true;
+  }
+
+  bool read_tensor_shape(GgufTensorInfo& t) {
+    uint32_t num_dims = 0;
+    if (!read_u32(num_dims)) return false;
+    if (num_dims == 0 || num_dims > kMaxDims) {
+      return fail(fmt::format("{}: {} dimensions (expected 1 to {})", context_, num_dims, kMaxDims));
+    }
+    int64_t num_elements = 1;
+    for (uint32_t d = 0; d < num_dims; ++d) {
+      uint64_t dim = 0;
+      if (!read_u64(dim)) return false;
+      if (dim == 0 || dim > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+        return fail(fmt::format("{}: dimension {} is {} (expected a positive size)", context_, d,
+                                static_cast<int64_t>(dim)));
+      }
+      t.dims.push_back(static_cast<int64_t>(dim));
+      if (__builtin_mul_overflow(num_elements, static_cast<int64_t>(dim), &num_elements)) {
+        return fail(fmt::format("{}: element count of dims {} overflows", context_,
+                                fmt::join(t.dims, " x ")));
+      }
+    }
+    uint32_t type_id = 0;
+    if (!read_u32(type_id)) return false;
+    const std::optional<TensorTypeTraits> traits = tensor_type_traits(type_id);
+    if (!traits) return fail(fmt::format("{}: type {} is not supported", context_, type_id));
+    t.type = static_cast<TensorType>(type_id);
+    if (t.dims[0] % traits->block_elems != 0) {
+      return fail(fmt::format("{}: row length {} is not a multiple of the {} block size {}",
+                              context_, t.dims[0], traits->name, traits->block_elems));
+    }
+    uint64_t num_bytes = 0;
+    if (__builtin_mul_overflow(static_cast<uint64_t>(num_elements / traits->block_elems),
+                               static_cast<uint64_t>(traits->block_bytes), &num_bytes) ||
+        num_bytes > std::numeric_limits<size_t>::max()) {
+      return fail(fmt::format("{}: byte size overflows", context_));
+    }
+    t.num_bytes = static_cast<size_t>(num_bytes);
+    if (!read_u64(t.offset)) return false;
+    if (t.offset % file_.alignment_ != 0) {
+      return fail(fmt::format("{}: data offset {} is not a multiple of the alignment {}", context_,
+                              t.offset, file_.alignment_));
+    }
+    return true;
+  }
+
+  // Finds the data section and checks that every tensor lies inside the file
+  // and that no two tensors share bytes.
+  bool place_tensors() {
+    const size_t a = file_.alignment_;
+    const size_t end_of_infos = cur_.pos();
+    const size_t data_offset = end_of_infos + (a - end_of_infos % a) % a;
+    file_.data_offset_ = data_offset;
+    if (file_.tensors_.empty()) return true;  // a file with no tensors may end unpadded
+    if (data_offset > file_.size_) {
+      return fail(fmt::format("the data section would start at offset {}, past the end of the "
+                              "file ({} bytes)", data_offset, file_.size_));
+    }
+    const uint64_t data_bytes = file_.size_ - data_offset;
+    for (GgufTensorInfo& t : file_.tensors_) {
+      if (t.offset > data_bytes || t.num_bytes > data_bytes - t.offset) {
+        return fail(fmt::format("tensor '{}': {} bytes at data offset {} run past the end of the "
+                                "file (the data section holds {} bytes from file offset {})",
+                                t.name, t.num_bytes, t.offset, data_bytes, data_offset));
+      }
+      t.data = file_.data_ + data_offset + t.offset;
+    }
+    std::vector<const GgufTensorInfo*> by_offset;
+    by_offset.reserve(file_.tensors_.size());
+    for (const GgufTensorInfo& t : file_.tensors_) by_offset.push_back(&t);
+    std::sort(by_offset.begin(), by_offset.end(),
+              [](const GgufTensorInfo* x, const GgufTensorInfo* y) { return x->offset < y->offset; });
+    for (size_t i = 1; i < by_offset.size(); ++i) {
+      const GgufTensorInfo& prev = *by_offset[i - 1];
+      const GgufTensorInfo& next = *by_offset[i];
+      if (prev.offset + prev.num_bytes > next.offset) {  // both bounded by data_bytes: no overflow
+        return fail(fmt::format("tensors '{}' and '{}' overlap (data offsets {} + {} bytes and {})",
+                                prev.name, next.name, prev.offset, prev.num_bytes, next.offset));
+      }
+    }
+    return true;
+  }
+
+  GgufFile& file_;
+  ByteCursor cur_;
+  std::string error_;
+  std::string context_;  // what is being read, for truncation messages
+  uint64_t num_kv_ = 0;
+  uint64_t num_tensors_ = 0;
+  size_t num_nested_arrays_ = 0;
+};
+
+// ---- GgufFile ---------------------------------------------------------------
+
+GgufFile::~GgufFile() {
+  if (mapping_) munmap(mapping_, mapping_size_);
+}
+
+Result<std::unique_ptr<GgufFile>> GgufFile::from_memory(const uint8_t* data, size_t size,
+                                                        std::string name) {
+  std::unique_ptr<GgufFile> file(new GgufFile());
+  file->path_ = std::move(name);
+  file->data_ = data;
+  file->size_ = data ? size : 0;
+  Status s = GgufParser(*file).parse();
+  if (!s.ok()) return Error{s.error()};
+  return file;
+}
+
+Result<std::unique_ptr<GgufFile>> GgufFile::open(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Error{fmt::format("{}: cannot open: {}", path, std::strerror(errno))};
+  struct stat st {};
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return Error{fmt::format("{}: not a regular file", path)};
+  }
+  std::unique_ptr<GgufFile> file(new GgufFile());
+  file->path_ = path;
+  file->size_ = static_cast<size_t>(st.st_size);
+  if (file->size_ > 0) {
+    void* m = mmap(nullptr, file->size_, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (m == MAP_FAILED) {
+      const int err = errno;
+      ::close(fd);
+      return Error{fmt::format("{}: cannot map {} bytes: {}", path, file->size_, std::strerror(err))};
+    }
+    file->mapping_ = m;
+    file->mapping_size_ = file->size_;
+    file->data_ = static_cast<const uint8_t*>(m);
+  }
+  ::close(fd);
+  Status s = GgufParser(*file).parse();
+  if (!s.ok()) return Error{s.error()};
+  return file;
+}
+
+const GgufValue* GgufFile::find(std::string_view key) const {
+  auto it = key_index_.find(key);
+  return it == key_index_.end() ? nullptr : &metadata_[it->second].second;
+}
+
+std::optional<std::string> GgufFile::get_string(std::string_view key) const {
+  const GgufValue* v = find(key);
+  if (!v || !v->as_string()) return std::nullopt;
+  return *v->as_string();
+}
+std::optional<int64_t> GgufFile::get_int(std::string_view key) const {
+  const GgufValue* v = find(key);
+  return v ? v->as_int() : std::nullopt;
+}
+std::optional<double> GgufFile::get_float(std::string_view key) const {
+  const GgufValue* v = find(key);
+  return v ? v->as_float() : std::nullopt;
+}
+std::optional<bool> GgufFile::get_bool(std::string_view key) const {
+  const GgufValue* v = find(key);
+  return v ? v->as_bool() : std::nullopt;
+}
+const std::vector<std::string>* GgufFile::get_string_array(std::string_view key) const {
+  const GgufValue* v = find(key);
+  return v ? v->strings() : nullptr;
+}
+std::optional<std::vector<float>> GgufFile::get_float_array(std::string_view key) const {
+  const GgufValue* v = find(key);
+  return v ? v->to_float_vector() : std::nullopt;
+}
+std::optional<std::vector<int64_t>> GgufFile::get_int_array(std::string_view key) const {
+  const GgufValue* v = find(key);
+  return v ? v->to_int_vector() : std::nullopt;
+}
+
+std::vector<std::pair<std::string, std::string>> GgufFile::describe_metadata() const {
+  std::vector<std::pair<std::string, std::string>> out;
+  out.reserve(metadata_.size());
+  for (const auto& [key, value] : metadata_) out.emplace_back(key, value.describe());
+  return out;
+}
+
+const GgufTensorInfo* GgufFile::find_tensor(std::string_view name) const {
+  auto it = tensor_index_.find(name);
+  return it == tensor_index_.end() ? nullptr : &tensors_[it->second];
+}
+
+}  // namespace kvscope

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Fuzzes the GGUF reader with libFuzzer + AddressSanitizer.
+#
+#   scripts/run_fuzz.sh [SECONDS]      (default 60)
+#
+# Configures a clang build in build-fuzz (-DKVSCOPE_FUZZ=ON), builds gguf_fuzzer
+# and the seed writer, seeds a corpus from the shared tokenizer fixtures
+# (../shared/fixtures/tokenizer/*.gguf, when present) plus a few GgufWriter-made
+# files, and runs for SECONDS. Exits non-zero if the fuzzer finds a crash, a
+# leak or a hang; the reproducer is left in build-fuzz/fuzz-artifacts/.
+# Environment: FUZZ_MAX_LEN (default 65536) caps input size; the fixture seeds
+# are megabytes, and their first 64 KiB holds all the structure worth mutating.
+set -euo pipefail
+
+seconds="${1:-60}"
+max_len="${FUZZ_MAX_LEN:-65536}"
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build="$root/build-fuzz"
+fixtures="${KVSCOPE_FIXTURES_DIR:-$root/../shared/fixtures/tokenizer}"
+
+if ! command -v clang++ >/dev/null; then
+  echo "run_fuzz.sh: clang++ not found (libFuzzer needs clang)" >&2
+  exit 2
+fi
+
+cmake -S "$root" -B "$build" -G Ninja \
+  -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKVSCOPE_FUZZ=ON -DKVSCOPE_CUDA=OFF >/dev/null
+ninja -C "$build" -j2 gguf_fuzzer gguf_fuzz_seeds
+
+seeds="$build/fuzz-seeds/gguf"
+corpus="$build/fuzz-corpus/gguf"
+artifacts="$build/fuzz-artifacts/"
+mkdir -p "$seeds" "$corpus" "$artifacts"
+if compgen -G "$fixtures/*.gguf" >/dev/null; then
+  cp -f "$fixtures"/*.gguf "$seeds/"
+fi
+"$build/tests/gguf_fuzz_seeds" "$seeds"
+echo "run_fuzz.sh: $(ls "$seeds" | wc -l) seeds, fuzzing for ${seconds}s"
+
+# New inputs go to $corpus (kept between runs); $seeds is read only.
+"$build/tests/gguf_fuzzer" "$corpus" "$seeds" \
+  -max_total_time="$seconds" -max_len="$max_len" -timeout=10 -rss_limit_mb=2048 \
+  -print_final_stats=1 -artifact_prefix="$artifacts"
