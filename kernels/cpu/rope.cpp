@@ -1,0 +1,53 @@
+// rope; see rope.h. cos/sin are computed once per token and pair, then applied
+// to every head (simple loops the compiler vectorises; one rounding pattern per
+// element whatever the batch).
+#include "kernels/cpu/rope.h"
+
+#include <cmath>
+#include <vector>
+
+namespace kvscope {
+
+void rope(float* x, int64_t num_tokens, int64_t num_heads, int64_t head_dim, const int32_t* positions,
+          float base, RopeStyle style, int64_t token_stride) {
+  if (token_stride == 0) token_stride = num_heads * head_dim;
+  const int64_t half = head_dim / 2;
+  thread_local std::vector<float> table;  // inv_freq[half], cos[half], sin[half]
+  table.resize(static_cast<size_t>(3 * half));
+  float* inv_freq = table.data();
+  float* cs = inv_freq + half;
+  float* sn = cs + half;
+  for (int64_t i = 0; i < half; ++i) {
+    inv_freq[i] = std::pow(base, -2.0f * static_cast<float>(i) / static_cast<float>(head_dim));
+  }
+  for (int64_t t = 0; t < num_tokens; ++t) {
+    const float pos = static_cast<float>(positions[t]);
+    for (int64_t i = 0; i < half; ++i) {
+      const float angle = pos * inv_freq[i];
+      cs[i] = std::cos(angle);
+      sn[i] = std::sin(angle);
+    }
+    for (int64_t h = 0; h < num_heads; ++h) {
+      float* v = x + t * token_stride + h * head_dim;
+      if (style == RopeStyle::kAdjacentPairs) {
+        for (int64_t i = 0; i < half; ++i) {
+          const float x0 = v[2 * i];
+          const float x1 = v[2 * i + 1];
+          v[2 * i] = x0 * cs[i] - x1 * sn[i];
+          v[2 * i + 1] = x0 * sn[i] + x1 * cs[i];
+        }
+      } else {
+        float* a = v;
+        float* b = v + half;
+        for (int64_t i = 0; i < half; ++i) {
+          const float x0 = a[i];
+          const float x1 = b[i];
+          a[i] = x0 * cs[i] - x1 * sn[i];
+          b[i] = x0 * sn[i] + x1 * cs[i];
+        }
+      }
+    }
+  }
+}
+
+}  // namespace kvscope
