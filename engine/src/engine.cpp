@@ -8,7 +8,9 @@
 #include <atomic>
 #include <fmt/format.h>
 #include <mutex>
+#include <new>
 #include <thread>
+#include <unistd.h>
 
 #include "kv/block_pool.h"
 #include "kv/kv_storage.h"
@@ -121,7 +123,20 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config) {
                                                  : static_cast<int32_t>(std::max(1u, std::thread::hardware_concurrency()));
   impl->pool = std::make_unique<ThreadPool>(threads);
   impl->blocks = std::make_unique<BlockPool>(static_cast<int32_t>(num_blocks));
-  impl->kv = std::make_unique<KvStorage>(mc.num_layers, static_cast<int32_t>(num_blocks), bs, mc.kv_size());
+  // Pages are committed lazily, so an oversized pool would only fail later, as
+  // an out-of-memory kill mid-generation. Refuse it now instead.
+  const size_t kv_bytes = per_block * static_cast<size_t>(num_blocks);
+  const size_t phys_bytes = static_cast<size_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<size_t>(sysconf(_SC_PAGE_SIZE));
+  if (phys_bytes > 0 && kv_bytes > phys_bytes / 10 * 9) {
+    return Error{fmt::format("a KV pool of {} MiB does not fit in this machine's {} MiB of memory; "
+                             "lower the KV budget", kv_bytes >> 20, phys_bytes >> 20)};
+  }
+  try {
+    impl->kv = std::make_unique<KvStorage>(mc.num_layers, static_cast<int32_t>(num_blocks), bs, mc.kv_size());
+  } catch (const std::bad_alloc&) {
+    return Error{fmt::format("cannot reserve {} MiB for {} KV blocks; lower the KV budget",
+                             kv_bytes >> 20, num_blocks)};
+  }
   impl->runner = std::make_unique<ModelRunner>(impl->weights, *impl->kv, *impl->pool);
   impl->scheduler = std::make_unique<Scheduler>(config.max_seqs, config.max_batched_tokens, *impl->blocks);
 

@@ -1,13 +1,25 @@
 #include "kv/kv_storage.h"
 
+#include <cstdlib>
+#include <new>
+
 namespace kvscope {
 
 KvStorage::KvStorage(int32_t num_layers, int32_t num_blocks, int32_t block_size, int32_t kv_size)
     : num_blocks_(num_blocks), block_size_(block_size), kv_size_(kv_size) {
   const size_t per_layer = static_cast<size_t>(num_blocks) * block_size * kv_size;
-  k_.assign(static_cast<size_t>(num_layers), std::vector<float>(per_layer, 0.0f));
-  v_.assign(static_cast<size_t>(num_layers), std::vector<float>(per_layer, 0.0f));
+  auto allocate = [per_layer] {
+    Buffer b(static_cast<float*>(std::calloc(per_layer, sizeof(float))));
+    if (!b) throw std::bad_alloc();
+    return b;
+  };
+  for (int32_t l = 0; l < num_layers; ++l) {
+    k_.push_back(allocate());
+    v_.push_back(allocate());
+  }
 }
+
+void KvStorage::Free::operator()(float* p) const { std::free(p); }
 
 size_t KvStorage::bytes_per_block(int32_t num_layers, int32_t block_size, int32_t kv_size) {
   return 2 * sizeof(float) * static_cast<size_t>(num_layers) * block_size * kv_size;
@@ -18,7 +30,7 @@ size_t KvStorage::num_bytes() const {
 }
 
 PagedKvLayer KvStorage::layer_view(int32_t layer) const {
-  return PagedKvLayer{k_[static_cast<size_t>(layer)].data(), v_[static_cast<size_t>(layer)].data(),
+  return PagedKvLayer{k_[static_cast<size_t>(layer)].get(), v_[static_cast<size_t>(layer)].get(),
                       block_size_};
 }
 

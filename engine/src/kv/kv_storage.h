@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "kernels/cpu/paged_attention.h"
@@ -13,6 +14,7 @@ namespace kvscope {
 
 class KvStorage {
  public:
+  // Throws std::bad_alloc when the memory cannot be reserved.
   KvStorage(int32_t num_layers, int32_t num_blocks, int32_t block_size, int32_t kv_size);
 
   // Bytes one block takes over all layers (K and V).
@@ -23,13 +25,21 @@ class KvStorage {
   int32_t kv_size() const { return kv_size_; }
   size_t num_bytes() const;
 
-  float* k(int32_t layer, int64_t slot) { return k_[static_cast<size_t>(layer)].data() + slot * kv_size_; }
-  float* v(int32_t layer, int64_t slot) { return v_[static_cast<size_t>(layer)].data() + slot * kv_size_; }
+  float* k(int32_t layer, int64_t slot) { return k_[static_cast<size_t>(layer)].get() + slot * kv_size_; }
+  float* v(int32_t layer, int64_t slot) { return v_[static_cast<size_t>(layer)].get() + slot * kv_size_; }
   PagedKvLayer layer_view(int32_t layer) const;
 
  private:
+  struct Free {
+    void operator()(float* p) const;
+  };
+  using Buffer = std::unique_ptr<float[], Free>;
+
   int32_t num_blocks_, block_size_, kv_size_;
-  std::vector<std::vector<float>> k_, v_;  // [num_layers][num_blocks * block_size * kv_size]
+  // [num_layers] buffers of [num_blocks * block_size * kv_size] floats. calloc'd:
+  // the pages are mapped (zeroed) only when first written, so a large budget
+  // costs nothing until it is used. Attention never reads an unwritten slot.
+  std::vector<Buffer> k_, v_;
 };
 
 }  // namespace kvscope
