@@ -1,0 +1,179 @@
+// `kvscope-cli bench`: single-sequence prefill and decode speed. Builds a
+// deterministic prompt of exactly --prompt-tokens ids (a fixed paragraph,
+// repeated and truncated), runs one warm-up and then --repeats greedy
+// generations of --gen-tokens tokens (EOS ignored), and prints JSON with the
+// medians: prefill tok/s = prompt tokens / time to first token; decode tok/s
+// from the engine's request stats.
+//
+//   kvscope-cli bench --threads 2 --prompt-tokens 128 --gen-tokens 128 --out bench.json
+#include <algorithm>
+#include <fstream>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "common_options.h"
+
+namespace kvscope::cli {
+namespace {
+
+constexpr const char* kParagraph =
+    "The history of computing is a story of people trying to make machines remember. Early computers "
+    "stored numbers in delay lines and magnetic drums, and programmers spent their days deciding what to "
+    "keep close and what to move away. Today a language model faces the same question with its key and "
+    "value cache: every token it has read must be kept somewhere, and memory is never quite enough. ";
+
+struct BenchOptions {
+  EngineOptions engine;
+  int32_t prompt_tokens = 128;
+  int32_t gen_tokens = 128;
+  int32_t repeats = 5;
+  std::string out;
+};
+
+struct BenchRun {
+  double time_to_first_token_s = 0;
+  double prefill_tok_s = 0;
+  double decode_tok_s = 0;
+  double total_s = 0;
+  int32_t num_generated = 0;
+};
+
+std::string cpu_model_name() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      const size_t colon = line.find(':');
+      if (colon != std::string::npos) return line.substr(line.find_first_not_of(' ', colon + 1));
+    }
+  }
+  return "unknown";
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+// Exactly `n` ids: the paragraph repeated until long enough, then cut.
+std::vector<int32_t> make_prompt(const Engine& engine, int32_t n) {
+  std::vector<int32_t> ids;
+  const std::vector<int32_t> once = engine.tokenize(kParagraph, /*parse_special=*/false);
+  if (once.empty()) return ids;
+  while (static_cast<int32_t>(ids.size()) < n) ids.insert(ids.end(), once.begin(), once.end());
+  ids.resize(static_cast<size_t>(n));
+  return ids;
+}
+
+Result<BenchRun> run_once(Engine& engine, const std::vector<int32_t>& prompt, int32_t gen_tokens) {
+  GenerationRequest request;
+  request.prompt_tokens = prompt;
+  request.sampling.temperature = 0.0f;
+  request.sampling.ignore_eos = true;
+  request.sampling.max_tokens = gen_tokens;
+  TokenEvent last;
+  request.on_event = [&last](const TokenEvent& ev) {
+    if (ev.finish != FinishReason::None) last = ev;
+  };
+  auto id = engine.submit(std::move(request));
+  if (!id.ok()) return Error{id.error()};
+  engine.run_until_idle();
+  if (last.finish == FinishReason::Error) return Error{last.error};
+  const RequestStats& s = last.stats;
+  BenchRun run;
+  run.time_to_first_token_s = s.time_to_first_token_s;
+  run.prefill_tok_s = s.time_to_first_token_s > 0 ? prompt.size() / s.time_to_first_token_s : 0.0;
+  run.decode_tok_s = s.decode_tokens_per_s;
+  run.total_s = s.total_time_s;
+  run.num_generated = s.num_generated_tokens;
+  return run;
+}
+
+int run_bench(const BenchOptions& o) {
+  int rc = kExitOk;
+  std::unique_ptr<Engine> engine = open_engine(o.engine, rc);
+  if (!engine) return rc;
+  const std::vector<int32_t> prompt = make_prompt(*engine, o.prompt_tokens);
+  if (prompt.empty()) {
+    print_error("the model's tokenizer turned the benchmark paragraph into no tokens");
+    return kExitRuntime;
+  }
+  fmt::print(stderr, "bench: {} prompt tokens, {} generated, {} threads; warm-up...\n", prompt.size(),
+             o.gen_tokens, o.engine.threads);
+  if (auto warm = run_once(*engine, prompt, o.gen_tokens); !warm.ok()) {
+    print_error(warm.error());
+    return kExitRuntime;
+  }
+  std::vector<BenchRun> runs;
+  nlohmann::ordered_json runs_json = nlohmann::ordered_json::array();
+  for (int32_t r = 0; r < o.repeats; ++r) {
+    auto run = run_once(*engine, prompt, o.gen_tokens);
+    if (!run.ok()) {
+      print_error(run.error());
+      return kExitRuntime;
+    }
+    fmt::print(stderr, "run {}/{}: prefill {:.1f} tok/s, decode {:.1f} tok/s\n", r + 1, o.repeats,
+               run->prefill_tok_s, run->decode_tok_s);
+    runs_json.push_back({{"time_to_first_token_s", run->time_to_first_token_s},
+                         {"prefill_tok_s", run->prefill_tok_s},
+                         {"decode_tok_s", run->decode_tok_s},
+                         {"total_s", run->total_s},
+                         {"generated_tokens", run->num_generated}});
+    runs.push_back(*run);
+  }
+  std::vector<double> prefill, decode;
+  for (const BenchRun& r : runs) {
+    prefill.push_back(r.prefill_tok_s);
+    decode.push_back(r.decode_tok_s);
+  }
+  const ModelInfo& info = engine->model_info();
+  const nlohmann::ordered_json result = {
+      {"engine", "kvscope"},
+      {"model", info.name},
+      {"model_path", info.path},
+      {"threads", o.engine.threads},
+      {"prompt_tokens", prompt.size()},
+      {"gen_tokens", o.gen_tokens},
+      {"repeats", o.repeats},
+      {"prefill_tok_s_median", median(prefill)},
+      {"decode_tok_s_median", median(decode)},
+      {"runs", runs_json},
+      {"weight_bytes", info.weight_bytes},
+      {"block_size", info.block_size},
+      {"cpu", cpu_model_name()},
+  };
+  const std::string text = dump_json(result) + "\n";
+  write_stdout(text);
+  if (!o.out.empty()) {
+    std::ofstream out(o.out, std::ios::binary);
+    out << text;
+    if (!out) {
+      print_error(fmt::format("cannot write '{}'", o.out));
+      return kExitRuntime;
+    }
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+Command add_bench_command(CLI::App& parent) {
+  auto o = std::make_shared<BenchOptions>();
+  o->engine.threads = 2;
+  CLI::App* cmd = parent.add_subcommand("bench", "Measure single-sequence prefill and decode speed (JSON)");
+  cmd->add_option("--prompt-tokens", o->prompt_tokens, "prompt length in tokens")
+      ->check(CLI::Range(1, 1 << 20))->capture_default_str();
+  cmd->add_option("--gen-tokens", o->gen_tokens, "tokens to generate per run")
+      ->check(CLI::Range(1, 1 << 20))->capture_default_str();
+  cmd->add_option("--repeats", o->repeats, "measured runs (after one warm-up)")
+      ->check(CLI::Range(1, 1 << 20))->capture_default_str();
+  cmd->add_option("--out", o->out, "also write the JSON to this file");
+  add_engine_options(*cmd, o->engine);
+  return {cmd, [o] { return run_bench(*o); }};
+}
+
+}  // namespace kvscope::cli

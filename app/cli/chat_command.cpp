@@ -1,0 +1,184 @@
+// `kvscope-cli chat`: an interactive conversation in the terminal, rendered
+// with the model's chat template. Commands: /reset, /exit (and end of input).
+// Ctrl-C while a reply streams stops that reply (the history keeps what was
+// produced); Ctrl-C at the prompt, or twice during a reply, quits.
+//
+// The engine is stepped on this thread; the SIGINT handler only bumps an
+// atomic counter, which the step loop reads between steps. Non-interactive
+// use (tests): printf 'Hello\n/exit\n' | kvscope-cli chat --temp 0 -n 40
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include "common_options.h"
+
+namespace kvscope::cli {
+namespace {
+
+// Lock-free, so touching it from a signal handler is async-signal-safe.
+std::atomic<int> g_num_interrupts{0};
+static_assert(std::atomic<int>::is_always_lock_free);
+
+extern "C" void on_sigint(int) { g_num_interrupts.fetch_add(1, std::memory_order_relaxed); }
+
+// Installs on_sigint for the chat's lifetime. No SA_RESTART: a Ctrl-C at the
+// prompt must interrupt the blocking read so that the loop can quit.
+class SigintGuard {
+ public:
+  SigintGuard() {
+    struct sigaction sa {};
+    sa.sa_handler = on_sigint;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = 0;
+    sigaction(SIGINT, &sa, &previous_);
+  }
+  ~SigintGuard() { sigaction(SIGINT, &previous_, nullptr); }
+  SigintGuard(const SigintGuard&) = delete;
+  SigintGuard& operator=(const SigintGuard&) = delete;
+
+ private:
+  struct sigaction previous_ {};
+};
+
+struct ChatOptions {
+  EngineOptions engine;
+  SamplingParams sampling;
+  std::string system;
+};
+
+struct Reply {
+  bool submitted = false;
+  std::string text;
+  FinishReason finish = FinishReason::None;
+  std::string error;
+  RequestStats stats;
+  bool quit = false;  // Ctrl-C pressed twice while streaming
+};
+
+Reply stream_reply(Engine& engine, const TextTokenizer& tokenizer, const std::vector<ChatMessage>& history,
+                   const SamplingParams& sampling) {
+  Reply reply;
+  GenerationRequest request;
+  request.prompt_tokens = prompt_ids(engine, tokenizer, engine.render_chat(history, true));
+  request.sampling = sampling;
+  request.on_event = [&reply](const TokenEvent& ev) {
+    reply.text += ev.text;
+    write_stdout(ev.text);
+    if (ev.finish != FinishReason::None) {
+      reply.finish = ev.finish;
+      reply.error = ev.error;
+      reply.stats = ev.stats;
+    }
+  };
+  auto id = engine.submit(std::move(request));
+  if (!id.ok()) {
+    reply.error = id.error();
+    return reply;
+  }
+  reply.submitted = true;
+  int seen = g_num_interrupts.load();
+  int num_pressed = 0;
+  while (engine.has_work()) {
+    if (const int now = g_num_interrupts.load(); now != seen) {
+      num_pressed += now - seen;
+      seen = now;
+      engine.cancel(*id);
+      if (num_pressed >= 2) reply.quit = true;
+    }
+    engine.step();
+  }
+  return reply;
+}
+
+void print_stats(const Reply& reply) {
+  if (!isatty(STDERR_FILENO)) return;
+  const RequestStats& s = reply.stats;
+  const double tok_s = s.total_time_s > 0 ? s.num_generated_tokens / s.total_time_s : 0.0;
+  std::string line = fmt::format("[{} tokens, {:.1f} tok/s, decode {:.1f} tok/s, first token {:.2f} s, prompt {} tokens",
+                                 s.num_generated_tokens, tok_s, s.decode_tokens_per_s, s.time_to_first_token_s,
+                                 s.num_prompt_tokens);
+  if (reply.finish == FinishReason::Cancelled) line += ", stopped";
+  if (reply.finish == FinishReason::ContextFull) line += ", context full: /reset to start over";
+  fmt::print(stderr, "\x1b[2m{}]\x1b[0m\n", line);
+}
+
+std::string trim(const std::string& s) {
+  const size_t b = s.find_first_not_of(" \t\r\n");
+  if (b == std::string::npos) return {};
+  return s.substr(b, s.find_last_not_of(" \t\r\n") - b + 1);
+}
+
+int run_chat(const ChatOptions& o) {
+  if (!check_sampling(o.sampling)) return kExitUsage;
+  int rc = kExitOk;
+  std::unique_ptr<Engine> engine = open_engine(o.engine, rc);
+  if (!engine) return rc;
+  auto tokenizer = TextTokenizer::open(engine->model_info().path);
+  if (!tokenizer.ok()) {
+    print_error(tokenizer.error());
+    return kExitRuntime;
+  }
+  const bool interactive = isatty(STDIN_FILENO) != 0;
+  if (interactive) {
+    fmt::print(stderr, "kvscope chat with {} ({} template). /reset clears the history, /exit or Ctrl-D quits; "
+               "Ctrl-C stops a reply.\n", engine->model_info().name, engine->model_info().chat_template_family);
+  }
+  SigintGuard guard;
+  std::vector<ChatMessage> history;
+  if (!o.system.empty()) history.push_back({"system", o.system});
+  const size_t num_fixed = history.size();
+
+  std::string line;
+  while (true) {
+    if (interactive) write_stdout("> ");
+    const int seen = g_num_interrupts.load();
+    const bool got_line = static_cast<bool>(std::getline(std::cin, line));
+    if (g_num_interrupts.load() != seen || !got_line) {  // Ctrl-C at the prompt, or end of input
+      if (interactive) write_stdout("\n");
+      break;
+    }
+    const std::string input = trim(line);
+    if (input.empty()) continue;
+    if (input == "/exit" || input == "/quit") break;
+    if (input == "/reset") {
+      history.resize(num_fixed);
+      if (interactive) fmt::print(stderr, "(history cleared)\n");
+      continue;
+    }
+    if (input.front() == '/') {
+      fmt::print(stderr, "unknown command {}: /reset clears the history, /exit quits\n", input);
+      continue;
+    }
+    history.push_back({"user", input});
+    const Reply reply = stream_reply(*engine, **tokenizer, history, o.sampling);
+    if (!reply.submitted || reply.finish == FinishReason::Error) {
+      if (reply.submitted) write_stdout("\n");
+      print_error(reply.error + (reply.submitted ? "" : " (/reset starts a new conversation)"));
+      history.pop_back();
+      continue;
+    }
+    history.push_back({"assistant", reply.text});
+    if (reply.text.empty() || reply.text.back() != '\n') write_stdout("\n");
+    print_stats(reply);
+    if (reply.quit) break;
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+Command add_chat_command(CLI::App& parent) {
+  auto o = std::make_shared<ChatOptions>();
+  CLI::App* cmd = parent.add_subcommand("chat", "Chat with the model in the terminal");
+  cmd->add_option("--system", o->system, "system message");
+  add_engine_options(*cmd, o->engine);
+  add_sampling_options(*cmd, o->sampling);
+  return {cmd, [o] { return run_chat(*o); }};
+}
+
+}  // namespace kvscope::cli

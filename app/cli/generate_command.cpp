@@ -1,0 +1,159 @@
+// `kvscope-cli generate`: one completion, streamed to stdout, or with --json
+// one JSON object (ids, text, finish reason, timings, seed).
+//
+//   kvscope-cli generate --prompt "The capital of France is" -n 16 --temp 0
+//   echo "Write a haiku" | kvscope-cli generate --chat --json
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <sstream>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <unistd.h>
+
+#include "common_options.h"
+
+namespace kvscope::cli {
+namespace {
+
+struct GenerateOptions {
+  EngineOptions engine;
+  SamplingParams sampling;
+  std::string prompt;
+  std::string prompt_file;
+  std::string system;
+  bool chat = false;
+  bool json = false;
+  CLI::Option* prompt_option = nullptr;  // given at all (an empty --prompt is an error, not stdin)
+};
+
+// What the request's callback collected.
+struct Outcome {
+  std::vector<int32_t> ids;  // [num generated]
+  std::string text;
+  FinishReason finish = FinishReason::None;
+  std::string error;
+  RequestStats stats;
+};
+
+// The prompt from --prompt, --prompt-file or stdin; nullopt (message printed) on a read error.
+std::optional<std::string> read_prompt(const GenerateOptions& o) {
+  if (o.prompt_option->count() > 0) return o.prompt;
+  std::stringstream buffer;
+  if (!o.prompt_file.empty()) {
+    std::ifstream in(o.prompt_file, std::ios::binary);
+    if (!in) {
+      print_error(fmt::format("cannot read the prompt file '{}'", o.prompt_file));
+      return std::nullopt;
+    }
+    buffer << in.rdbuf();
+  } else {
+    if (isatty(STDIN_FILENO)) fmt::print(stderr, "(reading the prompt from stdin; end it with Ctrl-D)\n");
+    buffer << std::cin.rdbuf();
+  }
+  std::string text = buffer.str();
+  // A file or a pipe usually ends with one newline that is not part of the prompt.
+  if (!text.empty() && text.back() == '\n') text.pop_back();
+  return text;
+}
+
+nlohmann::ordered_json outcome_json(const std::vector<int32_t>& prompt, const Outcome& out) {
+  const RequestStats& s = out.stats;
+  const double ttft = s.time_to_first_token_s;
+  nlohmann::ordered_json timings = {
+      {"time_to_first_token_s", ttft},
+      {"prefill_tok_s", ttft > 0 ? static_cast<double>(prompt.size()) / ttft : 0.0},
+      {"decode_tok_s", s.decode_tokens_per_s},
+      {"total_s", s.total_time_s},
+  };
+  return {
+      {"prompt_ids", prompt},
+      {"generated_ids", out.ids},
+      {"num_prompt_tokens", prompt.size()},
+      {"num_generated_tokens", out.ids.size()},
+      {"text", out.text},
+      {"finish_reason", finish_reason_name(out.finish)},
+      {"timings", timings},
+      {"seed", s.seed},
+  };
+}
+
+int run_generate(const GenerateOptions& o) {
+  if (!check_sampling(o.sampling)) return kExitUsage;
+  const std::optional<std::string> text = read_prompt(o);
+  if (!text) return kExitUsage;
+  if (text->empty()) {
+    print_error("the prompt is empty (give --prompt TEXT, --prompt-file FILE or text on stdin)");
+    return kExitUsage;
+  }
+  int rc = kExitOk;
+  std::unique_ptr<Engine> engine = open_engine(o.engine, rc);
+  if (!engine) return rc;
+  auto tokenizer = TextTokenizer::open(engine->model_info().path);
+  if (!tokenizer.ok()) {
+    print_error(tokenizer.error());
+    return kExitRuntime;
+  }
+
+  std::string rendered = *text;
+  if (o.chat) {
+    std::vector<ChatMessage> messages;
+    if (!o.system.empty()) messages.push_back({"system", o.system});
+    messages.push_back({"user", *text});
+    rendered = engine->render_chat(messages, /*add_generation_prompt=*/true);
+  }
+  const std::vector<int32_t> prompt = prompt_ids(*engine, **tokenizer, rendered);
+
+  Outcome out;
+  GenerationRequest request;
+  request.prompt_tokens = prompt;
+  request.sampling = o.sampling;
+  const bool stream = !o.json;
+  request.on_event = [&out, stream](const TokenEvent& ev) {
+    if (ev.token >= 0) out.ids.push_back(ev.token);
+    out.text += ev.text;
+    if (stream) write_stdout(ev.text);
+    if (ev.finish != FinishReason::None) {
+      out.finish = ev.finish;
+      out.error = ev.error;
+      out.stats = ev.stats;
+    }
+  };
+  auto id = engine->submit(std::move(request));
+  if (!id.ok()) {
+    print_error(id.error());
+    return kExitRuntime;
+  }
+  engine->run_until_idle();
+
+  if (out.finish == FinishReason::Error) {
+    if (stream) write_stdout("\n");
+    print_error(out.error.empty() ? "generation failed" : out.error);
+    return kExitRuntime;
+  }
+  if (o.json) {
+    write_stdout(dump_json(outcome_json(prompt, out)) + "\n");
+  } else if (!out.text.empty() && out.text.back() != '\n') {
+    write_stdout("\n");
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+Command add_generate_command(CLI::App& parent) {
+  auto o = std::make_shared<GenerateOptions>();
+  CLI::App* cmd = parent.add_subcommand("generate", "Complete a prompt, streaming the text to stdout");
+  o->prompt_option = cmd->add_option("-p,--prompt", o->prompt, "prompt text (else --prompt-file, else stdin)");
+  cmd->add_option("-f,--prompt-file", o->prompt_file, "read the prompt from a file")->excludes(o->prompt_option);
+  auto* chat = cmd->add_flag("--chat", o->chat, "render the prompt as a user message with the model's chat template");
+  cmd->add_option("--system", o->system, "system message (with --chat)")->needs(chat);
+  cmd->add_flag("--json", o->json, "print one JSON object instead of streaming text");
+  add_engine_options(*cmd, o->engine);
+  add_sampling_options(*cmd, o->sampling);
+  return {cmd, [o] { return run_generate(*o); }};
+}
+
+}  // namespace kvscope::cli

@@ -1,0 +1,43 @@
+// kvscope-cli: the terminal front end over the engine.
+//
+//   kvscope-cli generate --prompt "Once upon a time" -n 32
+//   kvscope-cli chat --system "You are terse."
+//   kvscope-cli tokenize --model vocab.gguf --text "Hello world" --pieces
+//   kvscope-cli model-info --json
+//   kvscope-cli bench --prompt-tokens 128 --gen-tokens 128 --out bench.json
+//
+// Exit codes: 0 ok, 1 runtime or model error, 2 usage error.
+#include <exception>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "common_options.h"
+
+int main(int argc, char** argv) {
+  using namespace kvscope::cli;
+  CLI::App app{"kvscope: a paged-attention inference engine, from the terminal", "kvscope-cli"};
+  app.require_subcommand(1, 1);
+  app.set_version_flag("--version", "kvscope-cli " KVSCOPE_VERSION);
+  const std::vector<Command> commands = {
+      add_generate_command(app), add_chat_command(app), add_tokenize_command(app),
+      add_model_info_command(app), add_bench_command(app),
+  };
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // --help and --version come through here with exit code 0.
+    const int rc = app.exit(e);
+    return rc == 0 ? kExitOk : kExitUsage;
+  }
+  try {
+    for (const Command& c : commands) {
+      if (c.app->parsed()) return c.run();
+    }
+  } catch (const std::exception& e) {
+    // Nothing should throw past a command, but a message beats std::terminate.
+    print_error(e.what());
+    return kExitRuntime;
+  }
+  return kExitUsage;
+}

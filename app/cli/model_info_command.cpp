@@ -1,0 +1,134 @@
+// `kvscope-cli model-info`: what a GGUF file holds, without loading it into an
+// engine: metadata (long arrays and strings summarised), the tensor table,
+// totals by type, parameter count and a memory estimate (weights + f32 KV).
+//
+//   kvscope-cli model-info                       # the default model
+//   kvscope-cli model-info --model x.gguf --json
+#include <algorithm>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "common_options.h"
+
+namespace kvscope::cli {
+namespace {
+
+struct ModelInfoOptions {
+  std::string model;
+  bool json = false;
+};
+
+std::string dims_text(const std::vector<int64_t>& dims) { return fmt::format("[{}]", fmt::join(dims, ", ")); }
+
+std::string count_text(int64_t n) {
+  if (n >= 1'000'000'000) return fmt::format("{:.2f} B", static_cast<double>(n) / 1e9);
+  if (n >= 1'000'000) return fmt::format("{:.1f} M", static_cast<double>(n) / 1e6);
+  return fmt::format("{}", n);
+}
+
+nlohmann::ordered_json summary_json(const ModelFileSummary& s) {
+  nlohmann::ordered_json metadata = nlohmann::ordered_json::array();
+  for (const auto& [key, value] : s.metadata) metadata.push_back({{"key", key}, {"value", value}});
+  nlohmann::ordered_json tensors = nlohmann::ordered_json::array();
+  for (const TensorSummary& t : s.tensors) {
+    tensors.push_back({{"name", t.name}, {"type", t.type}, {"dims", t.dims},
+                       {"num_elements", t.num_elements}, {"num_bytes", t.num_bytes}});
+  }
+  nlohmann::ordered_json totals = nlohmann::ordered_json::array();
+  for (const TensorTypeTotal& t : s.totals_by_type) {
+    totals.push_back({{"type", t.type}, {"num_tensors", t.num_tensors},
+                      {"num_elements", t.num_elements}, {"num_bytes", t.num_bytes}});
+  }
+  nlohmann::ordered_json config = nullptr;
+  if (s.config) {
+    const ModelFileConfig& c = *s.config;
+    config = {{"architecture", c.architecture}, {"name", c.name}, {"num_layers", c.num_layers},
+              {"hidden_size", c.hidden_size}, {"ffn_size", c.ffn_size}, {"num_heads", c.num_heads},
+              {"num_kv_heads", c.num_kv_heads}, {"head_dim", c.head_dim}, {"vocab_size", c.vocab_size},
+              {"context_length", c.context_length}};
+  }
+  return {
+      {"path", s.path},
+      {"gguf_version", s.gguf_version},
+      {"file_size", s.file_size},
+      {"config", config},
+      {"config_error", s.config_error},
+      {"num_parameters", s.num_parameters},
+      {"weight_bytes", s.weight_bytes},
+      {"kv_bytes_per_token", s.kv_bytes_per_token},
+      {"memory_bytes_full_context", s.memory_bytes_full_context},
+      {"num_tensors", s.tensors.size()},
+      {"totals_by_type", totals},
+      {"metadata", metadata},
+      {"warnings", s.warnings},
+      {"tensors", tensors},
+  };
+}
+
+std::string summary_text(const ModelFileSummary& s) {
+  std::string out = fmt::format("file        {} (GGUF v{}, {})\n", s.path, s.gguf_version, human_bytes(s.file_size));
+  if (s.config) {
+    const ModelFileConfig& c = *s.config;
+    out += fmt::format("model       {} ({}): {} layers, hidden {}, ffn {}, {} heads ({} KV), head dim {}, "
+                       "vocab {}, context {}\n", c.name, c.architecture, c.num_layers, c.hidden_size, c.ffn_size,
+                       c.num_heads, c.num_kv_heads, c.head_dim, c.vocab_size, c.context_length);
+  } else {
+    out += fmt::format("model       not runnable by kvscope: {}\n", s.config_error);
+  }
+  out += fmt::format("parameters  {} ({} tensors)\n", count_text(s.num_parameters), s.tensors.size());
+  out += fmt::format("weights     {}\n", human_bytes(s.weight_bytes));
+  if (s.config) {
+    const int64_t ctx = s.config->context_length;
+    out += fmt::format("KV cache    {} per token (f32 K and V), {} at {} tokens\n", human_bytes(s.kv_bytes_per_token),
+                       human_bytes(s.kv_bytes_per_token * static_cast<uint64_t>(ctx)), ctx);
+    out += fmt::format("memory      {} for weights + KV at full context ({} at 4096 tokens)\n",
+                       human_bytes(s.memory_bytes_full_context), human_bytes(s.memory_bytes(4096)));
+  }
+  for (const std::string& w : s.warnings) out += fmt::format("warning     {}\n", w);
+
+  size_t key_width = 0;
+  for (const auto& [key, value] : s.metadata) key_width = std::max(key_width, key.size());
+  out += fmt::format("\nmetadata ({} keys)\n", s.metadata.size());
+  for (const auto& [key, value] : s.metadata) out += fmt::format("  {:<{}}  {}\n", key, key_width, value);
+
+  size_t name_width = 4;
+  for (const TensorSummary& t : s.tensors) name_width = std::max(name_width, t.name.size());
+  out += fmt::format("\ntensors ({})\n  {:<{}}  {:<6}  {:<16}  {:>12}\n", s.tensors.size(), "name", name_width,
+                     "type", "dims", "bytes");
+  for (const TensorSummary& t : s.tensors) {
+    out += fmt::format("  {:<{}}  {:<6}  {:<16}  {:>12}\n", t.name, name_width, t.type, dims_text(t.dims),
+                       t.num_bytes);
+  }
+  out += fmt::format("\ntotals by type\n  {:<6}  {:>7}  {:>12}  {:>12}\n", "type", "tensors", "parameters", "bytes");
+  for (const TensorTypeTotal& t : s.totals_by_type) {
+    out += fmt::format("  {:<6}  {:>7}  {:>12}  {:>12}  ({})\n", t.type, t.num_tensors, t.num_elements,
+                       t.num_bytes, human_bytes(t.num_bytes));
+  }
+  return out;
+}
+
+int run_model_info(const ModelInfoOptions& o) {
+  const std::optional<std::string> path = resolve_model_path(o.model);
+  if (!path) return kExitRuntime;
+  auto summary = inspect_model_file(*path);
+  if (!summary.ok()) {
+    print_error(summary.error());
+    return kExitRuntime;
+  }
+  write_stdout(o.json ? dump_json(summary_json(*summary)) + "\n" : summary_text(*summary));
+  return kExitOk;
+}
+
+}  // namespace
+
+Command add_model_info_command(CLI::App& parent) {
+  auto o = std::make_shared<ModelInfoOptions>();
+  CLI::App* cmd = parent.add_subcommand("model-info", "Show what a GGUF model file holds");
+  cmd->add_option("--model", o->model, "GGUF file (default: the default model)");
+  cmd->add_flag("--json", o->json, "print a JSON object");
+  return {cmd, [o] { return run_model_info(*o); }};
+}
+
+}  // namespace kvscope::cli

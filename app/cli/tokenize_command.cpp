@@ -1,0 +1,92 @@
+// `kvscope-cli tokenize`: text -> token ids with a GGUF file's tokenizer
+// (vocabulary-only files work). Prints the ids on one line, or with --pieces
+// one "id<TAB>piece" line per token, or with --json an object.
+//
+//   kvscope-cli tokenize --model ggml-vocab-starcoder.gguf --text "Hello world"
+//   echo "<|im_start|>user" | kvscope-cli tokenize --parse-special --pieces
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "common_options.h"
+
+namespace kvscope::cli {
+namespace {
+
+struct TokenizeOptions {
+  std::string model;
+  std::string text;
+  std::string file;
+  bool parse_special = false;
+  bool add_bos = false;
+  bool pieces = false;
+  bool json = false;
+  CLI::Option* text_option = nullptr;
+};
+
+std::optional<std::string> read_text(const TokenizeOptions& o) {
+  if (o.text_option->count() > 0) return o.text;
+  std::stringstream buffer;
+  if (!o.file.empty()) {
+    std::ifstream in(o.file, std::ios::binary);
+    if (!in) {
+      print_error(fmt::format("cannot read '{}'", o.file));
+      return std::nullopt;
+    }
+    buffer << in.rdbuf();
+    return buffer.str();  // a file is tokenised byte for byte
+  }
+  buffer << std::cin.rdbuf();
+  std::string text = buffer.str();
+  if (!text.empty() && text.back() == '\n') text.pop_back();  // the pipe's final newline
+  return text;
+}
+
+int run_tokenize(const TokenizeOptions& o) {
+  const std::optional<std::string> text = read_text(o);
+  if (!text) return kExitUsage;
+  const std::optional<std::string> path = resolve_model_path(o.model);
+  if (!path) return kExitRuntime;
+  auto tokenizer = TextTokenizer::open(*path);
+  if (!tokenizer.ok()) {
+    print_error(tokenizer.error());
+    return kExitRuntime;
+  }
+  const TextTokenizer& tok = **tokenizer;
+  const std::vector<int32_t> ids = tok.encode(*text, o.parse_special, o.add_bos);
+
+  if (o.json) {
+    nlohmann::ordered_json pieces = nlohmann::ordered_json::array();
+    for (int32_t id : ids) pieces.push_back(tok.piece(id));
+    const nlohmann::ordered_json j = {{"ids", ids}, {"pieces", pieces}, {"num_tokens", ids.size()}};
+    write_stdout(dump_json(j) + "\n");
+  } else if (o.pieces) {
+    std::string out;
+    for (int32_t id : ids) out += fmt::format("{}\t{}\n", id, tok.piece(id));
+    write_stdout(out);
+  } else {
+    write_stdout(fmt::format("{}\n", fmt::join(ids, " ")));
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+Command add_tokenize_command(CLI::App& parent) {
+  auto o = std::make_shared<TokenizeOptions>();
+  CLI::App* cmd = parent.add_subcommand("tokenize", "Turn text into token ids with a GGUF file's tokenizer");
+  cmd->add_option("--model", o->model, "GGUF file, vocabulary-only files included (default: the default model)");
+  o->text_option = cmd->add_option("-t,--text", o->text, "text to tokenise (else --file, else stdin)");
+  cmd->add_option("-f,--file", o->file, "read the text from a file")->excludes(o->text_option);
+  cmd->add_flag("--parse-special", o->parse_special, "turn control tokens written as text into their ids");
+  cmd->add_flag("--add-bos", o->add_bos, "start with BOS when the vocabulary asks for it");
+  cmd->add_flag("--pieces", o->pieces, "print one 'id<TAB>piece' line per token");
+  cmd->add_flag("--json", o->json, "print a JSON object");
+  return {cmd, [o] { return run_tokenize(*o); }};
+}
+
+}  // namespace kvscope::cli

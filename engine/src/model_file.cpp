@@ -1,0 +1,129 @@
+// inspect_model_file and TextTokenizer: the public model-file API
+// (kvscope/model_file.h) over GgufFile, read_model_config and the tokenizer.
+#include "kvscope/model_file.h"
+
+#include <algorithm>
+#include <map>
+
+#include "model/gguf_file.h"
+#include "model/gguf_model_loader.h"
+#include "tokenizer/read_vocab.h"
+#include "tokenizer/tokenizer.h"
+
+namespace kvscope {
+namespace {
+
+const char* architecture_name(Architecture a) { return a == Architecture::Gemma3 ? "gemma3" : "llama"; }
+
+ModelFileConfig to_public(const ModelConfig& c, const GgufFile& file) {
+  ModelFileConfig out;
+  out.architecture = file.get_string("general.architecture").value_or(architecture_name(c.arch));
+  out.name = c.name;
+  out.num_layers = c.num_layers;
+  out.hidden_size = c.hidden_size;
+  out.ffn_size = c.ffn_size;
+  out.num_heads = c.num_heads;
+  out.num_kv_heads = c.num_kv_heads;
+  out.head_dim = c.head_dim;
+  out.vocab_size = c.vocab_size;
+  out.context_length = c.context_length;
+  return out;
+}
+
+}  // namespace
+
+Result<ModelFileSummary> inspect_model_file(const std::string& path) {
+  auto opened = GgufFile::open(path);
+  if (!opened.ok()) return Error{opened.error()};
+  const GgufFile& file = **opened;
+
+  ModelFileSummary s;
+  s.path = path;
+  s.gguf_version = file.version();
+  s.file_size = file.file_size();
+  s.metadata = file.describe_metadata();
+  s.warnings = file.warnings();
+
+  std::map<std::string, TensorTypeTotal> by_type;
+  s.tensors.reserve(file.tensors().size());
+  for (const GgufTensorInfo& t : file.tensors()) {
+    TensorSummary ts;
+    ts.name = t.name;
+    ts.type = std::string(traits_of(t.type).name);
+    ts.dims = t.dims;
+    ts.num_elements = t.num_elements();
+    ts.num_bytes = t.num_bytes;
+    TensorTypeTotal& total = by_type[ts.type];
+    total.type = ts.type;
+    total.num_tensors += 1;
+    total.num_elements += ts.num_elements;
+    total.num_bytes += ts.num_bytes;
+    s.weight_bytes += ts.num_bytes;
+    s.num_parameters += ts.num_elements;
+    s.tensors.push_back(std::move(ts));
+  }
+  for (auto& [name, total] : by_type) s.totals_by_type.push_back(total);
+  std::stable_sort(s.totals_by_type.begin(), s.totals_by_type.end(),
+                   [](const TensorTypeTotal& a, const TensorTypeTotal& b) { return a.num_bytes > b.num_bytes; });
+
+  s.memory_bytes_full_context = s.weight_bytes;
+  auto config = read_model_config(file);
+  if (config.ok()) {
+    s.config = to_public(*config, file);
+    // f32 K and V (the KV pool's storage type) for every layer.
+    s.kv_bytes_per_token = 2ull * static_cast<uint64_t>(config->num_layers) *
+                           static_cast<uint64_t>(config->num_kv_heads) *
+                           static_cast<uint64_t>(config->head_dim) * sizeof(float);
+    s.memory_bytes_full_context = s.memory_bytes(config->context_length);
+  } else {
+    s.config_error = config.error();
+  }
+  return s;
+}
+
+// ---- TextTokenizer -----------------------------------------------------------
+
+struct TextTokenizer::Impl {
+  std::unique_ptr<Tokenizer> tokenizer;
+};
+
+TextTokenizer::TextTokenizer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+TextTokenizer::~TextTokenizer() = default;
+
+Result<std::unique_ptr<TextTokenizer>> TextTokenizer::open(const std::string& gguf_path) {
+  auto file = GgufFile::open(gguf_path);
+  if (!file.ok()) return Error{file.error()};
+  auto vocab = read_vocab(**file);
+  if (!vocab.ok()) return Error{vocab.error()};
+  auto tokenizer = create_tokenizer(*vocab);
+  if (!tokenizer.ok()) return Error{tokenizer.error()};
+  auto impl = std::make_unique<Impl>();
+  impl->tokenizer = std::move(tokenizer).value();
+  // The tokenizer copied what it needs from VocabData; the mapping can go.
+  return std::unique_ptr<TextTokenizer>(new TextTokenizer(std::move(impl)));
+}
+
+std::vector<int32_t> TextTokenizer::encode(std::string_view text, bool parse_special, bool add_bos) const {
+  const Tokenizer& t = *impl_->tokenizer;
+  std::vector<int32_t> ids;
+  if (add_bos && t.add_bos() && t.bos_id() >= 0) ids.push_back(t.bos_id());
+  const std::vector<int32_t> body = t.encode(text, parse_special);
+  ids.insert(ids.end(), body.begin(), body.end());
+  return ids;
+}
+
+std::string TextTokenizer::piece(int32_t id) const { return std::string(impl_->tokenizer->token_text(id)); }
+
+std::string TextTokenizer::decode(const std::vector<int32_t>& ids) const {
+  std::string text = impl_->tokenizer->decode(ids);
+  // encode() put this space before the text (SentencePiece dummy prefix); as
+  // llama.cpp's detokeniser does, take it off so that decode inverts encode.
+  if (impl_->tokenizer->add_space_prefix() && !text.empty() && text.front() == ' ') text.erase(0, 1);
+  return text;
+}
+
+int32_t TextTokenizer::vocab_size() const { return impl_->tokenizer->vocab_size(); }
+int32_t TextTokenizer::bos_id() const { return impl_->tokenizer->bos_id(); }
+int32_t TextTokenizer::eos_id() const { return impl_->tokenizer->eos_id(); }
+
+}  // namespace kvscope

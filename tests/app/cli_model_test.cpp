@@ -1,0 +1,129 @@
+// kvscope-cli and the model-file API on the default model (SmolLM2-135M
+// Q4_1): generate --json, seeded sampling repeats, streaming == JSON text,
+// piped chat, model-info, a tiny bench. Skips without the model. Label: model.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "app/cli_runner.h"
+#include "kvscope/model_file.h"
+#include "support/test_paths.h"
+
+namespace kvscope {
+namespace {
+
+using test::run_cli;
+using ::testing::HasSubstr;
+
+#define REQUIRE_MODEL(path)                                              \
+  const std::string path = test::default_model_path();                   \
+  if (path.empty()) GTEST_SKIP() << "default model not found (python3 scripts/fetch_model.py)"
+
+nlohmann::json parse_json(const std::string& text) {
+  auto j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  EXPECT_FALSE(j.is_discarded()) << text;
+  return j;
+}
+
+TEST(CliGenerate, GreedyJsonHasTheRequestedTokens) {
+  REQUIRE_MODEL(model);
+  auto r = run_cli({"generate", "--model", model, "--prompt", "Once upon a time", "--temp", "0", "-n", "8",
+                    "--ignore-eos", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = parse_json(r.out);
+  ASSERT_TRUE(j.is_object());
+  EXPECT_EQ(j["generated_ids"].size(), 8u);
+  EXPECT_EQ(j["num_generated_tokens"], 8);
+  EXPECT_FALSE(j["prompt_ids"].empty());
+  EXPECT_EQ(j["finish_reason"], "length");
+  EXPECT_FALSE(j["text"].get<std::string>().empty());
+  EXPECT_GT(j["timings"]["time_to_first_token_s"].get<double>(), 0.0);
+  EXPECT_GT(j["timings"]["prefill_tok_s"].get<double>(), 0.0);
+  EXPECT_GT(j["timings"]["decode_tok_s"].get<double>(), 0.0);
+}
+
+TEST(CliGenerate, SameSeedSameText) {
+  REQUIRE_MODEL(model);
+  const std::vector<std::string> args = {"generate", "--model", model, "--prompt", "The weather today is",
+                                         "--temp", "0.8", "--seed", "1234", "-n", "16", "--json"};
+  auto a = run_cli(args);
+  auto b = run_cli(args);
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  const auto ja = parse_json(a.out), jb = parse_json(b.out);
+  EXPECT_EQ(ja["text"], jb["text"]);
+  EXPECT_EQ(ja["generated_ids"], jb["generated_ids"]);
+  EXPECT_EQ(ja["seed"], 1234);
+}
+
+TEST(CliGenerate, StreamedTextEqualsJsonText) {
+  REQUIRE_MODEL(model);
+  const std::vector<std::string> base = {"generate", "--model", model, "--chat", "--system", "Be brief.",
+                                         "--temp", "0", "-n", "12"};
+  auto streamed = run_cli(base, "Name a colour.\n");
+  std::vector<std::string> json_args = base;
+  json_args.push_back("--json");
+  auto json = run_cli(json_args, "Name a colour.\n");
+  ASSERT_EQ(streamed.exit_code, 0) << streamed.err;
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  std::string text = parse_json(json.out)["text"].get<std::string>();
+  if (text.empty() || text.back() != '\n') text += '\n';  // the CLI ends the stream with a newline
+  EXPECT_EQ(streamed.out, text);
+}
+
+TEST(CliChat, PipedConversation) {
+  REQUIRE_MODEL(model);
+  auto r = run_cli({"chat", "--model", model, "--temp", "0", "-n", "16"}, "Hello\n/reset\nHi again\n/exit\nignored\n");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  // Two replies, each ended with a newline; nothing after /exit.
+  EXPECT_GE(std::count(r.out.begin(), r.out.end(), '\n'), 2) << r.out;
+}
+
+TEST(CliModelInfo, JsonListsEveryTensor) {
+  REQUIRE_MODEL(model);
+  auto r = run_cli({"model-info", "--model", model, "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = parse_json(r.out);
+  EXPECT_GE(j["tensors"].size(), 272u);
+  EXPECT_EQ(j["config"]["num_layers"], 30);
+  EXPECT_EQ(j["kv_bytes_per_token"], 2 * 30 * 3 * 64 * 4);
+
+  auto text = run_cli({"model-info", "--model", model});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_THAT(text.out, HasSubstr("blk.29.ffn_down.weight"));
+  EXPECT_THAT(text.out, HasSubstr("array[string; 49152]"));  // the vocabulary, summarised
+}
+
+TEST(CliBench, PrintsJson) {
+  REQUIRE_MODEL(model);
+  auto r = run_cli({"bench", "--model", model, "--prompt-tokens", "16", "--gen-tokens", "4", "--repeats", "1"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = parse_json(r.out);
+  EXPECT_EQ(j["engine"], "kvscope");
+  EXPECT_EQ(j["prompt_tokens"], 16);
+  EXPECT_EQ(j["runs"].size(), 1u);
+  EXPECT_EQ(j["runs"][0]["generated_tokens"], 4);
+  EXPECT_GT(j["prefill_tok_s_median"].get<double>(), 0.0);
+  EXPECT_GT(j["weight_bytes"].get<double>(), 0.0);
+}
+
+TEST(ModelFileOnDefaultModel, SummaryAndTokenizer) {
+  REQUIRE_MODEL(model);
+  auto s = inspect_model_file(model);
+  ASSERT_TRUE(s.ok()) << s.error();
+  ASSERT_TRUE(s->config.has_value()) << s->config_error;
+  EXPECT_EQ(s->tensors.size(), 272u);
+  EXPECT_EQ(s->kv_bytes_per_token, 2u * 30 * 3 * 64 * 4);
+  EXPECT_GT(s->num_parameters, 130'000'000);
+
+  auto tok = TextTokenizer::open(model);
+  ASSERT_TRUE(tok.ok()) << tok.error();
+  const std::vector<int32_t> ids = (*tok)->encode("<|im_start|>user\nHi", /*parse_special=*/true, false);
+  ASSERT_FALSE(ids.empty());
+  EXPECT_EQ((*tok)->piece(ids.front()), "<|im_start|>");
+  EXPECT_EQ((*tok)->decode((*tok)->encode("Hello, world!", false, false)), "Hello, world!");
+}
+
+}  // namespace
+}  // namespace kvscope
