@@ -1,0 +1,81 @@
+// Random tiny models for tests: the same seeded weights written as a GGUF file
+// (write_tiny_gguf) and as a Hugging Face safetensors directory
+// (write_tiny_hf_dir), both with a small byte-level BPE vocabulary and a
+// ChatML template, so that Engine::create loads either end to end and the two
+// can be compared logit for logit.
+//
+//   TinyModelSpec spec;            // Llama, 2 layers, hidden 64, F32
+//   ASSERT_TRUE(write_tiny_gguf(spec, dir + "/tiny.gguf").ok());
+//   ASSERT_TRUE(write_tiny_hf_dir(spec, dir + "/tiny-hf").ok());
+//
+// Weights are drawn in Hugging Face order; the GGUF llama file gets Q and K
+// rows permuted per head as llama.cpp's converter does (HF row i of a head ->
+// GGUF row (i % (head_dim/2)) * 2 + i / (head_dim/2)), so adjacent-pair rope on
+// the GGUF equals half-split rope on the HF weights. With qkv_bias the model
+// is written as Qwen2 (GGUF "qwen2", no permutation; HF Qwen2ForCausalLM).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "kernels/tensor_type.h"
+#include "kvscope/result.h"
+#include "model/model_config.h"
+
+namespace kvscope::test {
+
+struct TinyModelSpec {
+  Architecture arch = Architecture::Llama;  // Llama or Gemma3
+  int layers = 2;
+  int hidden = 64;
+  int ffn = 128;
+  int heads = 4;
+  int kv_heads = 2;
+  int head_dim = 16;
+  int vocab = 300;  // >= 259: 256 byte tokens + 3 specials, then merges, then padding
+  // GGUF type of every 2-D weight: F32, F16, BF16, Q8_0 or Q4_1. Quantised
+  // values are what both files hold (the HF directory stores them dequantised).
+  TensorType matrix_type = TensorType::F32;
+  bool tied = true;
+  bool qkv_bias = false;  // Qwen2-style biases on Q, K, V (Llama only)
+  uint32_t seed = 1;
+  int context_length = 512;
+  int sliding_window = 0;  // Gemma 3: 0 writes no key (the loader's default, 512)
+
+  // Hugging Face directory only: dtype of the 2-D weights (F32, F16 or BF16;
+  // equal to the GGUF values when it can represent them: F32 always, F16/BF16
+  // when matrix_type is the same) and the number of shards (1: model.safetensors).
+  TensorType hf_matrix_type = TensorType::F32;
+  int hf_num_shards = 1;
+};
+
+// Ids in the tiny vocabulary.
+inline constexpr int32_t kTinyEndOfText = 256;  // <|endoftext|>: bos and eos
+inline constexpr int32_t kTinyImStart = 257;    // <|im_start|>
+inline constexpr int32_t kTinyImEnd = 258;      // <|im_end|>
+
+Status write_tiny_gguf(const TinyModelSpec& spec, const std::string& path);
+// Creates `dir` if needed; Gemma3 specs are refused (kvscope loads Llama-family
+// HF directories only).
+Status write_tiny_hf_dir(const TinyModelSpec& spec, const std::string& dir);
+
+// The tiny quantiser: `n` values (a multiple of the block size) -> the bytes
+// of `type` (F32, F16, BF16, Q8_0, Q4_1; layouts from MODEL_NOTES).
+std::vector<uint8_t> quantize_row(TensorType type, const float* src, int64_t n);
+
+// One tensor of a hand-built safetensors file; `dtype` is written as given.
+struct SafetensorsEntry {
+  std::string name;
+  std::string dtype;  // "F32", "F16", "BF16", ...
+  std::vector<int64_t> shape;
+  std::vector<uint8_t> bytes;
+};
+
+// A valid safetensors file: header padded with spaces to 8 bytes, tensors
+// packed in order.
+std::vector<uint8_t> build_safetensors(const std::vector<SafetensorsEntry>& tensors,
+                                       const std::map<std::string, std::string>& metadata = {});
+
+}  // namespace kvscope::test
