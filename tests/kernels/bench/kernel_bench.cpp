@@ -1,13 +1,23 @@
 // kernel_bench: matmul throughput for SmolLM2-135M's shapes (Q4_1 layers,
 // Q8_0 output head) at 1 and 2 threads, decode (1 token) to prefill (128),
 // plus the reference for comparison. Counter GMAC/s = rows * cols * tokens / time.
+// BM_PackedMatmul / BM_MatmulParts time matmul_packed (packed_matmul.h) and
+// matmul() per part on the same shapes, stacked QKV and gate|up included;
+// GMAC/s_cpu divides by the calling thread's CPU time (robust to a noisy
+// shared machine; at 2 threads it is the per-thread rate of chunk 0).
+// l3:1 cycles through copies of the weights (>= 64 MiB in all) so they stream
+// from L3 as in a real decode step; l3:0 reuses one copy (L2-hot when small).
+//   ./kernel_bench --benchmark_filter='Packed|Parts' --benchmark_repetitions=5
 //   ./kernel_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 // KVSCOPE_CPU=avx2 measures the AVX2 path.
 #include <benchmark/benchmark.h>
 
+#include <ctime>
 #include <memory>
+#include <vector>
 
 #include "kernels/cpu/matmul.h"
+#include "kernels/cpu/packed_matmul.h"
 #include "kernels/reference/matmul.h"
 #include "kernels/kernel_test_util.h"
 
@@ -76,6 +86,126 @@ void matmul_args(benchmark::internal::Benchmark* b) {
   }
 }
 
+// Stacked shapes for matmul_packed vs matmul() per part.
+struct StackedShape {
+  TensorType type;
+  int64_t cols;
+  std::vector<int64_t> part_rows;
+};
+
+const StackedShape kStackedShapes[] = {
+    {TensorType::Q4_1, 576, {576}},  {TensorType::Q4_1, 576, {192}},      {TensorType::Q4_1, 576, {1536}},
+    {TensorType::Q4_1, 1536, {576}}, {TensorType::Q8_0, 576, {49152}},    {TensorType::Q4_1, 576, {576, 192, 192}},
+    {TensorType::Q4_1, 576, {1536, 1536}},
+};
+
+double thread_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+void set_stacked_counters(benchmark::State& state, const StackedShape& s, int64_t tokens, double cpu_s) {
+  int64_t rows = 0;
+  std::string parts;
+  for (int64_t r : s.part_rows) {
+    rows += r;
+    if (!parts.empty()) parts += '+';
+    parts += std::to_string(r);
+  }
+  const double macs = static_cast<double>(rows) * s.cols * tokens;
+  state.counters["GMAC/s"] = benchmark::Counter(macs / 1e9, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["GMAC/s_cpu"] = macs * static_cast<double>(state.iterations()) / 1e9 / cpu_s;
+  state.SetLabel(std::string(traits_of(s.type).name) + " " + parts + "x" + std::to_string(s.cols));
+}
+
+// Copies of one stacked weight: copy c's parts at parts[c].
+struct StackedData {
+  std::vector<std::vector<uint8_t>> w;
+  std::vector<std::vector<WeightPart>> parts;
+  int64_t rows = 0;
+};
+
+StackedData make_stacked(const StackedShape& s, bool l3) {
+  StackedData d;
+  size_t bytes = 0;
+  for (int64_t r : s.part_rows) {
+    d.rows += r;
+    bytes += row_bytes(s.type, s.cols) * static_cast<size_t>(r);
+  }
+  const size_t num_copies = l3 ? ((size_t{64} << 20) + bytes - 1) / bytes : 1;
+  for (size_t c = 0; c < num_copies; ++c) {
+    for (size_t i = 0; i < s.part_rows.size(); ++i) {
+      d.w.push_back(test::random_weights(s.type, s.part_rows[i], s.cols, static_cast<uint32_t>(1 + i)));
+    }
+  }
+  for (size_t c = 0; c < num_copies; ++c) {
+    d.parts.emplace_back();
+    for (size_t i = 0; i < s.part_rows.size(); ++i) {
+      d.parts.back().push_back({d.w[c * s.part_rows.size() + i].data(), s.part_rows[i]});
+    }
+  }
+  return d;
+}
+
+void BM_PackedMatmul(benchmark::State& state) {
+  const StackedShape& s = kStackedShapes[state.range(0)];
+  const int64_t tokens = state.range(1);
+  const StackedData d = make_stacked(s, state.range(3) != 0);
+  std::vector<PackedWeight> pws;
+  for (const auto& parts : d.parts) pws.push_back(PackedWeight::pack(s.type, s.cols, parts));
+  size_t c = 0;
+  const auto x = test::random_floats(tokens * s.cols, 2);
+  std::vector<float> y(static_cast<size_t>(tokens * d.rows));
+  MatmulScratch scratch;
+  ThreadPool& pool = pool_with(static_cast<int>(state.range(2)));
+  const double cpu0 = thread_cpu_seconds();
+  for (auto _ : state) {
+    matmul_packed(pws[c], x.data(), tokens, y.data(), pool, scratch);
+    c = c + 1 == pws.size() ? 0 : c + 1;
+    benchmark::DoNotOptimize(y.data());
+  }
+  set_stacked_counters(state, s, tokens, thread_cpu_seconds() - cpu0);
+  if (!pws[0].is_packed()) state.SetLabel("(not packed: fallback)");
+}
+
+void BM_MatmulParts(benchmark::State& state) {
+  const StackedShape& s = kStackedShapes[state.range(0)];
+  const int64_t tokens = state.range(1);
+  const StackedData d = make_stacked(s, state.range(3) != 0);
+  size_t c = 0;
+  const auto x = test::random_floats(tokens * s.cols, 2);
+  std::vector<float> y(static_cast<size_t>(tokens * d.rows));
+  MatmulScratch scratch;
+  ThreadPool& pool = pool_with(static_cast<int>(state.range(2)));
+  const double cpu0 = thread_cpu_seconds();
+  for (auto _ : state) {
+    float* yp = y.data();
+    for (const WeightPart& p : d.parts[c]) {
+      matmul(s.type, p.data, p.num_rows, s.cols, x.data(), tokens, yp, pool, scratch);
+      yp += p.num_rows * tokens;
+    }
+    c = c + 1 == d.parts.size() ? 0 : c + 1;
+    benchmark::DoNotOptimize(y.data());
+  }
+  set_stacked_counters(state, s, tokens, thread_cpu_seconds() - cpu0);
+}
+
+void stacked_args(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"shape", "tokens", "threads", "l3"});
+  for (int64_t shape = 0; shape < static_cast<int64_t>(std::size(kStackedShapes)); ++shape) {
+    for (int64_t tokens : {1, 8, 32, 128}) {
+      for (int64_t threads : {1, 2}) {
+        for (int64_t l3 : {0, 1}) {
+          if (l3 == 0 || tokens <= 8) b->Args({shape, tokens, threads, l3});
+        }
+      }
+    }
+  }
+}
+
+BENCHMARK(BM_PackedMatmul)->Apply(stacked_args)->UseRealTime();
+BENCHMARK(BM_MatmulParts)->Apply(stacked_args)->UseRealTime();
 BENCHMARK(BM_Matmul)->Apply(matmul_args)->UseRealTime();
 BENCHMARK(BM_MatmulRef)->ArgNames({"shape", "tokens"})->Args({0, 1})->Args({4, 1})->Args({5, 1})->UseRealTime();
 

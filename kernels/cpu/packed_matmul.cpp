@@ -1,0 +1,190 @@
+// PackedWeight::pack (scalar, once at load time) and matmul_packed(): quantise
+// the activations once, split the 16-row groups over the pool in contiguous
+// chunks (never the reduction dimension), run the AVX-512 VNNI kernel. Types
+// or CPU levels without that kernel run matmul() per part. See packed_matmul.h.
+#include "kernels/cpu/packed_matmul.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cstdlib>
+#include <cstring>
+
+#include "kernels/cpu/cpu_features.h"
+#include "kernels/cpu/packed_matmul_internal.h"
+#include "kernels/reference/half.h"
+
+namespace kvscope {
+namespace {
+
+using detail::kGroupRows;
+using detail::PackedQuants;
+
+bool has_packed_kernel(TensorType t) {
+#if defined(__x86_64__) || defined(_M_X64)
+  return cpu_level() == CpuLevel::kAvx512 &&
+         (t == TensorType::Q4_0 || t == TensorType::Q4_1 || t == TensorType::Q5_0 || t == TensorType::Q5_1 ||
+          t == TensorType::Q8_0);
+#else
+  (void)t;
+  return false;
+#endif
+}
+
+// One source block of `type` -> 32 unsigned quants (element order) and the
+// f16 bits of d and (Q4_1, Q5_1) m.
+void decode_block(TensorType type, const uint8_t* b, uint8_t (&u)[32], uint16_t* d, uint16_t* m) {
+  *d = load_u16(b);
+  *m = 0;
+  switch (type) {
+    case TensorType::Q8_0:
+      for (int e = 0; e < 32; ++e) u[e] = static_cast<uint8_t>(b[2 + e] ^ 0x80);
+      return;
+    case TensorType::Q4_0:
+    case TensorType::Q4_1: {
+      const uint8_t* qs = b + (type == TensorType::Q4_0 ? 2 : 4);
+      for (int e = 0; e < 16; ++e) {
+        u[e] = qs[e] & 15;
+        u[e + 16] = qs[e] >> 4;
+      }
+      if (type == TensorType::Q4_1) *m = load_u16(b + 2);
+      return;
+    }
+    case TensorType::Q5_0:
+    case TensorType::Q5_1: {
+      const bool q50 = type == TensorType::Q5_0;
+      const uint32_t qh = load_u32(b + (q50 ? 2 : 4));
+      const uint8_t* qs = b + (q50 ? 6 : 8);
+      for (int e = 0; e < 16; ++e) {
+        u[e] = static_cast<uint8_t>((qs[e] & 15) | (((qh >> e) & 1u) << 4));
+        u[e + 16] = static_cast<uint8_t>((qs[e] >> 4) | (((qh >> (e + 16)) & 1u) << 4));
+      }
+      if (!q50) *m = load_u16(b + 2);
+      return;
+    }
+    default:
+      assert(false && "decode_block: no packed layout for this type");
+  }
+}
+
+// Writes lane i (row i of its group) of block b into a packed group.
+void write_lane(const detail::PackedFormat& f, const detail::PackedGroupLayout& l, int64_t b,
+                const uint8_t (&u)[32], uint16_t d, uint16_t m, int i, uint8_t* group) {
+  uint8_t* quants = group + static_cast<size_t>(b) * detail::packed_quant_bytes(f.quants);
+  if (f.quants == PackedQuants::kNibbles) {
+    for (int k = 0; k < 4; ++k) {
+      for (int c = 0; c < 4; ++c) {
+        const int e = 4 * k + c;
+        quants[64 * k + 4 * i + c] = static_cast<uint8_t>(u[e] | (u[e + 16] << 4));
+      }
+    }
+  } else {
+    for (int j = 0; j < 8; ++j) std::memcpy(quants + 64 * j + 4 * i, u + 4 * j, 4);
+  }
+  std::memcpy(group + l.d + 32 * b + 2 * i, &d, 2);
+  if (f.has_min) std::memcpy(group + l.m + 32 * b + 2 * i, &m, 2);
+}
+
+}  // namespace
+
+void PackedWeight::Free::operator()(uint8_t* p) const { std::free(p); }
+
+PackedWeight PackedWeight::pack(TensorType type, int64_t row_len, std::span<const WeightPart> parts) {
+  assert(is_supported_weight_type(type) && "PackedWeight::pack: unsupported weight type");
+  assert(row_len > 0 && row_len % traits_of(type).block_elems == 0 && "PackedWeight::pack: bad row_len");
+  PackedWeight pw;
+  pw.type_ = type;
+  pw.row_len_ = row_len;
+  for (const WeightPart& p : parts) {
+    assert(p.num_rows >= 0 && "PackedWeight::pack: negative num_rows");
+    pw.num_rows_ += p.num_rows;
+  }
+  if (!has_packed_kernel(type) || pw.num_rows_ == 0) {
+    pw.parts_.assign(parts.begin(), parts.end());
+    return pw;
+  }
+  const detail::PackedFormat f = detail::packed_format(type);
+  const int64_t num_blocks = row_len / 32;
+  const detail::PackedGroupLayout layout = detail::packed_group_layout(f, num_blocks);
+  const int64_t num_groups = (pw.num_rows_ + kGroupRows - 1) / kGroupRows;
+  pw.packed_bytes_ = static_cast<size_t>(num_groups) * layout.bytes;
+  pw.packed_.reset(static_cast<uint8_t*>(std::aligned_alloc(64, pw.packed_bytes_)));
+  // Zero: padding rows get zero quants and scales (their lanes are never stored).
+  std::memset(pw.packed_.get(), 0, pw.packed_bytes_);
+  const size_t src_row_bytes = row_bytes(type, row_len);
+  const size_t src_block_bytes = static_cast<size_t>(traits_of(type).block_bytes);
+  int64_t r = 0;  // stacked row index
+  for (const WeightPart& p : parts) {
+    const auto* src = static_cast<const uint8_t*>(p.data);
+    for (int64_t pr = 0; pr < p.num_rows; ++pr, ++r) {
+      const int lane = static_cast<int>(r % kGroupRows);
+      uint8_t* group = pw.packed_.get() + static_cast<size_t>(r / kGroupRows) * layout.bytes;
+      for (int64_t b = 0; b < num_blocks; ++b) {
+        uint8_t u[32] = {};
+        uint16_t d = 0;
+        uint16_t m = 0;
+        decode_block(type, src + pr * src_row_bytes + b * src_block_bytes, u, &d, &m);
+        write_lane(f, layout, b, u, d, m, lane, group);
+      }
+    }
+  }
+  return pw;
+}
+
+void matmul_packed(const PackedWeight& w, const float* x, int64_t num_tokens, float* y, ThreadPool& pool,
+                   MatmulScratch& scratch) {
+  const int64_t num_rows = w.num_rows_;
+  const int64_t row_len = w.row_len_;
+  if (num_rows <= 0 || num_tokens <= 0) return;
+  if (!w.is_packed()) {
+    if (w.parts_.size() == 1) {
+      matmul(w.type_, w.parts_[0].data, num_rows, row_len, x, num_tokens, y, pool, scratch);
+      return;
+    }
+    // Stacked parts: each part into a buffer, then into its output columns.
+    std::vector<float> part_y;
+    int64_t r0 = 0;
+    for (const WeightPart& p : w.parts_) {
+      if (p.num_rows == 0) continue;
+      part_y.resize(static_cast<size_t>(p.num_rows * num_tokens));
+      matmul(w.type_, p.data, p.num_rows, row_len, x, num_tokens, part_y.data(), pool, scratch);
+      for (int64_t t = 0; t < num_tokens; ++t) {
+        std::copy_n(part_y.data() + t * p.num_rows, p.num_rows, y + t * num_rows + r0);
+      }
+      r0 += p.num_rows;
+    }
+    return;
+  }
+#if defined(__x86_64__) || defined(_M_X64)
+  // Activations: per token, 8-bit blocks of 32 in natural order (as matmul()).
+  const int64_t num_padded = detail::padded_blocks(row_len);
+  const int64_t q_stride = num_padded * 32;
+  const int64_t ds_stride = num_padded * 2;
+  const size_t q_bytes = static_cast<size_t>(num_tokens * q_stride);
+  auto* base = static_cast<uint8_t*>(scratch.get(q_bytes + static_cast<size_t>(num_tokens * ds_stride) * 4 + 64));
+  int8_t* q = reinterpret_cast<int8_t*>(base);
+  float* ds = reinterpret_cast<float*>(base + (q_bytes + 63) / 64 * 64);
+  const detail::PackedFormat f = detail::packed_format(w.type_);
+  auto quantize = [&](int64_t t0, int64_t t1) {
+    detail::quantize_acts_avx2(x, row_len, t0, t1, detail::ActLayout::kNatural, q, q_stride, ds, ds_stride);
+    if (f.has_min) return;
+    // m = offset * d: fold the (power of two, so exact) offset into s_x.
+    for (int64_t t = t0; t < t1; ++t) {
+      for (int64_t b = 0; b < row_len / 32; ++b) ds[t * ds_stride + 2 * b + 1] *= f.offset;
+    }
+  };
+  if (num_tokens * row_len >= 16384) {
+    pool.parallel_for(num_tokens, quantize);
+  } else {
+    quantize(0, num_tokens);
+  }
+  const detail::QuantizedActs acts{q, ds, q_stride, ds_stride};
+  const detail::PackedGroupLayout layout = detail::packed_group_layout(f, row_len / 32);
+  const int64_t num_groups = (num_rows + kGroupRows - 1) / kGroupRows;
+  pool.parallel_for(num_groups, [&](int64_t g0, int64_t g1) {
+    detail::matmul_packed_groups_avx512(f, w.packed_.get(), layout, g0, g1, num_rows, row_len, acts, num_tokens,
+                                        y, num_rows);
+  });
+#endif
+}
+
+}  // namespace kvscope

@@ -1,0 +1,82 @@
+// The interleaved weight layout shared by PackedWeight::pack (packed_matmul.cpp)
+// and the AVX-512 VNNI kernel (packed_matmul_avx512.cpp).
+//
+// Rows come in groups of kGroupRows = 16 (the last group padded with zero
+// rows). A group of nb = row_len / 32 blocks stores
+//   quants[nb]: kNibbles: 4 x 64 bytes per block; vector k, lane i (bytes
+//                 4i..4i+3) = row i's qs[4k..4k+3] as in Q4_0/Q4_1 (low
+//                 nibble = element 4k+c, high nibble = element 16+4k+c), so
+//                 the low-nibble plane of vector k holds elements 4k..4k+3 and
+//                 the high one 16+4k..
+//               kBytes: 8 x 64 bytes per block; vector j, lane i = row i's
+//                 elements 4j..4j+3 as unsigned bytes (Q8_0 + 128; Q5 0..31)
+//   d[nb][16]   f16 scale per block and row
+//   m[nb][16]   f16 min per block and row (Q4_1, Q5_1 only)
+// padded to a multiple of 64 bytes. Block dot = d * d_x * sum(u_w * q_x) +
+// m * s_x with s_x = d_x * sum(q_x); types without a min use m = offset * d
+// (Q4_0 -8, Q5_0 -16, Q8_0 -128), computed as d * (offset * s_x), which is
+// the same number since offset is a power of two. Scales stay f16 so Q4_x and
+// Q8_0 take the same bytes as in GGUF: at one token the kernel streams the
+// weights from L3 at ~25 GB/s per core, so bytes matter as much as
+// instructions.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/cpu/matmul_internal.h"
+#include "kernels/tensor_type.h"
+
+namespace kvscope::detail {
+
+constexpr int64_t kGroupRows = 16;
+
+enum class PackedQuants {
+  kNibbles,  // Q4_0, Q4_1
+  kBytes,    // Q8_0, Q5_0, Q5_1
+};
+
+// How one type is packed.
+struct PackedFormat {
+  PackedQuants quants = PackedQuants::kBytes;
+  bool has_min = false;  // m[] stored (else m = offset * d)
+  float offset = 0.0f;   // weight value offset of types without a min
+};
+
+inline PackedFormat packed_format(TensorType t) {
+  switch (t) {
+    case TensorType::Q4_0: return {PackedQuants::kNibbles, false, -8.0f};
+    case TensorType::Q4_1: return {PackedQuants::kNibbles, true, 0.0f};
+    case TensorType::Q5_0: return {PackedQuants::kBytes, false, -16.0f};
+    case TensorType::Q5_1: return {PackedQuants::kBytes, true, 0.0f};
+    default: return {PackedQuants::kBytes, false, -128.0f};  // Q8_0
+  }
+}
+
+inline size_t packed_quant_bytes(PackedQuants k) { return k == PackedQuants::kNibbles ? 256 : 512; }
+
+// Byte offsets inside one group of num_blocks blocks.
+struct PackedGroupLayout {
+  size_t quants = 0;  // block b's quants at quants + b * packed_quant_bytes
+  size_t d = 0;       // block b's 16 f16 scales at d + 32 b
+  size_t m = 0;       // block b's 16 f16 mins at m + 32 b (== d when no min)
+  size_t bytes = 0;   // whole group, a multiple of 64
+};
+
+inline PackedGroupLayout packed_group_layout(const PackedFormat& f, int64_t num_blocks) {
+  PackedGroupLayout l;
+  l.d = static_cast<size_t>(num_blocks) * packed_quant_bytes(f.quants);
+  l.m = f.has_min ? l.d + static_cast<size_t>(num_blocks) * 32 : l.d;
+  l.bytes = ((f.has_min ? l.m : l.d) + static_cast<size_t>(num_blocks) * 32 + 63) / 64 * 64;
+  return l;
+}
+
+// Row groups [g0, g1) of a packed matrix against all tokens:
+// y[t * y_stride + 16g + i] for the valid rows (16g + i < num_rows).
+// acts: ActLayout::kNatural, with s_x already multiplied by f.offset for
+// types without a min. w points at group 0.
+void matmul_packed_groups_avx512(const PackedFormat& f, const uint8_t* w, const PackedGroupLayout& layout,
+                                 int64_t g0, int64_t g1, int64_t num_rows, int64_t row_len, const QuantizedActs& acts,
+                                 int64_t num_tokens, float* y, int64_t y_stride);
+
+}  // namespace kvscope::detail
