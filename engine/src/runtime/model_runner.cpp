@@ -15,15 +15,11 @@
 namespace kvscope {
 namespace {
 
-void linear(const WeightMatrix& w, const float* x, int32_t num_tokens, float* y, ThreadPool& pool,
-            MatmulScratch& scratch) {
-  matmul(w.type, w.data, w.num_rows, w.row_len, x, num_tokens, y, pool, scratch);
-}
-
-void add_bias(float* y, const std::vector<float>& bias, int32_t num_tokens) {
+// Adds bias to the `bias.size()` columns at `col` of each row of width `stride`.
+void add_bias(float* y, int64_t stride, int64_t col, const std::vector<float>& bias, int32_t num_tokens) {
   if (bias.empty()) return;
   const int64_t n = static_cast<int64_t>(bias.size());
-  for (int32_t t = 0; t < num_tokens; ++t) add(y + t * n, bias.data(), n, y + t * n);
+  for (int32_t t = 0; t < num_tokens; ++t) add(y + t * stride + col, bias.data(), n, y + t * stride + col);
 }
 
 void norm_rows(const float* x, const std::vector<float>& w, int32_t num_rows, float eps, float* out) {
@@ -33,7 +29,13 @@ void norm_rows(const float* x, const std::vector<float>& w, int32_t num_rows, fl
 }  // namespace
 
 ModelRunner::ModelRunner(std::shared_ptr<const ModelWeights> weights, KvStorage& kv, ThreadPool& pool)
-    : weights_(std::move(weights)), kv_(kv), pool_(pool) {}
+    : weights_(std::move(weights)), kv_(kv), pool_(pool) {
+  for (const LayerWeights& L : weights_->layers) {
+    linears_.push_back(LayerLinears{LinearGroup({&L.wq, &L.wk, &L.wv}), LinearGroup({&L.wo}),
+                                    LinearGroup({&L.w_gate, &L.w_up}), LinearGroup({&L.w_down})});
+  }
+  head_ = LinearGroup({&weights_->output});
+}
 
 void ModelRunner::ensure_capacity(int32_t num_tokens) {
   if (num_tokens <= capacity_) return;
@@ -43,12 +45,11 @@ void ModelRunner::ensure_capacity(int32_t num_tokens) {
   x_.resize(n * c.hidden_size);
   h_.resize(n * c.hidden_size);
   o_.resize(n * c.hidden_size);
+  qkv_.resize(n * (c.q_size() + 2 * c.kv_size()));
   q_.resize(n * c.q_size());
   attn_.resize(n * c.q_size());
-  k_.resize(n * c.kv_size());
-  v_.resize(n * c.kv_size());
-  gate_.resize(n * c.ffn_size);
-  up_.resize(n * c.ffn_size);
+  gate_up_.resize(n * 2 * c.ffn_size);
+  act_.resize(n * c.ffn_size);
 }
 
 void ModelRunner::forward(const StepBatch& batch, std::vector<float>& logits) {
@@ -78,34 +79,39 @@ void ModelRunner::forward(const StepBatch& batch, std::vector<float>& logits) {
   for (int32_t i = 0; i < num_logits; ++i) {
     rms_norm(x_.data() + batch.logits_rows[i] * H, w.output_norm.data(), 1, H, c.rms_eps, h_.data() + i * H);
   }
-  linear(w.output, h_.data(), num_logits, logits.data(), pool_, scratch_);
+  head_.run(h_.data(), num_logits, logits.data(), pool_, scratch_);
 }
 
 void ModelRunner::attention_block(int32_t layer, const StepBatch& batch) {
   const ModelConfig& c = config();
   const LayerWeights& L = weights_->layers[static_cast<size_t>(layer)];
+  LayerLinears& lin = linears_[static_cast<size_t>(layer)];
   const int32_t T = batch.num_tokens;
-  const int64_t H = c.hidden_size, KV = c.kv_size();
+  const int64_t H = c.hidden_size, Q = c.q_size(), KV = c.kv_size(), QKV = Q + 2 * KV;
 
+  // qkv_ rows: [Q | K | V] per token.
   norm_rows(x_.data(), L.attn_norm, T, c.rms_eps, h_.data());
-  linear(L.wq, h_.data(), T, q_.data(), pool_, scratch_);
-  linear(L.wk, h_.data(), T, k_.data(), pool_, scratch_);
-  linear(L.wv, h_.data(), T, v_.data(), pool_, scratch_);
-  add_bias(q_.data(), L.bq, T);
-  add_bias(k_.data(), L.bk, T);
-  add_bias(v_.data(), L.bv, T);
+  lin.qkv.run(h_.data(), T, qkv_.data(), pool_, scratch_);
+  add_bias(qkv_.data(), QKV, 0, L.bq, T);
+  add_bias(qkv_.data(), QKV, Q, L.bk, T);
+  add_bias(qkv_.data(), QKV, Q + KV, L.bv, T);
   if (c.qk_norm) {  // per-head RMSNorm (Gemma 3): each head is a row of head_dim
-    norm_rows(q_.data(), L.q_norm, T * c.num_heads, c.rms_eps, q_.data());
-    norm_rows(k_.data(), L.k_norm, T * c.num_kv_heads, c.rms_eps, k_.data());
+    for (int32_t t = 0; t < T; ++t) {
+      float* row = qkv_.data() + t * QKV;
+      rms_norm(row, L.q_norm.data(), c.num_heads, c.head_dim, c.rms_eps, row);
+      rms_norm(row + Q, L.k_norm.data(), c.num_kv_heads, c.head_dim, c.rms_eps, row + Q);
+    }
   }
   const float base = c.layer_rope_base(layer);
-  rope(q_.data(), T, c.num_heads, c.head_dim, batch.positions.data(), base, c.rope_style);
-  rope(k_.data(), T, c.num_kv_heads, c.head_dim, batch.positions.data(), base, c.rope_style);
+  rope(qkv_.data(), T, c.num_heads, c.head_dim, batch.positions.data(), base, c.rope_style, QKV);
+  rope(qkv_.data() + Q, T, c.num_kv_heads, c.head_dim, batch.positions.data(), base, c.rope_style, QKV);
 
   for (int32_t t = 0; t < T; ++t) {
+    const float* row = qkv_.data() + t * QKV;
     const int64_t slot = batch.slot_mapping[t];
-    std::memcpy(kv_.k(layer, slot), k_.data() + t * KV, KV * sizeof(float));
-    std::memcpy(kv_.v(layer, slot), v_.data() + t * KV, KV * sizeof(float));
+    std::memcpy(q_.data() + t * Q, row, Q * sizeof(float));
+    std::memcpy(kv_.k(layer, slot), row + Q, KV * sizeof(float));
+    std::memcpy(kv_.v(layer, slot), row + Q + KV, KV * sizeof(float));
   }
 
   AttentionShape shape;
@@ -122,7 +128,7 @@ void ModelRunner::attention_block(int32_t layer, const StepBatch& batch) {
   pb.block_ids = batch.block_ids.data();
   paged_attention(shape, kv_.layer_view(layer), pb, q_.data(), attn_.data(), pool_);
 
-  linear(L.wo, attn_.data(), T, o_.data(), pool_, scratch_);
+  lin.wo.run(attn_.data(), T, o_.data(), pool_, scratch_);
   if (c.post_norms) norm_rows(o_.data(), L.post_attn_norm, T, c.rms_eps, o_.data());
   add(x_.data(), o_.data(), T * H, x_.data());
 }
@@ -130,17 +136,20 @@ void ModelRunner::attention_block(int32_t layer, const StepBatch& batch) {
 void ModelRunner::ffn_block(int32_t layer, int32_t T) {
   const ModelConfig& c = config();
   const LayerWeights& L = weights_->layers[static_cast<size_t>(layer)];
+  LayerLinears& lin = linears_[static_cast<size_t>(layer)];
   const int64_t H = c.hidden_size, F = c.ffn_size;
 
   norm_rows(x_.data(), L.ffn_norm, T, c.rms_eps, h_.data());
-  linear(L.w_gate, h_.data(), T, gate_.data(), pool_, scratch_);
-  linear(L.w_up, h_.data(), T, up_.data(), pool_, scratch_);
-  if (c.activation == FfnActivation::SiLU) {
-    silu_mul(gate_.data(), up_.data(), T * F, gate_.data());
-  } else {
-    gelu_tanh_mul(gate_.data(), up_.data(), T * F, gate_.data());
+  lin.gate_up.run(h_.data(), T, gate_up_.data(), pool_, scratch_);  // rows: [gate | up]
+  for (int32_t t = 0; t < T; ++t) {
+    const float* gate = gate_up_.data() + t * 2 * F;
+    if (c.activation == FfnActivation::SiLU) {
+      silu_mul(gate, gate + F, F, act_.data() + t * F);
+    } else {
+      gelu_tanh_mul(gate, gate + F, F, act_.data() + t * F);
+    }
   }
-  linear(L.w_down, gate_.data(), T, o_.data(), pool_, scratch_);
+  lin.down.run(act_.data(), T, o_.data(), pool_, scratch_);
   if (c.post_norms) norm_rows(o_.data(), L.post_ffn_norm, T, c.rms_eps, o_.data());
   add(x_.data(), o_.data(), T * H, x_.data());
 }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "kernels/cpu/matmul.h"
+#include "runtime/linear_group.h"
 #include "kernels/cpu/thread_pool.h"
 #include "kv/kv_storage.h"
 #include "model/model_weights.h"
@@ -31,13 +32,21 @@ class ModelRunner {
   void attention_block(int32_t layer, const StepBatch& batch);
   void ffn_block(int32_t layer, int32_t num_tokens);
 
+  // Per layer: Q|K|V, output projection, gate|up, down; then the head.
+  struct LayerLinears {
+    LinearGroup qkv, wo, gate_up, down;
+  };
+
   std::shared_ptr<const ModelWeights> weights_;
+  std::vector<LayerLinears> linears_;
+  LinearGroup head_;
   KvStorage& kv_;
   ThreadPool& pool_;
   MatmulScratch scratch_;
   int32_t capacity_ = 0;
   // Activations, [capacity_][width] each.
-  std::vector<float> x_, h_, q_, k_, v_, attn_, o_, gate_, up_;
+  // qkv_ holds Q|K|V side by side per token; q_ is Q alone (what attention reads).
+  std::vector<float> x_, h_, qkv_, q_, attn_, o_, gate_up_, act_;
 };
 
 }  // namespace kvscope
