@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common_options.h"
+#include "memory_bandwidth.h"
 
 namespace kvscope::cli {
 namespace {
@@ -131,6 +132,12 @@ int run_bench(const BenchOptions& o) {
     decode.push_back(r.decode_tok_s);
   }
   const ModelInfo& info = engine->model_info();
+  // The floor: decode reads every weight once per token. Measured from the
+  // caches (the model fits in this CPU's L3 after the first pass, as in decode)
+  // and from DRAM (1 GiB buffer).
+  const double cache_gbs = measure_read_bandwidth(info.weight_bytes, o.engine.threads, 5);
+  const double dram_gbs = measure_read_bandwidth(size_t{1} << 30, o.engine.threads, 3);
+  const double weight_gb = static_cast<double>(info.weight_bytes) / 1e9;
   const nlohmann::ordered_json result = {
       {"engine", "kvscope"},
       {"model", info.name},
@@ -143,6 +150,8 @@ int run_bench(const BenchOptions& o) {
       {"decode_tok_s_median", median(decode)},
       {"runs", runs_json},
       {"weight_bytes", info.weight_bytes},
+      {"read_bandwidth_gb_s", {{"model_sized_buffer", cache_gbs}, {"one_gib_buffer", dram_gbs}}},
+      {"decode_floor_tok_s", {{"model_sized_buffer", cache_gbs / weight_gb}, {"one_gib_buffer", dram_gbs / weight_gb}}},
       {"block_size", info.block_size},
       {"cpu", cpu_model_name()},
   };

@@ -1,0 +1,65 @@
+#!/usr/bin/env python3
+"""kvscope and llama.cpp side by side, in one run, on the default model.
+
+Alternates the two engines ROUNDS times (so machine noise hits both alike):
+`kvscope-cli bench` and scripts/dev/bench_llama_cpp.py, same model, threads,
+prompt length (128) and generated tokens (128). Prints one JSON object with
+every round, the medians of the per-round medians, and the ratios.
+
+  /opt/refenv/bin/python scripts/dev/bench_vs_llamacpp.py --threads 2 --rounds 3 > bench.json
+
+Needs build/app/kvscope-cli and llama-cpp-python in /opt/refenv (see
+bench_llama_cpp.py). Development tool: nothing in the project depends on it.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run_json(cmd):
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    return json.loads(out)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--repeats", type=int, default=5, help="timed runs per engine per round")
+    ap.add_argument("--cli", default=str(ROOT / "build/app/kvscope-cli"))
+    args = ap.parse_args()
+    rounds = []
+    for r in range(args.rounds):
+        print(f"round {r + 1}/{args.rounds}", file=sys.stderr, flush=True)
+        ours = run_json([args.cli, "bench", "--threads", str(args.threads), "--repeats", str(args.repeats),
+                         "--prompt-tokens", "128", "--gen-tokens", "128"])
+        theirs = run_json([sys.executable, str(ROOT / "scripts/dev/bench_llama_cpp.py"), "--threads",
+                           str(args.threads), "--repeats", str(args.repeats)])
+        rounds.append({"kvscope": ours, "llama.cpp": theirs, "loadavg": os.getloadavg()})
+
+    def med(engine, key):
+        return statistics.median(r[engine][key] for r in rounds)
+
+    k_pre, k_dec = med("kvscope", "prefill_tok_s_median"), med("kvscope", "decode_tok_s_median")
+    l_pre, l_dec = med("llama.cpp", "prefill_tok_s_median"), med("llama.cpp", "decode_tok_s_median")
+    summary = {
+        "threads": args.threads, "rounds": args.rounds, "repeats_per_round": args.repeats,
+        "cpu": rounds[0]["kvscope"].get("cpu"),
+        "kvscope": {"prefill_tok_s": k_pre, "decode_tok_s": k_dec},
+        "llama.cpp": {"prefill_tok_s": l_pre, "decode_tok_s": l_dec,
+                      "version": rounds[0]["llama.cpp"].get("version")},
+        "ratio_kvscope_over_llamacpp": {"prefill": k_pre / l_pre, "decode": k_dec / l_dec},
+        "decode_floor_tok_s": rounds[0]["kvscope"].get("decode_floor_tok_s"),
+        "weight_bytes": rounds[0]["kvscope"].get("weight_bytes"),
+    }
+    print(json.dumps({"summary": summary, "rounds": rounds}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
