@@ -39,6 +39,15 @@ fi
 echo "run_fuzz.sh: $(ls "$seeds" | wc -l) seeds, fuzzing for ${seconds}s"
 
 # New inputs go to $corpus (kept between runs); $seeds is read only.
-"$build/tests/gguf_fuzzer" "$corpus" "$seeds" \
-  -max_total_time="$seconds" -max_len="$max_len" -timeout=10 -rss_limit_mb=2048 \
-  -print_final_stats=1 -artifact_prefix="$artifacts"
+# libFuzzer's progress lines go to build-fuzz/fuzz.log; on failure its tail is shown.
+log="$build/fuzz.log"
+if "$build/tests/gguf_fuzzer" "$corpus" "$seeds" \
+    -max_total_time="$seconds" -max_len="$max_len" -timeout=10 -rss_limit_mb=2048 \
+    -print_final_stats=1 -artifact_prefix="$artifacts" >"$log" 2>&1; then
+  echo "run_fuzz.sh: no crash, leak or hang; $(grep -m1 -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$') inputs in ${seconds}s"
+else
+  status=$?
+  tail -n 60 "$log" >&2
+  echo "run_fuzz.sh: the fuzzer failed (exit $status); reproducer in $artifacts" >&2
+  exit "$status"
+fi

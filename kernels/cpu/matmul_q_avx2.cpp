@@ -5,6 +5,11 @@
 //   acc += f32(lanes) * (d_w * d_x),   macc += m_w * s_x,
 // with m_w = -8 / -16 * d_w for Q4_0 / Q5_0, 0 for Q8_0. The same per-output
 // sequence runs in every R x TT tile, so results are batch-invariant.
+// The Fmt tables describe every field of each block format, also the ones a
+// given kernel does not read; clang warns about those unread constants.
+#if defined(__clang__)
+#pragma clang diagnostic ignored "-Wunused-const-variable"
+#endif
 #include "kernels/cpu/matmul_internal.h"
 
 #if defined(__x86_64__) || defined(_M_X64)

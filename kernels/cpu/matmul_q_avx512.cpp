@@ -12,8 +12,15 @@
 // GCC 12 warns about the deliberately undefined upper lanes inside its own
 // AVX-512 intrinsics (_mm512_undefined_*, used by casts and reductions).
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#if !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
+// The Fmt tables describe every field of each block format, also the ones a
+// given kernel does not read; clang warns about those unread constants.
+#if defined(__clang__)
+#pragma clang diagnostic ignored "-Wunused-const-variable"
+#endif
 #include "kernels/cpu/matmul_internal.h"
 
 #include <immintrin.h>

@@ -14,7 +14,9 @@
 // GCC 12 warns about the deliberately undefined upper lanes inside its own
 // AVX-512 intrinsics (_mm512_undefined_*).
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#if !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 #include <immintrin.h>
 
