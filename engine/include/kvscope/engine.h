@@ -7,25 +7,19 @@
 #pragma once
 
 #include <memory>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "kvscope/engine_config.h"
+#include "kvscope/engine_event.h"
+#include "kvscope/engine_snapshot.h"
 #include "kvscope/model_info.h"
 #include "kvscope/request.h"
 #include "kvscope/result.h"
 
 namespace kvscope {
-
-struct StepStats {
-  int32_t num_prefill_tokens = 0;
-  int32_t num_decode_tokens = 0;
-  int32_t num_seqs = 0;
-  double step_time_s = 0.0;
-  int32_t num_used_blocks = 0;
-  int32_t num_total_blocks = 0;
-};
 
 class Engine {
  public:
@@ -49,6 +43,17 @@ class Engine {
   const ModelInfo& model_info() const;
   const EngineConfig& config() const;
   StepStats last_step_stats() const;
+  KvStats kv_stats() const;
+
+  // The state after the last step. With config.record_snapshots it was built
+  // by step(); otherwise it is built now. Call from the stepping thread.
+  std::shared_ptr<const EngineSnapshot> snapshot();
+
+  // Event tracing (admit, schedule, cache hit, copy-on-write, preempt, swap,
+  // evict, finish, steps). Off by default; events accumulate while on.
+  void set_tracing(bool on);
+  // Moves the recorded events out (oldest first).
+  std::vector<EngineEvent> take_events();
 
   // Tokenizer access for front ends (no state change).
   std::vector<int32_t> tokenize(std::string_view text, bool parse_special) const;

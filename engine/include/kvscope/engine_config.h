@@ -8,8 +8,24 @@
 
 namespace kvscope {
 
+// How requests get into a batch.
+enum class SchedulingPolicy {
+  Continuous,  // iteration-level: a request joins or leaves at any step (vLLM)
+  Static,      // a batch is admitted together; none joins until all in it finish
+               // (Hugging Face generate), the baseline continuous batching beats
+};
+
+// What happens to a running request when KV blocks run out.
+enum class PreemptionMode {
+  Recompute,  // free its blocks, requeue it first; its tokens are computed again
+  Swap,       // copy its blocks to host swap space, bring them back later
+};
+
+const char* scheduling_policy_name(SchedulingPolicy policy);
+const char* preemption_mode_name(PreemptionMode mode);
+
 struct EngineConfig {
-  std::string model_path;          // a .gguf file
+  std::string model_path;          // a .gguf file or a Hugging Face model directory
   int32_t num_threads = 0;         // 0: one per available core
   int32_t block_size = 16;         // token slots per KV block, 1..2048
   int64_t kv_budget_bytes = 512ll << 20;  // memory for the KV pool; ignored when num_blocks > 0
@@ -17,6 +33,16 @@ struct EngineConfig {
   int32_t max_seqs = 64;           // sequences in one step
   int32_t max_batched_tokens = 512;  // query rows in one step (prefill is chunked to fit)
   int32_t max_model_len = 0;       // 0: the model's trained context length
+
+  // Paged attention off: each admitted request reserves its whole maximum
+  // length (prompt + max_tokens, capped by max_model_len) up front in one
+  // piece, as static engines do. Same kernels; only allocation differs.
+  bool paged = true;
+  bool prefix_caching = true;      // reuse KV blocks of identical prompt prefixes
+  SchedulingPolicy policy = SchedulingPolicy::Continuous;
+  PreemptionMode preemption = PreemptionMode::Recompute;
+  int64_t swap_space_bytes = 256ll << 20;  // host swap pool for PreemptionMode::Swap
+  bool record_snapshots = false;   // build an EngineSnapshot after every step
 
   // Checks ranges; the message names the field and the allowed range.
   Status validate() const;

@@ -27,6 +27,8 @@ const char* finish_reason_name(FinishReason reason);
 
 struct RequestStats {
   int32_t num_prompt_tokens = 0;
+  int32_t num_cached_prompt_tokens = 0;  // prompt tokens whose KV came from the prefix cache
+  int32_t num_preemptions = 0;
   int32_t num_generated_tokens = 0;
   double time_to_first_token_s = 0.0;  // submit -> first generated token
   double total_time_s = 0.0;           // submit -> finish
@@ -36,6 +38,7 @@ struct RequestStats {
 
 struct TokenEvent {
   RequestId id = 0;
+  int32_t index = 0;         // which of the request's n completions
   int32_t token = -1;        // -1 on an event with no new token (finish, error)
   std::string text;          // newly complete text (whole UTF-8 characters)
   FinishReason finish = FinishReason::None;
@@ -48,8 +51,13 @@ struct GenerationRequest {
   std::vector<ChatMessage> messages;   // else: rendered with the model's chat template
   std::string prompt;                  // else: raw text, tokenised with special tokens parsed
   SamplingParams sampling;
+  // Parallel sampling: n completions of one prompt, sharing the prompt's KV
+  // blocks (copy-on-write when one of them writes into a shared block).
+  int32_t n = 1;
+  // Requests with different salts never share prefix-cache blocks (isolation).
+  std::string cache_salt;
   // Called on the thread that runs Engine::step(), once per new token and once
-  // with finish != None.
+  // with finish != None, for each of the n completions (TokenEvent::index).
   std::function<void(const TokenEvent&)> on_event;
 };
 

@@ -16,10 +16,8 @@ void BlockTable::grow(BlockPool& pool, int32_t num_tokens) {
 }
 
 void BlockTable::release_all(BlockPool& pool) {
-  // Released in reverse so the sequence's last block is the last one reused:
-  // its first blocks (the prompt, most likely shared) stay cached longest.
   for (auto it = blocks_.rbegin(); it != blocks_.rend(); ++it) pool.release(*it);
-  blocks_.clear();
+  clear();
 }
 
 int64_t BlockTable::slot(int32_t pos) const {

@@ -1,6 +1,8 @@
 #include "kv/kv_storage.h"
 
+#include <cassert>
 #include <cstdlib>
+#include <cstring>
 #include <new>
 
 namespace kvscope {
@@ -27,6 +29,17 @@ size_t KvStorage::bytes_per_block(int32_t num_layers, int32_t block_size, int32_
 
 size_t KvStorage::num_bytes() const {
   return bytes_per_block(static_cast<int32_t>(k_.size()), block_size_, kv_size_) * num_blocks_;
+}
+
+void KvStorage::copy_block(const KvStorage& from, int32_t src, KvStorage& to, int32_t dst) {
+  assert(from.block_size_ == to.block_size_ && from.kv_size_ == to.kv_size_ && from.k_.size() == to.k_.size());
+  const size_t n = from.block_floats();
+  for (size_t l = 0; l < from.k_.size(); ++l) {
+    std::memcpy(to.k_[l].get() + static_cast<size_t>(dst) * n, from.k_[l].get() + static_cast<size_t>(src) * n,
+                n * sizeof(float));
+    std::memcpy(to.v_[l].get() + static_cast<size_t>(dst) * n, from.v_[l].get() + static_cast<size_t>(src) * n,
+                n * sizeof(float));
+  }
 }
 
 PagedKvLayer KvStorage::layer_view(int32_t layer) const {

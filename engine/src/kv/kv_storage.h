@@ -20,6 +20,7 @@ class KvStorage {
   // Bytes one block takes over all layers (K and V).
   static size_t bytes_per_block(int32_t num_layers, int32_t block_size, int32_t kv_size);
 
+  int32_t num_layers() const { return static_cast<int32_t>(k_.size()); }
   int32_t num_blocks() const { return num_blocks_; }
   int32_t block_size() const { return block_size_; }
   int32_t kv_size() const { return kv_size_; }
@@ -29,11 +30,18 @@ class KvStorage {
   float* v(int32_t layer, int64_t slot) { return v_[static_cast<size_t>(layer)].get() + slot * kv_size_; }
   PagedKvLayer layer_view(int32_t layer) const;
 
+  // Copies block `src` of `from` into block `dst` of `to`, every layer, K and V
+  // (copy-on-write within one storage; swap between device and host storage).
+  // Precondition: both storages have the same shape.
+  static void copy_block(const KvStorage& from, int32_t src, KvStorage& to, int32_t dst);
+
  private:
   struct Free {
     void operator()(float* p) const;
   };
   using Buffer = std::unique_ptr<float[], Free>;
+
+  size_t block_floats() const { return static_cast<size_t>(block_size_) * kv_size_; }
 
   int32_t num_blocks_, block_size_, kv_size_;
   // [num_layers] buffers of [num_blocks * block_size * kv_size] floats. calloc'd:

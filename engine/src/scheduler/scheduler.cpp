@@ -1,64 +1,177 @@
 #include "scheduler/scheduler.h"
 
 #include <algorithm>
+#include <cassert>
 
 namespace kvscope {
 
-Scheduler::Scheduler(int32_t max_seqs, int32_t max_batched_tokens, BlockPool& pool)
-    : max_seqs_(max_seqs), max_batched_tokens_(max_batched_tokens), pool_(pool) {}
+Scheduler::Scheduler(const SchedulerConfig& config, KvCacheManager& kv, EventLog& events)
+    : config_(config), kv_(kv), events_(events) {}
 
 void Scheduler::add(std::unique_ptr<Sequence> seq) {
   seq->state = SequenceState::Waiting;
   waiting_.push_back(std::move(seq));
 }
 
-Sequence* Scheduler::find(RequestId id) {
-  for (auto& s : running_) if (s->id == id) return s.get();
-  for (auto& s : waiting_) if (s->id == id) return s.get();
-  return nullptr;
+void Scheduler::add_running(std::unique_ptr<Sequence> seq) {
+  seq->state = SequenceState::Running;
+  running_.push_back(std::move(seq));
 }
 
-int32_t Scheduler::blocks_still_reserved() const {
-  int32_t total = 0;
-  for (const auto& s : running_) total += s->table.num_blocks_needed(s->max_total_tokens);
-  return total;
+std::vector<Sequence*> Scheduler::find(RequestId id) {
+  std::vector<Sequence*> out;
+  auto scan = [&](auto& queue) {
+    for (auto& s : queue) {
+      if (s->id == id && !s->finished()) out.push_back(s.get());
+    }
+  };
+  scan(waiting_);
+  scan(running_);
+  scan(swapped_);
+  return out;
 }
 
 std::vector<ScheduledSequence> Scheduler::schedule() {
   std::vector<ScheduledSequence> out;
-  int32_t budget = max_batched_tokens_;
-  for (auto& s : running_) {
-    if (budget == 0) break;
-    if (s->state != SequenceState::Running) continue;
-    const int32_t rows = std::min(s->num_uncomputed(), budget);
-    if (rows == 0) continue;
-    s->table.grow(pool_, s->num_computed + rows);  // inside its reservation
-    out.push_back({s.get(), rows});
-    budget -= rows;
-  }
-  int32_t free_unreserved = pool_.num_free_blocks() - blocks_still_reserved();
-  while (!waiting_.empty() && budget > 0 && static_cast<int32_t>(running_.size()) < max_seqs_) {
-    Sequence& s = *waiting_.front();
-    const int32_t need = s.table.num_blocks_needed(s.max_total_tokens);
-    if (need > free_unreserved) break;  // first come, first served: no overtaking
-    free_unreserved -= need;
-    s.state = SequenceState::Running;
+  int32_t budget = config_.max_batched_tokens;
+  bool preempted = false;
+  schedule_running(out, budget, preempted);
+  if (!preempted) swap_in(out, budget);
+  // New requests wait while preempted ones are out: those come back first.
+  if (!preempted && swapped_.empty()) admit(out, budget);
+  return out;
+}
+
+void Scheduler::schedule_running(std::vector<ScheduledSequence>& out, int32_t& budget, bool& preempted) {
+  for (size_t i = 0; i < running_.size();) {
+    Sequence& s = *running_[i];
     const int32_t rows = std::min(s.num_uncomputed(), budget);
-    s.table.grow(pool_, s.num_computed + rows);
-    out.push_back({&s, rows});
-    budget -= rows;
+    if (s.finished() || rows == 0) {
+      ++i;
+      continue;
+    }
+    bool scheduled = false;
+    for (;;) {
+      if (kv_.can_write(s.table, s.num_computed, s.num_computed + rows)) {
+        kv_.prepare_write(s.table, s.num_computed, s.num_computed + rows, s.id, s.index);
+        out.push_back({&s, rows});
+        budget -= rows;
+        scheduled = true;
+        break;
+      }
+      // Out of blocks: preempt the most recently admitted unfinished sequence,
+      // which may be s itself.
+      auto victim = std::find_if(running_.rbegin(), running_.rend(),
+                                 [](const std::unique_ptr<Sequence>& v) { return !v->finished(); });
+      assert(victim != running_.rend());
+      Sequence* v = victim->get();
+      preempt(*v);
+      preempted = true;
+      if (v == &s) break;
+    }
+    if (scheduled) ++i;
+  }
+}
+
+void Scheduler::swap_in(std::vector<ScheduledSequence>& out, int32_t& budget) {
+  while (!swapped_.empty() && static_cast<int32_t>(running_.size()) < config_.max_seqs) {
+    Sequence& s = *swapped_.front();
+    // Room for its blocks plus the next rows, so it does not bounce straight back out.
+    const int32_t rows = std::min(s.num_uncomputed(), budget);
+    if (!kv_.pool().can_allocate(s.table.num_blocks() + s.table.num_blocks_needed(s.num_computed + rows) + 1)) break;
+    kv_.swap_in(s.table, s.id, s.index);
+    s.state = SequenceState::Running;
+    if (rows > 0) {
+      kv_.prepare_write(s.table, s.num_computed, s.num_computed + rows, s.id, s.index);
+      out.push_back({&s, rows});
+      budget -= rows;
+    }
+    running_.push_back(std::move(swapped_.front()));
+    swapped_.pop_front();
+  }
+}
+
+void Scheduler::admit(std::vector<ScheduledSequence>& out, int32_t& budget) {
+  const bool is_static = config_.policy == SchedulingPolicy::Static;
+  if (is_static && !running_.empty()) return;  // a static batch runs to the end
+  const bool contiguous = kv_.config().contiguous;
+  while (!waiting_.empty() && static_cast<int32_t>(running_.size()) < config_.max_seqs &&
+         (budget > 0 || is_static)) {
+    Sequence& s = *waiting_.front();
+    const int32_t known = static_cast<int32_t>(s.tokens.size());
+    if (contiguous) {
+      // Paged attention off: the whole maximum length, in one run, now.
+      if (!kv_.reserve_contiguous(s.table, s.max_total_tokens)) break;
+    } else {
+      // Room for every known token (prompt, plus generated ones after a
+      // recompute preemption) so that admission does not thrash.
+      if (!kv_.pool().can_allocate(s.table.num_blocks_needed(known))) break;
+      const int32_t cached = kv_.acquire_cached_prefix(s.table, s.tokens, s.hash_seed, s.id);
+      s.num_computed = cached;
+      if (s.num_preemptions == 0) s.num_cached_tokens = cached;
+    }
+    const int32_t rows = std::min(s.num_uncomputed(), budget);
+    if (rows > 0) {
+      kv_.prepare_write(s.table, s.num_computed, s.num_computed + rows, s.id, s.index);
+      out.push_back({&s, rows});
+      budget -= rows;
+    }
+    s.state = SequenceState::Running;
+    events_.record(EngineEventType::Admit, s.id, s.index, s.num_prompt_tokens);
     running_.push_back(std::move(waiting_.front()));
     waiting_.pop_front();
   }
-  return out;
+}
+
+void Scheduler::preempt(Sequence& victim) {
+  auto it = std::find_if(running_.begin(), running_.end(),
+                         [&](const std::unique_ptr<Sequence>& s) { return s.get() == &victim; });
+  assert(it != running_.end());
+  std::unique_ptr<Sequence> owned = std::move(*it);
+  running_.erase(it);
+  ++victim.num_preemptions;
+  const bool swap = config_.preemption == PreemptionMode::Swap && kv_.can_swap_out(victim.table);
+  events_.record(EngineEventType::Preempt, victim.id, victim.index, swap ? 1 : 0);
+  if (swap) {
+    kv_.swap_out(victim.table, victim.id, victim.index);
+    victim.state = SequenceState::Swapped;
+    swapped_.push_back(std::move(owned));
+  } else {
+    kv_.release(victim.table);
+    victim.num_computed = 0;
+    victim.state = SequenceState::Waiting;
+    waiting_.push_front(std::move(owned));
+  }
+}
+
+void Scheduler::commit(const std::vector<ScheduledSequence>& work) {
+  for (const ScheduledSequence& w : work) {
+    Sequence& s = *w.seq;
+    const int32_t first = s.num_computed;
+    s.num_computed += w.num_rows;
+    kv_.commit(s.table, s.tokens, first, s.num_computed, s.hash_seed);
+  }
+}
+
+void Scheduler::release_blocks(Sequence& s) {
+  if (s.table.num_blocks() == 0) return;
+  // Whether the table holds device or swap ids is not in its state field
+  // (a sequence can be cancelled while swapped out), so check the queue.
+  const bool in_swap = std::any_of(swapped_.begin(), swapped_.end(),
+                                   [&](const std::unique_ptr<Sequence>& p) { return p.get() == &s; });
+  if (in_swap) {
+    kv_.release_swapped(s.table);
+  } else {
+    kv_.release(s.table);
+  }
 }
 
 std::vector<std::unique_ptr<Sequence>> Scheduler::reap_finished() {
   std::vector<std::unique_ptr<Sequence>> done;
   auto take = [&](auto& queue) {
     for (auto it = queue.begin(); it != queue.end();) {
-      if ((*it)->state == SequenceState::Finished) {
-        (*it)->table.release_all(pool_);
+      if ((*it)->finished()) {
+        release_blocks(**it);
         done.push_back(std::move(*it));
         it = queue.erase(it);
       } else {
@@ -68,6 +181,7 @@ std::vector<std::unique_ptr<Sequence>> Scheduler::reap_finished() {
   };
   take(running_);
   take(waiting_);
+  take(swapped_);
   return done;
 }
 

@@ -1,19 +1,25 @@
 // Scheduler: decides, each step, which sequences compute how many tokens, and
-// gives them the KV blocks for it. Running sequences go first (decode rows are
-// never starved by a long prefill), then waiting ones in arrival order, under
-// a token budget (prefill is chunked to fit) and a sequence budget.
+// has the KV cache manager give them the blocks for it.
 //
-// Admission reserves: a waiting sequence is admitted only when the blocks for
-// its whole maximum length fit beside what running sequences may still grow
-// to, so a running sequence never runs out of blocks mid-generation.
+// Continuous policy (iteration-level, vLLM): running sequences first (decode
+// rows are never starved by a long prefill), then swapped-out ones coming
+// back, then waiting ones in arrival order, under a token budget (prefill is
+// chunked to fit) and a sequence budget. Static policy (Hugging Face
+// generate): a batch is admitted together and nobody joins until all of it
+// has finished. When blocks run out, the most recently admitted running
+// sequence is preempted — by recompute (blocks freed, requeued first; the
+// prefix cache may give its blocks back) or by swap (blocks copied to host
+// swap space; recompute when the swap space is full). Nothing is dropped.
 #pragma once
 
 #include <deque>
 #include <memory>
 #include <vector>
 
-#include "kv/block_pool.h"
+#include "kv/kv_cache_manager.h"
+#include "kvscope/engine_config.h"
 #include "scheduler/sequence.h"
+#include "trace/event_log.h"
 
 namespace kvscope {
 
@@ -22,29 +28,54 @@ struct ScheduledSequence {
   int32_t num_rows;  // tokens computed for it this step
 };
 
+struct SchedulerConfig {
+  int32_t max_seqs = 64;
+  int32_t max_batched_tokens = 512;
+  SchedulingPolicy policy = SchedulingPolicy::Continuous;
+  PreemptionMode preemption = PreemptionMode::Recompute;
+};
+
 class Scheduler {
  public:
-  Scheduler(int32_t max_seqs, int32_t max_batched_tokens, BlockPool& pool);
+  Scheduler(const SchedulerConfig& config, KvCacheManager& kv, EventLog& events);
 
-  void add(std::unique_ptr<Sequence> seq);
-  bool has_work() const { return !waiting_.empty() || !running_.empty(); }
+  void add(std::unique_ptr<Sequence> seq);          // to the waiting queue
+  void add_running(std::unique_ptr<Sequence> seq);  // a forked sibling, already holding blocks
+  bool has_work() const { return !waiting_.empty() || !running_.empty() || !swapped_.empty(); }
   int32_t num_waiting() const { return static_cast<int32_t>(waiting_.size()); }
   int32_t num_running() const { return static_cast<int32_t>(running_.size()); }
-  Sequence* find(RequestId id);
+  int32_t num_swapped() const { return static_cast<int32_t>(swapped_.size()); }
+  // Every unfinished sequence of a request.
+  std::vector<Sequence*> find(RequestId id);
+  // Calls fn(const Sequence&) for waiting, running and swapped sequences.
+  template <typename Fn>
+  void for_each(Fn&& fn) const {
+    for (const auto& s : waiting_) fn(*s);
+    for (const auto& s : running_) fn(*s);
+    for (const auto& s : swapped_) fn(*s);
+  }
 
-  // This step's work; every scheduled sequence's table covers its new rows.
+  // This step's work; every scheduled sequence's table covers its new rows
+  // with blocks it owns alone.
   std::vector<ScheduledSequence> schedule();
-  // Removes sequences marked Finished, releasing their blocks.
+  // After the forward pass: advances num_computed and commits the new K/V.
+  void commit(const std::vector<ScheduledSequence>& work);
+  // Removes finished sequences, releasing their blocks.
   std::vector<std::unique_ptr<Sequence>> reap_finished();
 
  private:
-  int32_t blocks_still_reserved() const;
+  void schedule_running(std::vector<ScheduledSequence>& out, int32_t& budget, bool& preempted);
+  void swap_in(std::vector<ScheduledSequence>& out, int32_t& budget);
+  void admit(std::vector<ScheduledSequence>& out, int32_t& budget);
+  void preempt(Sequence& victim);
+  void release_blocks(Sequence& s);
 
-  int32_t max_seqs_;
-  int32_t max_batched_tokens_;
-  BlockPool& pool_;
+  SchedulerConfig config_;
+  KvCacheManager& kv_;
+  EventLog& events_;
   std::deque<std::unique_ptr<Sequence>> waiting_;
   std::vector<std::unique_ptr<Sequence>> running_;  // in admission order
+  std::deque<std::unique_ptr<Sequence>> swapped_;
 };
 
 }  // namespace kvscope

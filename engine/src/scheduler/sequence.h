@@ -1,7 +1,8 @@
-// Sequence: the engine's state for one request. A sequence is "tokens it
-// should have" (prompt + generated) and "tokens computed so far" (whose K/V are
-// in its blocks); prefill, chunked prefill and decode are all the same thing:
-// compute the tokens not yet computed.
+// Sequence: the engine's state for one completion of a request. A sequence is
+// "tokens it should have" (prompt + generated) and "tokens computed so far"
+// (whose K/V are in its blocks); prefill, chunked prefill, decode and
+// recompute after preemption are all the same thing: compute the tokens not
+// yet computed.
 #pragma once
 
 #include <chrono>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "kv/block_table.h"
+#include "kvscope/engine_snapshot.h"
 #include "kvscope/request.h"
 #include "runtime/sampler.h"
 #include "scheduler/stop_matcher.h"
@@ -18,36 +20,39 @@
 
 namespace kvscope {
 
-enum class SequenceState { Waiting, Running, Finished };
-
 struct Sequence {
   using Clock = std::chrono::steady_clock;
 
-  Sequence(RequestId id_, std::vector<int32_t> prompt, const SamplingParams& params,
-           std::function<void(const TokenEvent&)> on_event_, const Tokenizer& tokenizer,
-           int32_t block_size)
-      : id(id_), tokens(std::move(prompt)), num_prompt_tokens(static_cast<int32_t>(tokens.size())),
-        sampler(params), on_event(std::move(on_event_)), detokenizer(tokenizer),
-        stop(params.stop), table(block_size) {}
+  Sequence(RequestId id_, int32_t index_, std::vector<int32_t> prompt, const SamplingParams& params,
+           std::function<void(const TokenEvent&)> on_event_, const Tokenizer& tokenizer, int32_t block_size)
+      : id(id_), index(index_), tokens(std::move(prompt)),
+        num_prompt_tokens(static_cast<int32_t>(tokens.size())), sampler(params), on_event(std::move(on_event_)),
+        detokenizer(tokenizer), stop(params.stop), table(block_size) {}
 
   RequestId id;
+  int32_t index;                // which of the request's n completions
   std::vector<int32_t> tokens;  // [prompt + generated]
   int32_t num_prompt_tokens;
-  int32_t num_computed = 0;     // tokens whose K/V are stored
-  int32_t max_total_tokens = 0; // prompt + max_tokens, capped by max_model_len
+  int32_t num_computed = 0;      // tokens whose K/V are stored
+  int32_t max_total_tokens = 0;  // prompt + max_tokens, capped by max_model_len
+  int32_t num_cached_tokens = 0; // prompt tokens served by the prefix cache at first admission
+  int32_t num_preemptions = 0;
+  int32_t num_forks_pending = 0; // parallel sampling: siblings to create at the first token
+  uint64_t hash_seed = 0;        // prefix-hash chain seed (from the request's cache salt)
   SequenceState state = SequenceState::Waiting;
 
   Sampler sampler;
   std::function<void(const TokenEvent&)> on_event;
   StreamingDetokenizer detokenizer;
   StopMatcher stop;
-  BlockTable table;
+  BlockTable table;  // device block ids, or swap block ids while Swapped
 
   Clock::time_point submitted_at = Clock::now();
   Clock::time_point first_token_at{};
 
   int32_t num_generated() const { return static_cast<int32_t>(tokens.size()) - num_prompt_tokens; }
   int32_t num_uncomputed() const { return static_cast<int32_t>(tokens.size()) - num_computed; }
+  bool finished() const { return state == SequenceState::Finished; }
 };
 
 }  // namespace kvscope

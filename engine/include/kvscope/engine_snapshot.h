@@ -1,0 +1,99 @@
+// EngineSnapshot: an immutable picture of the engine after one step, for the
+// inspector (GUI) and for tests. Plain values only, so it can cross threads
+// and be kept while the engine moves on.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "kvscope/request.h"
+
+namespace kvscope {
+
+enum class BlockState : uint8_t {
+  Free,        // never used, or its prefix hash was evicted
+  Used,        // reference count > 0
+  CachedFree,  // reference count 0 but still findable by its prefix hash
+};
+
+enum class SequenceState : uint8_t { Waiting, Running, Swapped, Finished };
+
+const char* block_state_name(BlockState state);
+const char* sequence_state_name(SequenceState state);
+
+struct BlockSnapshot {
+  BlockState state = BlockState::Free;
+  int32_t ref_count = 0;
+  int32_t fill = 0;           // token slots written (0..block_size)
+  uint64_t hash = 0;          // prefix hash of a full block; 0: none
+  int32_t owners_begin = 0;   // [owners_begin, owners_end) in EngineSnapshot::block_owners
+  int32_t owners_end = 0;
+  bool shared() const { return ref_count > 1; }
+};
+
+struct SequenceSnapshot {
+  RequestId id = 0;
+  int32_t index = 0;  // which of the request's n completions
+  SequenceState state = SequenceState::Waiting;
+  int32_t num_prompt_tokens = 0;
+  int32_t num_computed_tokens = 0;  // tokens whose K/V are in the cache
+  int32_t num_cached_tokens = 0;    // prompt tokens served by the prefix cache
+  int32_t num_preemptions = 0;
+  std::vector<int32_t> tokens;       // prompt + generated
+  std::vector<int32_t> block_table;  // logical -> physical block ids
+};
+
+struct KvStats {
+  int32_t num_blocks = 0;
+  int32_t num_used_blocks = 0;
+  int32_t num_cached_free_blocks = 0;
+  int32_t num_free_blocks = 0;   // includes cached-free
+  int32_t num_swap_blocks = 0;
+  int32_t num_used_swap_blocks = 0;
+  int64_t num_reserved_slots = 0;  // slots in blocks held by sequences
+  int64_t num_written_slots = 0;   // of those, slots holding a token's K/V
+  int64_t num_prefix_queried_tokens = 0;  // prompt tokens looked up in the prefix cache
+  int64_t num_prefix_hit_tokens = 0;
+  int64_t num_evictions = 0;
+  int64_t num_copy_on_writes = 0;
+  int64_t num_preemptions = 0;
+  int64_t num_swapped_out_blocks = 0;
+  int64_t num_swapped_in_blocks = 0;
+  // Reserved but unwritten slots, in percent of reserved slots.
+  double waste_percent() const {
+    return num_reserved_slots ? 100.0 * static_cast<double>(num_reserved_slots - num_written_slots) /
+                                    static_cast<double>(num_reserved_slots)
+                              : 0.0;
+  }
+  double prefix_hit_rate() const {
+    return num_prefix_queried_tokens
+               ? static_cast<double>(num_prefix_hit_tokens) / static_cast<double>(num_prefix_queried_tokens)
+               : 0.0;
+  }
+};
+
+struct StepStats {
+  uint64_t step = 0;
+  int32_t num_prefill_tokens = 0;
+  int32_t num_decode_tokens = 0;
+  int32_t num_seqs = 0;  // sequences in the batch
+  double step_time_s = 0.0;
+  int32_t num_used_blocks = 0;
+  int32_t num_total_blocks = 0;
+};
+
+struct EngineSnapshot {
+  uint64_t step = 0;
+  double time_s = 0.0;  // since the engine was created
+  int32_t block_size = 0;
+  std::vector<BlockSnapshot> blocks;     // [num_blocks] by physical id
+  std::vector<RequestId> block_owners;   // owners of each block (CSR, see BlockSnapshot)
+  std::vector<SequenceSnapshot> sequences;  // waiting, running and swapped
+  int32_t num_waiting = 0;
+  int32_t num_running = 0;
+  int32_t num_swapped = 0;
+  StepStats last_step;
+  KvStats kv;
+};
+
+}  // namespace kvscope

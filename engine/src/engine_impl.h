@@ -1,0 +1,66 @@
+// Engine::Impl: what the engine owns. Split over engine.cpp (creation,
+// submission, accessors), engine_step.cpp (one iteration) and
+// engine_snapshot.cpp (the inspector's picture).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "kv/kv_cache_manager.h"
+#include "kv/kv_storage.h"
+#include "kvscope/engine.h"
+#include "model/model_weights.h"
+#include "runtime/model_runner.h"
+#include "runtime/step_batch.h"
+#include "scheduler/scheduler.h"
+#include "tokenizer/chat_template.h"
+#include "tokenizer/tokenizer.h"
+#include "trace/event_log.h"
+
+namespace kvscope {
+
+struct Engine::Impl {
+  using Clock = std::chrono::steady_clock;
+
+  EngineConfig config;
+  std::shared_ptr<const ModelWeights> weights;
+  std::unique_ptr<Tokenizer> tokenizer;
+  std::unique_ptr<ChatTemplate> chat_template;
+  ModelInfo info;
+  Clock::time_point created_at = Clock::now();
+
+  std::unique_ptr<ThreadPool> pool;
+  std::unique_ptr<KvStorage> kv;
+  EventLog events;
+  std::unique_ptr<KvCacheManager> kv_manager;
+  std::unique_ptr<ModelRunner> runner;
+  std::unique_ptr<Scheduler> scheduler;
+
+  std::mutex inbox_mutex;
+  std::vector<std::unique_ptr<Sequence>> inbox;  // submitted, not yet seen by step()
+  std::vector<RequestId> cancels;
+  std::atomic<RequestId> next_id{1};
+  std::atomic<int32_t> num_pending{0};  // sequences in the inbox or the scheduler
+
+  StepBatch batch;
+  std::vector<float> logits;
+  std::vector<int64_t> slots;
+  StepStats stats;
+  uint64_t num_steps = 0;
+  std::shared_ptr<const EngineSnapshot> last_snapshot;
+
+  double now_s() const { return std::chrono::duration<double>(Clock::now() - created_at).count(); }
+  void drain_inbox();
+  void finish(Sequence& s, FinishReason reason, std::string error = {});
+  // Samples s's next token from `logits` and publishes it.
+  void sample_and_publish(Sequence& s, const float* logits);
+  // Parallel sampling: creates s's siblings, sharing its blocks.
+  std::vector<Sequence*> fork_siblings(Sequence& s);
+  std::shared_ptr<const EngineSnapshot> build_snapshot() const;
+  KvStats kv_stats() const;
+};
+
+}  // namespace kvscope

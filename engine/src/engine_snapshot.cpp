@@ -1,0 +1,91 @@
+// The inspector's picture of the engine (EngineSnapshot) and the KV counters.
+// Built on the stepping thread from the scheduler's queues and the block
+// metadata; the result is immutable and shared with whoever reads it.
+#include <algorithm>
+
+#include "engine_impl.h"
+
+namespace kvscope {
+
+const char* block_state_name(BlockState state) {
+  switch (state) {
+    case BlockState::Free: return "free";
+    case BlockState::Used: return "used";
+    case BlockState::CachedFree: return "cached";
+  }
+  return "unknown";
+}
+
+const char* sequence_state_name(SequenceState state) {
+  switch (state) {
+    case SequenceState::Waiting: return "waiting";
+    case SequenceState::Running: return "running";
+    case SequenceState::Swapped: return "swapped";
+    case SequenceState::Finished: return "finished";
+  }
+  return "unknown";
+}
+
+const char* scheduling_policy_name(SchedulingPolicy policy) {
+  return policy == SchedulingPolicy::Static ? "static" : "continuous";
+}
+
+const char* preemption_mode_name(PreemptionMode mode) {
+  return mode == PreemptionMode::Swap ? "swap" : "recompute";
+}
+
+KvStats Engine::Impl::kv_stats() const {
+  KvStats s = kv_manager->stats();
+  scheduler->for_each([&](const Sequence& q) { s.num_preemptions += q.num_preemptions; });
+  return s;
+}
+
+std::shared_ptr<const EngineSnapshot> Engine::Impl::build_snapshot() const {
+  auto snap = std::make_shared<EngineSnapshot>();
+  const BlockPool& pool = kv_manager->pool();
+  snap->step = num_steps;
+  snap->time_s = now_s();
+  snap->block_size = config.block_size;
+  snap->num_waiting = scheduler->num_waiting();
+  snap->num_running = scheduler->num_running();
+  snap->num_swapped = scheduler->num_swapped();
+  snap->last_step = stats;
+  snap->kv = kv_stats();
+
+  // Owners per device block (swapped tables hold swap ids: not device blocks).
+  std::vector<std::vector<RequestId>> owners(static_cast<size_t>(pool.num_blocks()));
+  scheduler->for_each([&](const Sequence& s) {
+    SequenceSnapshot q;
+    q.id = s.id;
+    q.index = s.index;
+    q.state = s.state;
+    q.num_prompt_tokens = s.num_prompt_tokens;
+    q.num_computed_tokens = s.num_computed;
+    q.num_cached_tokens = s.num_cached_tokens;
+    q.num_preemptions = s.num_preemptions;
+    q.tokens = s.tokens;
+    q.block_table = s.table.blocks();
+    if (s.state != SequenceState::Swapped) {
+      for (int32_t b : q.block_table) {
+        auto& o = owners[static_cast<size_t>(b)];
+        if (std::find(o.begin(), o.end(), s.id) == o.end()) o.push_back(s.id);
+      }
+    }
+    snap->sequences.push_back(std::move(q));
+  });
+  snap->blocks.resize(static_cast<size_t>(pool.num_blocks()));
+  for (int32_t b = 0; b < pool.num_blocks(); ++b) {
+    BlockSnapshot& out = snap->blocks[static_cast<size_t>(b)];
+    out.ref_count = pool.ref_count(b);
+    out.hash = pool.hash_of(b);
+    out.fill = pool.fill(b);
+    out.state = out.ref_count > 0 ? BlockState::Used : out.hash != 0 ? BlockState::CachedFree : BlockState::Free;
+    out.owners_begin = static_cast<int32_t>(snap->block_owners.size());
+    const auto& o = owners[static_cast<size_t>(b)];
+    snap->block_owners.insert(snap->block_owners.end(), o.begin(), o.end());
+    out.owners_end = static_cast<int32_t>(snap->block_owners.size());
+  }
+  return snap;
+}
+
+}  // namespace kvscope

@@ -1,0 +1,161 @@
+// Engine::step(): one iteration of continuous batching.
+//   drain inbox -> schedule (+ blocks) -> StepBatch -> forward -> commit K/V
+//   -> sample (forking parallel samples) -> publish -> release finished.
+#include <chrono>
+
+#include "engine_impl.h"
+
+namespace kvscope {
+namespace {
+
+double seconds_between(Sequence::Clock::time_point a, Sequence::Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+}  // namespace
+
+void Engine::Impl::drain_inbox() {
+  std::vector<std::unique_ptr<Sequence>> arrived;
+  std::vector<RequestId> cancelled;
+  {
+    std::lock_guard lock(inbox_mutex);
+    arrived.swap(inbox);
+    cancelled.swap(cancels);
+  }
+  for (auto& s : arrived) scheduler->add(std::move(s));
+  for (RequestId id : cancelled) {
+    for (Sequence* s : scheduler->find(id)) finish(*s, FinishReason::Cancelled);
+  }
+}
+
+void Engine::Impl::finish(Sequence& s, FinishReason reason, std::string error) {
+  TokenEvent ev;
+  ev.id = s.id;
+  ev.index = s.index;
+  ev.finish = reason;
+  ev.error = std::move(error);
+  if (reason != FinishReason::Cancelled && reason != FinishReason::Error) {
+    // Whatever the detokeniser still holds (an incomplete character) and text
+    // held back as a possible stop-string start belong to the reply.
+    ev.text = s.stop.push(s.detokenizer.flush());
+    ev.text += s.stop.flush();
+  }
+  const auto now = Sequence::Clock::now();
+  RequestStats& st = ev.stats;
+  st.num_prompt_tokens = s.num_prompt_tokens;
+  st.num_generated_tokens = s.num_generated();
+  st.num_cached_prompt_tokens = s.num_cached_tokens;
+  st.num_preemptions = s.num_preemptions;
+  st.seed = s.sampler.seed();
+  st.total_time_s = seconds_between(s.submitted_at, now);
+  if (s.num_generated() > 0) {
+    st.time_to_first_token_s = seconds_between(s.submitted_at, s.first_token_at);
+    const double decode_time = seconds_between(s.first_token_at, now);
+    if (s.num_generated() > 1 && decode_time > 0) st.decode_tokens_per_s = (s.num_generated() - 1) / decode_time;
+  }
+  s.state = SequenceState::Finished;
+  events.record(EngineEventType::Finish, s.id, s.index, static_cast<int64_t>(reason));
+  if (s.on_event) s.on_event(ev);
+}
+
+std::vector<Sequence*> Engine::Impl::fork_siblings(Sequence& s) {
+  std::vector<Sequence*> siblings;
+  SamplingParams params = s.sampler.params();
+  for (int32_t i = 1; i <= s.num_forks_pending; ++i) {
+    // Each sibling draws from its own stream: the request's seed plus its index.
+    params.seed = s.sampler.seed() + static_cast<uint64_t>(i);
+    std::vector<int32_t> tokens(s.tokens.begin(), s.tokens.begin() + s.num_prompt_tokens);
+    auto child = std::make_unique<Sequence>(s.id, i, std::move(tokens), params, s.on_event, *tokenizer,
+                                            config.block_size);
+    child->num_computed = s.num_computed;
+    child->max_total_tokens = s.max_total_tokens;
+    child->num_cached_tokens = s.num_cached_tokens;
+    child->hash_seed = s.hash_seed;
+    child->submitted_at = s.submitted_at;
+    kv_manager->fork(s.table, child->table);
+    siblings.push_back(child.get());
+    scheduler->add_running(std::move(child));
+    ++num_pending;
+  }
+  s.num_forks_pending = 0;
+  return siblings;
+}
+
+void Engine::Impl::sample_and_publish(Sequence& s, const float* row) {
+  const int32_t vocab = weights->config.vocab_size;
+  const int32_t token = s.sampler.sample(row, vocab, s.tokens);
+  s.tokens.push_back(token);
+  if (s.num_generated() == 1) s.first_token_at = Sequence::Clock::now();
+  const SamplingParams& p = s.sampler.params();
+  if (tokenizer->is_eog(token) && !p.ignore_eos) {
+    finish(s, FinishReason::Stop);
+    return;
+  }
+  TokenEvent ev;
+  ev.id = s.id;
+  ev.index = s.index;
+  ev.token = token;
+  ev.text = s.stop.push(s.detokenizer.push(token));
+  if (s.on_event) s.on_event(ev);
+  if (s.stop.stopped()) {
+    finish(s, FinishReason::Stop);
+  } else if (s.num_generated() >= p.max_tokens) {
+    finish(s, FinishReason::Length);
+  } else if (static_cast<int32_t>(s.tokens.size()) >= config.max_model_len) {
+    finish(s, FinishReason::ContextFull);
+  }
+}
+
+void Engine::step() {
+  Impl& m = *impl_;
+  const auto start = Sequence::Clock::now();
+  m.events.record(EngineEventType::StepBegin, 0, 0, static_cast<int64_t>(m.num_steps));
+  m.drain_inbox();
+  const std::vector<ScheduledSequence> work = m.scheduler->schedule();
+  StepStats stats;
+  stats.step = m.num_steps;
+  if (!work.empty()) {
+    m.batch.clear();
+    std::vector<char> wants_logits;
+    for (const ScheduledSequence& w : work) {
+      Sequence& s = *w.seq;
+      m.slots.resize(static_cast<size_t>(w.num_rows));
+      for (int32_t i = 0; i < w.num_rows; ++i) m.slots[static_cast<size_t>(i)] = s.table.slot(s.num_computed + i);
+      const bool want = s.num_computed + w.num_rows == static_cast<int32_t>(s.tokens.size());
+      m.batch.add_sequence(s.tokens.data() + s.num_computed, w.num_rows, s.num_computed, m.slots.data(),
+                           s.table.blocks(), want);
+      wants_logits.push_back(want);
+      const bool decode = w.num_rows == 1 && s.num_computed >= s.num_prompt_tokens;
+      (decode ? stats.num_decode_tokens : stats.num_prefill_tokens) += w.num_rows;
+      m.events.record(EngineEventType::Schedule, s.id, s.index, w.num_rows);
+    }
+    m.runner->forward(m.batch, m.logits);
+    m.scheduler->commit(work);
+    const size_t vocab = static_cast<size_t>(m.weights->config.vocab_size);
+    size_t row = 0;
+    for (size_t i = 0; i < work.size(); ++i) {
+      if (!wants_logits[i]) continue;
+      Sequence& s = *work[i].seq;
+      const float* logits = m.logits.data() + row++ * vocab;
+      // Parallel sampling: siblings appear when the prompt is done and draw
+      // their first token from the same logits.
+      const std::vector<Sequence*> siblings = s.num_forks_pending > 0 ? m.fork_siblings(s) : std::vector<Sequence*>{};
+      m.sample_and_publish(s, logits);
+      for (Sequence* sib : siblings) m.sample_and_publish(*sib, logits);
+    }
+    stats.num_seqs = static_cast<int32_t>(work.size());
+  }
+  m.num_pending -= static_cast<int32_t>(m.scheduler->reap_finished().size());
+  const BlockPool& blocks = m.kv_manager->pool();
+  stats.num_used_blocks = blocks.num_used_blocks();
+  stats.num_total_blocks = blocks.num_blocks();
+  stats.step_time_s = std::chrono::duration<double>(Sequence::Clock::now() - start).count();
+  m.stats = stats;
+  ++m.num_steps;
+  m.events.record(EngineEventType::StepEnd, 0, 0, stats.num_prefill_tokens + stats.num_decode_tokens,
+                  stats.num_seqs);
+  m.events.record(EngineEventType::KvUsage, 0, 0, blocks.num_used_blocks(), blocks.num_cached_free_blocks());
+  if (m.config.record_snapshots) m.last_snapshot = m.build_snapshot();
+}
+
+}  // namespace kvscope

@@ -1,0 +1,187 @@
+#include "kv/kv_cache_manager.h"
+
+#include <algorithm>
+#include <cassert>
+
+#include "kv/prefix_hash.h"
+
+namespace kvscope {
+
+KvCacheManager::KvCacheManager(const KvCacheConfig& config, KvStorage& storage, EventLog& events)
+    : config_(config), storage_(storage), events_(events), pool_(config.num_blocks),
+      block_tokens_(static_cast<size_t>(config.num_blocks) * config.block_size, -1),
+      swap_pool_(config.num_swap_blocks) {
+  if (config.num_swap_blocks > 0) {
+    swap_storage_ = std::make_unique<KvStorage>(storage.num_layers(), config.num_swap_blocks, config.block_size,
+                                                storage.kv_size());
+  }
+}
+
+bool KvCacheManager::tokens_match(int32_t block, std::span<const int32_t> tokens) const {
+  const int32_t* stored = block_tokens_.data() + static_cast<size_t>(block) * config_.block_size;
+  return std::equal(tokens.begin(), tokens.end(), stored);
+}
+
+int32_t KvCacheManager::num_cached_prefix_tokens(std::span<const int32_t> tokens, uint64_t seed) const {
+  if (!config_.prefix_caching || config_.contiguous) return 0;
+  const int32_t bs = config_.block_size;
+  const int32_t usable = static_cast<int32_t>(tokens.size()) - 1;  // never the last token
+  uint64_t parent = seed;
+  int32_t covered = 0;
+  while (covered + bs <= usable) {
+    const std::span<const int32_t> chunk = tokens.subspan(static_cast<size_t>(covered), static_cast<size_t>(bs));
+    parent = prefix_hash(parent, chunk);
+    const int32_t b = pool_.find(parent);
+    if (b < 0 || !tokens_match(b, chunk)) break;
+    covered += bs;
+  }
+  return covered;
+}
+
+int32_t KvCacheManager::acquire_cached_prefix(BlockTable& table, std::span<const int32_t> tokens, uint64_t seed,
+                                              RequestId id) {
+  assert(table.num_blocks() == 0 && "acquire_cached_prefix: table is not empty");
+  const int32_t covered = num_cached_prefix_tokens(tokens, seed);
+  if (config_.prefix_caching && !config_.contiguous) {
+    num_prefix_queried_ += static_cast<int64_t>(tokens.size());
+    num_prefix_hits_ += covered;
+  }
+  uint64_t parent = seed;
+  for (int32_t pos = 0; pos < covered; pos += config_.block_size) {
+    parent = prefix_hash(parent, tokens.subspan(static_cast<size_t>(pos), static_cast<size_t>(config_.block_size)));
+    const int32_t b = pool_.find(parent);
+    pool_.acquire_cached(b);
+    table.append(b);
+    table.push_hash(parent);
+  }
+  if (covered > 0) events_.record(EngineEventType::CacheHit, id, 0, covered);
+  return covered;
+}
+
+int32_t KvCacheManager::num_blocks_to_write(const BlockTable& table, int32_t first_write, int32_t num_tokens) const {
+  int32_t shared = 0;
+  const int32_t bs = config_.block_size;
+  const int32_t last = std::min(table.num_blocks(), (num_tokens + bs - 1) / bs);
+  for (int32_t i = first_write / bs; i < last; ++i) shared += pool_.ref_count(table.block(i)) > 1;
+  return table.num_blocks_needed(num_tokens) + shared;
+}
+
+void KvCacheManager::prepare_write(BlockTable& table, int32_t first_write, int32_t num_tokens, RequestId id,
+                                   int32_t index) {
+  assert(can_write(table, first_write, num_tokens) && "prepare_write: not enough free blocks");
+  const int32_t bs = config_.block_size;
+  const int32_t existing = table.num_blocks();
+  const int64_t evictions_before = pool_.num_evictions();  // copy-on-write and growth both allocate
+  for (int32_t i = first_write / bs; i < std::min(existing, (num_tokens + bs - 1) / bs); ++i) {
+    const int32_t old = table.block(i);
+    if (pool_.ref_count(old) == 1) continue;
+    const int32_t fresh = pool_.allocate();
+    KvStorage::copy_block(storage_, old, storage_, fresh);
+    pool_.set_fill(fresh, pool_.fill(old));
+    pool_.release(old);
+    table.replace(i, fresh);
+    ++num_cows_;
+    events_.record(EngineEventType::CopyOnWrite, id, index, old, fresh);
+  }
+  const int32_t added = table.num_blocks_needed(num_tokens);
+  table.grow(pool_, num_tokens);
+  if (added > 0) events_.record(EngineEventType::Allocate, id, index, added);
+  if (pool_.num_evictions() > evictions_before) {
+    events_.record(EngineEventType::Evict, id, index, pool_.num_evictions() - evictions_before);
+  }
+}
+
+bool KvCacheManager::reserve_contiguous(BlockTable& table, int32_t num_tokens) {
+  assert(table.num_blocks() == 0 && "reserve_contiguous: table is not empty");
+  const int32_t need = table.num_blocks_needed(num_tokens);
+  if (need == 0) return true;
+  std::vector<int32_t> run = pool_.allocate_contiguous(need);
+  if (run.empty()) return false;
+  for (int32_t b : run) table.append(b);
+  return true;
+}
+
+void KvCacheManager::commit(BlockTable& table, std::span<const int32_t> tokens, int32_t first_computed,
+                            int32_t num_computed, uint64_t seed) {
+  const int32_t bs = config_.block_size;
+  for (int32_t i = first_computed / bs; i * bs < num_computed; ++i) {
+    pool_.set_fill(table.block(i), std::min(bs, num_computed - i * bs));
+  }
+  for (int32_t i = table.num_hashed(); (i + 1) * bs <= num_computed; ++i) {
+    const std::span<const int32_t> chunk = tokens.subspan(static_cast<size_t>(i) * bs, static_cast<size_t>(bs));
+    const uint64_t h = prefix_hash(i == 0 ? seed : table.hash(i - 1), chunk);
+    table.push_hash(h);
+    const int32_t b = table.block(i);
+    if (config_.prefix_caching && !config_.contiguous && !pool_.has_hash(b) && pool_.find(h) < 0) {
+      pool_.register_hash(b, h);
+      std::copy(chunk.begin(), chunk.end(), block_tokens_.begin() + static_cast<ptrdiff_t>(b) * bs);
+    }
+  }
+}
+
+void KvCacheManager::fork(const BlockTable& parent, BlockTable& child) {
+  assert(child.num_blocks() == 0);
+  for (int32_t i = 0; i < parent.num_blocks(); ++i) {
+    pool_.retain(parent.block(i));
+    child.append(parent.block(i));
+  }
+  for (int32_t i = 0; i < parent.num_hashed(); ++i) child.push_hash(parent.hash(i));
+}
+
+void KvCacheManager::release(BlockTable& table) { table.release_all(pool_); }
+
+void KvCacheManager::swap_out(BlockTable& table, RequestId id, int32_t index) {
+  assert(can_swap_out(table) && swap_storage_);
+  std::vector<int32_t> host;
+  for (int32_t b : table.blocks()) {
+    const int32_t s = swap_pool_.allocate();
+    KvStorage::copy_block(storage_, b, *swap_storage_, s);
+    swap_pool_.set_fill(s, pool_.fill(b));
+    pool_.release(b);
+    host.push_back(s);
+  }
+  num_swapped_out_ += static_cast<int64_t>(host.size());
+  events_.record(EngineEventType::SwapOut, id, index, static_cast<int64_t>(host.size()));
+  table.set_blocks(std::move(host));
+}
+
+void KvCacheManager::swap_in(BlockTable& table, RequestId id, int32_t index) {
+  assert(can_swap_in(table) && swap_storage_);
+  std::vector<int32_t> device;
+  for (int32_t s : table.blocks()) {
+    const int32_t b = pool_.allocate();
+    KvStorage::copy_block(*swap_storage_, s, storage_, b);
+    pool_.set_fill(b, swap_pool_.fill(s));
+    swap_pool_.release(s);
+    device.push_back(b);
+  }
+  num_swapped_in_ += static_cast<int64_t>(device.size());
+  events_.record(EngineEventType::SwapIn, id, index, static_cast<int64_t>(device.size()));
+  table.set_blocks(std::move(device));
+}
+
+void KvCacheManager::release_swapped(BlockTable& table) { table.release_all(swap_pool_); }
+
+KvStats KvCacheManager::stats() const {
+  KvStats s;
+  s.num_blocks = pool_.num_blocks();
+  s.num_used_blocks = pool_.num_used_blocks();
+  s.num_cached_free_blocks = pool_.num_cached_free_blocks();
+  s.num_free_blocks = pool_.num_free_blocks();
+  s.num_swap_blocks = swap_pool_.num_blocks();
+  s.num_used_swap_blocks = swap_pool_.num_used_blocks();
+  s.num_prefix_queried_tokens = num_prefix_queried_;
+  s.num_prefix_hit_tokens = num_prefix_hits_;
+  s.num_evictions = pool_.num_evictions();
+  s.num_copy_on_writes = num_cows_;
+  s.num_swapped_out_blocks = num_swapped_out_;
+  s.num_swapped_in_blocks = num_swapped_in_;
+  for (int32_t b = 0; b < pool_.num_blocks(); ++b) {
+    if (pool_.ref_count(b) == 0) continue;
+    s.num_reserved_slots += config_.block_size;
+    s.num_written_slots += pool_.fill(b);
+  }
+  return s;
+}
+
+}  // namespace kvscope

@@ -1,0 +1,104 @@
+// KvCacheManager: gives sequences the KV blocks they need and takes them back.
+// It owns the block metadata (BlockPool), the prefix cache and the host swap
+// space, and moves block contents in KvStorage for copy-on-write and swap.
+// Sequences are seen only through their BlockTable and token ids.
+//
+// Prefix caching: a full block's hash chains its parent's hash and its tokens
+// (prefix_hash.h). A new sequence first takes every leading whole block whose
+// hash and tokens match a cached block; a hit never covers the last prompt
+// token, because that token's logits must be computed. Copy-on-write: before
+// slots of a block shared with another sequence (reference count > 1, e.g.
+// after fork() for parallel sampling) are written, the block is copied.
+// Contiguous mode: a sequence reserves its whole maximum length at admission
+// as one run of consecutive blocks, as static-batching engines do.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "kv/block_pool.h"
+#include "kv/block_table.h"
+#include "kv/kv_storage.h"
+#include "kvscope/engine_snapshot.h"
+#include "trace/event_log.h"
+
+namespace kvscope {
+
+struct KvCacheConfig {
+  int32_t block_size = 16;
+  int32_t num_blocks = 0;
+  int32_t num_swap_blocks = 0;  // host swap space, in blocks
+  bool prefix_caching = true;
+  bool contiguous = false;
+};
+
+class KvCacheManager {
+ public:
+  // `storage` holds the device blocks; the swap space is allocated here.
+  KvCacheManager(const KvCacheConfig& config, KvStorage& storage, EventLog& events);
+
+  const KvCacheConfig& config() const { return config_; }
+  const BlockPool& pool() const { return pool_; }
+  int32_t block_size() const { return config_.block_size; }
+
+  // Prompt tokens a new sequence would get from the cache (no state change).
+  int32_t num_cached_prefix_tokens(std::span<const int32_t> tokens, uint64_t seed) const;
+  // Puts the cached leading blocks of `tokens` into the empty `table`, taking a
+  // reference on each. Returns the tokens they cover (a multiple of block_size).
+  int32_t acquire_cached_prefix(BlockTable& table, std::span<const int32_t> tokens, uint64_t seed,
+                                RequestId id);
+
+  // Blocks to allocate so that `table` covers num_tokens slots and every block
+  // holding slots [first_write, num_tokens) belongs to this table alone.
+  int32_t num_blocks_to_write(const BlockTable& table, int32_t first_write, int32_t num_tokens) const;
+  bool can_write(const BlockTable& table, int32_t first_write, int32_t num_tokens) const {
+    return pool_.can_allocate(num_blocks_to_write(table, first_write, num_tokens));
+  }
+  // Does it (allocation, copy-on-write). Precondition: can_write(...).
+  void prepare_write(BlockTable& table, int32_t first_write, int32_t num_tokens, RequestId id, int32_t index);
+  // Contiguous mode: reserves blocks for num_tokens as one run into the empty
+  // table. False (nothing changes) when no free run is long enough.
+  bool reserve_contiguous(BlockTable& table, int32_t num_tokens);
+
+  // After tokens [first_computed, num_computed) of `tokens` had their K/V
+  // written: records block fill, hashes newly full blocks and makes them
+  // findable (prefix caching).
+  void commit(BlockTable& table, std::span<const int32_t> tokens, int32_t first_computed,
+              int32_t num_computed, uint64_t seed);
+
+  // `child` (empty) shares every block of `parent` (parallel sampling).
+  void fork(const BlockTable& parent, BlockTable& child);
+  // Returns the blocks of a table on the device.
+  void release(BlockTable& table);
+
+  // Swap: the table's device blocks are copied to host swap blocks and freed
+  // (the table then holds swap ids), or back.
+  bool can_swap_out(const BlockTable& table) const {
+    return swap_storage_ && table.num_blocks() > 0 && swap_pool_.can_allocate(table.num_blocks());
+  }
+  void swap_out(BlockTable& table, RequestId id, int32_t index);
+  bool can_swap_in(const BlockTable& table) const { return pool_.can_allocate(table.num_blocks()); }
+  void swap_in(BlockTable& table, RequestId id, int32_t index);
+  // Returns the swap blocks of a swapped-out table (cancelled while swapped).
+  void release_swapped(BlockTable& table);
+
+  // Counters; the slot counts are filled by the caller's walk over sequences.
+  KvStats stats() const;
+
+ private:
+  bool tokens_match(int32_t block, std::span<const int32_t> tokens) const;
+
+  KvCacheConfig config_;
+  KvStorage& storage_;
+  EventLog& events_;
+  BlockPool pool_;
+  std::vector<int32_t> block_tokens_;  // [num_blocks * block_size] tokens of hashed blocks
+  std::unique_ptr<KvStorage> swap_storage_;
+  BlockPool swap_pool_;
+  int64_t num_prefix_queried_ = 0, num_prefix_hits_ = 0, num_cows_ = 0;
+  int64_t num_swapped_out_ = 0, num_swapped_in_ = 0;
+};
+
+}  // namespace kvscope
