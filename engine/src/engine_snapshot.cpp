@@ -36,7 +36,7 @@ const char* preemption_mode_name(PreemptionMode mode) {
 
 KvStats Engine::Impl::kv_stats() const {
   KvStats s = kv_manager->stats();
-  scheduler->for_each([&](const Sequence& q) { s.num_preemptions += q.num_preemptions; });
+  s.num_preemptions = scheduler->num_preemptions();
   return s;
 }
 

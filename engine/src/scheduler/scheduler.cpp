@@ -130,6 +130,7 @@ void Scheduler::preempt(Sequence& victim) {
   std::unique_ptr<Sequence> owned = std::move(*it);
   running_.erase(it);
   ++victim.num_preemptions;
+  ++num_preemptions_;
   const bool swap = config_.preemption == PreemptionMode::Swap && kv_.can_swap_out(victim.table);
   events_.record(EngineEventType::Preempt, victim.id, victim.index, swap ? 1 : 0);
   if (swap) {

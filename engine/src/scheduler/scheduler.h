@@ -45,6 +45,7 @@ class Scheduler {
   int32_t num_waiting() const { return static_cast<int32_t>(waiting_.size()); }
   int32_t num_running() const { return static_cast<int32_t>(running_.size()); }
   int32_t num_swapped() const { return static_cast<int32_t>(swapped_.size()); }
+  int64_t num_preemptions() const { return num_preemptions_; }  // since creation
   // Every unfinished sequence of a request.
   std::vector<Sequence*> find(RequestId id);
   // Calls fn(const Sequence&) for waiting, running and swapped sequences.
@@ -76,6 +77,7 @@ class Scheduler {
   std::deque<std::unique_ptr<Sequence>> waiting_;
   std::vector<std::unique_ptr<Sequence>> running_;  // in admission order
   std::deque<std::unique_ptr<Sequence>> swapped_;
+  int64_t num_preemptions_ = 0;
 };
 
 }  // namespace kvscope

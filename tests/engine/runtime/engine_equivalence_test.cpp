@@ -97,5 +97,36 @@ TEST_F(EngineEquivalence, BatchingChunkingAndThreadsDoNotChangeTokens) {
   }
 }
 
+TEST_F(EngineEquivalence, PreemptionContiguousAndPrefixHitsDoNotChangeTokens) {
+  struct Variant {
+    const char* name;
+    int32_t num_blocks;
+    PreemptionMode preemption;
+    bool paged;
+  };
+  // 8 blocks of 16 slots: two of these requests at a time at most, so the
+  // scheduler preempts; each still fits alone.
+  for (const Variant v : {Variant{"preempt by recompute", 8, PreemptionMode::Recompute, true},
+                          Variant{"preempt by swap", 8, PreemptionMode::Swap, true},
+                          Variant{"contiguous", 0, PreemptionMode::Recompute, false}}) {
+    EngineConfig c;
+    c.num_threads = 2;
+    c.num_blocks = v.num_blocks;
+    c.preemption = v.preemption;
+    c.paged = v.paged;
+    auto engine = make_engine(c);
+    EXPECT_EQ(generate_all(*engine, kPrompts, kTokens), reference()) << v.name;
+    EXPECT_EQ(engine->kv_stats().num_used_blocks, 0) << v.name;
+    if (v.num_blocks > 0) EXPECT_GT(engine->kv_stats().num_preemptions, 0) << v.name;
+  }
+  // A second pass over the same prompts is served from the prefix cache.
+  EngineConfig c;
+  c.num_threads = 2;
+  auto engine = make_engine(c);
+  generate_all(*engine, kPrompts, kTokens);
+  EXPECT_EQ(generate_all(*engine, kPrompts, kTokens), reference()) << "prefix-cache hits";
+  EXPECT_GT(engine->kv_stats().num_prefix_hit_tokens, 0);
+}
+
 }  // namespace
 }  // namespace kvscope
