@@ -100,6 +100,17 @@ void add_engine_options(CLI::App& cmd, EngineOptions& opts) {
   cmd.add_option("--max-seqs", opts.max_seqs, "sequences per step")->capture_default_str();
   cmd.add_option("--max-batched-tokens", opts.max_batched_tokens, "token rows per step")->capture_default_str();
   cmd.add_option("--ctx", opts.ctx, "max model length in tokens (0: the model's context)")->capture_default_str();
+  cmd.add_flag("--no-paging", opts.no_paging,
+               "paged attention off: reserve each request's whole max length up front in one piece");
+  cmd.add_flag("--no-prefix-cache", opts.no_prefix_cache, "do not reuse KV blocks of identical prompt prefixes");
+  cmd.add_option("--policy", opts.policy, "scheduling: continuous (iteration-level) or static (batch at a time)")
+      ->check(CLI::IsMember({"continuous", "static"}))
+      ->capture_default_str();
+  cmd.add_option("--preemption", opts.preemption, "when KV blocks run out: recompute or swap")
+      ->check(CLI::IsMember({"recompute", "swap"}))
+      ->capture_default_str();
+  cmd.add_option("--swap-space", opts.swap_space, "host memory for swapped-out KV blocks (with --preemption swap)")
+      ->capture_default_str();
 }
 
 void add_sampling_options(CLI::App& cmd, SamplingParams& p) {
@@ -124,6 +135,17 @@ std::unique_ptr<Engine> open_engine(const EngineOptions& opts, int& exit_code) {
   config.max_seqs = opts.max_seqs;
   config.max_batched_tokens = opts.max_batched_tokens;
   config.max_model_len = opts.ctx;
+  config.paged = !opts.no_paging;
+  config.prefix_caching = !opts.no_prefix_cache;
+  config.policy = opts.policy == "static" ? SchedulingPolicy::Static : SchedulingPolicy::Continuous;
+  config.preemption = opts.preemption == "swap" ? PreemptionMode::Swap : PreemptionMode::Recompute;
+  const std::optional<int64_t> swap = parse_byte_size(opts.swap_space);
+  if (!swap) {
+    print_error(fmt::format("--swap-space: '{}' is not a size (examples: 268435456, 256M, 1G)", opts.swap_space));
+    exit_code = kExitUsage;
+    return nullptr;
+  }
+  config.swap_space_bytes = *swap;
   const std::optional<int64_t> budget = parse_byte_size(opts.kv_budget);
   if (!budget) {
     print_error(fmt::format("--kv-budget: '{}' is not a size (examples: 536870912, 512M, 2G)", opts.kv_budget));

@@ -60,10 +60,16 @@ struct EngineOptions {
   int32_t max_seqs = 64;
   int32_t max_batched_tokens = 512;
   int32_t ctx = 0;
+  bool no_paging = false;        // contiguous reservation of the whole max length
+  bool no_prefix_cache = false;
+  std::string policy = "continuous";   // or "static"
+  std::string preemption = "recompute";  // or "swap"
+  std::string swap_space = "256M";
 };
 
 // Registers --model, --threads, --block-size, --kv-budget, --max-seqs,
-// --max-batched-tokens and --ctx; the current values of `opts` are the defaults.
+// --max-batched-tokens, --ctx, --no-paging, --no-prefix-cache, --policy,
+// --preemption and --swap-space; the current values of `opts` are the defaults.
 void add_engine_options(CLI::App& cmd, EngineOptions& opts);
 // Registers -n/--max-tokens, --temp, --top-k, --top-p, --min-p,
 // --repeat-penalty, --repeat-last-n, --seed, --stop (repeatable), --ignore-eos.

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <unistd.h>
 
+#include "kvscope/chrome_trace.h"
 #include "common_options.h"
 
 namespace kvscope::cli {
@@ -26,6 +27,7 @@ struct GenerateOptions {
   std::string system;
   bool chat = false;
   bool json = false;
+  std::string trace;  // Chrome-trace JSON of the engine's events, when set
   CLI::Option* prompt_option = nullptr;  // given at all (an empty --prompt is an error, not stdin)
 };
 
@@ -121,12 +123,19 @@ int run_generate(const GenerateOptions& o) {
       out.stats = ev.stats;
     }
   };
+  engine->set_tracing(!o.trace.empty());
   auto id = engine->submit(std::move(request));
   if (!id.ok()) {
     print_error(id.error());
     return kExitRuntime;
   }
   engine->run_until_idle();
+  if (!o.trace.empty()) {
+    if (Status s = write_chrome_trace(engine->take_events(), o.trace); !s.ok()) {
+      print_error(s.error());
+      return kExitRuntime;
+    }
+  }
 
   if (out.finish == FinishReason::Error) {
     if (stream) write_stdout("\n");
@@ -151,6 +160,7 @@ Command add_generate_command(CLI::App& parent) {
   auto* chat = cmd->add_flag("--chat", o->chat, "render the prompt as a user message with the model's chat template");
   cmd->add_option("--system", o->system, "system message (with --chat)")->needs(chat);
   cmd->add_flag("--json", o->json, "print one JSON object instead of streaming text");
+  cmd->add_option("--trace", o->trace, "write the engine's events as Chrome-trace JSON (open in Perfetto)");
   add_engine_options(*cmd, o->engine);
   add_sampling_options(*cmd, o->sampling);
   return {cmd, [o] { return run_generate(*o); }};

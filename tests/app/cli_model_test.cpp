@@ -4,6 +4,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <fstream>
+
 #include <nlohmann/json.hpp>
 
 #include "app/cli_runner.h"
@@ -41,6 +43,34 @@ TEST(CliGenerate, GreedyJsonHasTheRequestedTokens) {
   EXPECT_GT(j["timings"]["time_to_first_token_s"].get<double>(), 0.0);
   EXPECT_GT(j["timings"]["prefill_tok_s"].get<double>(), 0.0);
   EXPECT_GT(j["timings"]["decode_tok_s"].get<double>(), 0.0);
+}
+
+// --trace writes a Chrome trace: one complete event per engine step and one
+// async span for the request; the same tokens come out with paging off and
+// swap preemption selected (the engine knobs reach the engine).
+TEST(CliGenerate, TraceAndEngineKnobs) {
+  REQUIRE_MODEL(model);
+  const std::string trace = ::testing::TempDir() + "kvscope_cli_trace.json";
+  auto plain = run_cli({"generate", "--model", model, "--prompt", "Once upon a time", "--temp", "0", "-n", "8",
+                        "--ignore-eos", "--json"});
+  auto r = run_cli({"generate", "--model", model, "--prompt", "Once upon a time", "--temp", "0", "-n", "8",
+                    "--ignore-eos", "--json", "--no-paging", "--preemption", "swap", "--policy", "static",
+                    "--trace", trace});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(parse_json(r.out)["generated_ids"], parse_json(plain.out)["generated_ids"]);
+  std::ifstream in(trace);
+  const auto j = nlohmann::json::parse(in, nullptr, false);
+  ASSERT_TRUE(j.is_object() && j.contains("traceEvents"));
+  int steps = 0, begins = 0, ends = 0;
+  for (const auto& e : j["traceEvents"]) {
+    steps += e["ph"] == "X";
+    begins += e["ph"] == "b";
+    ends += e["ph"] == "e";
+  }
+  EXPECT_GE(steps, 8);
+  EXPECT_EQ(begins, 1);
+  EXPECT_EQ(ends, 1);
+  EXPECT_EQ(run_cli({"generate", "--model", model, "--prompt", "x", "--policy", "sometimes"}).exit_code, 2);
 }
 
 TEST(CliGenerate, SameSeedSameText) {

@@ -1,5 +1,5 @@
 // EngineEvent: one thing the engine did, for the event log, the inspector's
-// trace panel and Chrome-trace export (engine/src/trace/chrome_trace.h).
+// trace panel and Chrome-trace export (kvscope/chrome_trace.h).
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,4 @@
-#include "trace/chrome_trace.h"
+#include "kvscope/chrome_trace.h"
 
 #include <fmt/format.h>
 

@@ -13,7 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "trace/chrome_trace.h"
+#include "kvscope/chrome_trace.h"
 #include "trace/event_log.h"
 
 namespace kvscope {
