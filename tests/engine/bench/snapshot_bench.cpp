@@ -1,0 +1,70 @@
+// How much an EngineSnapshot costs at 64 running requests on the default
+// model, beside the decode step it would accompany (the inspector takes one
+// per step at most). Google Benchmark:
+//   build/tests/engine/bench/snapshot_bench --benchmark_repetitions=5 --benchmark_format=json
+// Skips (with a message) when the default model is absent.
+#include <benchmark/benchmark.h>
+
+#include <memory>
+
+#include "kvscope/engine.h"
+#include "support/test_paths.h"
+
+namespace kvscope {
+namespace {
+
+// 64 requests of 256 prompt tokens, prefilled, decoding.
+std::unique_ptr<Engine> busy_engine() {
+  EngineConfig c;
+  c.model_path = test::default_model_path();
+  c.num_threads = 2;
+  c.max_seqs = 64;
+  c.max_batched_tokens = 2048;
+  c.kv_budget_bytes = 2ll << 30;  // all 64 fit: the step measured is pure decode
+  auto engine = Engine::create(c);
+  if (!engine.ok()) return nullptr;
+  for (int i = 0; i < 64; ++i) {
+    GenerationRequest r;
+    for (int t = 0; t < 256; ++t) r.prompt_tokens.push_back(1000 + (i * 7 + t * 13) % 20000);
+    r.sampling.temperature = 0.0f;
+    r.sampling.max_tokens = 4096;
+    r.sampling.ignore_eos = true;
+    (void)(*engine)->submit(std::move(r));
+  }
+  for (int i = 0; i < 12; ++i) (*engine)->step();  // prefill done, decoding
+  return std::move(engine).value();
+}
+
+void BM_SnapshotAt64Requests(benchmark::State& state) {
+  if (test::default_model_path().empty()) {
+    state.SkipWithError("default model not found (python3 scripts/fetch_model.py)");
+    return;
+  }
+  auto engine = busy_engine();
+  for (auto _ : state) {
+    state.PauseTiming();
+    engine->step();  // a new step, so snapshot() must build anew
+    state.ResumeTiming();
+    benchmark::DoNotOptimize(engine->snapshot());
+  }
+  const auto snap = engine->snapshot();
+  state.counters["blocks"] = static_cast<double>(snap->blocks.size());
+  state.counters["sequences"] = static_cast<double>(snap->sequences.size());
+}
+BENCHMARK(BM_SnapshotAt64Requests)->Unit(benchmark::kMillisecond)->Iterations(20);
+
+void BM_DecodeStepAt64Requests(benchmark::State& state) {
+  if (test::default_model_path().empty()) {
+    state.SkipWithError("default model not found (python3 scripts/fetch_model.py)");
+    return;
+  }
+  auto engine = busy_engine();
+  for (auto _ : state) engine->step();
+  state.counters["seqs"] = engine->last_step_stats().num_seqs;
+}
+BENCHMARK(BM_DecodeStepAt64Requests)->Unit(benchmark::kMillisecond)->Iterations(20);
+
+}  // namespace
+}  // namespace kvscope
+
+BENCHMARK_MAIN();
