@@ -127,7 +127,9 @@ TEST_F(Batching, PreemptionByRecomputeOrSwapKeepsTokens) {
     int32_t preemptions = 0;
     for (const auto& [id, st] : o.stats) preemptions += st.num_preemptions;
     EXPECT_GT(preemptions, 0) << "the budget should force preemption (" << preemption_mode_name(mode) << ")";
-    if (mode == PreemptionMode::Swap) EXPECT_GT(kv.num_swapped_out_blocks, 0);
+    if (mode == PreemptionMode::Swap) {
+      EXPECT_GT(kv.num_swapped_out_blocks, 0);
+    }
   }
 }
 

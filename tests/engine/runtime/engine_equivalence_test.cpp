@@ -117,7 +117,9 @@ TEST_F(EngineEquivalence, PreemptionContiguousAndPrefixHitsDoNotChangeTokens) {
     auto engine = make_engine(c);
     EXPECT_EQ(generate_all(*engine, kPrompts, kTokens), reference()) << v.name;
     EXPECT_EQ(engine->kv_stats().num_used_blocks, 0) << v.name;
-    if (v.num_blocks > 0) EXPECT_GT(engine->kv_stats().num_preemptions, 0) << v.name;
+    if (v.num_blocks > 0) {
+      EXPECT_GT(engine->kv_stats().num_preemptions, 0) << v.name;
+    }
   }
   // A second pass over the same prompts is served from the prefix cache.
   EngineConfig c;
