@@ -70,8 +70,9 @@ class EngineEquivalence : public ::testing::Test {
   static constexpr int32_t kTokens = 24;
 };
 
+// Block size 2048 holds each whole sequence in one block.
 TEST_F(EngineEquivalence, BlockSizeDoesNotChangeTokens) {
-  for (int32_t block_size : {1, 16, 256}) {
+  for (int32_t block_size : {1, 16, 256, 2048}) {
     EngineConfig c;
     c.num_threads = 2;
     c.block_size = block_size;
