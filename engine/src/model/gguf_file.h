@@ -35,6 +35,13 @@ std::string_view gguf_value_type_name(GgufValueType type);
 // Bytes per element of a fixed-size type (0 for String and Array).
 size_t gguf_value_type_size(GgufValueType type);
 
+namespace detail {
+// One little-endian scalar of fixed-size type `t`, in GgufValue's bit
+// convention: signed integers sign-extended, unsigned zero-extended, floats
+// raw. Shared by the parser (gguf_file.cpp) and GgufValue (gguf_value.cpp).
+uint64_t gguf_decode_scalar_bits(GgufValueType t, const uint8_t* p);
+}  // namespace detail
+
 // One metadata value: a scalar, a string, or an array. Arrays are stored by
 // element kind so that big vocabularies stay compact: numbers and bools as their
 // packed little-endian bytes, strings as one vector<string>, nested arrays as a
