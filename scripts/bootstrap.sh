@@ -9,6 +9,8 @@ packages=(
   build-essential cmake ninja-build ccache pkg-config git python3 python3-pip python3-venv
   libsentencepiece-dev libprotobuf-dev libpcre2-dev libcli11-dev nlohmann-json3-dev libfmt-dev libspdlog-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  # desktop app (KVSCOPE_GUI): Qt 6 Widgets/Sql/Test, QCustomPlot, SQLite driver, GL headers Qt6Gui needs
+  qt6-base-dev libqcustomplot-dev libqt6sql6-sqlite libgl-dev
 )
 if [[ "${KVSCOPE_FUZZ:-0}" == 1 ]]; then
   packages+=(clang libclang-rt-14-dev)

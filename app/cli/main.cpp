@@ -5,6 +5,7 @@
 //   kvscope-cli tokenize --model vocab.gguf --text "Hello world" --pieces
 //   kvscope-cli model-info --json
 //   kvscope-cli bench --prompt-tokens 128 --gen-tokens 128 --out bench.json
+//   kvscope-cli bench-seeds --quick --out-dir results/
 //
 // Exit codes: 0 ok, 1 runtime or model error, 2 usage error.
 #include <exception>
@@ -14,6 +15,10 @@
 
 #include "common_options.h"
 
+namespace kvscope::cli {
+Command add_seed_bench_command(CLI::App& parent);  // seed_bench_command.cpp
+}  // namespace kvscope::cli
+
 int main(int argc, char** argv) {
   using namespace kvscope::cli;
   CLI::App app{"kvscope: a paged-attention inference engine, from the terminal", "kvscope-cli"};
@@ -21,7 +26,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "kvscope-cli " KVSCOPE_VERSION);
   const std::vector<Command> commands = {
       add_generate_command(app), add_chat_command(app), add_tokenize_command(app),
-      add_model_info_command(app), add_bench_command(app),
+      add_model_info_command(app), add_bench_command(app), add_seed_bench_command(app),
   };
   try {
     app.parse(argc, argv);

@@ -1,0 +1,45 @@
+// EngineHost: the worker thread's lifetime (see engine_host.h).
+#include "engine_host.h"
+
+#include <QMetaObject>
+
+namespace kvscope::gui {
+
+EngineHost::EngineHost(QObject* parent) : QObject(parent), worker_(new EngineWorker) {
+  thread_.setObjectName(QStringLiteral("kvscope-engine"));
+  worker_->moveToThread(&thread_);
+  thread_.start();
+}
+
+EngineHost::~EngineHost() { shutdown(); }
+
+void EngineHost::shutdown() {
+  if (!worker_) return;
+  worker_->requestStop();  // the step loop returns at its next turn
+  thread_.quit();
+  thread_.wait();
+  // The thread is gone: nothing else touches the worker, so the engine can be
+  // destroyed here.
+  delete worker_;
+  worker_ = nullptr;
+}
+
+void EngineHost::loadModel(const kvscope::EngineConfig& config) {
+  if (worker_) QMetaObject::invokeMethod(worker_, [w = worker_, config] { w->loadModel(config); }, Qt::QueuedConnection);
+}
+
+void EngineHost::submitChat(const kvscope::ui::ChatHistory& messages, const kvscope::SamplingParams& sampling) {
+  if (worker_)
+    QMetaObject::invokeMethod(worker_, [w = worker_, messages, sampling] { w->submitChat(messages, sampling); },
+                              Qt::QueuedConnection);
+}
+
+void EngineHost::cancel(quint64 request_id) {
+  if (worker_) QMetaObject::invokeMethod(worker_, [w = worker_, request_id] { w->cancel(request_id); }, Qt::QueuedConnection);
+}
+
+void EngineHost::startWorkload(const kvscope::ui::WorkloadSpec& spec) {
+  if (worker_) QMetaObject::invokeMethod(worker_, [w = worker_, spec] { w->startWorkload(spec); }, Qt::QueuedConnection);
+}
+
+}  // namespace kvscope::gui

@@ -1,0 +1,35 @@
+// EngineHost: owns the worker thread and the EngineWorker in it. Commands are
+// forwarded as queued calls; the worker's signals are reachable through
+// worker() for connecting (they arrive queued in the connecting thread).
+// The destructor stops the step loop, quits the thread and joins it, so
+// closing the window mid-generation exits within one engine step.
+#pragma once
+
+#include <QObject>
+#include <QThread>
+
+#include "engine_worker.h"
+
+namespace kvscope::gui {
+
+class EngineHost : public QObject {
+  Q_OBJECT
+ public:
+  explicit EngineHost(QObject* parent = nullptr);
+  ~EngineHost() override;
+
+  EngineWorker* worker() const { return worker_; }
+
+  void loadModel(const kvscope::EngineConfig& config);
+  void submitChat(const kvscope::ui::ChatHistory& messages, const kvscope::SamplingParams& sampling);
+  void cancel(quint64 request_id);
+  void startWorkload(const kvscope::ui::WorkloadSpec& spec);
+  // Stops and joins the worker thread (idempotent; the destructor calls it).
+  void shutdown();
+
+ private:
+  QThread thread_;
+  EngineWorker* worker_ = nullptr;  // lives in thread_; deleted after the join
+};
+
+}  // namespace kvscope::gui

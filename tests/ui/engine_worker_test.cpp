@@ -1,0 +1,129 @@
+// EngineWorker end to end on the default model (SmolLM2-135M Q4_1): load,
+// chat, streamed tokens, finish, snapshots; a workload; a bad model file;
+// shutdown while generating. Skips with the reason when the model is absent.
+//   ctest --test-dir build-gui -R engine_worker_test
+#include <QElapsedTimer>
+#include <QtTest>
+
+#include "engine_host.h"
+#include "support/test_paths.h"
+
+using namespace kvscope;
+using kvscope::gui::EngineHost;
+using kvscope::gui::EngineWorker;
+
+namespace {
+
+EngineConfig smallConfig(const std::string& path) {
+  EngineConfig c;
+  c.model_path = path;
+  c.num_threads = 2;
+  c.kv_budget_bytes = 64ll << 20;
+  return c;
+}
+
+}  // namespace
+
+class EngineWorkerTest : public QObject {
+  Q_OBJECT
+ private slots:
+  void initTestCase() {
+    ui::registerEngineMetaTypes();
+    model_ = test::default_model_path();
+  }
+
+  void badModelFileFails() {
+    EngineHost host;
+    QSignalSpy failed(host.worker(), &EngineWorker::loadFailed);
+    host.loadModel(smallConfig("/nonexistent/model.gguf"));
+    QVERIFY(failed.wait(10000));
+    QVERIFY(!failed.at(0).at(0).toString().isEmpty());
+  }
+
+  void chatStreamsTokensAndFinishes() {
+    if (model_.empty()) QSKIP("default model not installed (python3 scripts/fetch_model.py)");
+    EngineHost host;
+    EngineWorker* w = host.worker();
+    QSignalSpy loaded(w, &EngineWorker::modelLoaded);
+    QSignalSpy started(w, &EngineWorker::requestStarted);
+    QSignalSpy tokens(w, &EngineWorker::tokens);
+    QSignalSpy finished(w, &EngineWorker::finished);
+    QSignalSpy snapshots(w, &EngineWorker::snapshot);
+    host.loadModel(smallConfig(model_));
+    QVERIFY(loaded.wait(30000));
+    QVERIFY(loaded.at(0).at(0).value<ModelInfo>().num_kv_blocks > 0);
+
+    SamplingParams sampling;
+    sampling.temperature = 0.0f;
+    sampling.max_tokens = 24;
+    host.submitChat({{"user", "What is the capital of France?"}}, sampling);
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 60000);
+    QCOMPARE(started.count(), 1);
+    const quint64 id = started.at(0).at(0).value<quint64>();
+    QVERIFY(started.at(0).at(1).toBool());
+    QCOMPARE(finished.at(0).at(0).value<quint64>(), id);
+    const auto info = finished.at(0).at(1).value<ui::FinishInfo>();
+    QVERIFY(info.reason == FinishReason::Stop || info.reason == FinishReason::Length);
+    QVERIFY(info.stats.num_generated_tokens > 0);
+    QString text;
+    for (const auto& args : tokens) {
+      QCOMPARE(args.at(0).value<quint64>(), id);
+      text += args.at(1).toString();
+    }
+    QVERIFY2(!text.trimmed().isEmpty(), "no text streamed");
+    // Coalesced: fewer emissions than tokens are allowed, never more.
+    QVERIFY(tokens.count() <= info.stats.num_generated_tokens);
+    QVERIFY(snapshots.count() >= 1);
+    QVERIFY(snapshots.last().at(0).value<ui::SnapshotPtr>() != nullptr);
+  }
+
+  void workloadSharesPrefixBlocks() {
+    if (model_.empty()) QSKIP("default model not installed (python3 scripts/fetch_model.py)");
+    EngineHost host;
+    EngineWorker* w = host.worker();
+    QSignalSpy loaded(w, &EngineWorker::modelLoaded);
+    QSignalSpy finished(w, &EngineWorker::finished);
+    QSignalSpy snapshots(w, &EngineWorker::snapshot);
+    host.loadModel(smallConfig(model_));
+    QVERIFY(loaded.wait(30000));
+    host.startWorkload({8, 48, 32, 32});
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 8, 60000);
+    bool saw_shared = false;
+    for (const auto& args : snapshots) {
+      const auto s = args.at(0).value<ui::SnapshotPtr>();
+      for (const BlockSnapshot& b : s->blocks) saw_shared |= b.shared();
+    }
+    QVERIFY2(saw_shared, "no snapshot showed a block shared by the workload's prefix");
+  }
+
+  void shutdownWhileGeneratingIsQuick() {
+    if (model_.empty()) QSKIP("default model not installed (python3 scripts/fetch_model.py)");
+    auto host = std::make_unique<EngineHost>();
+    QSignalSpy loaded(host->worker(), &EngineWorker::modelLoaded);
+    QSignalSpy tokens(host->worker(), &EngineWorker::tokens);
+    QSignalSpy errors(host->worker(), &EngineWorker::error);
+    QSignalSpy finished(host->worker(), &EngineWorker::finished);
+    EngineConfig config = smallConfig(model_);
+    config.kv_budget_bytes = 256ll << 20;
+    host->loadModel(config);
+    QVERIFY(loaded.wait(30000));
+    SamplingParams sampling;
+    sampling.max_tokens = 1000;
+    sampling.ignore_eos = true;
+    host->submitChat({{"user", "Tell me a long story."}}, sampling);
+    host->startWorkload({16, 64, 500, 32});
+    QTRY_VERIFY_WITH_TIMEOUT(tokens.count() > 0 || errors.count() > 0, 30000);
+    QVERIFY2(errors.isEmpty(), qPrintable(errors.value(0).value(0).toString()));
+    QVERIFY(finished.isEmpty());
+    QElapsedTimer timer;
+    timer.start();
+    host.reset();
+    QVERIFY2(timer.elapsed() < 1000, qPrintable(QStringLiteral("shutdown took %1 ms").arg(timer.elapsed())));
+  }
+
+ private:
+  std::string model_;
+};
+
+QTEST_GUILESS_MAIN(EngineWorkerTest)
+#include "engine_worker_test.moc"

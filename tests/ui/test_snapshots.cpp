@@ -1,0 +1,59 @@
+// Hand-made snapshots (see test_snapshots.h).
+#include "test_snapshots.h"
+
+#include <cassert>
+#include <map>
+
+namespace kvscope::test {
+
+std::shared_ptr<const EngineSnapshot> makeSnapshot(int num_seqs, int blocks_per_seq, int shared_blocks,
+                                                   int num_blocks, int block_size) {
+  auto s = std::make_shared<EngineSnapshot>();
+  s->block_size = block_size;
+  s->step = static_cast<uint64_t>(num_seqs * 10 + blocks_per_seq);
+  s->blocks.resize(static_cast<size_t>(num_blocks));
+  std::map<int32_t, std::vector<RequestId>> owners;
+  int next = 0;
+  std::vector<int32_t> shared;
+  for (int b = 0; b < shared_blocks; ++b) shared.push_back(next++);
+  for (int i = 0; i < num_seqs; ++i) {
+    SequenceSnapshot seq;
+    seq.id = 100 + static_cast<RequestId>(i);
+    seq.state = SequenceState::Running;
+    seq.num_prompt_tokens = blocks_per_seq * block_size - block_size / 2;
+    seq.num_computed_tokens = seq.num_prompt_tokens;
+    seq.num_cached_tokens = i > 0 ? shared_blocks * block_size : 0;
+    seq.tokens.assign(static_cast<size_t>(seq.num_prompt_tokens), 7);
+    for (int b = 0; b < blocks_per_seq; ++b) {
+      const int32_t id = b < shared_blocks ? shared[static_cast<size_t>(b)] : next++;
+      assert(id < num_blocks - 1);
+      seq.block_table.push_back(id);
+      owners[id].push_back(seq.id);
+      BlockSnapshot& blk = s->blocks[static_cast<size_t>(id)];
+      blk.state = BlockState::Used;
+      blk.fill = b + 1 == blocks_per_seq ? block_size / 2 : block_size;
+      blk.hash = blk.fill == block_size ? 0x1000u + static_cast<uint64_t>(id) : 0;
+    }
+    s->sequences.push_back(std::move(seq));
+  }
+  for (auto& [id, ids] : owners) {
+    BlockSnapshot& blk = s->blocks[static_cast<size_t>(id)];
+    blk.ref_count = static_cast<int32_t>(ids.size());
+    blk.owners_begin = static_cast<int32_t>(s->block_owners.size());
+    s->block_owners.insert(s->block_owners.end(), ids.begin(), ids.end());
+    blk.owners_end = static_cast<int32_t>(s->block_owners.size());
+  }
+  BlockSnapshot& cached = s->blocks.back();
+  cached.state = BlockState::CachedFree;
+  cached.fill = block_size;
+  cached.hash = 0xabcdef;
+  s->num_running = num_seqs;
+  s->kv.num_blocks = num_blocks;
+  s->kv.num_used_blocks = static_cast<int32_t>(owners.size());
+  s->kv.num_cached_free_blocks = 1;
+  s->kv.num_free_blocks = num_blocks - s->kv.num_used_blocks;
+  s->last_step.num_decode_tokens = num_seqs;
+  return s;
+}
+
+}  // namespace kvscope::test

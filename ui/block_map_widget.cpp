@@ -1,0 +1,167 @@
+// BlockMapWidget (see block_map_widget.h).
+#include "block_map_widget.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <QHelpEvent>
+#include <QMouseEvent>
+#include <QPainter>
+#include <QToolTip>
+
+#include "block_cell_style.h"
+
+namespace kvscope::ui {
+namespace {
+
+constexpr int kMargin = 4;
+constexpr int kMinCell = 5;
+constexpr int kMaxCell = 22;
+
+std::span<const RequestId> ownersOf(const EngineSnapshot& s, const BlockSnapshot& b) {
+  const auto begin = static_cast<size_t>(std::max(b.owners_begin, 0));
+  const auto end = std::min(static_cast<size_t>(std::max(b.owners_end, 0)), s.block_owners.size());
+  if (begin >= end) return {};
+  return std::span<const RequestId>(s.block_owners.data() + begin, end - begin);
+}
+
+}  // namespace
+
+BlockMapWidget::BlockMapWidget(QWidget* parent) : QWidget(parent) {
+  setMouseTracking(true);
+  setAttribute(Qt::WA_OpaquePaintEvent);
+  setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Expanding);
+}
+
+QSize BlockMapWidget::sizeHint() const { return {360, 300}; }
+QSize BlockMapWidget::minimumSizeHint() const { return {120, 80}; }
+
+void BlockMapWidget::setSnapshot(SnapshotPtr snapshot) {
+  const size_t old_blocks = snapshot_ ? snapshot_->blocks.size() : 0;
+  snapshot_ = std::move(snapshot);
+  if (!snapshot_ || snapshot_->blocks.size() != old_blocks) relayout();
+  update();
+}
+
+void BlockMapWidget::resizeEvent(QResizeEvent* event) {
+  QWidget::resizeEvent(event);
+  relayout();
+}
+
+void BlockMapWidget::relayout() {
+  const int n = snapshot_ ? static_cast<int>(snapshot_->blocks.size()) : 0;
+  const int w = std::max(width() - 2 * kMargin, 1);
+  const int h = std::max(height() - 2 * kMargin, 1);
+  if (n == 0) {
+    layout_ = {};
+    return;
+  }
+  // The largest square cell for which n cells fit in w x h.
+  int cell = std::clamp(static_cast<int>(std::sqrt(double(w) * h / n)), kMinCell, kMaxCell);
+  while (cell > kMinCell && (w / cell) * (h / cell) < n) --cell;
+  layout_.cell = cell;
+  layout_.columns = std::max(w / cell, 1);
+}
+
+QRect BlockMapWidget::cellRect(int block) const {
+  const int row = block / layout_.columns;
+  const int col = block % layout_.columns;
+  const int gap = layout_.cell >= 8 ? 2 : 1;
+  return QRect(kMargin + col * layout_.cell, kMargin + row * layout_.cell, layout_.cell - gap, layout_.cell - gap);
+}
+
+int BlockMapWidget::blockAt(QPoint pos) const {
+  if (!snapshot_) return -1;
+  const int x = pos.x() - kMargin;
+  const int y = pos.y() - kMargin;
+  if (x < 0 || y < 0) return -1;
+  const int col = x / layout_.cell;
+  if (col >= layout_.columns) return -1;
+  const int block = (y / layout_.cell) * layout_.columns + col;
+  return block < static_cast<int>(snapshot_->blocks.size()) ? block : -1;
+}
+
+void BlockMapWidget::paintEvent(QPaintEvent* event) {
+  QPainter p(this);
+  p.fillRect(event->rect(), palette().base());
+  if (!snapshot_) {
+    p.setPen(palette().color(QPalette::PlaceholderText));
+    p.drawText(rect(), Qt::AlignCenter, tr("No model loaded"));
+    return;
+  }
+  const EngineSnapshot& s = *snapshot_;
+  const int n = static_cast<int>(s.blocks.size());
+  const QColor mark(30, 30, 30);
+  const QColor highlight = palette().color(QPalette::Highlight);
+  for (int i = 0; i < n; ++i) {
+    const QRect r = cellRect(i);
+    if (!r.intersects(event->rect())) continue;
+    const BlockSnapshot& b = s.blocks[static_cast<size_t>(i)];
+    const CellStyle style = cellStyleFor(b, ownersOf(s, b), s.block_size, selected_);
+    p.fillRect(r, style.fill);
+    if (style.kind == CellKind::CachedFree && r.width() >= 6) {
+      p.setPen(QColor(100, 130, 170));
+      p.drawRect(r.adjusted(0, 0, -1, -1));
+    }
+    if (style.shared) {
+      // A white corner triangle with a dark edge: a block several sequences
+      // read. Visible on pale and deep fills alike.
+      const int t = std::max(3, r.width() / 2);
+      const QPoint tri[3] = {r.topLeft(), r.topLeft() + QPoint(t, 0), r.topLeft() + QPoint(0, t)};
+      p.setPen(style.dimmed ? Qt::NoPen : QPen(mark, 1));
+      p.setBrush(Qt::white);
+      p.drawPolygon(tri, 3);
+      p.setBrush(Qt::NoBrush);
+    }
+    if (style.highlighted) {
+      p.setPen(QPen(highlight, 1));
+      p.drawRect(r.adjusted(0, 0, -1, -1));
+    }
+  }
+}
+
+QString BlockMapWidget::tooltipFor(int block) const {
+  const EngineSnapshot& s = *snapshot_;
+  const BlockSnapshot& b = s.blocks[static_cast<size_t>(block)];
+  QStringList owners;
+  for (RequestId id : ownersOf(s, b)) owners << QString::number(id);
+  QString text = tr("<b>Block %1</b> (%2)<br>ref count %3<br>fill %4 / %5")
+                     .arg(block)
+                     .arg(QString::fromLatin1(block_state_name(b.state)))
+                     .arg(b.ref_count)
+                     .arg(b.fill)
+                     .arg(s.block_size);
+  text += tr("<br>hash %1").arg(b.hash ? QStringLiteral("0x%1").arg(b.hash, 16, 16, QLatin1Char('0')) : tr("none"));
+  if (!owners.isEmpty()) text += tr("<br>owners: %1").arg(owners.join(QStringLiteral(", ")));
+  return text;
+}
+
+bool BlockMapWidget::event(QEvent* event) {
+  if (event->type() == QEvent::ToolTip) {
+    auto* help = static_cast<QHelpEvent*>(event);
+    const int block = blockAt(help->pos());
+    if (block >= 0) {
+      QToolTip::showText(help->globalPos(), tooltipFor(block), this, cellRect(block));
+    } else {
+      QToolTip::hideText();
+      event->ignore();
+    }
+    return true;
+  }
+  return QWidget::event(event);
+}
+
+void BlockMapWidget::mousePressEvent(QMouseEvent* event) {
+  const int block = blockAt(event->position().toPoint());
+  selected_.clear();
+  if (block >= 0) {
+    const BlockSnapshot& b = snapshot_->blocks[static_cast<size_t>(block)];
+    for (RequestId id : ownersOf(*snapshot_, b)) selected_.push_back(id);
+  }
+  QList<quint64> ids;
+  for (RequestId id : selected_) ids << id;
+  emit requestsSelected(ids);
+  update();
+}
+
+}  // namespace kvscope::ui

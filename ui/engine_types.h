@@ -1,0 +1,51 @@
+// Value types that cross the GUI <-> engine-worker boundary through queued
+// signals, and their Qt metatype declarations. Only public engine headers are
+// included: the UI sees values, never the engine (DESIGN.md, Threading).
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include <QMetaType>
+
+#include "kvscope/chat_message.h"
+#include "kvscope/engine_config.h"
+#include "kvscope/engine_snapshot.h"
+#include "kvscope/model_info.h"
+#include "kvscope/request.h"
+#include "kvscope/sampling_params.h"
+
+namespace kvscope::ui {
+
+using SnapshotPtr = std::shared_ptr<const EngineSnapshot>;
+using ChatHistory = std::vector<ChatMessage>;
+
+// N synthetic requests started at once: a shared prefix (so their first blocks
+// are shared through the prefix cache) plus a unique suffix each.
+struct WorkloadSpec {
+  int num_requests = 32;
+  int prompt_len = 96;         // tokens, shared prefix included
+  int output_len = 64;         // generated tokens per request (EOS ignored)
+  int shared_prefix_len = 64;  // tokens common to every request
+};
+
+// What the worker reports when a request ends.
+struct FinishInfo {
+  FinishReason reason = FinishReason::None;
+  RequestStats stats;
+  std::string error;  // when reason == Error
+};
+
+// Registers every type above with Qt's metatype system (idempotent). Call once
+// before the first queued connection that carries one of them.
+void registerEngineMetaTypes();
+
+}  // namespace kvscope::ui
+
+Q_DECLARE_METATYPE(kvscope::EngineConfig)
+Q_DECLARE_METATYPE(kvscope::ModelInfo)
+Q_DECLARE_METATYPE(kvscope::SamplingParams)
+Q_DECLARE_METATYPE(kvscope::ui::SnapshotPtr)
+Q_DECLARE_METATYPE(kvscope::ui::ChatHistory)
+Q_DECLARE_METATYPE(kvscope::ui::WorkloadSpec)
+Q_DECLARE_METATYPE(kvscope::ui::FinishInfo)

@@ -1,0 +1,44 @@
+// BlockTableModel: one row per sequence of the latest EngineSnapshot (waiting,
+// running, swapped): id.index, state, prompt / computed / cached tokens,
+// preemptions and the block table ("12 7 33 ..."). Fed by setSnapshot() from
+// the GUI thread; rows are kept, appended or removed at the end so views keep
+// their scroll position at 20 Hz. Checked with QAbstractItemModelTester in
+// tests/ui/block_table_model_test.cpp.
+#pragma once
+
+#include <QAbstractTableModel>
+#include <QList>
+
+#include "engine_types.h"
+
+namespace kvscope::ui {
+
+class BlockTableModel : public QAbstractTableModel {
+  Q_OBJECT
+ public:
+  enum Column { Sequence, State, Prompt, Computed, Cached, Preemptions, Blocks, NumColumns };
+  // Data role giving the row's RequestId (quint64).
+  static constexpr int RequestIdRole = Qt::UserRole + 1;
+
+  explicit BlockTableModel(QObject* parent = nullptr);
+
+  void setSnapshot(SnapshotPtr snapshot);
+  SnapshotPtr snapshot() const { return snapshot_; }
+  // Rows of these requests are drawn highlighted (a click in the block map).
+  void setHighlightedRequests(const QList<quint64>& ids);
+
+  int rowCount(const QModelIndex& parent = {}) const override;
+  int columnCount(const QModelIndex& parent = {}) const override;
+  QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
+  QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
+
+  // "12 7 33 ..." (at most max_ids ids, then an ellipsis).
+  static QString blockList(const std::vector<int32_t>& block_table, int max_ids = 64);
+
+ private:
+  int numRows() const;
+  SnapshotPtr snapshot_;
+  QList<quint64> highlighted_;
+};
+
+}  // namespace kvscope::ui

@@ -1,0 +1,115 @@
+// PlotsWidget (see plots_widget.h).
+#include "plots_widget.h"
+
+#include <algorithm>
+
+#include <QVBoxLayout>
+#include <qcustomplot.h>
+
+namespace kvscope::ui {
+
+PlotsWidget::PlotsWidget(QWidget* parent) : QWidget(parent) {
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(0, 0, 0, 0);
+  layout->setSpacing(2);
+  queues_ = makePlot(tr("Sequences"));
+  kv_ = makePlot(tr("KV blocks"));
+  tokens_ = makePlot(tr("Tokens / step"));
+  for (QCustomPlot* plot : {queues_, kv_, tokens_}) layout->addWidget(plot);
+
+  queue_graphs_ = {addGraph(queues_, tr("running"), QColor(40, 120, 200), false),
+                   addGraph(queues_, tr("waiting"), QColor(230, 140, 30), false),
+                   addGraph(queues_, tr("swapped"), QColor(200, 50, 50), false)};
+  // Stacked areas: free drawn on top of used + cached, cached on top of used.
+  kv_graphs_ = {addGraph(kv_, tr("free"), QColor(200, 200, 200), true),
+                addGraph(kv_, tr("cached"), QColor(150, 180, 220), true),
+                addGraph(kv_, tr("used"), QColor(60, 150, 90), true)};
+  token_graphs_ = {addGraph(tokens_, tr("prefill"), QColor(150, 90, 200), true),
+                   addGraph(tokens_, tr("decode"), QColor(40, 160, 160), true)};
+  tokens_->graph(1)->setLineStyle(QCPGraph::lsStepLeft);
+  tokens_->graph(0)->setLineStyle(QCPGraph::lsStepLeft);
+}
+
+QCustomPlot* PlotsWidget::makePlot(const QString& title) {
+  auto* plot = new QCustomPlot(this);
+  plot->setMinimumHeight(110);
+  plot->setNoAntialiasingOnDrag(true);
+  plot->plotLayout()->insertRow(0);
+  auto* text = new QCPTextElement(plot, title, QFont(font().family(), font().pointSize(), QFont::Bold));
+  plot->plotLayout()->addElement(0, 0, text);
+  plot->legend->setVisible(true);
+  QFont legend_font = font();
+  legend_font.setPointSizeF(legend_font.pointSizeF() * 0.85);
+  plot->legend->setFont(legend_font);
+  plot->legend->setRowSpacing(-3);
+  plot->legend->setBrush(QColor(255, 255, 255, 200));
+  plot->legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);  // one row
+  plot->legend->setWrap(0);
+  plot->legend->setColumnSpacing(6);
+  plot->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignRight);
+  plot->xAxis->setRange(0, kWindowSteps);
+  plot->yAxis->setRange(0, 1);
+  plot->yAxis->ticker()->setTickCount(3);  // short strips: few labels that do not collide
+  plot->xAxis->setLabel(QString());
+  return plot;
+}
+
+QCPGraph* PlotsWidget::addGraph(QCustomPlot* plot, const QString& name, const QColor& color, bool filled) {
+  QCPGraph* graph = plot->addGraph();
+  graph->setName(name);
+  graph->setPen(QPen(color, 1.5));
+  if (filled) graph->setBrush(QColor(color.red(), color.green(), color.blue(), 150));
+  graph->setAdaptiveSampling(true);
+  return graph;
+}
+
+void PlotsWidget::clear() {
+  for (QCustomPlot* plot : {queues_, kv_, tokens_}) {
+    for (int i = 0; i < plot->graphCount(); ++i) plot->graph(i)->data()->clear();
+    plot->replot(QCustomPlot::rpQueuedReplot);
+  }
+  last_step_ = -1;
+  max_seqs_seen_ = max_tokens_seen_ = 1;
+}
+
+void PlotsWidget::slide(QCustomPlot* plot, double step, double y_max) {
+  // The x range grows with the run until it spans the window, then slides.
+  const double hi = std::max(step, 50.0);
+  const double lo = std::max(0.0, hi - kWindowSteps);
+  for (int i = 0; i < plot->graphCount(); ++i) plot->graph(i)->data()->removeBefore(lo - 1);
+  plot->xAxis->setRange(lo, hi);
+  plot->yAxis->setRange(0, y_max * 1.3);  // head room for the legend
+  plot->replot(QCustomPlot::rpQueuedReplot);
+}
+
+void PlotsWidget::addSnapshot(const SnapshotPtr& snapshot) {
+  if (!snapshot) return;
+  const EngineSnapshot& s = *snapshot;
+  const double step = static_cast<double>(s.step);
+  if (step < last_step_) clear();  // a new engine counts from zero again
+  if (step == last_step_) return;  // an idle re-publish of the same step
+  last_step_ = step;
+
+  queue_graphs_[0]->addData(step, s.num_running);
+  queue_graphs_[1]->addData(step, s.num_waiting);
+  queue_graphs_[2]->addData(step, s.num_swapped);
+  max_seqs_seen_ = std::max({max_seqs_seen_, double(s.num_running), double(s.num_waiting), double(s.num_swapped)});
+
+  const double used = s.kv.num_used_blocks;
+  const double cached = s.kv.num_cached_free_blocks;
+  kv_graphs_[2]->addData(step, used);
+  kv_graphs_[1]->addData(step, used + cached);
+  kv_graphs_[0]->addData(step, s.kv.num_blocks);
+
+  const double prefill = s.last_step.num_prefill_tokens;
+  const double decode = s.last_step.num_decode_tokens;
+  token_graphs_[0]->addData(step, prefill + decode);
+  token_graphs_[1]->addData(step, decode);
+  max_tokens_seen_ = std::max(max_tokens_seen_, prefill + decode);
+
+  slide(queues_, step, max_seqs_seen_);
+  slide(kv_, step, std::max(1, s.kv.num_blocks));
+  slide(tokens_, step, max_tokens_seen_);
+}
+
+}  // namespace kvscope::ui
