@@ -50,11 +50,13 @@ void paged_attention(const AttentionShape& shape, const PagedKvLayer& kv,
                      const PagedAttentionBatch& batch, const float* q, float* out,
                      ThreadPool& pool);
 
-// The attention state of one query head over the keys at positions [begin, end)
-// of one sequence (begin/end any positions; the tiling stays absolute).
-// Exposed for cascade attention and for tests.
+// The attention states of the num_heads / num_kv_heads query heads that share
+// KV head `kv_head`, over the keys at positions [begin, end) of one sequence
+// (begin/end any positions; the tiling stays absolute). q_group and o_group
+// hold those heads one after another: [group][head_dim]. Each K and V row is
+// read once for the whole group. Exposed for cascade attention and tests.
 void attend_range(const AttentionShape& shape, const PagedKvLayer& kv, const int32_t* block_ids,
-                  int32_t kv_head, const float* q_head, int32_t begin, int32_t end,
-                  AttentionState& state, float* scratch_o);
+                  int32_t kv_head, const float* q_group, int32_t begin, int32_t end,
+                  AttentionState* states, float* o_group);
 
 }  // namespace kvscope

@@ -62,7 +62,7 @@ void BM_DecodeStepAt64Requests(benchmark::State& state) {
   for (auto _ : state) engine->step();
   state.counters["seqs"] = engine->last_step_stats().num_seqs;
 }
-BENCHMARK(BM_DecodeStepAt64Requests)->Unit(benchmark::kMillisecond)->Iterations(20);
+BENCHMARK(BM_DecodeStepAt64Requests)->Unit(benchmark::kMillisecond)->Iterations(100);
 
 }  // namespace
 }  // namespace kvscope
