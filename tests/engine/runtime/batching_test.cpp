@@ -9,6 +9,8 @@
 #include <map>
 #include <random>
 
+#include <unistd.h>
+
 #include "kvscope/engine.h"
 #include "support/tiny_model.h"
 
@@ -20,12 +22,17 @@ constexpr int32_t kMaxTokens = 12;
 class Batching : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    path_ = (std::filesystem::temp_directory_path() / "kvscope_batching_tiny.gguf").string();
+    // One file per process: ctest runs each test of this suite as its own
+    // process, in parallel, and a shared path would be rewritten under a reader.
+    path_ = (std::filesystem::temp_directory_path() /
+             ("kvscope_batching_tiny_" + std::to_string(::getpid()) + ".gguf")).string();
     test::TinyModelSpec spec;
     spec.matrix_type = TensorType::Q8_0;
     spec.seed = 7;
     ASSERT_TRUE(test::write_tiny_gguf(spec, path_).ok());
   }
+
+  static void TearDownTestSuite() { std::filesystem::remove(path_); }
 
   static EngineConfig config() {
     EngineConfig c;
