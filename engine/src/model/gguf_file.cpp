@@ -4,13 +4,10 @@
 // fast with a message. Values themselves: gguf_value.cpp.
 #include "model/gguf_file.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
+#include "model/mapped_file.h"
+
 
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
 #include <limits>
 #include <numeric>
@@ -365,9 +362,7 @@ class GgufParser {
 
 // ---- GgufFile ---------------------------------------------------------------
 
-GgufFile::~GgufFile() {
-  if (mapping_) munmap(mapping_, mapping_size_);
-}
+GgufFile::~GgufFile() = default;
 
 Result<std::unique_ptr<GgufFile>> GgufFile::from_memory(const uint8_t* data, size_t size,
                                                         std::string name) {
@@ -381,28 +376,13 @@ Result<std::unique_ptr<GgufFile>> GgufFile::from_memory(const uint8_t* data, siz
 }
 
 Result<std::unique_ptr<GgufFile>> GgufFile::open(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Error{fmt::format("{}: cannot open: {}", path, std::strerror(errno))};
-  struct stat st {};
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return Error{fmt::format("{}: not a regular file", path)};
-  }
+  auto mapped = MappedFile::open(path);
+  if (!mapped.ok()) return Error{mapped.error()};
   std::unique_ptr<GgufFile> file(new GgufFile());
   file->path_ = path;
-  file->size_ = static_cast<size_t>(st.st_size);
-  if (file->size_ > 0) {
-    void* m = mmap(nullptr, file->size_, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (m == MAP_FAILED) {
-      const int err = errno;
-      ::close(fd);
-      return Error{fmt::format("{}: cannot map {} bytes: {}", path, file->size_, std::strerror(err))};
-    }
-    file->mapping_ = m;
-    file->mapping_size_ = file->size_;
-    file->data_ = static_cast<const uint8_t*>(m);
-  }
-  ::close(fd);
+  file->mapping_ = std::move(mapped).value();
+  file->data_ = file->mapping_->data();
+  file->size_ = file->mapping_->size();
   Status s = GgufParser(*file).parse();
   if (!s.ok()) return Error{s.error()};
   return file;

@@ -25,6 +25,8 @@
 
 namespace kvscope {
 
+class MappedFile;
+
 enum class GgufValueType : uint32_t {
   U8 = 0, I8 = 1, U16 = 2, I16 = 3, U32 = 4, I32 = 5, F32 = 6, Bool = 7,
   String = 8, Array = 9, U64 = 10, I64 = 11, F64 = 12,
@@ -144,8 +146,7 @@ class GgufFile {
   std::string path_;
   const uint8_t* data_ = nullptr;
   size_t size_ = 0;
-  void* mapping_ = nullptr;  // non-null when open() mapped the file; unmapped on destruction
-  size_t mapping_size_ = 0;
+  std::unique_ptr<MappedFile> mapping_;  // set when open() mapped the file
 
   uint32_t version_ = 0;
   size_t alignment_ = 32;

@@ -2,8 +2,9 @@
 // files (format rules in safetensors_file.h).
 #include "model/safetensors_file.h"
 
+#include "model/mapped_file.h"
+
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fmt/format.h>
@@ -11,10 +12,6 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 namespace kvscope {
 namespace {
@@ -87,33 +84,16 @@ int64_t SafetensorsTensor::num_elements() const {
   return n;
 }
 
-SafetensorsFile::~SafetensorsFile() {
-  if (mapping_ != nullptr) munmap(mapping_, mapping_size_);
-}
+SafetensorsFile::~SafetensorsFile() = default;
 
 Result<std::unique_ptr<SafetensorsFile>> SafetensorsFile::open(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Error{fmt::format("{}: cannot open: {}", path, std::strerror(errno))};
-  struct stat st {};
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return Error{fmt::format("{}: not a regular file", path)};
-  }
+  auto mapped = MappedFile::open(path);
+  if (!mapped.ok()) return Error{mapped.error()};
   std::unique_ptr<SafetensorsFile> file(new SafetensorsFile());
   file->path_ = path;
-  file->size_ = static_cast<size_t>(st.st_size);
-  if (file->size_ > 0) {
-    void* m = mmap(nullptr, file->size_, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (m == MAP_FAILED) {
-      const int err = errno;
-      ::close(fd);
-      return Error{fmt::format("{}: cannot map: {}", path, std::strerror(err))};
-    }
-    file->mapping_ = m;
-    file->mapping_size_ = file->size_;
-    file->data_ = static_cast<const uint8_t*>(m);
-  }
-  ::close(fd);
+  file->mapping_ = std::move(mapped).value();
+  file->data_ = file->mapping_->data();
+  file->size_ = file->mapping_->size();
   if (Status s = file->parse(); !s.ok()) return Error{s.error()};
   return file;
 }

@@ -26,6 +26,8 @@
 
 namespace kvscope {
 
+class MappedFile;
+
 // Every dtype the safetensors format defines. kvscope computes with F32, F16
 // and BF16; the others are accepted in a file (a checkpoint may carry integer
 // buffers) but refused by the model loader if a weight has one.
@@ -70,8 +72,7 @@ class SafetensorsFile {
   std::string path_;
   const uint8_t* data_ = nullptr;
   size_t size_ = 0;
-  void* mapping_ = nullptr;  // non-null when open() mapped the file
-  size_t mapping_size_ = 0;
+  std::unique_ptr<MappedFile> mapping_;  // set when open() mapped the file
   std::vector<SafetensorsTensor> tensors_;
   std::map<std::string, size_t, std::less<>> index_;  // name -> tensors_ index
   std::map<std::string, std::string> metadata_;
