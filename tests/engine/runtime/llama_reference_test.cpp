@@ -33,6 +33,7 @@
 #include "model/gguf_file.h"
 #include "model/gguf_model_loader.h"
 #include "runtime/model_runner.h"
+#include "support/greedy.h"
 #include "support/test_paths.h"
 #include "tokenizer/read_vocab.h"
 #include "tokenizer/tokenizer.h"
@@ -90,17 +91,8 @@ TEST_F(LlamaReference, GreedyTokensMatchExceptAtNearTies) {
   for (const auto& p : ref_["prompts"]) {
     const auto expected = p["greedy_ids"].get<std::vector<int32_t>>();
     const auto margins = p["margins"].get<std::vector<float>>();
-    std::vector<int32_t> got;
-    GenerationRequest r;
-    r.prompt_tokens = p["prompt_ids"].get<std::vector<int32_t>>();
-    r.sampling.temperature = 0.0f;
-    r.sampling.max_tokens = static_cast<int32_t>(expected.size());
-    r.sampling.ignore_eos = true;
-    r.on_event = [&got](const TokenEvent& ev) {
-      if (ev.token >= 0) got.push_back(ev.token);
-    };
-    ASSERT_TRUE((*engine)->submit(std::move(r)).ok());
-    (*engine)->run_until_idle();
+    const std::vector<int32_t> got = test::greedy_tokens(
+        **engine, {p["prompt_ids"].get<std::vector<int32_t>>()}, static_cast<int32_t>(expected.size()))[0];
     ASSERT_EQ(got.size(), expected.size()) << p["name"];
     const auto diverge = std::mismatch(got.begin(), got.end(), expected.begin());
     if (diverge.first == got.end()) {
