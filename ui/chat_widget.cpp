@@ -94,6 +94,14 @@ void ChatWidget::newChat() {
   if (model_ready_) setStatus(tr("New chat"));
 }
 
+void ChatWidget::setHistory(const ChatHistory& history) {
+  stop();
+  history_ = history;
+  reply_.clear();
+  render();
+  updateButtons();
+}
+
 void ChatWidget::onModelLoading(const QString& path) {
   model_ready_ = false;
   setStatus(tr("loading model %1…").arg(path));
@@ -119,6 +127,7 @@ void ChatWidget::onRequestStarted(quint64 request_id, bool is_chat) {
   awaiting_start_ = false;
   active_id_ = request_id;
   updateButtons();
+  emit replyStarted();
 }
 
 void ChatWidget::onTokens(quint64 request_id, const QString& text) {
@@ -131,6 +140,7 @@ void ChatWidget::onTokens(quint64 request_id, const QString& text) {
 void ChatWidget::onFinished(quint64 request_id, const kvscope::ui::FinishInfo& info) {
   if (request_id != active_id_ || active_id_ == 0) return;
   history_.push_back({"assistant", reply_.toStdString()});
+  const QString content = reply_;
   reply_.clear();
   active_id_ = 0;
   const RequestStats& st = info.stats;
@@ -147,6 +157,7 @@ void ChatWidget::onFinished(quint64 request_id, const kvscope::ui::FinishInfo& i
   setStatus(status);
   render();
   updateButtons();
+  emit replyFinished(content);
 }
 
 void ChatWidget::onSnapshot(const kvscope::ui::SnapshotPtr& snapshot) {

@@ -33,6 +33,8 @@ class ChatWidget : public QWidget {
   void sendPrompt(const QString& text);
   void stop();
   void newChat();
+  // Replaces the conversation shown (a saved one being opened); call when not busy().
+  void setHistory(const kvscope::ui::ChatHistory& history);
   void setStatus(const QString& text);
   void onModelLoading(const QString& path);
   void onModelLoaded(const kvscope::ModelInfo& info);
@@ -45,6 +47,10 @@ class ChatWidget : public QWidget {
  signals:
   void sendRequested(const kvscope::ui::ChatHistory& history, const kvscope::SamplingParams& sampling);
   void stopRequested(quint64 request_id);
+  // The engine took the last user turn and the reply begins / is complete
+  // (`content` is what went into the history, possibly cut short).
+  void replyStarted();
+  void replyFinished(const QString& content);
 
  protected:
   bool eventFilter(QObject* watched, QEvent* event) override;

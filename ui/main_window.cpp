@@ -18,8 +18,10 @@
 
 #include "block_map_widget.h"
 #include "chat_widget.h"
+#include "conversation_list_widget.h"
 #include "engine_settings.h"
 #include "models/block_table_model.h"
+#include "models/chat_store.h"
 #include "plots_widget.h"
 #include "settings_dialog.h"
 #include "workload_dialog.h"
@@ -48,9 +50,17 @@ QString kvSummary(const EngineSnapshot& s) {
       .arg(s.kv.num_preemptions);
 }
 
+// A conversation's title from its first prompt: the first line, shortened.
+QString titleFromPrompt(const QString& prompt) {
+  QString title = prompt.trimmed().section(QLatin1Char('\n'), 0, 0).simplified();
+  if (title.size() > 48) title = title.left(47) + QStringLiteral("…");
+  return title;
+}
+
 }  // namespace
 
-MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
+MainWindow::MainWindow(QWidget* parent, const QString& chat_store_path)
+    : QMainWindow(parent), store_(std::make_unique<ChatStore>(chat_store_path)) {
   setWindowTitle(tr("kvscope"));
   QSettings settings;
   config_ = loadEngineConfig(settings);
@@ -63,7 +73,22 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   statusBar()->addWidget(model_label_, 1);
   statusBar()->addPermanentWidget(step_label_);
   resize(1500, 920);
+
+  conversations_->setStore(store_.get());
+  if (!store_->is_open()) {
+    qWarning("kvscope: conversations are not saved: %s", qPrintable(store_->lastError()));
+    reportStoreError(store_->lastError());
+  }
+  connect(chat_, &ChatWidget::sendRequested, this, &MainWindow::onChatSent);
+  connect(chat_, &ChatWidget::replyStarted, this, &MainWindow::onReplyStarted);
+  connect(chat_, &ChatWidget::replyFinished, this, &MainWindow::onReplyFinished);
+  connect(conversations_, &ConversationListWidget::conversationSelected, this, &MainWindow::openConversation);
+  connect(conversations_, &ConversationListWidget::conversationDeleted, this, &MainWindow::onConversationDeleted);
+  connect(conversations_, &ConversationListWidget::newRequested, this, &MainWindow::newConversation);
+  connect(conversations_, &ConversationListWidget::storeError, this, &MainWindow::reportStoreError);
 }
+
+MainWindow::~MainWindow() = default;
 
 void MainWindow::createActions() {
   auto* open = new QAction(tr("&Open model…"), this);
@@ -71,7 +96,7 @@ void MainWindow::createActions() {
   connect(open, &QAction::triggered, this, &MainWindow::openModel);
   auto* new_chat = new QAction(tr("&New chat"), this);
   new_chat->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_N));
-  connect(new_chat, &QAction::triggered, chat_, &ChatWidget::newChat);
+  connect(new_chat, &QAction::triggered, this, &MainWindow::newConversation);
   auto* workload = new QAction(tr("&Workload…"), this);
   workload->setToolTip(tr("Start N synthetic concurrent requests with a shared prefix"));
   connect(workload, &QAction::triggered, this, &MainWindow::showWorkloadDialog);
@@ -125,6 +150,7 @@ void MainWindow::createDocks() {
   connect(block_map_, &BlockMapWidget::requestsSelected, table_model_, &BlockTableModel::setHighlightedRequests);
 
   plots_ = new PlotsWidget(this);
+  conversations_ = new ConversationListWidget(this);
 
   auto addDock = [this](const QString& title, const QString& name, QWidget* w) {
     auto* dock = new QDockWidget(title, this);
@@ -136,7 +162,11 @@ void MainWindow::createDocks() {
   QDockWidget* map_dock = addDock(tr("KV blocks"), QStringLiteral("kv_blocks_dock"), map_panel);
   QDockWidget* table_dock = addDock(tr("Sequences"), QStringLiteral("sequences_dock"), table_view_);
   QDockWidget* plots_dock = addDock(tr("Plots"), QStringLiteral("plots_dock"), plots_);
-  resizeDocks({map_dock}, {820}, Qt::Horizontal);
+  auto* list_dock = new QDockWidget(tr("Conversations"), this);
+  list_dock->setObjectName(QStringLiteral("conversations_dock"));
+  list_dock->setWidget(conversations_);
+  addDockWidget(Qt::LeftDockWidgetArea, list_dock);
+  resizeDocks({list_dock, map_dock}, {240, 820}, Qt::Horizontal);
   resizeDocks({map_dock, table_dock, plots_dock}, {300, 200, 380}, Qt::Vertical);
 }
 
@@ -212,6 +242,82 @@ void MainWindow::onSnapshot(const kvscope::ui::SnapshotPtr& snapshot) {
 void MainWindow::onError(const QString& message) {
   chat_->onError(message);
   showError(this, tr("Engine error"), message);
+}
+
+void MainWindow::newConversation() {
+  chat_->newChat();
+  if (untitled_ && conversation_id_ >= 0) return;  // the empty one already made
+  conversation_id_ = -1;
+  untitled_ = false;
+  if (!store_->is_open()) return;
+  const qint64 id = store_->create_conversation(tr("New chat"));
+  if (id < 0) return reportStoreError(store_->lastError());
+  conversation_id_ = id;
+  untitled_ = true;
+  conversations_->refresh(id);
+}
+
+void MainWindow::openConversation(qint64 id) {
+  if (id == conversation_id_ || !store_->is_open()) return;
+  if (chat_->busy()) {
+    statusBar()->showMessage(tr("Stop the reply before opening another conversation."), 5000);
+    conversations_->refresh(conversation_id_);
+    return;
+  }
+  const std::vector<StoredMessage> messages = store_->messages(id);
+  if (!store_->lastError().isEmpty()) return reportStoreError(store_->lastError());
+  ChatHistory history;
+  // An empty assistant turn is kept as it is: a reply stopped before its first
+  // token, or the placeholder of one that never finished (the app ended).
+  for (const StoredMessage& m : messages) history.push_back({m.role.toStdString(), m.content.toStdString()});
+  chat_->setHistory(history);
+  conversation_id_ = id;
+  untitled_ = messages.empty() && conversations_->currentTitle() == tr("New chat");
+}
+
+void MainWindow::onChatSent(const ChatHistory& history) {
+  if (!store_->is_open() || history.empty()) return;
+  const QString prompt = QString::fromStdString(history.back().content);
+  if (conversation_id_ < 0) {
+    conversation_id_ = store_->create_conversation(titleFromPrompt(prompt));
+    if (conversation_id_ < 0) return reportStoreError(store_->lastError());
+  } else if (untitled_) {
+    if (!store_->rename_conversation(conversation_id_, titleFromPrompt(prompt))) reportStoreError(store_->lastError());
+  }
+  untitled_ = false;
+  if (store_->append_message(conversation_id_, QString::fromStdString(history.back().role), prompt) < 0)
+    reportStoreError(store_->lastError());
+  conversations_->refresh(conversation_id_);
+}
+
+void MainWindow::onReplyStarted() {
+  // A placeholder now, completed on finish: the turn order survives a crash.
+  reply_conversation_ = conversation_id_;
+  if (reply_conversation_ < 0 || !store_->is_open()) return;
+  if (store_->append_message(reply_conversation_, QStringLiteral("assistant"), QString()) < 0) {
+    reportStoreError(store_->lastError());
+    reply_conversation_ = -1;
+  }
+}
+
+void MainWindow::onReplyFinished(const QString& content) {
+  const qint64 id = reply_conversation_;
+  reply_conversation_ = -1;
+  if (id < 0 || !store_->is_open()) return;
+  if (!store_->update_last_message(id, content)) return reportStoreError(store_->lastError());
+  conversations_->refresh(conversation_id_);
+}
+
+void MainWindow::onConversationDeleted(qint64 id) {
+  if (id == reply_conversation_) reply_conversation_ = -1;
+  if (id != conversation_id_) return;
+  conversation_id_ = -1;
+  untitled_ = false;
+  chat_->newChat();
+}
+
+void MainWindow::reportStoreError(const QString& message) {
+  statusBar()->showMessage(tr("Conversations are not saved: %1").arg(message), 10000);
 }
 
 }  // namespace kvscope::ui

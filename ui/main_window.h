@@ -3,7 +3,11 @@
 // (Open model…, New chat, Workload…, Settings…). It sends commands as signals
 // and takes the engine worker's results in its on*() slots; app/gui/main.cpp
 // wires the two. Errors from the engine go to a message box; the app stays up.
+// Conversations are saved in a ChatStore (SQLite) and listed in a left dock;
+// without a usable store the chat works as before and the dock says why.
 #pragma once
+
+#include <memory>
 
 #include <QMainWindow>
 
@@ -16,15 +20,23 @@ namespace kvscope::ui {
 
 class BlockMapWidget;
 class BlockTableModel;
+class ChatStore;
 class ChatWidget;
+class ConversationListWidget;
 class PlotsWidget;
 
 class MainWindow : public QMainWindow {
   Q_OBJECT
  public:
-  explicit MainWindow(QWidget* parent = nullptr);
+  // `chat_store_path` empty: ChatStore::defaultPath().
+  explicit MainWindow(QWidget* parent = nullptr, const QString& chat_store_path = QString());
+  ~MainWindow() override;
 
   ChatWidget* chat() const { return chat_; }
+  ChatStore* chatStore() const { return store_.get(); }
+  ConversationListWidget* conversationList() const { return conversations_; }
+  // The conversation shown, or -1 (a new chat not saved yet).
+  qint64 currentConversation() const { return conversation_id_; }
   BlockTableModel* blockTableModel() const { return table_model_; }
   const kvscope::EngineConfig& engineConfig() const { return config_; }
   // Sets the configuration (persisted) and asks for an engine built from it.
@@ -39,6 +51,10 @@ class MainWindow : public QMainWindow {
   void onLoadFailed(const QString& message);
   void onSnapshot(const kvscope::ui::SnapshotPtr& snapshot);
   void onError(const QString& message);
+  // Starts an empty chat saved as a new conversation (Ctrl+N).
+  void newConversation();
+  // Shows a saved conversation (refused while a reply is being written).
+  void openConversation(qint64 id);
 
  signals:
   void loadModelRequested(const kvscope::EngineConfig& config);
@@ -47,6 +63,11 @@ class MainWindow : public QMainWindow {
  private:
   void createActions();
   void createDocks();
+  void onChatSent(const kvscope::ui::ChatHistory& history);
+  void onReplyStarted();
+  void onReplyFinished(const QString& content);
+  void onConversationDeleted(qint64 id);
+  void reportStoreError(const QString& message);
 
   kvscope::EngineConfig config_;
   WorkloadSpec workload_;
@@ -58,6 +79,12 @@ class MainWindow : public QMainWindow {
   PlotsWidget* plots_ = nullptr;
   QLabel* model_label_ = nullptr;
   QLabel* step_label_ = nullptr;
+
+  std::unique_ptr<ChatStore> store_;
+  ConversationListWidget* conversations_ = nullptr;
+  qint64 conversation_id_ = -1;   // shown in chat_
+  qint64 reply_conversation_ = -1;  // where the reply being written is saved
+  bool untitled_ = false;         // conversation_id_ still has the default title and no message
 };
 
 }  // namespace kvscope::ui

@@ -1,21 +1,47 @@
 // MainWindow without an engine: hand-made snapshots reach the block map, the
 // sequence table and the plots; a click on a shared block picks its requests;
-// a load failure leaves the window up. Offscreen.
+// a load failure leaves the window up; conversations are saved in and opened
+// from a ChatStore, and an unusable store leaves the chat working. Offscreen.
 //   ctest --test-dir build-gui -R main_window_test
 #include <QLabel>
+#include <QLineEdit>
 #include <QMessageBox>
 #include <QPlainTextEdit>
 #include <QStandardPaths>
 #include <QTableView>
+#include <QTemporaryDir>
 #include <QtTest>
 
 #include "block_map_widget.h"
 #include "chat_widget.h"
+#include "conversation_list_widget.h"
 #include "main_window.h"
 #include "models/block_table_model.h"
+#include "models/chat_store.h"
 #include "test_snapshots.h"
 
 using namespace kvscope;
+
+namespace {
+
+// One user turn and its streamed reply, as the engine worker would drive them.
+void chatOnce(ui::ChatWidget* chat, const QString& prompt, quint64 request_id, const QString& reply) {
+  chat->sendPrompt(prompt);
+  chat->onRequestStarted(request_id, true);
+  chat->onTokens(request_id, reply);
+  ui::FinishInfo done;
+  done.reason = FinishReason::Stop;
+  chat->onFinished(request_id, done);
+}
+
+void markLoaded(ui::ChatWidget* chat) {
+  ModelInfo info;
+  info.name = "test";
+  info.context_length = 2048;
+  chat->onModelLoaded(info);
+}
+
+}  // namespace
 
 class MainWindowTest : public QObject {
   Q_OBJECT
@@ -88,6 +114,84 @@ class MainWindowTest : public QObject {
     chat->stop();
     QCOMPARE(stopped.count(), 1);
     QCOMPARE(stopped.at(0).at(0).value<quint64>(), quint64{8});
+  }
+
+  void conversationsAreSavedAndOpened() {
+    QTemporaryDir dir;
+    const QString path = dir.filePath(QStringLiteral("chats.sqlite"));
+    qint64 first = -1;
+    {
+      ui::MainWindow window(nullptr, path);
+      QVERIFY2(window.chatStore()->is_open(), qPrintable(window.chatStore()->lastError()));
+      ui::ChatWidget* chat = window.chat();
+      markLoaded(chat);
+      chatOnce(chat, QStringLiteral("What is a KV block?\nsecond line"), 7, QStringLiteral("A page of keys."));
+      first = window.currentConversation();
+      QVERIFY(first >= 0);
+      auto messages = window.chatStore()->messages(first);
+      QCOMPARE(messages.size(), size_t(2));
+      QCOMPARE(messages[1].content, QStringLiteral("A page of keys."));
+      QCOMPARE(window.chatStore()->list_conversations()[0].title, QStringLiteral("What is a KV block?"));
+
+      // New chat: an empty conversation, renamed after its first prompt.
+      window.newConversation();
+      const qint64 second = window.currentConversation();
+      QVERIFY(second >= 0 && second != first);
+      QVERIFY(chat->history().empty());
+      window.newConversation();  // no second empty one
+      QCOMPARE(window.currentConversation(), second);
+      chatOnce(chat, QStringLiteral("Hello"), 8, QStringLiteral("Hi"));
+      QCOMPARE(window.chatStore()->list_conversations()[0].title, QStringLiteral("Hello"));
+      QCOMPARE(window.conversationList()->count(), 2);
+
+      window.openConversation(first);
+      QCOMPARE(chat->history().size(), size_t(2));
+      QCOMPARE(chat->history()[0].content, std::string("What is a KV block?\nsecond line"));
+      // Not while a reply is being written.
+      chat->sendPrompt(QStringLiteral("more"));
+      window.openConversation(second);
+      QCOMPARE(window.currentConversation(), first);
+      chat->onRequestStarted(9, true);
+      ui::FinishInfo done;
+      chat->onFinished(9, done);
+      QCOMPARE(window.chatStore()->messages(first).size(), size_t(4));
+
+      // Search narrows the list; deleting the open conversation clears the chat.
+      window.conversationList()->searchField()->setText(QStringLiteral("kv block"));
+      QCOMPARE(window.conversationList()->count(), 1);
+      window.conversationList()->searchField()->clear();
+      window.conversationList()->refresh(second);
+      window.conversationList()->deleteCurrent(false);
+      QCOMPARE(window.conversationList()->count(), 1);
+    }
+    ui::MainWindow again(nullptr, path);
+    QCOMPARE(again.conversationList()->count(), 1);
+    again.openConversation(first);
+    QCOMPARE(again.chat()->history().size(), size_t(4));
+  }
+
+  void unusableStoreKeepsTheChat() {
+    QTemporaryDir dir;
+    ui::MainWindow window(nullptr, dir.path());  // a directory: cannot be a database
+    QVERIFY(!window.chatStore()->is_open());
+    QVERIFY(!window.conversationList()->searchField()->isEnabled());
+    ui::ChatWidget* chat = window.chat();
+    markLoaded(chat);
+    chatOnce(chat, QStringLiteral("hello"), 7, QStringLiteral("hi"));
+    QCOMPARE(chat->history().size(), size_t(2));
+    QCOMPARE(window.currentConversation(), qint64(-1));
+    window.newConversation();
+    QVERIFY(chat->history().empty());
+  }
+
+  void ctrlFFocusesTheSearch() {
+    QTemporaryDir dir;
+    ui::MainWindow window(nullptr, dir.filePath(QStringLiteral("chats.sqlite")));
+    window.show();
+    window.activateWindow();
+    QVERIFY(QTest::qWaitForWindowActive(&window));
+    QTest::keyClick(&window, Qt::Key_F, Qt::ControlModifier);
+    QTRY_VERIFY(window.conversationList()->searchField()->hasFocus());
   }
 };
 
