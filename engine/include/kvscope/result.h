@@ -53,3 +53,14 @@ class [[nodiscard]] Status {
 };
 
 }  // namespace kvscope
+
+// Inside a function returning Result<...> or Status: assigns the value of the
+// Result `expr` to `out`, or returns its error from the enclosing function.
+#define KVSCOPE_ASSIGN(out, expr)               \
+  do {                                          \
+    auto kvscope_result_ = (expr);              \
+    if (!kvscope_result_.ok()) {                \
+      return ::kvscope::Error{kvscope_result_.error()}; \
+    }                                           \
+    (out) = std::move(kvscope_result_).value(); \
+  } while (0)

@@ -78,14 +78,6 @@ class WeightReader {
   const GgufFile& f_;
 };
 
-// Assigns a Result's value to `out` or returns its error from the enclosing function.
-#define KVSCOPE_ASSIGN(out, expr)                      \
-  do {                                                 \
-    auto _r = (expr);                                  \
-    if (!_r.ok()) return Error{_r.error()};            \
-    (out) = std::move(_r).value();                     \
-  } while (0)
-
 }  // namespace
 
 Result<ModelConfig> read_model_config(const GgufFile& f) {

@@ -85,13 +85,6 @@ int64_t token_id_key(const json& j, const char* key) {
   return v && v->is_number_integer() ? v->get<int64_t>() : -1;
 }
 
-#define KVSCOPE_ASSIGN(out, expr)           \
-  do {                                      \
-    auto _r = (expr);                       \
-    if (!_r.ok()) return Error{_r.error()}; \
-    (out) = std::move(_r).value();          \
-  } while (0)
-
 Result<HfConfig> parse_config(const std::string& dir) {
   const std::string file = (fs::path(dir) / "config.json").string();
   std::ifstream in(file, std::ios::binary);

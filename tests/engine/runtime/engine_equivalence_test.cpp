@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kvscope/engine.h"
+#include "support/greedy.h"
 #include "support/test_paths.h"
 
 namespace kvscope {
@@ -28,24 +29,12 @@ std::unique_ptr<Engine> make_engine(EngineConfig config) {
   return engine.ok() ? std::move(engine).value() : nullptr;
 }
 
-// Submits every prompt at once (they share the batches) and returns each one's tokens.
+// Every prompt submitted at once (they share the batches); each one's greedy tokens.
 std::vector<std::vector<int32_t>> generate_all(Engine& engine, const std::vector<std::string>& prompts,
                                                int32_t max_tokens) {
-  std::vector<std::vector<int32_t>> out(prompts.size());
-  for (size_t i = 0; i < prompts.size(); ++i) {
-    GenerationRequest r;
-    r.prompt = prompts[i];
-    r.sampling.temperature = 0.0f;
-    r.sampling.max_tokens = max_tokens;
-    r.sampling.ignore_eos = true;
-    r.on_event = [&out, i](const TokenEvent& ev) {
-      if (ev.token >= 0) out[i].push_back(ev.token);
-    };
-    auto id = engine.submit(std::move(r));
-    EXPECT_TRUE(id.ok()) << (id.ok() ? "" : id.error());
-  }
-  engine.run_until_idle();
-  return out;
+  std::vector<std::vector<int32_t>> ids;
+  for (const std::string& p : prompts) ids.push_back(engine.tokenize(p, /*parse_special=*/true));
+  return test::greedy_tokens(engine, ids, max_tokens);
 }
 
 class EngineEquivalence : public ::testing::Test {
