@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "bench_util.h"
 #include "common_options.h"
 #include "memory_bandwidth.h"
 
@@ -40,25 +41,6 @@ struct BenchRun {
   double total_s = 0;
   int32_t num_generated = 0;
 };
-
-std::string cpu_model_name() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("model name", 0) == 0) {
-      const size_t colon = line.find(':');
-      if (colon != std::string::npos) return line.substr(line.find_first_not_of(' ', colon + 1));
-    }
-  }
-  return "unknown";
-}
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 // Exactly `n` ids: the paragraph repeated until long enough, then cut.
 std::vector<int32_t> make_prompt(const Engine& engine, int32_t n) {

@@ -24,6 +24,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "bench_util.h"
 #include "common_options.h"
 #include "workload.h"
 
@@ -237,22 +238,9 @@ Result<RunRecord> run_spec(const RunSpec& spec) {
 
 // ---- Reporting -----------------------------------------------------------------
 
-std::string cpu_model() {
-  std::ifstream in("/proc/cpuinfo");
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("model name", 0) == 0 && line.find(':') != std::string::npos) {
-      const size_t v = line.find_first_not_of(' ', line.find(':') + 1);
-      return v == std::string::npos ? "" : line.substr(v);
-    }
-  }
-  return "unknown";
-}
-
-json load_average() {
-  std::ifstream in("/proc/loadavg");
-  double a = 0, b = 0, c = 0;
-  if (!(in >> a >> b >> c)) return nullptr;
-  return json::array({a, b, c});
+json load_average_json() {
+  const auto load = load_average();
+  return load ? json(*load) : json(nullptr);
 }
 
 json config_json(const EngineConfig& c) {
@@ -493,7 +481,7 @@ int run_seed_bench(const SeedBenchOptions& o) {
   }
   const ModelFacts facts{*path, summary->config->vocab_size, static_cast<int64_t>(summary->kv_bytes_per_token)};
   const Scale scale = o.quick ? quick_scale() : full_scale();
-  const json load_start = load_average();
+  const json load_start = load_average_json();
   const std::string started = utc_now();
 
   std::vector<RunSpec> specs;
@@ -540,14 +528,14 @@ int run_seed_bench(const SeedBenchOptions& o) {
       {"seed", kSeed},
       {"model", {{"path", facts.path}, {"name", summary->config->name},
                  {"kv_bytes_per_token", facts.kv_bytes_per_token}, {"weight_bytes", summary->weight_bytes}}},
-      {"machine", {{"cpu", cpu_model()}, {"num_cpus", std::thread::hardware_concurrency()},
-                   {"threads", o.threads}, {"load_average_start", load_start}, {"load_average_end", load_average()}}},
+      {"machine", {{"cpu", cpu_model_name()}, {"num_cpus", std::thread::hardware_concurrency()},
+                   {"threads", o.threads}, {"load_average_start", load_start}, {"load_average_end", load_average_json()}}},
       {"runs", runs_json},
       {"goals", goals},
   };
 
   const std::string md = render_tables(runs, o.only, scale.t2_num_reservations) + render_goals(goals);
-  write_stdout(fmt::format("## kvscope bench-seeds: {} on {} ({} threads{})\n{}", summary->config->name, cpu_model(),
+  write_stdout(fmt::format("## kvscope bench-seeds: {} on {} ({} threads{})\n{}", summary->config->name, cpu_model_name(),
                            o.threads, o.quick ? ", quick" : "", md));
   if (!o.out_dir.empty()) {
     std::error_code ec;

@@ -1,6 +1,8 @@
 // Workload runs for bench-seeds (see workload.h).
 #include "workload.h"
 
+#include "bench_util.h"
+
 #include <algorithm>
 #include <cassert>
 #include <chrono>
@@ -24,13 +26,6 @@ double process_cpu_s() {
   if (getrusage(RUSAGE_SELF, &u) != 0) return 0;
   auto sec = [](const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) * 1e-6; };
   return sec(u.ru_utime) + sec(u.ru_stime);
-}
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 // What we saw of one request, from its token events.
