@@ -2,6 +2,7 @@
 // error, and the CPU levels this machine can run.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -76,6 +77,20 @@ inline std::vector<float> random_floats(int64_t n, uint32_t seed, float lo = -1.
 }
 
 // ||a - b|| / ||b|| (0 when both are zero).
+// x as the int8 kernels see it: per block of 32, d = max|x| / 127 and
+// q = round-half-even(x * 127 / max|x|), value q * d.
+inline std::vector<float> as_int8_activations(const std::vector<float>& x) {
+  std::vector<float> out(x.size());
+  for (size_t b = 0; b < x.size(); b += 32) {
+    float amax = 0.0f;
+    for (size_t i = b; i < b + 32; ++i) amax = std::max(amax, std::fabs(x[i]));
+    const float d = amax / 127.0f;
+    const float id = amax > 0.0f ? 127.0f / amax : 0.0f;
+    for (size_t i = b; i < b + 32; ++i) out[i] = std::nearbyint(x[i] * id) * d;
+  }
+  return out;
+}
+
 inline double normalised_error(const float* a, const float* b, int64_t n) {
   double num = 0.0;
   double den = 0.0;

@@ -53,20 +53,6 @@ struct OpCase {
   std::function<void()> run;  // runs its sizes, EXPECTs inside
 };
 
-// x as the int8 kernels see it: per block of 32, d = max|x| / 127 and
-// q = round-half-even(x * 127 / max|x|), value q * d.
-std::vector<float> as_int8_activations(const std::vector<float>& x) {
-  std::vector<float> out(x.size());
-  for (size_t b = 0; b < x.size(); b += 32) {
-    float amax = 0.0f;
-    for (size_t i = b; i < b + 32; ++i) amax = std::max(amax, std::fabs(x[i]));
-    const float d = amax / 127.0f;
-    const float id = amax > 0.0f ? 127.0f / amax : 0.0f;
-    for (size_t i = b; i < b + 32; ++i) out[i] = std::nearbyint(x[i] * id) * d;
-  }
-  return out;
-}
-
 std::vector<uint8_t> as_f32_bytes(const std::vector<float>& v) {
   std::vector<uint8_t> b(v.size() * 4);
   std::memcpy(b.data(), v.data(), b.size());

@@ -28,20 +28,6 @@ PackedWeight pack_one(TensorType type, const std::vector<uint8_t>& w, int64_t ro
   return PackedWeight::pack(type, row_len, std::span<const WeightPart>(&part, 1));
 }
 
-// x as the int8 kernels see it (see op_table_test.cpp): per block of 32,
-// q = round-half-even(x * 127 / max|x|), value q * max|x| / 127.
-std::vector<float> as_int8_activations(const std::vector<float>& x) {
-  std::vector<float> out(x.size());
-  for (size_t b = 0; b < x.size(); b += 32) {
-    float amax = 0.0f;
-    for (size_t i = b; i < b + 32; ++i) amax = std::max(amax, std::fabs(x[i]));
-    const float d = amax / 127.0f;
-    const float id = amax > 0.0f ? 127.0f / amax : 0.0f;
-    for (size_t i = b; i < b + 32; ++i) out[i] = std::nearbyint(x[i] * id) * d;
-  }
-  return out;
-}
-
 // Tolerances as in op_table_test.cpp: per case vs the reference on the int8
 // activations, scaled by dot(|w|, |x|): 1e-5; all cases vs the exact
 // reference: 2e-2.
