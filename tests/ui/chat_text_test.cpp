@@ -1,0 +1,101 @@
+// The chat's text helpers: fenced code blocks found (CommonMark fence rules,
+// unclosed blocks skipped) and copy links placed after them; per-message
+// stats to JSON and back, and their one-line summary.
+//   ctest --test-dir build -R chat_text_test
+#include <QtTest>
+
+#include "models/markdown_code_blocks.h"
+#include "models/message_stats.h"
+
+using namespace kvscope;
+using namespace kvscope::ui;
+
+class ChatTextTest : public QObject {
+  Q_OBJECT
+ private slots:
+  void findsClosedFencedBlocks() {
+    const QString md = QStringLiteral(
+        "Intro\n```cpp\nint x = 1;\n\nreturn x;\n```\ntext\n~~~~\n```not a close\n~~~~\n  ```\nopen at the end");
+    const std::vector<CodeBlock> blocks = fencedCodeBlocks(md);
+    QCOMPARE(blocks.size(), size_t(2));
+    QCOMPARE(blocks[0].info, QStringLiteral("cpp"));
+    QCOMPARE(blocks[0].code, QStringLiteral("int x = 1;\n\nreturn x;"));
+    QCOMPARE(blocks[0].end_line, 5);
+    // A backtick line cannot close a tilde fence.
+    QCOMPARE(blocks[1].code, QStringLiteral("```not a close"));
+    QCOMPARE(blocks[1].end_line, 9);
+  }
+
+  void closingFenceRules() {
+    // Shorter fences and fences with text after them do not close a block.
+    QCOMPARE(fencedCodeBlocks(QStringLiteral("````\na\n```\n```` x\n````")).size(), size_t(1));
+    QCOMPARE(fencedCodeBlocks(QStringLiteral("````\na\n```\n```` x\n````"))[0].code, QStringLiteral("a\n```\n```` x"));
+    // Four spaces of indent is not a fence; backticks in a backtick info string neither.
+    QVERIFY(fencedCodeBlocks(QStringLiteral("    ```\na\n```")).empty());
+    QVERIFY(fencedCodeBlocks(QStringLiteral("``` a`b\nx\n```")).empty());
+    QVERIFY(fencedCodeBlocks(QStringLiteral("``\nx\n``")).empty());
+    QVERIFY(fencedCodeBlocks(QString()).empty());
+  }
+
+  void linksGoAfterEachClosedBlock() {
+    const QString md = QStringLiteral("a\n```\nx\n```\nb\n```\ny\n```\n```\nstreaming");
+    const QString out = withLinksAfterCodeBlocks(md, [](int k) { return QStringLiteral("[copy %1]").arg(k); });
+    QCOMPARE(out, QStringLiteral("a\n```\nx\n```\n\n[copy 0]\n\nb\n```\ny\n```\n\n[copy 1]\n\n```\nstreaming"));
+    QCOMPARE(withLinksAfterCodeBlocks(QStringLiteral("plain"), [](int) { return QStringLiteral("x"); }),
+             QStringLiteral("plain"));
+  }
+
+  void statsRoundTrip() {
+    FinishInfo info;
+    info.reason = FinishReason::Length;
+    info.stats.num_prompt_tokens = 120;
+    info.stats.num_cached_prompt_tokens = 96;
+    info.stats.num_generated_tokens = 42;
+    info.stats.num_preemptions = 1;
+    info.stats.time_to_first_token_s = 0.125;
+    info.stats.total_time_s = 0.5;
+    info.stats.decode_tokens_per_s = 230.5;
+    info.stats.seed = 0xfedcba9876543210ull;  // does not fit a double: stored as text
+    const MessageStats a = MessageStats::fromFinish(info);
+    QCOMPARE(a.finish, QStringLiteral("length"));
+    MessageStats b;
+    b.finish = QStringLiteral("stop");
+    b.generated_tokens = 3;
+    const std::vector<MessageStats> back = messageStatsFromJson(messageStatsToJson({a, b}));
+    QCOMPARE(back.size(), size_t(2));
+    QVERIFY(back[0] == a);
+    QVERIFY(back[1] == b);
+    QCOMPARE(back[0].seed, quint64{0xfedcba9876543210ull});
+  }
+
+  void unreadableStatsGiveNone() {
+    QVERIFY(messageStatsFromJson(QString()).empty());
+    QVERIFY(messageStatsFromJson(QStringLiteral("not json")).empty());
+    QVERIFY(messageStatsFromJson(QStringLiteral("[1,2]")).empty());
+    QCOMPARE(messageStatsFromJson(QStringLiteral("{\"alternatives\":[{\"generated_tokens\":\"x\"}]}")).size(), size_t(1));
+  }
+
+  void statsLineSaysWhatHappened() {
+    MessageStats m;
+    m.finish = QStringLiteral("stop");
+    m.generated_tokens = 42;
+    m.time_to_first_token_s = 0.125;
+    m.tokens_per_s = 230.54;
+    m.prompt_tokens = 120;
+    m.cached_prompt_tokens = 96;
+    m.preemptions = 2;
+    const QString line = messageStatsLine(m);
+    QVERIFY2(line.contains(QStringLiteral("42 tokens")), qPrintable(line));
+    QVERIFY2(line.contains(QStringLiteral("first token 0.13 s")) || line.contains(QStringLiteral("first token 0.12 s")),
+             qPrintable(line));
+    QVERIFY2(line.contains(QStringLiteral("230.5 tok/s")), qPrintable(line));
+    QVERIFY2(line.contains(QStringLiteral("96 of 120 prompt tokens from cache")), qPrintable(line));
+    QVERIFY2(line.contains(QStringLiteral("preempted 2")), qPrintable(line));
+    QVERIFY(line.endsWith(QStringLiteral("stop")));
+    m.cached_prompt_tokens = 0;
+    QVERIFY(messageStatsLine(m).contains(QStringLiteral("120 prompt tokens")));
+  }
+};
+
+QTEST_GUILESS_MAIN(ChatTextTest)
+#include "chat_text_test.moc"

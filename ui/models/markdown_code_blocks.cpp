@@ -1,0 +1,61 @@
+// Fenced code block scanner (see markdown_code_blocks.h).
+#include "models/markdown_code_blocks.h"
+
+#include <QStringList>
+
+namespace kvscope::ui {
+namespace {
+
+struct Fence {
+  QChar ch;
+  int length = 0;
+  QString rest;  // after the fence characters
+};
+
+// A fence line: up to three spaces of indent, then 3+ backticks or tildes.
+bool parseFence(const QString& line, Fence* fence) {
+  int i = 0;
+  while (i < line.size() && i < 3 && line[i] == QLatin1Char(' ')) ++i;
+  if (i >= line.size()) return false;
+  const QChar ch = line[i];
+  if (ch != QLatin1Char('`') && ch != QLatin1Char('~')) return false;
+  int n = 0;
+  while (i + n < line.size() && line[i + n] == ch) ++n;
+  if (n < 3) return false;
+  fence->ch = ch;
+  fence->length = n;
+  fence->rest = line.mid(i + n).trimmed();
+  // A backtick fence's info string may not contain backticks (CommonMark).
+  return !(ch == QLatin1Char('`') && fence->rest.contains(QLatin1Char('`')));
+}
+
+}  // namespace
+
+std::vector<CodeBlock> fencedCodeBlocks(const QString& markdown) {
+  std::vector<CodeBlock> blocks;
+  const QStringList lines = markdown.split(QLatin1Char('\n'));
+  bool open = false;
+  Fence opening;
+  QStringList code;
+  for (int i = 0; i < lines.size(); ++i) {
+    Fence fence;
+    const bool is_fence = parseFence(lines[i], &fence);
+    if (!open) {
+      if (is_fence) {
+        open = true;
+        opening = fence;
+        code.clear();
+      }
+      continue;
+    }
+    if (is_fence && fence.ch == opening.ch && fence.length >= opening.length && fence.rest.isEmpty()) {
+      blocks.push_back({opening.rest, code.join(QLatin1Char('\n')), i});
+      open = false;
+      continue;
+    }
+    code << lines[i];
+  }
+  return blocks;
+}
+
+}  // namespace kvscope::ui
