@@ -8,12 +8,18 @@
 // unwritable, a directory, a newer schema) reports is_open() == false, every
 // call then fails, and lastError() says why; the app carries on without it.
 // Single-threaded: use an instance from the thread that created it.
+//
+// Schema 2 (over 1) adds per-conversation settings, per-message stats and the
+// alternative replies of an assistant turn; a version 1 file is migrated in
+// place, in one transaction, when it is opened.
 #pragma once
 
+#include <optional>
 #include <vector>
 
 #include <QDateTime>
 #include <QString>
+#include <QStringList>
 
 namespace kvscope::ui {
 
@@ -21,6 +27,8 @@ struct ConversationSummary {
   qint64 id = -1;
   QString title;
   QDateTime updated_at;  // UTC
+  QDateTime created_at;  // UTC
+  QString system_prompt;  // as given to create_conversation
 };
 
 struct StoredMessage {
@@ -29,11 +37,18 @@ struct StoredMessage {
   QString content;
   QDateTime created_at;  // UTC
   int ordinal = 0;       // 0, 1, 2, ... within its conversation
+  // Opaque JSON written by the app (tokens, time to first token, ...); empty
+  // when none.
+  QString stats_json;
+  // All n replies of one assistant turn; empty means just `content`. When not
+  // empty, content == alternatives[selected_alternative].
+  QStringList alternatives;
+  int selected_alternative = 0;
 };
 
 class ChatStore {
  public:
-  static constexpr int kSchemaVersion = 1;
+  static constexpr int kSchemaVersion = 2;
 
   // Opens (creating if needed) `path`; empty means defaultPath().
   explicit ChatStore(const QString& path = QString());
@@ -66,7 +81,27 @@ class ChatStore {
   qint64 append_message(qint64 conversation_id, const QString& role, const QString& content);
   // Replaces the content of the conversation's last message (a streamed reply
   // that has finished). Fails when the conversation has no message.
-  bool update_last_message(qint64 conversation_id, const QString& content);
+  // `stats_json` and `alternatives` replace what the message had; non-empty
+  // `alternatives` need `content` == alternatives[selected] (else false and
+  // lastError says why; nothing is written).
+  bool update_last_message(qint64 conversation_id, const QString& content, const QString& stats_json = QString(),
+                           const QStringList& alternatives = {}, int selected = 0);
+  // Makes alternatives[index] the message's content and bumps updated_at.
+  // False for a message without alternatives or an index out of range.
+  bool select_alternative(qint64 message_id, int index);
+  // Deletes the messages with ordinal >= from_ordinal (edit-and-resend,
+  // regenerate, taking back a turn whose request never started) and bumps
+  // updated_at when any went. Past the end deletes nothing and succeeds.
+  bool truncate_conversation(qint64 conversation_id, int from_ordinal);
+
+  // The conversation's settings: opaque JSON written by the app, empty when
+  // none were set. Empty with lastError set when it fails (no such id).
+  QString conversation_settings(qint64 id);
+  // Does not bump updated_at: opening a conversation may store settings, and
+  // that alone should not move it to the top of the list.
+  bool set_conversation_settings(qint64 id, const QString& json);
+  // One conversation; nullopt with lastError set when there is none.
+  std::optional<ConversationSummary> conversation(qint64 id);
 
  private:
   bool open_database();
