@@ -147,7 +147,7 @@ class TraceEventModelTest : public QObject {
     QCOMPARE(cell(model, 2, TraceEventModel::Type), QStringLiteral("copy_on_write"));
     QCOMPARE(cell(model, 2, TraceEventModel::Request), QStringLiteral("7.1"));
     QVERIFY(cell(model, 1, TraceEventModel::Request).isEmpty());
-    QCOMPARE(cell(model, 0, TraceEventModel::Details), QStringLiteral("admitted, 40 prompt tokens"));
+    QCOMPARE(cell(model, 0, TraceEventModel::Details), QStringLiteral("admitted, 40 tokens of prompt"));
     QCOMPARE(cell(model, 2, TraceEventModel::Details), QStringLiteral("copy-on-write block 12 -> 40"));
     QCOMPARE(cell(model, 3, TraceEventModel::Details), QStringLiteral("preempted (swap)"));
     QCOMPARE(cell(model, 4, TraceEventModel::Details), QStringLiteral("finished: stop"));
@@ -159,10 +159,12 @@ class TraceEventModelTest : public QObject {
     };
     QCOMPARE(words(T::StepBegin, 3), QStringLiteral("step 3 begins"));
     QCOMPARE(words(T::StepEnd, 96, 4), QStringLiteral("step ends: 96 tokens, 4 sequences"));
+    QCOMPARE(words(T::StepEnd, 1, 1), QStringLiteral("step ends: 1 token, 1 sequence"));
     QCOMPARE(words(T::Schedule, 16), QStringLiteral("scheduled, 16 rows"));
+    QCOMPARE(words(T::Schedule, 1), QStringLiteral("scheduled, 1 row"));
     QCOMPARE(words(T::Allocate, 1), QStringLiteral("allocated 1 block"));
     QCOMPARE(words(T::Allocate, 3), QStringLiteral("allocated 3 blocks"));
-    QCOMPARE(words(T::CacheHit, 32), QStringLiteral("prefix-cache hit: 32 prompt tokens"));
+    QCOMPARE(words(T::CacheHit, 32), QStringLiteral("prefix-cache hit: 32 tokens of prompt"));
     QCOMPARE(words(T::Preempt, 0), QStringLiteral("preempted (recompute)"));
     QCOMPARE(words(T::SwapOut, 4), QStringLiteral("swapped out 4 blocks"));
     QCOMPARE(words(T::SwapIn, 4), QStringLiteral("swapped in 4 blocks"));

@@ -96,15 +96,20 @@ QString TraceEventModel::finishReasonText(int64_t value) {
 }
 
 QString TraceEventModel::describe(const EngineEvent& e) {
-  auto blocks = [](int64_t n) { return n == 1 ? QStringLiteral("1 block") : QStringLiteral("%1 blocks").arg(n); };
+  // "1 block", "3 blocks"
+  auto count = [](int64_t n, const char* one, const char* many) {
+    return QStringLiteral("%1 %2").arg(n).arg(QLatin1String(n == 1 ? one : many));
+  };
+  auto blocks = [&](int64_t n) { return count(n, "block", "blocks"); };
+  auto tokens = [&](int64_t n) { return count(n, "token", "tokens"); };
   switch (e.type) {
     case EngineEventType::StepBegin: return QStringLiteral("step %1 begins").arg(e.value);
     case EngineEventType::StepEnd:
-      return QStringLiteral("step ends: %1 tokens, %2 sequences").arg(e.value).arg(e.value2);
-    case EngineEventType::Admit: return QStringLiteral("admitted, %1 prompt tokens").arg(e.value);
-    case EngineEventType::Schedule: return QStringLiteral("scheduled, %1 rows").arg(e.value);
+      return QStringLiteral("step ends: %1, %2").arg(tokens(e.value), count(e.value2, "sequence", "sequences"));
+    case EngineEventType::Admit: return QStringLiteral("admitted, %1 of prompt").arg(tokens(e.value));
+    case EngineEventType::Schedule: return QStringLiteral("scheduled, %1").arg(count(e.value, "row", "rows"));
     case EngineEventType::Allocate: return QStringLiteral("allocated %1").arg(blocks(e.value));
-    case EngineEventType::CacheHit: return QStringLiteral("prefix-cache hit: %1 prompt tokens").arg(e.value);
+    case EngineEventType::CacheHit: return QStringLiteral("prefix-cache hit: %1 of prompt").arg(tokens(e.value));
     case EngineEventType::CopyOnWrite: return QStringLiteral("copy-on-write block %1 -> %2").arg(e.value).arg(e.value2);
     case EngineEventType::Preempt:
       return e.value == 1 ? QStringLiteral("preempted (swap)") : QStringLiteral("preempted (recompute)");
