@@ -11,6 +11,7 @@ void registerEngineMetaTypes() {
   qRegisterMetaType<ChatHistory>();
   qRegisterMetaType<WorkloadSpec>();
   qRegisterMetaType<FinishInfo>();
+  qRegisterMetaType<EventBatch>();
 }
 
 }  // namespace kvscope::ui

@@ -10,6 +10,7 @@
 
 #include "kvscope/chat_message.h"
 #include "kvscope/engine_config.h"
+#include "kvscope/engine_event.h"
 #include "kvscope/engine_snapshot.h"
 #include "kvscope/model_info.h"
 #include "kvscope/request.h"
@@ -19,6 +20,9 @@ namespace kvscope::ui {
 
 using SnapshotPtr = std::shared_ptr<const EngineSnapshot>;
 using ChatHistory = std::vector<ChatMessage>;
+// Engine events taken from the engine while tracing (Engine::take_events), for
+// the Trace panel.
+using EventBatch = std::vector<EngineEvent>;
 
 // N synthetic requests started at once: a shared prefix (so their first blocks
 // are shared through the prefix cache) plus a unique suffix each.
@@ -49,3 +53,4 @@ Q_DECLARE_METATYPE(kvscope::ui::SnapshotPtr)
 Q_DECLARE_METATYPE(kvscope::ui::ChatHistory)
 Q_DECLARE_METATYPE(kvscope::ui::WorkloadSpec)
 Q_DECLARE_METATYPE(kvscope::ui::FinishInfo)
+Q_DECLARE_METATYPE(kvscope::ui::EventBatch)
