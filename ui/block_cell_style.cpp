@@ -46,12 +46,16 @@ CellStyle cellStyleFor(const BlockSnapshot& block, std::span<const RequestId> ow
       break;
     }
   }
-  if (s.dimmed) {
-    // Washed out so the selected requests' blocks stand out.
-    const QColor c = s.fill.toHsv();
-    s.fill = QColor::fromHsv(std::max(c.hsvHue(), 0), c.hsvSaturation() / 4, std::min(255, c.value() + 25));
-  }
-  return s;
+  return s.dimmed ? washedOut(s) : s;
+}
+
+CellStyle washedOut(CellStyle style) {
+  // Washed out so the selected requests' blocks stand out.
+  const QColor c = style.fill.toHsv();
+  style.fill = QColor::fromHsv(std::max(c.hsvHue(), 0), c.hsvSaturation() / 4, std::min(255, c.value() + 25));
+  style.dimmed = true;
+  style.highlighted = false;
+  return style;
 }
 
 }  // namespace kvscope::ui

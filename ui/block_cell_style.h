@@ -33,4 +33,8 @@ int hueForRequest(RequestId id);
 CellStyle cellStyleFor(const BlockSnapshot& block, std::span<const RequestId> owners, int block_size,
                        std::span<const RequestId> selected = {});
 
+// The same style washed out (low saturation, lighter) and marked dimmed: a
+// block outside the current selection or focused sequence.
+CellStyle washedOut(CellStyle style);
+
 }  // namespace kvscope::ui

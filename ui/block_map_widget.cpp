@@ -40,7 +40,41 @@ void BlockMapWidget::setSnapshot(SnapshotPtr snapshot) {
   const size_t old_blocks = snapshot_ ? snapshot_->blocks.size() : 0;
   snapshot_ = std::move(snapshot);
   if (!snapshot_ || snapshot_->blocks.size() != old_blocks) relayout();
+  refocus();
   update();
+}
+
+void BlockMapWidget::setFocusedSequence(quint64 request_id, int index) {
+  focus_id_ = request_id;
+  focus_index_ = index;
+  refocus();
+  update();
+}
+
+void BlockMapWidget::refocus() {
+  // One pass over the focused table per snapshot, so painting looks each
+  // block's logical number up in O(1).
+  focus_shown_ = false;
+  const size_t n = snapshot_ ? snapshot_->blocks.size() : 0;
+  focus_position_.assign(n, -1);
+  if (focus_id_ == 0 || !snapshot_) return;
+  for (const SequenceSnapshot& seq : snapshot_->sequences) {
+    if (seq.id != focus_id_ || seq.index != focus_index_) continue;
+    if (seq.state == SequenceState::Swapped) return;
+    for (size_t i = 0; i < seq.block_table.size(); ++i) {
+      const int32_t b = seq.block_table[i];
+      if (b >= 0 && static_cast<size_t>(b) < n && focus_position_[static_cast<size_t>(b)] < 0) {
+        focus_position_[static_cast<size_t>(b)] = static_cast<int32_t>(i);
+      }
+    }
+    focus_shown_ = true;
+    return;
+  }
+}
+
+int BlockMapWidget::focusedPosition(int block) const {
+  if (!focus_shown_ || block < 0 || static_cast<size_t>(block) >= focus_position_.size()) return -1;
+  return focus_position_[static_cast<size_t>(block)];
 }
 
 void BlockMapWidget::resizeEvent(QResizeEvent* event) {
@@ -93,11 +127,30 @@ void BlockMapWidget::paintEvent(QPaintEvent* event) {
   const int n = static_cast<int>(s.blocks.size());
   const QColor mark(30, 30, 30);
   const QColor highlight = palette().color(QPalette::Highlight);
+  const bool numbered = focus_shown_ && layout_.cell >= kNumberedCell;
+  if (numbered) {
+    QFont f = font();
+    f.setPixelSize(std::max(7, (layout_.cell - 2) * 5 / 10));
+    p.setFont(f);
+  }
   for (int i = 0; i < n; ++i) {
     const QRect r = cellRect(i);
     if (!r.intersects(event->rect())) continue;
     const BlockSnapshot& b = s.blocks[static_cast<size_t>(i)];
-    const CellStyle style = cellStyleFor(b, ownersOf(s, b), s.block_size, selected_);
+    CellStyle style;
+    const int position = focusedPosition(i);
+    if (focus_shown_) {
+      // The focused sequence wins over a click selection: its blocks in full
+      // colour and outlined, everything else washed out.
+      style = cellStyleFor(b, ownersOf(s, b), s.block_size);
+      if (position >= 0) {
+        style.highlighted = true;
+      } else {
+        style = washedOut(style);
+      }
+    } else {
+      style = cellStyleFor(b, ownersOf(s, b), s.block_size, selected_);
+    }
     p.fillRect(r, style.fill);
     if (style.kind == CellKind::CachedFree && r.width() >= 6) {
       p.setPen(QColor(100, 130, 170));
@@ -117,6 +170,10 @@ void BlockMapWidget::paintEvent(QPaintEvent* event) {
       p.setPen(QPen(highlight, 1));
       p.drawRect(r.adjusted(0, 0, -1, -1));
     }
+    if (numbered && position >= 0) {
+      p.setPen(style.fill.lightness() < 140 ? Qt::white : Qt::black);
+      p.drawText(r, Qt::AlignCenter, QString::number(position));
+    }
   }
 }
 
@@ -133,6 +190,9 @@ QString BlockMapWidget::tooltipFor(int block) const {
                      .arg(s.block_size);
   text += tr("<br>hash %1").arg(b.hash ? QStringLiteral("0x%1").arg(b.hash, 16, 16, QLatin1Char('0')) : tr("none"));
   if (!owners.isEmpty()) text += tr("<br>owners: %1").arg(owners.join(QStringLiteral(", ")));
+  if (const int position = focusedPosition(block); position >= 0) {
+    text += tr("<br>logical block %1 of %2.%3").arg(position).arg(focus_id_).arg(focus_index_);
+  }
   return text;
 }
 

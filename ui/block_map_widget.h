@@ -4,7 +4,10 @@
 // blue for cached-free ones (cellStyleFor, block_cell_style.h). Hover shows
 // the block's id, ref count, fill, hash and owners; a click selects the
 // requests that use the block (the others are washed out); a click on a free
-// cell clears the selection.
+// cell clears the selection. A focused sequence (setFocusedSequence, e.g. the
+// row picked in the Sequences table) has its blocks outlined and, in cells of
+// kNumberedCell pixels or more, numbered with their logical position in its
+// block table (0, 1, 2, ...); every other block is washed out.
 #pragma once
 
 #include <vector>
@@ -20,10 +23,26 @@ class BlockMapWidget : public QWidget {
  public:
   explicit BlockMapWidget(QWidget* parent = nullptr);
 
+  // Cells at least this large carry the focused sequence's logical numbers.
+  static constexpr int kNumberedCell = 14;
+
   void setSnapshot(SnapshotPtr snapshot);
   const std::vector<RequestId>& selectedRequests() const { return selected_; }
+
+  // Focus sequence `index` of request `request_id`; request_id 0 clears. The
+  // focus outlives snapshots in which the sequence is absent (or swapped out:
+  // its table then holds swap-space ids), which simply show no focus.
+  void setFocusedSequence(quint64 request_id, int index);
+  void clearFocusedSequence() { setFocusedSequence(0, 0); }
+  // The focused sequence's logical block number of physical `block` in the
+  // current snapshot, or -1 (not in its table, or no focus).
+  int focusedPosition(int block) const;
+  // Pixels per cell (gap included) in the current layout.
+  int cellSize() const { return layout_.cell; }
   // The block under a widget position, or -1.
   int blockAt(QPoint pos) const;
+  // Where block `block` is painted (gap excluded).
+  QRect cellRect(int block) const;
 
   QSize sizeHint() const override;
   QSize minimumSizeHint() const override;
@@ -43,11 +62,15 @@ class BlockMapWidget : public QWidget {
     int columns = 1;
   };
   void relayout();
-  QRect cellRect(int block) const;
   QString tooltipFor(int block) const;
+  void refocus();
 
   SnapshotPtr snapshot_;
   std::vector<RequestId> selected_;
+  quint64 focus_id_ = 0;
+  int focus_index_ = 0;
+  bool focus_shown_ = false;          // the focused sequence holds pool blocks in snapshot_
+  std::vector<int32_t> focus_position_;  // [num_blocks] logical index in its table, or -1
   Layout layout_;
 };
 

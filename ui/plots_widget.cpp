@@ -15,7 +15,8 @@ PlotsWidget::PlotsWidget(QWidget* parent) : QWidget(parent) {
   queues_ = makePlot(tr("Sequences"));
   kv_ = makePlot(tr("KV blocks"));
   tokens_ = makePlot(tr("Tokens / step"));
-  for (QCustomPlot* plot : {queues_, kv_, tokens_}) layout->addWidget(plot);
+  throughput_ = makePlot(tr("Throughput"));
+  for (QCustomPlot* plot : {queues_, kv_, tokens_, throughput_}) layout->addWidget(plot);
 
   queue_graphs_ = {addGraph(queues_, tr("running"), QColor(40, 120, 200), false),
                    addGraph(queues_, tr("waiting"), QColor(230, 140, 30), false),
@@ -28,6 +29,17 @@ PlotsWidget::PlotsWidget(QWidget* parent) : QWidget(parent) {
                    addGraph(tokens_, tr("decode"), QColor(40, 160, 160), true)};
   tokens_->graph(1)->setLineStyle(QCPGraph::lsStepLeft);
   tokens_->graph(0)->setLineStyle(QCPGraph::lsStepLeft);
+
+  // Percent and milliseconds on their own right axes: their scales have
+  // nothing to do with block counts or tokens per second.
+  for (QCustomPlot* plot : {kv_, throughput_}) {
+    plot->yAxis2->setVisible(true);
+    plot->yAxis2->ticker()->setTickCount(3);
+  }
+  kv_->yAxis2->setRange(0, 100 * 1.3);
+  waste_graph_ = addGraph(kv_, tr("waste %"), QColor(200, 60, 60), false, kv_->yAxis2);
+  tokens_per_s_graph_ = addGraph(throughput_, tr("tokens/s"), QColor(40, 120, 200), true);
+  ms_per_step_graph_ = addGraph(throughput_, tr("ms/step"), QColor(230, 140, 30), false, throughput_->yAxis2);
 }
 
 QCustomPlot* PlotsWidget::makePlot(const QString& title) {
@@ -51,11 +63,19 @@ QCustomPlot* PlotsWidget::makePlot(const QString& title) {
   plot->yAxis->setRange(0, 1);
   plot->yAxis->ticker()->setTickCount(3);  // short strips: few labels that do not collide
   plot->xAxis->setLabel(QString());
+  // Fixed side margins, room for "000000" on the left and "0000" on the
+  // right, so the strips' x axes line up whether or not a strip has a right
+  // axis (automatic margins would follow each strip's own tick labels).
+  const QFontMetrics metrics(plot->yAxis->tickLabelFont());
+  plot->axisRect()->setAutoMargins(QCP::msTop | QCP::msBottom);
+  plot->axisRect()->setMargins(QMargins(metrics.horizontalAdvance(QStringLiteral("000000")) + 12, 0,
+                                        metrics.horizontalAdvance(QStringLiteral("0000")) + 12, 0));
   return plot;
 }
 
-QCPGraph* PlotsWidget::addGraph(QCustomPlot* plot, const QString& name, const QColor& color, bool filled) {
-  QCPGraph* graph = plot->addGraph();
+QCPGraph* PlotsWidget::addGraph(QCustomPlot* plot, const QString& name, const QColor& color, bool filled,
+                                QCPAxis* value_axis) {
+  QCPGraph* graph = plot->addGraph(plot->xAxis, value_axis ? value_axis : plot->yAxis);
   graph->setName(name);
   graph->setPen(QPen(color, 1.5));
   if (filled) graph->setBrush(QColor(color.red(), color.green(), color.blue(), 150));
@@ -64,7 +84,7 @@ QCPGraph* PlotsWidget::addGraph(QCustomPlot* plot, const QString& name, const QC
 }
 
 void PlotsWidget::clear() {
-  for (QCustomPlot* plot : {queues_, kv_, tokens_}) {
+  for (QCustomPlot* plot : {queues_, kv_, tokens_, throughput_}) {
     for (int i = 0; i < plot->graphCount(); ++i) plot->graph(i)->data()->clear();
     plot->replot(QCustomPlot::rpQueuedReplot);
   }
@@ -72,13 +92,33 @@ void PlotsWidget::clear() {
   max_seqs_seen_ = max_tokens_seen_ = 1;
 }
 
-void PlotsWidget::slide(QCustomPlot* plot, double step, double y_max) {
+int PlotsWidget::numPoints() const {
+  int n = 0;
+  for (QCustomPlot* plot : {queues_, kv_, tokens_, throughput_}) {
+    for (int i = 0; i < plot->graphCount(); ++i) n += plot->graph(i)->data()->size();
+  }
+  return n;
+}
+
+namespace {
+
+// The largest value a graph holds (after the window's trim), at least `floor`.
+double windowMax(QCPGraph* graph, double floor) {
+  bool found = false;
+  const QCPRange range = graph->getValueRange(found);
+  return found ? std::max(range.upper, floor) : floor;
+}
+
+}  // namespace
+
+void PlotsWidget::slide(QCustomPlot* plot, double step, double y_max, double y2_max) {
   // The x range grows with the run until it spans the window, then slides.
   const double hi = std::max(step, 50.0);
   const double lo = std::max(0.0, hi - kWindowSteps);
   for (int i = 0; i < plot->graphCount(); ++i) plot->graph(i)->data()->removeBefore(lo - 1);
   plot->xAxis->setRange(lo, hi);
   plot->yAxis->setRange(0, y_max * 1.3);  // head room for the legend
+  if (y2_max > 0) plot->yAxis2->setRange(0, y2_max * 1.3);
   plot->replot(QCustomPlot::rpQueuedReplot);
 }
 
@@ -107,9 +147,22 @@ void PlotsWidget::addSnapshot(const SnapshotPtr& snapshot) {
   token_graphs_[1]->addData(step, decode);
   max_tokens_seen_ = std::max(max_tokens_seen_, prefill + decode);
 
+  waste_graph_->addData(step, s.kv.waste_percent());
+
+  // A step that took no measurable time has no rate; its point is left out
+  // (the line bridges it) rather than drawn as infinity.
+  const double seconds = s.last_step.step_time_s;
+  if (seconds > 0) {
+    tokens_per_s_graph_->addData(step, (prefill + decode) / seconds);
+    ms_per_step_graph_->addData(step, seconds * 1000.0);
+  }
+
   slide(queues_, step, max_seqs_seen_);
   slide(kv_, step, std::max(1, s.kv.num_blocks));
   slide(tokens_, step, max_tokens_seen_);
+  // Rates swing (a prefill step moves far more tokens than a decode step), so
+  // this strip scales to what its window holds now, not the largest ever.
+  slide(throughput_, step, windowMax(tokens_per_s_graph_, 1), windowMax(ms_per_step_graph_, 1));
 }
 
 }  // namespace kvscope::ui

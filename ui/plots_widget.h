@@ -1,9 +1,13 @@
-// PlotsWidget: three QCustomPlot strips over the last ~300 engine steps, fed
+// PlotsWidget: four QCustomPlot strips over the last ~300 engine steps, fed
 // from snapshots (one point per snapshot, x = step number):
-//   queues - running / waiting / swapped sequences;
-//   KV     - used / cached-free / free blocks;
-//   tokens - prefill and decode tokens in the step.
-// Redraws are coalesced with QCustomPlot::rpQueuedReplot.
+//   queues     - running / waiting / swapped sequences;
+//   KV         - used / cached-free / free blocks, and on the right axis the
+//                KV waste (reserved but unwritten slots, %);
+//   tokens     - prefill and decode tokens in the step;
+//   throughput - tokens per second of the step (its batch tokens / its time)
+//                and, on the right axis, milliseconds per step.
+// Redraws are coalesced with QCustomPlot::rpQueuedReplot; points older than
+// the window are dropped, so memory stays bounded however long it runs.
 #pragma once
 
 #include <array>
@@ -13,6 +17,7 @@
 #include "engine_types.h"
 
 class QCustomPlot;
+class QCPAxis;
 class QCPGraph;
 
 namespace kvscope::ui {
@@ -27,17 +32,27 @@ class PlotsWidget : public QWidget {
   void addSnapshot(const SnapshotPtr& snapshot);
   void clear();
 
+  // For tests: points held by every graph together (bounded by the window).
+  int numPoints() const;
+
  private:
   QCustomPlot* makePlot(const QString& title);
-  QCPGraph* addGraph(QCustomPlot* plot, const QString& name, const QColor& color, bool filled);
-  void slide(QCustomPlot* plot, double step, double y_max);
+  // value_axis: the plot's left axis unless given (e.g. its yAxis2).
+  QCPGraph* addGraph(QCustomPlot* plot, const QString& name, const QColor& color, bool filled,
+                     QCPAxis* value_axis = nullptr);
+  // y2_max > 0: also scale the right axis.
+  void slide(QCustomPlot* plot, double step, double y_max, double y2_max = 0);
 
   QCustomPlot* queues_ = nullptr;
   QCustomPlot* kv_ = nullptr;
   QCustomPlot* tokens_ = nullptr;
+  QCustomPlot* throughput_ = nullptr;
   std::array<QCPGraph*, 3> queue_graphs_{};
   std::array<QCPGraph*, 3> kv_graphs_{};
+  QCPGraph* waste_graph_ = nullptr;  // right axis, %
   std::array<QCPGraph*, 2> token_graphs_{};
+  QCPGraph* tokens_per_s_graph_ = nullptr;
+  QCPGraph* ms_per_step_graph_ = nullptr;  // right axis
   double last_step_ = -1;
   double max_seqs_seen_ = 1;
   double max_tokens_seen_ = 1;

@@ -1,0 +1,144 @@
+// BlockMapWidget rendered into QImages: a focused sequence's blocks keep
+// their colour and carry their logical numbers, the rest are washed out; the
+// hover tooltip names the block (and its logical position); and the time to
+// paint a 4096-block pool.
+//   ctest --test-dir build -R block_map_widget_test --output-on-failure
+#include <algorithm>
+
+#include <QElapsedTimer>
+#include <QHelpEvent>
+#include <QImage>
+#include <QToolTip>
+#include <QtTest>
+
+#include "block_map_widget.h"
+#include "test_snapshots.h"
+
+using namespace kvscope;
+using kvscope::ui::BlockMapWidget;
+
+namespace {
+
+QImage render(BlockMapWidget& w) {
+  QImage image(w.size(), QImage::Format_ARGB32);
+  w.render(&image);
+  return image;
+}
+
+// A pixel inside the cell, away from the shared-block corner mark, the
+// outline and the centred number.
+QColor bodyColour(const QImage& image, const BlockMapWidget& w, int block) {
+  const QRect r = w.cellRect(block);
+  return image.pixelColor(r.right() - 3, r.bottom() - 3);
+}
+
+// Pixels of the cell's middle that differ from its body colour (a number).
+int markedPixels(const QImage& image, const BlockMapWidget& w, int block) {
+  const QRect r = w.cellRect(block).adjusted(3, 3, -3, -3);
+  const QColor body = bodyColour(image, w, block);
+  int n = 0;
+  for (int y = r.top(); y <= r.bottom(); ++y) {
+    for (int x = r.left(); x <= r.right(); ++x) n += image.pixelColor(x, y) != body;
+  }
+  return n;
+}
+
+}  // namespace
+
+class BlockMapWidgetTest : public QObject {
+  Q_OBJECT
+ private slots:
+  void focusedSequenceStandsOutInLogicalOrder() {
+    // Sequences 100, 101, 102 share block 0; 101 owns blocks 3 and 4.
+    auto s = test::makeSnapshot(3, 3, 1);
+    BlockMapWidget w;
+    w.resize(400, 300);
+    w.setSnapshot(s);
+    QVERIFY(w.cellSize() >= BlockMapWidget::kNumberedCell);
+    const QImage plain = render(w);
+
+    w.setFocusedSequence(101, 0);
+    QCOMPARE(w.focusedPosition(0), 0);
+    QCOMPARE(w.focusedPosition(3), 1);
+    QCOMPARE(w.focusedPosition(4), 2);
+    QCOMPARE(w.focusedPosition(1), -1);  // sequence 100's own block
+    const QImage focused = render(w);
+    // The focused sequence's own block keeps its colour; another sequence's
+    // block is washed out (paler, less saturated).
+    QCOMPARE(bodyColour(focused, w, 3), bodyColour(plain, w, 3));
+    const QColor washed = bodyColour(focused, w, 1);
+    QVERIFY(washed != bodyColour(plain, w, 1));
+    QVERIFY(washed.hsvSaturation() < bodyColour(plain, w, 1).hsvSaturation());
+    QVERIFY(washed != bodyColour(focused, w, 3));
+    // Numbers in the focused cells only.
+    QVERIFY(markedPixels(focused, w, 3) > 0);
+    QVERIFY(markedPixels(focused, w, 4) > 0);
+    QCOMPARE(markedPixels(focused, w, 1), 0);
+    QCOMPARE(markedPixels(plain, w, 3), 0);
+
+    // Clearing the focus gives back the plain picture.
+    w.clearFocusedSequence();
+    QCOMPARE(render(w), plain);
+    // An unknown sequence shows no focus at all (nothing washed out).
+    w.setFocusedSequence(555, 0);
+    QCOMPARE(render(w), plain);
+  }
+
+  void focusFollowsSnapshotsAndSkipsSwapped() {
+    auto s = std::make_shared<EngineSnapshot>(*test::makeSnapshot(3, 3, 1));
+    BlockMapWidget w;
+    w.resize(400, 300);
+    w.setFocusedSequence(102, 0);  // before any snapshot
+    w.setSnapshot(s);
+    QCOMPARE(w.focusedPosition(5), 1);
+    s->sequences[2].state = SequenceState::Swapped;  // its table now means swap ids
+    w.setSnapshot(std::make_shared<EngineSnapshot>(*s));
+    QCOMPARE(w.focusedPosition(5), -1);
+    QCOMPARE(w.focusedPosition(0), -1);
+  }
+
+  void tooltipNamesTheBlock() {
+    BlockMapWidget w;
+    w.resize(400, 300);
+    w.setSnapshot(test::makeSnapshot(3, 3, 1));
+    w.setFocusedSequence(101, 0);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    const QPoint at = w.cellRect(3).center();
+    QHelpEvent help(QEvent::ToolTip, at, w.mapToGlobal(at));
+    QApplication::sendEvent(&w, &help);
+    QTRY_VERIFY(QToolTip::isVisible());
+    QVERIFY2(QToolTip::text().contains(QStringLiteral("Block 3")), qPrintable(QToolTip::text()));
+    QVERIFY(QToolTip::text().contains(QStringLiteral("logical block 1 of 101.0")));
+    QVERIFY(QToolTip::text().contains(QStringLiteral("owners: 101")));
+    QToolTip::hideText();
+  }
+
+  void paints4096BlocksQuickly() {
+    // 64 sequences x 20 blocks (4 shared), in a pool of 4096.
+    auto s = test::makeSnapshot(64, 20, 4, 4096);
+    BlockMapWidget w;
+    w.resize(1200, 900);  // 16-pixel cells: numbers are drawn
+    w.setSnapshot(s);
+    w.setFocusedSequence(130, 0);
+    QVERIFY(w.cellSize() >= BlockMapWidget::kNumberedCell);
+    QImage image(w.size(), QImage::Format_ARGB32);
+    std::vector<double> ms;
+    for (int i = 0; i < 15; ++i) {
+      QElapsedTimer timer;
+      timer.start();
+      w.render(&image);
+      ms.push_back(static_cast<double>(timer.nsecsElapsed()) / 1e6);
+    }
+    std::sort(ms.begin(), ms.end());
+    qInfo("paint of 4096 blocks (%d px cells, focus on): median %.2f ms, min %.2f ms", w.cellSize(), ms[ms.size() / 2],
+          ms.front());
+    w.clearFocusedSequence();
+    w.resize(640, 480);  // small cells, no numbers
+    w.render(&image);
+    QVERIFY(ms[ms.size() / 2] < 250.0);
+  }
+};
+
+QTEST_MAIN(BlockMapWidgetTest)
+#include "block_map_widget_test.moc"

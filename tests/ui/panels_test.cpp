@@ -1,0 +1,128 @@
+// MemoryPanel, SharedPrefixPanel and PlotsWidget as widgets (offscreen): the
+// what-if form drives the estimate and the Apply button, bad entries disable
+// it with a message, snapshots feed the panels, and the plots keep a bounded
+// window however many steps arrive.
+//   ctest --test-dir build -R panels_test --output-on-failure
+#include <QLabel>
+#include <QPushButton>
+#include <QSignalSpy>
+#include <QSpinBox>
+#include <QtTest>
+
+#include "memory_panel.h"
+#include "models/shared_prefix_model.h"
+#include "plots_widget.h"
+#include "shared_prefix_panel.h"
+#include "test_snapshots.h"
+
+using namespace kvscope;
+using namespace kvscope::ui;
+
+namespace {
+
+ModelInfo smolInfo() {
+  ModelInfo info;
+  info.name = "SmolLM2-135M";
+  info.weight_bytes = 80u << 20;
+  info.kv_bytes_per_token = 46080;
+  info.block_size = 16;
+  info.num_kv_blocks = 91;
+  info.kv_pool_bytes = 91u * 737280u;
+  info.context_length = 2048;
+  return info;
+}
+
+}  // namespace
+
+class PanelsTest : public QObject {
+  Q_OBJECT
+ private slots:
+  void memoryPanelWhatIfAndApply() {
+    MemoryPanel panel;
+    auto* apply = panel.findChild<QPushButton*>(QStringLiteral("applyToEngine"));
+    QVERIFY(apply);
+    QVERIFY(!apply->isEnabled());  // no model yet
+    EngineConfig config;
+    config.block_size = 16;
+    config.kv_budget_bytes = 64ll << 20;
+    config.max_seqs = 12;
+    panel.setModel(smolInfo(), config);  // no model path: EngineConfig::validate() refuses it
+    QVERIFY(!apply->isEnabled());
+    config.model_path = "SmolLM2-135M-Instruct.Q4_1.gguf";
+    panel.setModel(smolInfo(), config);
+    QVERIFY(apply->isEnabled());
+    QCOMPARE(panel.whatIf().num_blocks, int64_t{91});
+
+    auto spin = [&](const char* name) { return panel.findChild<QSpinBox*>(QString::fromLatin1(name)); };
+    spin("blockSize")->setValue(32);
+    spin("kvBudgetMiB")->setValue(128);
+    spin("promptTokens")->setValue(100);
+    spin("outputTokens")->setValue(50);
+    spin("maxTokens")->setValue(256);
+    // 46080 * 32 = 1474560 bytes a block; 128 MiB / that = 91 blocks.
+    QCOMPARE(panel.whatIf().num_blocks, int64_t{91});
+    QCOMPARE(panel.whatIf().paged_blocks_per_seq, int64_t{5});        // ceil(150 / 32)
+    QCOMPARE(panel.whatIf().contiguous_blocks_per_seq, int64_t{12});  // ceil(356 / 32)
+
+    QSignalSpy applied(&panel, &MemoryPanel::applyRequested);
+    apply->click();
+    QCOMPARE(applied.count(), 1);
+    const auto sent = applied.first().at(0).value<EngineConfig>();
+    QCOMPARE(sent.block_size, 32);
+    QCOMPARE(sent.kv_budget_bytes, 128ll << 20);
+    QCOMPARE(sent.num_blocks, 0);
+    QCOMPARE(sent.max_seqs, 12);  // the rest of the config is kept
+
+    // More output than max tokens: a message, no Apply.
+    spin("outputTokens")->setValue(300);
+    QVERIFY(!apply->isEnabled());
+    QVERIFY(!panel.whatIf().ok());
+    spin("outputTokens")->setValue(50);
+    QVERIFY(apply->isEnabled());
+
+    // A snapshot splits the KV pool; clear() takes everything away.
+    panel.setSnapshot(test::makeSnapshot(3, 3, 2));
+    QCOMPARE(panel.breakdown().kv_pool_bytes, int64_t{91} * 737280);
+    panel.clear();
+    QVERIFY(!apply->isEnabled());
+  }
+
+  void sharedPrefixPanelTotals() {
+    SharedPrefixPanel panel;
+    panel.setModelInfo(smolInfo());
+    panel.setSnapshot(test::makeSnapshot(3, 3, 2));
+    QCOMPARE(panel.model()->rowCount(), 1);
+    // (3 - 1) x 32 tokens x 46080 bytes = 2.81 MiB.
+    QVERIFY2(panel.totalText().contains(QStringLiteral("64 tokens (2.81 MiB)")), qPrintable(panel.totalText()));
+    panel.clear();
+    QCOMPARE(panel.model()->rowCount(), 0);
+  }
+
+  void plotsStayBounded() {
+    PlotsWidget plots;
+    plots.resize(500, 600);
+    const auto base = test::makeSnapshot(3, 3, 2);
+    for (int step = 1; step <= 2000; ++step) {
+      auto s = std::make_shared<EngineSnapshot>(*base);
+      s->step = static_cast<uint64_t>(step);
+      s->last_step.num_prefill_tokens = step % 50 == 0 ? 512 : 0;
+      s->last_step.step_time_s = step % 7 == 0 ? 0.0 : 0.02;  // some steps report no time
+      s->kv.num_reserved_slots = 100;
+      s->kv.num_written_slots = 75;
+      plots.addSnapshot(s);
+    }
+    // 11 graphs, each at most the window plus the point kept left of it.
+    QVERIFY2(plots.numPoints() <= 11 * (static_cast<int>(PlotsWidget::kWindowSteps) + 2),
+             qPrintable(QString::number(plots.numPoints())));
+    QVERIFY(plots.numPoints() > 9 * 250);
+    plots.addSnapshot(base);  // an engine restart: counts from a lower step
+    QVERIFY(plots.numPoints() < 20);
+    plots.clear();
+    QCOMPARE(plots.numPoints(), 0);
+    QImage image(plots.size(), QImage::Format_ARGB32);
+    plots.render(&image);
+  }
+};
+
+QTEST_MAIN(PanelsTest)
+#include "panels_test.moc"

@@ -1,0 +1,261 @@
+// MemoryPanel (see memory_panel.h).
+#include "memory_panel.h"
+
+#include <algorithm>
+
+#include <QFormLayout>
+#include <QGroupBox>
+#include <QLabel>
+#include <QPainter>
+#include <QPushButton>
+#include <QSpinBox>
+#include <QVBoxLayout>
+
+namespace kvscope::ui {
+
+namespace {
+
+QString mib(int64_t bytes) { return QStringLiteral("%1 MiB").arg(toMiB(bytes), 0, 'f', 1); }
+
+QString swatch(const QColor& c) {
+  return QStringLiteral("<span style='background:%1'>&nbsp;&nbsp;&nbsp;</span>").arg(c.name());
+}
+
+}  // namespace
+
+// The breakdown as one horizontal bar, each segment as wide as its bytes.
+class MemoryBarWidget : public QWidget {
+ public:
+  struct Segment {
+    QString name;
+    QColor color;
+    int64_t bytes = 0;
+    bool known = true;  // false: the engine did not report it ("—")
+  };
+
+  explicit MemoryBarWidget(QWidget* parent) : QWidget(parent) {
+    setMinimumHeight(22);
+    setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Fixed);
+  }
+  void setSegments(std::vector<Segment> segments) {
+    segments_ = std::move(segments);
+    update();
+  }
+
+ protected:
+  void paintEvent(QPaintEvent*) override {
+    QPainter p(this);
+    const QRect area = rect().adjusted(0, 0, -1, -1);
+    p.fillRect(area, palette().base());
+    int64_t total = 0;
+    for (const Segment& s : segments_) total += s.bytes;
+    if (total > 0) {
+      double x = area.left();
+      for (const Segment& s : segments_) {
+        const double w = area.width() * static_cast<double>(s.bytes) / static_cast<double>(total);
+        p.fillRect(QRectF(x, area.top(), w, area.height()), s.color);
+        x += w;
+      }
+    }
+    p.setPen(palette().color(QPalette::Mid));
+    p.drawRect(area);
+  }
+
+ private:
+  std::vector<Segment> segments_;
+};
+
+MemoryPanel::MemoryPanel(QWidget* parent) : QWidget(parent) {
+  auto* layout = new QVBoxLayout(this);
+  header_ = new QLabel(this);
+  header_->setWordWrap(true);
+  layout->addWidget(header_);
+  layout->addWidget(makeBreakdownBox());
+  layout->addWidget(makeWhatIfBox());
+  layout->addStretch(1);
+  clear();
+}
+
+QWidget* MemoryPanel::makeBreakdownBox() {
+  auto* box = new QGroupBox(tr("Memory now"), this);
+  auto* layout = new QVBoxLayout(box);
+  bar_ = new MemoryBarWidget(box);
+  breakdown_table_ = new QLabel(box);
+  breakdown_table_->setTextFormat(Qt::RichText);
+  layout->addWidget(bar_);
+  layout->addWidget(breakdown_table_);
+  return box;
+}
+
+QWidget* MemoryPanel::makeWhatIfBox() {
+  auto* box = new QGroupBox(tr("What if"), this);
+  auto* form = new QFormLayout(box);
+  const auto spin = [&](const char* name, int lo, int hi, const QString& suffix) {
+    auto* s = new QSpinBox(box);
+    s->setObjectName(QString::fromLatin1(name));
+    s->setRange(lo, hi);
+    s->setSuffix(suffix);
+    s->setKeyboardTracking(true);  // figures follow every keystroke
+    connect(s, &QSpinBox::valueChanged, this, &MemoryPanel::refreshWhatIf);
+    return s;
+  };
+  // The ranges are EngineConfig::validate()'s, so no entry is out of range.
+  block_size_ = spin("blockSize", 1, 2048, tr(" tokens"));
+  budget_mib_ = spin("kvBudgetMiB", 1, 1 << 20, tr(" MiB"));
+  prompt_tokens_ = spin("promptTokens", 1, 1 << 20, tr(" tokens"));
+  output_tokens_ = spin("outputTokens", 0, 1 << 20, tr(" tokens"));
+  max_tokens_ = spin("maxTokens", 1, 1 << 20, tr(" tokens"));
+  max_tokens_->setToolTip(tr("What the request asks for: contiguous mode reserves prompt + max tokens "
+                             "(capped by the max model length) when it admits the request."));
+  output_tokens_->setToolTip(tr("What the request really generates: paged mode holds only these blocks."));
+  form->addRow(tr("Block size"), block_size_);
+  form->addRow(tr("KV budget"), budget_mib_);
+  form->addRow(tr("Prompt"), prompt_tokens_);
+  form->addRow(tr("Output"), output_tokens_);
+  form->addRow(tr("Max tokens"), max_tokens_);
+  what_if_text_ = new QLabel(box);
+  what_if_text_->setTextFormat(Qt::RichText);
+  what_if_text_->setWordWrap(true);
+  form->addRow(what_if_text_);
+  apply_ = new QPushButton(tr("Apply to engine"), box);
+  apply_->setObjectName(QStringLiteral("applyToEngine"));
+  apply_->setToolTip(tr("Restart the engine with this block size and KV budget"));
+  connect(apply_, &QPushButton::clicked, this, [this] { emit applyRequested(whatIfConfig()); });
+  form->addRow(apply_);
+  return box;
+}
+
+void MemoryPanel::clear() {
+  has_model_ = false;
+  info_ = {};
+  config_ = {};
+  snapshot_.reset();
+  breakdown_ = {};
+  header_->setText(tr("No model loaded"));
+  for (QSpinBox* s : {block_size_, budget_mib_, prompt_tokens_, output_tokens_, max_tokens_}) s->setEnabled(false);
+  refreshBreakdown();
+  refreshWhatIf();
+}
+
+void MemoryPanel::setModel(const ModelInfo& info, const EngineConfig& config) {
+  has_model_ = true;
+  info_ = info;
+  config_ = config;
+  snapshot_.reset();
+  breakdown_ = memoryBreakdown(info, config);
+  header_->setText(tr("<b>%1</b> · backend: CPU · %2 KV blocks of %3 tokens · %4 KiB of K/V per token")
+                       .arg(QString::fromStdString(info.name).toHtmlEscaped())
+                       .arg(info.num_kv_blocks)
+                       .arg(info.block_size)
+                       .arg(static_cast<double>(info.kv_bytes_per_token) / 1024.0, 0, 'f', 1));
+  const QSignalBlocker b1(block_size_), b2(budget_mib_), b3(prompt_tokens_), b4(output_tokens_), b5(max_tokens_);
+  for (QSpinBox* s : {block_size_, budget_mib_, prompt_tokens_, output_tokens_, max_tokens_}) s->setEnabled(true);
+  block_size_->setValue(info.block_size > 0 ? info.block_size : config.block_size);
+  // A pool sized by block count has no budget of its own: start from its size.
+  const int64_t budget = config.num_blocks > 0 ? breakdown_.kv_pool_bytes : config.kv_budget_bytes;
+  budget_mib_->setValue(static_cast<int>(std::clamp<int64_t>(budget >> 20, 1, budget_mib_->maximum())));
+  prompt_tokens_->setValue(256);
+  output_tokens_->setValue(128);
+  max_tokens_->setValue(512);
+  refreshBreakdown();
+  refreshWhatIf();
+}
+
+void MemoryPanel::setSnapshot(const SnapshotPtr& snapshot) {
+  if (!has_model_) return;
+  snapshot_ = snapshot;
+  refreshBreakdown();
+}
+
+void MemoryPanel::refreshBreakdown() {
+  using Segment = MemoryBarWidget::Segment;
+  const MemoryBreakdown& m = breakdown_;
+  std::vector<Segment> segments;
+  segments.push_back({tr("Weights"), QColor(90, 110, 160), m.weight_bytes, m.weight_bytes > 0});
+  if (snapshot_ && m.kv_pool_bytes > 0) {
+    const KvSplit kv = kvSplit(snapshot_->kv, m.kv_pool_bytes);
+    segments.push_back({tr("KV used"), QColor(60, 150, 90), kv.used_bytes});
+    segments.push_back({tr("KV cached-free"), QColor(150, 180, 220), kv.cached_free_bytes});
+    segments.push_back({tr("KV free"), QColor(210, 210, 210), kv.free_bytes});
+  } else {
+    segments.push_back({tr("KV pool (no step yet)"), QColor(180, 200, 180), m.kv_pool_bytes, m.kv_pool_bytes > 0});
+  }
+  segments.push_back({tr("Workspace"), QColor(220, 160, 70), m.workspace_bytes, m.workspace_bytes > 0});
+  if (m.swap_enabled) {
+    segments.push_back({tr("Swap (host)"), QColor(190, 90, 90), m.swap_bytes, m.swap_bytes > 0});
+  }
+  bar_->setSegments(has_model_ ? segments : std::vector<Segment>{});
+
+  QString rows;
+  for (const Segment& s : segments) {
+    rows += QStringLiteral("<tr><td>%1 %2</td><td align=right>%3</td></tr>")
+                .arg(swatch(s.color), s.name, has_model_ && s.known ? mib(s.bytes) : QStringLiteral("—"));
+  }
+  if (!m.swap_enabled) {
+    rows += QStringLiteral("<tr><td>%1</td><td align=right>%2</td></tr>").arg(tr("Swap"), tr("none (recompute)"));
+  }
+  rows += QStringLiteral("<tr><td><b>%1</b></td><td align=right><b>%2</b></td></tr>")
+              .arg(tr("Total"), has_model_ ? mib(m.total_bytes()) : QStringLiteral("—"));
+  QString note;
+  if (m.kv_pool_derived) note = tr("<br><i>KV pool not reported by the engine: computed from its blocks.</i>");
+  if (snapshot_) {
+    note += tr("<br>KV waste (reserved but unwritten): %1 %").arg(snapshot_->kv.waste_percent(), 0, 'f', 1);
+  }
+  breakdown_table_->setText(QStringLiteral("<table cellspacing=2>%1</table>%2").arg(rows, note));
+}
+
+EngineConfig MemoryPanel::whatIfConfig() const {
+  EngineConfig c = config_;
+  c.block_size = block_size_->value();
+  c.kv_budget_bytes = int64_t{budget_mib_->value()} << 20;
+  c.num_blocks = 0;  // a block count would override the budget
+  return c;
+}
+
+void MemoryPanel::refreshWhatIf() {
+  WhatIfInput in;
+  in.block_size = block_size_->value();
+  in.kv_budget_bytes = int64_t{budget_mib_->value()} << 20;
+  in.kv_bytes_per_token = has_model_ ? static_cast<int64_t>(info_.kv_bytes_per_token) : 0;
+  in.prompt_tokens = prompt_tokens_->value();
+  in.output_tokens = output_tokens_->value();
+  in.max_tokens = max_tokens_->value();
+  in.max_model_len = config_.max_model_len > 0 ? config_.max_model_len : info_.context_length;
+  what_if_ = estimateWhatIf(in);
+  const Status valid = whatIfConfig().validate();
+  apply_->setEnabled(has_model_ && what_if_.ok() && valid.ok());
+  if (!has_model_) {
+    what_if_text_->setText(QString());
+    return;
+  }
+  if (!what_if_.ok() || !valid.ok()) {
+    const QString why = QString::fromStdString(what_if_.ok() ? valid.error() : what_if_.error);
+    what_if_text_->setText(QStringLiteral("<span style='color:#b00020'>%1</span>").arg(why.toHtmlEscaped()));
+    return;
+  }
+  const WhatIfResult& r = what_if_;
+  const auto waste = [](int64_t num_slots, double percent) {
+    return QStringLiteral("%1 (%2 %)").arg(num_slots).arg(percent, 0, 'f', 1);
+  };
+  what_if_text_->setText(
+      tr("Pool: <b>%1</b> blocks · %2 tokens · %3 KiB per block<br>"
+         "A request of %4 tokens (contiguous reserves %5):"
+         "<table cellspacing=4><tr><td></td><th>paged</th><th>contiguous</th></tr>"
+         "<tr><td>blocks each</td><td align=right>%6</td><td align=right>%7</td></tr>"
+         "<tr><td>at once</td><td align=right><b>%8</b></td><td align=right><b>%9</b></td></tr>"
+         "<tr><td>unwritten slots each</td><td align=right>%10</td><td align=right>%11</td></tr></table>"
+         "<i>Contiguous is a best case: each request needs one run of free consecutive blocks.</i>")
+          .arg(r.num_blocks)
+          .arg(r.token_capacity)
+          .arg(static_cast<double>(r.bytes_per_block) / 1024.0, 0, 'f', 1)
+          .arg(r.seq_tokens)
+          .arg(r.contiguous_reserved_tokens)
+          .arg(r.paged_blocks_per_seq)
+          .arg(r.contiguous_blocks_per_seq)
+          .arg(r.num_paged_seqs)
+          .arg(r.num_contiguous_seqs)
+          .arg(waste(r.paged_waste_slots, r.paged_waste_percent))
+          .arg(waste(r.contiguous_waste_slots, r.contiguous_waste_percent)));
+}
+
+}  // namespace kvscope::ui

@@ -1,0 +1,40 @@
+// SharedPrefixPanel: the SharedPrefixModel (models/shared_prefix_model.h) in
+// a table, under one line with the total: "Prefix sharing saves N tokens
+// (X MiB) of K/V". Fed with snapshots at the inspector's rate.
+#pragma once
+
+#include <QWidget>
+
+#include "engine_types.h"
+
+class QLabel;
+class QTableView;
+
+namespace kvscope::ui {
+
+class SharedPrefixModel;
+
+class SharedPrefixPanel : public QWidget {
+  Q_OBJECT
+ public:
+  explicit SharedPrefixPanel(QWidget* parent = nullptr);
+
+  SharedPrefixModel* model() const { return model_; }
+  QString totalText() const;
+
+ public slots:
+  void setSnapshot(const kvscope::ui::SnapshotPtr& snapshot);
+  // Bytes of K/V per token come from the model; without them only tokens show.
+  void setModelInfo(const kvscope::ModelInfo& info);
+  // No engine: an empty table.
+  void clear();
+
+ private:
+  void showTotals(qint64 tokens_saved, qint64 bytes_saved);
+
+  SharedPrefixModel* model_ = nullptr;
+  QLabel* total_ = nullptr;
+  QTableView* view_ = nullptr;
+};
+
+}  // namespace kvscope::ui
