@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <fmt/format.h>
+#include <limits>
 #include <new>
 #include <thread>
 #include <unistd.h>
@@ -29,15 +30,77 @@ Status check_fits_in_memory(size_t bytes, const char* what) {
 
 }  // namespace
 
-Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config) {
+int32_t Engine::Impl::thread_count(const EngineConfig& config) {
+  return config.num_threads > 0 ? config.num_threads
+                                : static_cast<int32_t>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
+Result<KvSetup> Engine::Impl::make_kv_setup(const EngineConfig& c) {
+  const ModelConfig& mc = weights->config;
+  const int32_t bs = c.block_size;
+  const size_t per_block = KvStorage::bytes_per_block(mc.num_layers, bs, mc.kv_size());
+  const int64_t num_blocks = c.num_blocks > 0 ? c.num_blocks : c.kv_budget_bytes / static_cast<int64_t>(per_block);
+  if (num_blocks < 1) {
+    return Error{fmt::format("the KV budget of {} bytes holds no block of {} tokens ({} bytes each); "
+                             "raise the budget or lower the block size", c.kv_budget_bytes, bs, per_block)};
+  }
+  if (num_blocks > std::numeric_limits<int32_t>::max()) {
+    return Error{fmt::format("the KV budget of {} bytes makes {} blocks, more than the engine can address; "
+                             "lower the budget or raise the block size", c.kv_budget_bytes, num_blocks)};
+  }
+  const int64_t num_swap_blocks =
+      c.preemption == PreemptionMode::Swap ? c.swap_space_bytes / static_cast<int64_t>(per_block) : 0;
+  const size_t total = per_block * static_cast<size_t>(num_blocks + num_swap_blocks);
+  if (Status s = check_fits_in_memory(total, "KV pool plus swap space"); !s.ok()) return Error{s.error()};
+  KvSetup setup;
+  try {
+    setup.kv = std::make_unique<KvStorage>(mc.num_layers, static_cast<int32_t>(num_blocks), bs, mc.kv_size());
+    KvCacheConfig kc;
+    kc.block_size = bs;
+    kc.num_blocks = static_cast<int32_t>(num_blocks);
+    kc.num_swap_blocks = static_cast<int32_t>(num_swap_blocks);
+    kc.prefix_caching = c.prefix_caching;
+    kc.contiguous = !c.paged;
+    setup.manager = std::make_unique<KvCacheManager>(kc, *setup.kv, events);
+  } catch (const std::bad_alloc&) {
+    return Error{fmt::format("cannot reserve {} MiB for the KV pool; lower the KV budget", total >> 20)};
+  }
+  SchedulerConfig sc;
+  sc.max_seqs = c.max_seqs;
+  sc.max_batched_tokens = c.max_batched_tokens;
+  sc.policy = c.policy;
+  sc.preemption = c.preemption;
+  setup.scheduler = std::make_unique<Scheduler>(sc, *setup.manager, events);
+  return setup;
+}
+
+void Engine::Impl::update_memory_info() {
+  info.num_kv_blocks = kv->num_blocks();
+  info.block_size = kv->block_size();
+  info.kv_pool_bytes = kv->num_bytes();
+  info.swap_pool_bytes = kv_manager->swap_bytes();
+  info.workspace_bytes = runner->workspace_bytes() + logits.capacity() * sizeof(float);
+}
+
+Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config) { return create(config, {}); }
+
+Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config, const LoadProgress& progress) {
+  // Each stage's share of the fraction: reading and the tokenizer are quick
+  // (the file is mapped); repacking every matrix is most of the time.
+  auto report = [&progress](double fraction, std::string_view stage) {
+    return !progress || progress(fraction, stage);
+  };
+  const Error cancelled{std::string(kLoadCancelledMessage)};
   if (Status s = config.validate(); !s.ok()) return Error{s.error()};
   auto impl = std::make_unique<Impl>();
   impl->config = config;
+  if (!report(0.0, "reading model file")) return cancelled;
   auto model = load_model(config.model_path);
   if (!model.ok()) return Error{model.error()};
   impl->weights = std::move(model->weights);
   const ModelConfig& mc = impl->weights->config;
 
+  if (!report(0.04, "loading tokenizer")) return cancelled;
   auto tok = create_tokenizer(model->vocab);
   if (!tok.ok()) return Error{tok.error()};
   impl->tokenizer = std::move(tok).value();
@@ -47,46 +110,24 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config) {
   }
   impl->chat_template = std::make_unique<ChatTemplate>(ChatTemplate::from_vocab(model->vocab, *impl->tokenizer));
 
+  // The pool before the slow repacking, so that a budget that cannot work fails at once.
+  if (!report(0.07, "allocating KV pool")) return cancelled;
   if (impl->config.max_model_len == 0) impl->config.max_model_len = mc.context_length;
-  const int32_t bs = config.block_size;
-  const size_t per_block = KvStorage::bytes_per_block(mc.num_layers, bs, mc.kv_size());
-  const int64_t num_blocks =
-      config.num_blocks > 0 ? config.num_blocks : config.kv_budget_bytes / static_cast<int64_t>(per_block);
-  if (num_blocks < 1) {
-    return Error{fmt::format("the KV budget of {} bytes holds no block of {} tokens ({} bytes each); "
-                             "raise the budget or lower the block size", config.kv_budget_bytes, bs, per_block)};
-  }
-  const int64_t num_swap_blocks =
-      config.preemption == PreemptionMode::Swap ? config.swap_space_bytes / static_cast<int64_t>(per_block) : 0;
-  if (Status s = check_fits_in_memory(per_block * static_cast<size_t>(num_blocks + num_swap_blocks),
-                                      "KV pool plus swap space");
-      !s.ok()) {
-    return Error{s.error()};
-  }
-  const int32_t threads = config.num_threads > 0
-                              ? config.num_threads
-                              : static_cast<int32_t>(std::max(1u, std::thread::hardware_concurrency()));
-  impl->pool = std::make_unique<ThreadPool>(threads);
-  try {
-    impl->kv = std::make_unique<KvStorage>(mc.num_layers, static_cast<int32_t>(num_blocks), bs, mc.kv_size());
-    KvCacheConfig kc;
-    kc.block_size = bs;
-    kc.num_blocks = static_cast<int32_t>(num_blocks);
-    kc.num_swap_blocks = static_cast<int32_t>(num_swap_blocks);
-    kc.prefix_caching = config.prefix_caching;
-    kc.contiguous = !config.paged;
-    impl->kv_manager = std::make_unique<KvCacheManager>(kc, *impl->kv, impl->events);
-  } catch (const std::bad_alloc&) {
-    return Error{fmt::format("cannot reserve {} MiB for the KV pool; lower the KV budget",
-                             per_block * static_cast<size_t>(num_blocks + num_swap_blocks) >> 20)};
-  }
-  impl->runner = std::make_unique<ModelRunner>(impl->weights, *impl->kv, *impl->pool);
-  SchedulerConfig sc;
-  sc.max_seqs = config.max_seqs;
-  sc.max_batched_tokens = config.max_batched_tokens;
-  sc.policy = config.policy;
-  sc.preemption = config.preemption;
-  impl->scheduler = std::make_unique<Scheduler>(sc, *impl->kv_manager, impl->events);
+  auto setup = impl->make_kv_setup(impl->config);
+  if (!setup.ok()) return Error{setup.error()};
+  impl->kv = std::move(setup->kv);
+  impl->kv_manager = std::move(setup->manager);
+  impl->scheduler = std::move(setup->scheduler);
+  impl->pool = std::make_unique<ThreadPool>(Impl::thread_count(config));
+
+  constexpr double kRepackStart = 0.1;
+  if (!report(kRepackStart, "repacking weights")) return cancelled;
+  impl->runner = ModelRunner::create(impl->weights, *impl->kv, *impl->pool, [&](double done) {
+    return report(kRepackStart + (1.0 - kRepackStart) * done, "repacking weights");
+  });
+  if (!impl->runner) return cancelled;
+  impl->runner->reserve(impl->config.max_batched_tokens);
+  impl->logits.reserve(static_cast<size_t>(impl->config.max_seqs) * static_cast<size_t>(mc.vocab_size));
 
   ModelInfo& info = impl->info;
   info.path = config.model_path;
@@ -100,10 +141,9 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config) {
   info.vocab_size = mc.vocab_size;
   info.context_length = mc.context_length;
   info.weight_bytes = impl->weights->matrix_bytes();
-  info.kv_bytes_per_token = per_block / static_cast<size_t>(bs);
-  info.num_kv_blocks = static_cast<int32_t>(num_blocks);
-  info.block_size = bs;
+  info.kv_bytes_per_token = KvStorage::bytes_per_block(mc.num_layers, 1, mc.kv_size());
   info.chat_template_family = impl->chat_template->family_name();
+  impl->update_memory_info();
   return std::unique_ptr<Engine>(new Engine(std::move(impl)));
 }
 
@@ -127,13 +167,15 @@ Result<RequestId> Engine::submit(GenerationRequest request) {
   for (int32_t t : prompt) {
     if (t < 0 || t >= m.weights->config.vocab_size) return Error{fmt::format("token id {} is out of range", t)};
   }
+  // Under the inbox lock: reconfigure() changes the limits and block size
+  // under it, so a request is checked and built against one consistent config.
+  std::lock_guard lock(m.inbox_mutex);
   const int32_t max_len = m.config.max_model_len;
   if (static_cast<int32_t>(prompt.size()) >= max_len) {
     return Error{fmt::format("the prompt has {} tokens; the context holds {} (max model length)", prompt.size(),
                              max_len)};
   }
-  const RequestId id = m.next_id++;
-  auto seq = std::make_unique<Sequence>(id, 0, std::move(prompt), request.sampling, std::move(request.on_event),
+  auto seq = std::make_unique<Sequence>(0, 0, std::move(prompt), request.sampling, std::move(request.on_event),
                                         *m.tokenizer, m.config.block_size);
   seq->max_total_tokens = static_cast<int32_t>(
       std::min<int64_t>(max_len, static_cast<int64_t>(seq->tokens.size()) + request.sampling.max_tokens));
@@ -145,7 +187,8 @@ Result<RequestId> Engine::submit(GenerationRequest request) {
                              "raise the KV budget or lower max tokens", need, seq->max_total_tokens,
                              m.info.num_kv_blocks)};
   }
-  std::lock_guard lock(m.inbox_mutex);
+  seq->id = m.next_id++;
+  const RequestId id = seq->id;
   m.inbox.push_back(std::move(seq));
   ++m.num_pending;
   return id;

@@ -22,6 +22,14 @@
 
 namespace kvscope {
 
+// What the engine sizes from its config: built whole, then swapped in, so a
+// failure leaves the engine as it was (create and reconfigure).
+struct KvSetup {
+  std::unique_ptr<KvStorage> kv;
+  std::unique_ptr<KvCacheManager> manager;
+  std::unique_ptr<Scheduler> scheduler;
+};
+
 struct Engine::Impl {
   using Clock = std::chrono::steady_clock;
 
@@ -46,11 +54,20 @@ struct Engine::Impl {
   std::atomic<int32_t> num_pending{0};  // sequences in the inbox or the scheduler
 
   StepBatch batch;
+  // [rows wanting logits][vocab_size]; reserved for max_seqs rows (parallel-
+  // sampling siblings can add rows: it then grows).
   std::vector<float> logits;
   std::vector<int64_t> slots;
   StepStats stats;
   uint64_t num_steps = 0;
   std::shared_ptr<const EngineSnapshot> last_snapshot;
+
+  // Threads for the kernels: config.num_threads, or one per core.
+  static int32_t thread_count(const EngineConfig& config);
+  // `resolved` has max_model_len filled in. Errors say which setting to change.
+  Result<KvSetup> make_kv_setup(const EngineConfig& resolved);
+  // Fills the pool and workspace sizes of `info` from what is allocated now.
+  void update_memory_info();
 
   double now_s() const { return std::chrono::duration<double>(Clock::now() - created_at).count(); }
   void drain_inbox();

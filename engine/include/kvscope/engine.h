@@ -15,6 +15,7 @@
 #include "kvscope/engine_config.h"
 #include "kvscope/engine_event.h"
 #include "kvscope/engine_snapshot.h"
+#include "kvscope/load_progress.h"
 #include "kvscope/model_info.h"
 #include "kvscope/request.h"
 #include "kvscope/result.h"
@@ -26,6 +27,10 @@ class Engine {
   // Loads the model and sizes the KV pool. Errors say what is wrong with the
   // file or the settings.
   static Result<std::unique_ptr<Engine>> create(const EngineConfig& config);
+  // The same, reporting progress (load_progress.h) on the calling thread; when
+  // `progress` returns false, nothing is kept and the error is
+  // kLoadCancelledMessage ("loading cancelled").
+  static Result<std::unique_ptr<Engine>> create(const EngineConfig& config, const LoadProgress& progress);
   ~Engine();
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
@@ -40,6 +45,31 @@ class Engine {
   void step();
   void run_until_idle();
 
+  // Call from the stepping thread, between steps. Applies new settings
+  // without reloading the weights or the tokenizer: the KV pool (block size,
+  // budget or num_blocks, paged, prefix caching, swap space), the scheduler
+  // (max_seqs, max_batched_tokens, max_model_len, policy, preemption) and the
+  // thread pool are rebuilt.
+  //  - An invalid config returns validate()'s message; a different
+  //    model_path returns an error (a new model needs Engine::create). The
+  //    engine is then unchanged and usable.
+  //  - Unfinished requests (waiting, running, swapped, and those submitted
+  //    but not yet stepped) are kept: like a recompute preemption, each is
+  //    re-queued with its tokens so far (prompt + generated) and computed
+  //    again in the new pool, keeping its callback and sampling state (RNG,
+  //    penalties, stop strings, partial UTF-8), so its stream continues with
+  //    no token lost or repeated. One that held KV counts one more preemption
+  //    in its RequestStats. One that no longer fits (more KV blocks than the
+  //    new pool has, or tokens beyond the new max_model_len) finishes with
+  //    FinishReason::Error and a message saying why.
+  //  - The prefix cache starts empty. KvStats counters (prefix hits,
+  //    evictions, copy-on-writes, swaps, preemptions) start again from zero
+  //    with the new pool. Step numbers and request ids continue;
+  //    last_step_stats() still describes the last step run (in the old pool);
+  //    model_info() describes the new pool; the trace keeps its events.
+  Status reconfigure(const EngineConfig& config);
+
+  // Reflects the current pool (updated by reconfigure). Stepping thread.
   const ModelInfo& model_info() const;
   const EngineConfig& config() const;
   StepStats last_step_stats() const;

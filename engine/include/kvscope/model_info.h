@@ -18,10 +18,17 @@ struct ModelInfo {
   int32_t vocab_size = 0;
   int32_t context_length = 0;
   size_t weight_bytes = 0;     // matrices read per decode step
-  size_t kv_bytes_per_token = 0;
-  size_t kv_pool_bytes = 0;    // the KV pool as allocated (num_kv_blocks blocks)
-  size_t swap_pool_bytes = 0;  // host swap space for PreemptionMode::Swap (0: none)
-  size_t workspace_bytes = 0;  // activation and scratch buffers of the model runner
+  size_t kv_bytes_per_token = 0;  // K and V, f32, every layer
+  // The memory below follows Engine::reconfigure. The pools are calloc'd: pages
+  // count against the process only once written.
+  size_t kv_pool_bytes = 0;    // the KV pool as allocated: num_kv_blocks * block_size * kv_bytes_per_token
+  // Host swap space as allocated: whole blocks of swap_space_bytes with
+  // PreemptionMode::Swap; 0 with Recompute (no swap pool is allocated then).
+  size_t swap_pool_bytes = 0;
+  // The model runner's activation buffers (sized for max_batched_tokens rows)
+  // plus the logits buffer (max_seqs rows of vocab_size). Not counted: the
+  // matmul kernels' quantised copy of their input, a few percent of this.
+  size_t workspace_bytes = 0;
   int32_t num_kv_blocks = 0;
   int32_t block_size = 0;
   std::string chat_template_family;  // "chatml", "gemma", ...

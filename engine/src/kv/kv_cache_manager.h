@@ -42,6 +42,8 @@ class KvCacheManager {
   const KvCacheConfig& config() const { return config_; }
   const BlockPool& pool() const { return pool_; }
   int32_t block_size() const { return config_.block_size; }
+  // Bytes of the host swap storage allocated here (0 when num_swap_blocks is 0).
+  size_t swap_bytes() const { return swap_storage_ ? swap_storage_->num_bytes() : 0; }
 
   // Prompt tokens a new sequence would get from the cache (no state change).
   int32_t num_cached_prefix_tokens(std::span<const int32_t> tokens, uint64_t seed) const;

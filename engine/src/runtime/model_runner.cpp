@@ -28,28 +28,78 @@ void norm_rows(const float* x, const std::vector<float>& w, int32_t num_rows, fl
 
 }  // namespace
 
+ModelRunner::ModelRunner(std::shared_ptr<const ModelWeights> weights, KvStorage& kv, ThreadPool& pool,
+                         NoPacking)
+    : weights_(std::move(weights)), kv_(&kv), pool_(&pool) {}
+
 ModelRunner::ModelRunner(std::shared_ptr<const ModelWeights> weights, KvStorage& kv, ThreadPool& pool)
-    : weights_(std::move(weights)), kv_(kv), pool_(pool) {
+    : ModelRunner(std::move(weights), kv, pool, NoPacking{}) {
+  pack_weights({});
+}
+
+std::unique_ptr<ModelRunner> ModelRunner::create(std::shared_ptr<const ModelWeights> weights, KvStorage& kv,
+                                                 ThreadPool& pool, const RepackProgress& progress) {
+  std::unique_ptr<ModelRunner> runner(new ModelRunner(std::move(weights), kv, pool, NoPacking{}));
+  if (!runner->pack_weights(progress)) return nullptr;
+  return runner;
+}
+
+bool ModelRunner::pack_weights(const RepackProgress& progress) {
+  // Progress by bytes: the groups differ in size (the head alone can be a
+  // large share of a small model).
+  size_t total = weights_->output.num_bytes(), done = 0;
   for (const LayerWeights& L : weights_->layers) {
-    linears_.push_back(LayerLinears{LinearGroup({&L.wq, &L.wk, &L.wv}), LinearGroup({&L.wo}),
-                                    LinearGroup({&L.w_gate, &L.w_up}), LinearGroup({&L.w_down})});
+    for (const WeightMatrix* m : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) total += m->num_bytes();
+  }
+  auto packed = [&](std::initializer_list<const WeightMatrix*> parts) {
+    for (const WeightMatrix* m : parts) done += m->num_bytes();
+    return !progress || progress(total > 0 ? static_cast<double>(done) / static_cast<double>(total) : 1.0);
+  };
+  for (const LayerWeights& L : weights_->layers) {
+    LayerLinears lin;
+    lin.qkv = LinearGroup({&L.wq, &L.wk, &L.wv});
+    if (!packed({&L.wq, &L.wk, &L.wv})) return false;
+    lin.wo = LinearGroup({&L.wo});
+    if (!packed({&L.wo})) return false;
+    lin.gate_up = LinearGroup({&L.w_gate, &L.w_up});
+    if (!packed({&L.w_gate, &L.w_up})) return false;
+    lin.down = LinearGroup({&L.w_down});
+    if (!packed({&L.w_down})) return false;
+    linears_.push_back(std::move(lin));
   }
   head_ = LinearGroup({&weights_->output});
+  return packed({&weights_->output});
 }
+
+void ModelRunner::resize_activations(int32_t capacity) {
+  const ModelConfig& c = config();
+  capacity_ = capacity;
+  const size_t n = static_cast<size_t>(capacity_);
+  auto size = [](std::vector<float>& v, size_t count) {
+    v.resize(count);
+    v.shrink_to_fit();
+  };
+  size(x_, n * c.hidden_size);
+  size(h_, n * c.hidden_size);
+  size(o_, n * c.hidden_size);
+  size(qkv_, n * (c.q_size() + 2 * c.kv_size()));
+  size(q_, n * c.q_size());
+  size(attn_, n * c.q_size());
+  size(gate_up_, n * 2 * c.ffn_size);
+  size(act_, n * c.ffn_size);
+}
+
+void ModelRunner::reserve(int32_t max_tokens) { resize_activations(std::max(max_tokens, 1)); }
 
 void ModelRunner::ensure_capacity(int32_t num_tokens) {
   if (num_tokens <= capacity_) return;
-  const ModelConfig& c = config();
-  capacity_ = std::max(num_tokens, capacity_ * 2);
-  const size_t n = static_cast<size_t>(capacity_);
-  x_.resize(n * c.hidden_size);
-  h_.resize(n * c.hidden_size);
-  o_.resize(n * c.hidden_size);
-  qkv_.resize(n * (c.q_size() + 2 * c.kv_size()));
-  q_.resize(n * c.q_size());
-  attn_.resize(n * c.q_size());
-  gate_up_.resize(n * 2 * c.ffn_size);
-  act_.resize(n * c.ffn_size);
+  resize_activations(std::max(num_tokens, capacity_ * 2));
+}
+
+size_t ModelRunner::workspace_bytes() const {
+  size_t floats = 0;
+  for (const std::vector<float>* v : {&x_, &h_, &qkv_, &q_, &attn_, &o_, &gate_up_, &act_}) floats += v->capacity();
+  return floats * sizeof(float);
 }
 
 void ModelRunner::forward(const StepBatch& batch, std::vector<float>& logits) {
@@ -79,7 +129,7 @@ void ModelRunner::forward(const StepBatch& batch, std::vector<float>& logits) {
   for (int32_t i = 0; i < num_logits; ++i) {
     rms_norm(x_.data() + batch.logits_rows[i] * H, w.output_norm.data(), 1, H, c.rms_eps, h_.data() + i * H);
   }
-  head_.run(h_.data(), num_logits, logits.data(), pool_, scratch_);
+  head_.run(h_.data(), num_logits, logits.data(), *pool_, scratch_);
 }
 
 void ModelRunner::attention_block(int32_t layer, const StepBatch& batch) {
@@ -91,7 +141,7 @@ void ModelRunner::attention_block(int32_t layer, const StepBatch& batch) {
 
   // qkv_ rows: [Q | K | V] per token.
   norm_rows(x_.data(), L.attn_norm, T, c.rms_eps, h_.data());
-  lin.qkv.run(h_.data(), T, qkv_.data(), pool_, scratch_);
+  lin.qkv.run(h_.data(), T, qkv_.data(), *pool_, scratch_);
   add_bias(qkv_.data(), QKV, 0, L.bq, T);
   add_bias(qkv_.data(), QKV, Q, L.bk, T);
   add_bias(qkv_.data(), QKV, Q + KV, L.bv, T);
@@ -110,8 +160,8 @@ void ModelRunner::attention_block(int32_t layer, const StepBatch& batch) {
     const float* row = qkv_.data() + t * QKV;
     const int64_t slot = batch.slot_mapping[t];
     std::memcpy(q_.data() + t * Q, row, Q * sizeof(float));
-    std::memcpy(kv_.k(layer, slot), row + Q, KV * sizeof(float));
-    std::memcpy(kv_.v(layer, slot), row + Q + KV, KV * sizeof(float));
+    std::memcpy(kv_->k(layer, slot), row + Q, KV * sizeof(float));
+    std::memcpy(kv_->v(layer, slot), row + Q + KV, KV * sizeof(float));
   }
 
   AttentionShape shape;
@@ -126,9 +176,9 @@ void ModelRunner::attention_block(int32_t layer, const StepBatch& batch) {
   pb.positions = batch.positions.data();
   pb.block_table_start = batch.block_table_start.data();
   pb.block_ids = batch.block_ids.data();
-  paged_attention(shape, kv_.layer_view(layer), pb, q_.data(), attn_.data(), pool_);
+  paged_attention(shape, kv_->layer_view(layer), pb, q_.data(), attn_.data(), *pool_);
 
-  lin.wo.run(attn_.data(), T, o_.data(), pool_, scratch_);
+  lin.wo.run(attn_.data(), T, o_.data(), *pool_, scratch_);
   if (c.post_norms) norm_rows(o_.data(), L.post_attn_norm, T, c.rms_eps, o_.data());
   add(x_.data(), o_.data(), T * H, x_.data());
 }
@@ -140,7 +190,7 @@ void ModelRunner::ffn_block(int32_t layer, int32_t T) {
   const int64_t H = c.hidden_size, F = c.ffn_size;
 
   norm_rows(x_.data(), L.ffn_norm, T, c.rms_eps, h_.data());
-  lin.gate_up.run(h_.data(), T, gate_up_.data(), pool_, scratch_);  // rows: [gate | up]
+  lin.gate_up.run(h_.data(), T, gate_up_.data(), *pool_, scratch_);  // rows: [gate | up]
   for (int32_t t = 0; t < T; ++t) {
     const float* gate = gate_up_.data() + t * 2 * F;
     if (c.activation == FfnActivation::SiLU) {
@@ -149,7 +199,7 @@ void ModelRunner::ffn_block(int32_t layer, int32_t T) {
       gelu_tanh_mul(gate, gate + F, F, act_.data() + t * F);
     }
   }
-  lin.down.run(act_.data(), T, o_.data(), pool_, scratch_);
+  lin.down.run(act_.data(), T, o_.data(), *pool_, scratch_);
   if (c.post_norms) norm_rows(o_.data(), L.post_ffn_norm, T, c.rms_eps, o_.data());
   add(x_.data(), o_.data(), T * H, x_.data());
 }

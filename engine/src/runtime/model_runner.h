@@ -3,8 +3,13 @@
 // the differences (biases, Q/K norms, post-norms, activation, rope style,
 // sliding window). It writes each row's K/V into its slot, attends through the
 // block tables, and returns logits only for the rows that asked for them.
+//
+// Building one repacks every weight matrix (the slow part of loading a model);
+// the KV storage and thread pool it uses can be swapped afterwards, so that
+// Engine::reconfigure keeps the repacked weights.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -19,15 +24,38 @@ namespace kvscope {
 
 class ModelRunner {
  public:
+  // Called after each weight group is repacked with the fraction of weight
+  // bytes done (0..1]; returning false stops the repacking.
+  using RepackProgress = std::function<bool(double fraction)>;
+
   ModelRunner(std::shared_ptr<const ModelWeights> weights, KvStorage& kv, ThreadPool& pool);
+  // As the constructor, reporting progress; nullptr when progress returned false.
+  static std::unique_ptr<ModelRunner> create(std::shared_ptr<const ModelWeights> weights, KvStorage& kv,
+                                             ThreadPool& pool, const RepackProgress& progress);
 
   const ModelConfig& config() const { return weights_->config; }
   const ModelWeights& weights() const { return *weights_; }
+
+  // Where K/V go and which threads run the kernels from the next forward() on.
+  void set_kv_storage(KvStorage& kv) { kv_ = &kv; }
+  void set_thread_pool(ThreadPool& pool) { pool_ = &pool; }
+  // Sizes the activation buffers for exactly max_tokens query rows (forward()
+  // grows them if a batch is ever larger), releasing any excess.
+  void reserve(int32_t max_tokens);
+  // Bytes of the activation buffers as allocated now (not counting the matmul
+  // kernels' quantised copy of the input, a kernels/ internal grown on first
+  // use and a few percent of this).
+  size_t workspace_bytes() const;
 
   // logits: [batch.logits_rows.size()][vocab_size], resized here.
   void forward(const StepBatch& batch, std::vector<float>& logits);
 
  private:
+  struct NoPacking {};
+  ModelRunner(std::shared_ptr<const ModelWeights> weights, KvStorage& kv, ThreadPool& pool, NoPacking);
+  // Repacks every weight group into linears_ and head_; false when cancelled.
+  bool pack_weights(const RepackProgress& progress);
+  void resize_activations(int32_t capacity);
   void ensure_capacity(int32_t num_tokens);
   void attention_block(int32_t layer, const StepBatch& batch);
   void ffn_block(int32_t layer, int32_t num_tokens);
@@ -40,8 +68,8 @@ class ModelRunner {
   std::shared_ptr<const ModelWeights> weights_;
   std::vector<LayerLinears> linears_;
   LinearGroup head_;
-  KvStorage& kv_;
-  ThreadPool& pool_;
+  KvStorage* kv_;     // not owned
+  ThreadPool* pool_;  // not owned
   MatmulScratch scratch_;
   int32_t capacity_ = 0;
   // Activations, [capacity_][width] each.

@@ -138,11 +138,15 @@ void Scheduler::preempt(Sequence& victim) {
     victim.state = SequenceState::Swapped;
     swapped_.push_back(std::move(owned));
   } else {
-    kv_.release(victim.table);
-    victim.num_computed = 0;
-    victim.state = SequenceState::Waiting;
+    release_for_recompute(victim);
     waiting_.push_front(std::move(owned));
   }
+}
+
+void Scheduler::release_for_recompute(Sequence& s) {
+  release_blocks(s);
+  s.num_computed = 0;
+  s.state = SequenceState::Waiting;
 }
 
 void Scheduler::commit(const std::vector<ScheduledSequence>& work) {
@@ -184,6 +188,27 @@ std::vector<std::unique_ptr<Sequence>> Scheduler::reap_finished() {
   take(waiting_);
   take(swapped_);
   return done;
+}
+
+std::vector<std::unique_ptr<Sequence>> Scheduler::take_all_for_recompute() {
+  std::vector<std::unique_ptr<Sequence>> out;
+  auto take = [&](auto& queue) {
+    for (auto& s : queue) {
+      if (s->table.num_blocks() > 0) {  // its KV is dropped: a preemption, as preempt() counts it
+        ++s->num_preemptions;
+        events_.record(EngineEventType::Preempt, s->id, s->index, 0);
+      }
+      release_for_recompute(*s);  // before it leaves the queue: release_blocks looks for it in swapped_
+      out.push_back(std::move(s));
+    }
+  };
+  take(running_);
+  take(swapped_);
+  take(waiting_);
+  running_.clear();
+  swapped_.clear();
+  waiting_.clear();
+  return out;
 }
 
 }  // namespace kvscope

@@ -63,6 +63,12 @@ class Scheduler {
   void commit(const std::vector<ScheduledSequence>& work);
   // Removes finished sequences, releasing their blocks.
   std::vector<std::unique_ptr<Sequence>> reap_finished();
+  // Removes every sequence as a recompute preemption would (blocks, device or
+  // swap, released and counted as a preemption of the sequence; nothing
+  // computed; Waiting), running ones first in
+  // admission order, then swapped, then waiting ones in queue order. For
+  // Engine::reconfigure, which hands them to a new scheduler and KV pool.
+  std::vector<std::unique_ptr<Sequence>> take_all_for_recompute();
 
  private:
   void schedule_running(std::vector<ScheduledSequence>& out, int32_t& budget, bool& preempted);
@@ -70,6 +76,8 @@ class Scheduler {
   void admit(std::vector<ScheduledSequence>& out, int32_t& budget);
   void preempt(Sequence& victim);
   void release_blocks(Sequence& s);
+  // The recompute half of preemption: blocks released, tokens to compute again.
+  void release_for_recompute(Sequence& s);
 
   SchedulerConfig config_;
   KvCacheManager& kv_;

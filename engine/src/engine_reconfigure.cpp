@@ -1,0 +1,90 @@
+// Engine::reconfigure(): new settings without reloading the model. The KV
+// pool, its manager and the scheduler are built new (make_kv_setup, as in
+// create); every unfinished sequence leaves the old scheduler as a recompute
+// preemption would (Scheduler::take_all_for_recompute) and joins the new one's
+// waiting queue with its tokens, sampler, detokeniser and stop matcher intact.
+// The weights stay repacked in the model runner, which is pointed at the new
+// pool.
+#include <algorithm>
+#include <fmt/format.h>
+
+#include "engine_impl.h"
+
+namespace kvscope {
+namespace {
+
+// Why `s` cannot run under `c` with a pool of num_blocks blocks; empty when it can.
+std::string why_it_does_not_fit(const Sequence& s, const EngineConfig& c, int32_t num_blocks) {
+  const int32_t num_tokens = static_cast<int32_t>(s.tokens.size());
+  if (num_tokens >= c.max_model_len) {
+    return fmt::format("after reconfiguring, the request has {} tokens but the max model length is {}",
+                       num_tokens, c.max_model_len);
+  }
+  const int32_t need = s.table.num_blocks_needed(s.max_total_tokens);
+  if (need > num_blocks) {
+    return fmt::format("after reconfiguring, the request needs {} KV blocks ({} tokens) but the pool has only {}",
+                       need, s.max_total_tokens, num_blocks);
+  }
+  return {};
+}
+
+}  // namespace
+
+Status Engine::reconfigure(const EngineConfig& config) {
+  Impl& m = *impl_;
+  if (Status s = config.validate(); !s.ok()) return s;
+  if (config.model_path != m.config.model_path) {
+    return Error{fmt::format("the engine runs {}; a different model ({}) needs Engine::create",
+                             m.config.model_path, config.model_path)};
+  }
+  EngineConfig resolved = config;
+  if (resolved.max_model_len == 0) resolved.max_model_len = m.weights->config.context_length;
+  // Everything that can fail comes first, so that a failure changes nothing.
+  auto setup = m.make_kv_setup(resolved);
+  if (!setup.ok()) return Error{setup.error()};
+  std::unique_ptr<ThreadPool> threads;
+  if (Impl::thread_count(resolved) != m.pool->num_threads()) {
+    threads = std::make_unique<ThreadPool>(Impl::thread_count(resolved));
+  }
+
+  // Requests submitted and cancelled so far reach the old scheduler; the
+  // finished ones leave it. The rest come out holding no blocks.
+  m.drain_inbox();
+  m.num_pending -= static_cast<int32_t>(m.scheduler->reap_finished().size());
+  std::vector<std::unique_ptr<Sequence>> seqs = m.scheduler->take_all_for_recompute();
+  {
+    // submit() reads the config and info under this lock; requests it queued
+    // since the drain above were built against the old block size.
+    std::lock_guard lock(m.inbox_mutex);
+    for (auto& s : m.inbox) seqs.push_back(std::move(s));
+    m.inbox.clear();
+    m.config = resolved;
+    // The old scheduler refers to the old manager, which refers to the old storage: replace in that order.
+    m.scheduler = std::move(setup->scheduler);
+    m.kv_manager = std::move(setup->manager);
+    m.kv = std::move(setup->kv);
+    if (threads) m.pool = std::move(threads);
+    m.runner->set_kv_storage(*m.kv);
+    m.runner->set_thread_pool(*m.pool);
+    m.runner->reserve(resolved.max_batched_tokens);
+    std::vector<float>().swap(m.logits);  // reserve() alone never shrinks
+    m.logits.reserve(static_cast<size_t>(resolved.max_seqs) * static_cast<size_t>(m.weights->config.vocab_size));
+    m.update_memory_info();
+  }
+
+  for (auto& s : seqs) {
+    s->table = BlockTable(resolved.block_size);
+    s->max_total_tokens = static_cast<int32_t>(std::min<int64_t>(
+        resolved.max_model_len, static_cast<int64_t>(s->num_prompt_tokens) + s->sampler.params().max_tokens));
+    if (std::string why = why_it_does_not_fit(*s, resolved, m.info.num_kv_blocks); !why.empty()) {
+      m.finish(*s, FinishReason::Error, std::move(why));
+      --m.num_pending;
+      continue;
+    }
+    m.scheduler->add(std::move(s));
+  }
+  m.last_snapshot = resolved.record_snapshots ? m.build_snapshot() : nullptr;
+  return Status::success();
+}
+
+}  // namespace kvscope
