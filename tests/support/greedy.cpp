@@ -5,7 +5,7 @@
 namespace kvscope::test {
 
 std::vector<std::vector<int32_t>> greedy_tokens(Engine& engine, const std::vector<std::vector<int32_t>>& prompts,
-                                                int32_t max_tokens) {
+                                                int32_t max_tokens, const std::function<void()>& before_run) {
   std::vector<std::vector<int32_t>> out(prompts.size());
   for (size_t i = 0; i < prompts.size(); ++i) {
     GenerationRequest r;
@@ -19,6 +19,7 @@ std::vector<std::vector<int32_t>> greedy_tokens(Engine& engine, const std::vecto
     auto id = engine.submit(std::move(r));
     EXPECT_TRUE(id.ok()) << (id.ok() ? "" : id.error());
   }
+  if (before_run) before_run();
   engine.run_until_idle();
   return out;
 }

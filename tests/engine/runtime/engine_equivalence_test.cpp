@@ -120,5 +120,31 @@ TEST_F(EngineEquivalence, PreemptionContiguousAndPrefixHitsDoNotChangeTokens) {
   EXPECT_GT(engine->kv_stats().num_prefix_hit_tokens, 0);
 }
 
+// Reconfigured mid-run (block size, pool, paging, chunking): requests are
+// recomputed in the new pool and continue with the same tokens.
+TEST_F(EngineEquivalence, ReconfigureMidRunDoesNotChangeTokens) {
+  EngineConfig c;
+  c.num_threads = 2;
+  auto engine = make_engine(c);
+  ASSERT_NE(engine, nullptr);
+  std::vector<std::vector<int32_t>> ids;
+  for (const std::string& p : kPrompts) ids.push_back(engine->tokenize(p, /*parse_special=*/true));
+  EngineConfig small_blocks = engine->config();
+  small_blocks.block_size = 7;
+  small_blocks.num_blocks = 40;  // preempts: the four need more at once
+  small_blocks.max_batched_tokens = 13;
+  EngineConfig contiguous = engine->config();
+  contiguous.paged = false;
+  for (const EngineConfig& after : {small_blocks, contiguous}) {
+    const auto tokens = test::greedy_tokens(*engine, ids, kTokens, [&] {
+      for (int i = 0; i < 6; ++i) engine->step();
+      const Status s = engine->reconfigure(after);
+      EXPECT_TRUE(s.ok()) << s.error();
+    });
+    EXPECT_EQ(tokens, reference()) << "to block size " << after.block_size << (after.paged ? ", paged" : ", contiguous");
+    EXPECT_EQ(engine->kv_stats().num_used_blocks, 0);
+  }
+}
+
 }  // namespace
 }  // namespace kvscope
