@@ -31,10 +31,14 @@ struct WorkloadSpec {
   int prompt_len = 96;         // tokens, shared prefix included
   int output_len = 64;         // generated tokens per request (EOS ignored)
   int shared_prefix_len = 64;  // tokens common to every request
+  // New requests per second after the first (Poisson arrivals, seeded); 0:
+  // all at once.
+  double arrival_rate_per_s = 0.0;
 };
 
 // What the worker reports when a request ends.
 struct FinishInfo {
+  int index = 0;  // which of the request's n completions ended
   FinishReason reason = FinishReason::None;
   RequestStats stats;
   std::string error;  // when reason == Error

@@ -1,11 +1,13 @@
 // WorkloadDialog: asks for a synthetic workload (N concurrent requests with a
-// shared prefix) to watch batching and block sharing live.
+// shared prefix, arriving at once or at a rate) to watch batching, block
+// sharing and preemption live.
 #pragma once
 
 #include <QDialog>
 
 #include "engine_types.h"
 
+class QDoubleSpinBox;
 class QSpinBox;
 
 namespace kvscope::ui {
@@ -21,6 +23,7 @@ class WorkloadDialog : public QDialog {
   QSpinBox* prompt_len_ = nullptr;
   QSpinBox* output_len_ = nullptr;
   QSpinBox* shared_prefix_len_ = nullptr;
+  QDoubleSpinBox* arrival_rate_ = nullptr;
 };
 
 }  // namespace kvscope::ui

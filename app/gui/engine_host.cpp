@@ -28,9 +28,10 @@ void EngineHost::loadModel(const kvscope::EngineConfig& config) {
   if (worker_) QMetaObject::invokeMethod(worker_, [w = worker_, config] { w->loadModel(config); }, Qt::QueuedConnection);
 }
 
-void EngineHost::submitChat(const kvscope::ui::ChatHistory& messages, const kvscope::SamplingParams& sampling) {
+void EngineHost::submitChat(const kvscope::ui::ChatHistory& messages, const kvscope::SamplingParams& sampling,
+                            int n) {
   if (worker_)
-    QMetaObject::invokeMethod(worker_, [w = worker_, messages, sampling] { w->submitChat(messages, sampling); },
+    QMetaObject::invokeMethod(worker_, [w = worker_, messages, sampling, n] { w->submitChat(messages, sampling, n); },
                               Qt::QueuedConnection);
 }
 
@@ -38,8 +39,16 @@ void EngineHost::cancel(quint64 request_id) {
   if (worker_) QMetaObject::invokeMethod(worker_, [w = worker_, request_id] { w->cancel(request_id); }, Qt::QueuedConnection);
 }
 
+void EngineHost::setTracing(bool on) {
+  if (worker_) QMetaObject::invokeMethod(worker_, [w = worker_, on] { w->setTracing(on); }, Qt::QueuedConnection);
+}
+
 void EngineHost::startWorkload(const kvscope::ui::WorkloadSpec& spec) {
   if (worker_) QMetaObject::invokeMethod(worker_, [w = worker_, spec] { w->startWorkload(spec); }, Qt::QueuedConnection);
+}
+
+void EngineHost::stopWorkload() {
+  if (worker_) QMetaObject::invokeMethod(worker_, [w = worker_] { w->stopWorkload(); }, Qt::QueuedConnection);
 }
 
 }  // namespace kvscope::gui

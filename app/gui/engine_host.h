@@ -21,10 +21,13 @@ class EngineHost : public QObject {
   EngineWorker* worker() const { return worker_; }
 
   void loadModel(const kvscope::EngineConfig& config);
-  void submitChat(const kvscope::ui::ChatHistory& messages, const kvscope::SamplingParams& sampling);
+  void submitChat(const kvscope::ui::ChatHistory& messages, const kvscope::SamplingParams& sampling, int n = 1);
   void cancel(quint64 request_id);
+  void setTracing(bool on);
   void startWorkload(const kvscope::ui::WorkloadSpec& spec);
+  void stopWorkload();
   // Stops and joins the worker thread (idempotent; the destructor calls it).
+  // A model being loaded is cancelled at its next progress report.
   void shutdown();
 
  private:

@@ -5,6 +5,7 @@
 #include <random>
 
 #include <QMetaObject>
+#include <QTimer>
 
 #include "kvscope/engine.h"
 
@@ -32,31 +33,60 @@ EngineWorker::~EngineWorker() = default;
 
 void EngineWorker::loadModel(const kvscope::EngineConfig& config) {
   if (stop_.load()) return;
+  if (engine_ && engine_->config().model_path == config.model_path) {
+    EngineConfig cfg = config;
+    cfg.record_snapshots = false;
+    if (Status applied = engine_->reconfigure(cfg); !applied.ok()) {
+      emit error(tr("The settings were not applied: %1").arg(QString::fromStdString(applied.error())));
+      return;
+    }
+    emit reconfigured(engine_->model_info());
+    publishSnapshot();
+    scheduleStep();  // re-queued requests continue
+    return;
+  }
+  EngineConfig cfg = config;
+  cfg.record_snapshots = false;  // we ask for one when it is due (~20 Hz)
+  if (Status valid = cfg.validate(); !valid.ok()) {
+    emit loadFailed(QString::fromStdString(valid.error()), engine_ != nullptr);
+    return;
+  }
+  // Progress in whole percent (a few dozen signals, not one per tensor);
+  // closing the window (stop_) cancels the load at its next report.
+  int last_percent = -1;
+  auto progress = [this, &last_percent](double fraction, std::string_view stage) {
+    const int percent = static_cast<int>(fraction * 100.0);
+    if (percent != last_percent) {
+      last_percent = percent;
+      emit loadProgress(fraction, QString::fromUtf8(stage.data(), static_cast<qsizetype>(stage.size())));
+    }
+    return !stop_.load();
+  };
+  // The new engine is built before the old one goes: a file that turns out
+  // to be bad leaves the loaded model (and its conversation) working.
+  auto created = Engine::create(cfg, progress);
+  if (!created.ok()) {
+    if (!stop_.load()) emit loadFailed(QString::fromStdString(created.error()), engine_ != nullptr);
+    scheduleStep();  // the old engine's requests go on
+    return;
+  }
   // The old engine's requests end with it.
-  for (RequestId id : chat_requests_) emit finished(id, ui::FinishInfo{FinishReason::Cancelled, {}, {}});
+  for (const auto& [id, running] : chat_requests_) {
+    for (int i = 0; i < running; ++i) emit finished(id, ui::FinishInfo{i, FinishReason::Cancelled, {}, {}});
+  }
   chat_requests_.clear();
   pending_text_.clear();
   pending_finish_.clear();
   pending_workload_.clear();
-  engine_.reset();
-
-  EngineConfig cfg = config;
-  cfg.record_snapshots = false;  // we ask for one when it is due (~20 Hz)
-  if (Status valid = cfg.validate(); !valid.ok()) {
-    emit loadFailed(QString::fromStdString(valid.error()));
-    return;
-  }
-  auto created = Engine::create(cfg);
-  if (!created.ok()) {
-    emit loadFailed(QString::fromStdString(created.error()));
-    return;
-  }
+  workload_ids_.clear();
   engine_ = std::move(created).value();
+  engine_->set_tracing(tracing_);
   emit modelLoaded(engine_->model_info());
   publishSnapshot();
 }
 
-void EngineWorker::submitChat(const kvscope::ui::ChatHistory& messages, const kvscope::SamplingParams& sampling) {
+void EngineWorker::submitChat(const kvscope::ui::ChatHistory& messages, const kvscope::SamplingParams& sampling,
+                              int n) {
   if (stop_.load()) return;
   if (!engine_) {
     emit error(tr("No model is loaded."));
@@ -65,15 +95,29 @@ void EngineWorker::submitChat(const kvscope::ui::ChatHistory& messages, const kv
   GenerationRequest request;
   request.messages = messages;
   request.sampling = sampling;
+  request.n = n;
   request.on_event = [this](const TokenEvent& ev) { onTokenEvent(ev); };
   auto id = engine_->submit(std::move(request));
   if (!id.ok()) {
     emit error(QString::fromStdString(id.error()));
     return;
   }
-  chat_requests_.insert(*id);
+  chat_requests_[*id] = n;
   emit requestStarted(*id, true);
   scheduleStep();
+}
+
+void EngineWorker::setTracing(bool on) {
+  tracing_ = on;
+  if (!engine_) return;
+  if (!on) publishEvents();  // what was recorded up to now
+  engine_->set_tracing(on);
+}
+
+void EngineWorker::publishEvents() {
+  if (!engine_) return;
+  ui::EventBatch events = engine_->take_events();
+  if (!events.empty()) emit traceEvents(events);
 }
 
 void EngineWorker::cancel(quint64 request_id) {
@@ -93,7 +137,14 @@ void EngineWorker::startWorkload(const kvscope::ui::WorkloadSpec& spec) {
   const std::vector<int32_t> prefix = seeded_ids(rng, prefix_len, vocab);
   pending_workload_.clear();
   num_workload_requests_ = spec.num_requests;
+  // Arrival times: the first request at once, the others after exponential
+  // gaps (a Poisson process at the given rate), or all right after it.
+  std::exponential_distribution<double> gap(spec.arrival_rate_per_s > 0.0 ? spec.arrival_rate_per_s : 1.0);
+  double due_s = 0.0;
+  std::vector<qint64> due_ms;
   for (int i = 0; i < spec.num_requests; ++i) {
+    if (i > 0 && spec.arrival_rate_per_s > 0.0) due_s += gap(rng);
+    due_ms.push_back(static_cast<qint64>(due_s * 1000.0));
     GenerationRequest request;
     request.prompt_tokens = prefix;
     const std::vector<int32_t> suffix = seeded_ids(rng, std::max(1, spec.prompt_len - prefix_len), vocab);
@@ -102,11 +153,12 @@ void EngineWorker::startWorkload(const kvscope::ui::WorkloadSpec& spec) {
     request.sampling.ignore_eos = true;
     request.sampling.max_tokens = std::max(1, spec.output_len);
     request.on_event = [this](const TokenEvent& ev) { onTokenEvent(ev); };
-    pending_workload_.push_back(std::move(request));
+    pending_workload_.push_back({due_ms.back(), std::move(request)});
   }
-  std::reverse(pending_workload_.begin(), pending_workload_.end());  // the leader is taken from the back
+  std::reverse(pending_workload_.begin(), pending_workload_.end());  // the next one is taken from the back
+  workload_clock_.start();
   if (!pending_workload_.empty()) {
-    GenerationRequest leader = std::move(pending_workload_.back());
+    GenerationRequest leader = std::move(pending_workload_.back().request);
     pending_workload_.pop_back();
     auto id = engine_->submit(std::move(leader));
     if (!id.ok()) {
@@ -114,14 +166,23 @@ void EngineWorker::startWorkload(const kvscope::ui::WorkloadSpec& spec) {
       emit error(tr("Workload request 1 of %1: %2").arg(spec.num_requests).arg(QString::fromStdString(id.error())));
       return;
     }
+    workload_ids_.insert(*id);
     emit requestStarted(*id, false);
   }
   scheduleStep();
 }
 
+void EngineWorker::stopWorkload() {
+  pending_workload_.clear();
+  if (engine_) {
+    for (RequestId id : workload_ids_) engine_->cancel(id);
+  }
+  scheduleStep();
+}
+
 void EngineWorker::submitPendingWorkload() {
-  while (!pending_workload_.empty()) {
-    GenerationRequest request = std::move(pending_workload_.back());
+  while (!pending_workload_.empty() && pending_workload_.back().due_ms <= workload_clock_.elapsed()) {
+    GenerationRequest request = std::move(pending_workload_.back().request);
     pending_workload_.pop_back();
     auto id = engine_->submit(std::move(request));
     if (!id.ok()) {
@@ -133,17 +194,20 @@ void EngineWorker::submitPendingWorkload() {
       pending_workload_.clear();
       break;
     }
+    workload_ids_.insert(*id);
     emit requestStarted(*id, false);
   }
 }
 
 void EngineWorker::onTokenEvent(const kvscope::TokenEvent& ev) {
-  if (ev.index != 0) return;
-  if (chat_requests_.count(ev.id) && !ev.text.empty()) pending_text_[ev.id] += ev.text;
-  if (ev.finish != FinishReason::None) {
-    pending_finish_[ev.id] = ui::FinishInfo{ev.finish, ev.stats, ev.error};
-    chat_requests_.erase(ev.id);
-  }
+  auto chat = chat_requests_.find(ev.id);
+  if (chat != chat_requests_.end() && !ev.text.empty()) pending_text_[{ev.id, ev.index}] += ev.text;
+  if (ev.finish == FinishReason::None) return;
+  // Workload requests report their first completion's end only (they have one).
+  if (chat == chat_requests_.end() && ev.index != 0) return;
+  if (chat == chat_requests_.end()) workload_ids_.erase(ev.id);
+  pending_finish_.emplace_back(ev.id, ui::FinishInfo{ev.index, ev.finish, ev.stats, ev.error});
+  if (chat != chat_requests_.end() && --chat->second <= 0) chat_requests_.erase(chat);
 }
 
 void EngineWorker::scheduleStep() {
@@ -155,6 +219,18 @@ void EngineWorker::scheduleStep() {
 void EngineWorker::runStep() {
   step_posted_ = false;
   if (stop_.load() || !engine_) return;
+  if (!engine_->has_work() && !pending_workload_.empty()) {
+    submitPendingWorkload();
+    if (!engine_->has_work()) {
+      // Nothing runs until the next arrival: sleep until then.
+      const qint64 wait = std::max<qint64>(1, pending_workload_.back().due_ms - workload_clock_.elapsed());
+      flushTokens();
+      publishSnapshot();
+      step_posted_ = true;
+      QTimer::singleShot(static_cast<int>(std::min<qint64>(wait, 1000)), this, &EngineWorker::runStep);
+      return;
+    }
+  }
   if (!engine_->has_work()) {
     flushTokens();
     publishSnapshot();
@@ -170,8 +246,8 @@ void EngineWorker::runStep() {
 
 void EngineWorker::flushTokens() {
   since_flush_.start();
-  for (auto& [id, text] : pending_text_) {
-    if (!text.empty()) emit tokens(id, QString::fromStdString(text));
+  for (auto& [key, text] : pending_text_) {
+    if (!text.empty()) emit tokens(key.first, key.second, QString::fromStdString(text));
   }
   pending_text_.clear();
   for (const auto& [id, info] : pending_finish_) emit finished(id, info);
@@ -182,6 +258,7 @@ void EngineWorker::publishSnapshot() {
   if (!engine_) return;
   since_snapshot_.start();
   emit snapshot(engine_->snapshot());
+  if (tracing_) publishEvents();
 }
 
 }  // namespace kvscope::gui

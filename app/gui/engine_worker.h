@@ -3,7 +3,10 @@
 // Engine::step(). Commands arrive as queued slot calls; it runs one step at a
 // time and re-posts itself, so a command (cancel, a new chat) gets in between
 // two steps. Results leave as value signals: streamed text coalesced to at
-// most one emission per ~16 ms, snapshots throttled to ~20 Hz.
+// most one emission per ~16 ms, snapshots (and recorded trace events)
+// throttled to ~20 Hz. Loading reports progress and stops when the window
+// closes; new settings for the same model are applied in place
+// (Engine::reconfigure), so running requests carry on.
 // Tested by tests/ui/engine_worker_test.cpp.
 #pragma once
 
@@ -11,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -39,20 +43,36 @@ class EngineWorker : public QObject {
   static constexpr int kSnapshotIntervalMs = 50;  // 20 Hz
 
  public slots:
-  // Replaces the engine (cancelling whatever ran on the old one).
+  // Same model file as the engine has: applies the settings in place
+  // (Engine::reconfigure; requests are re-queued, none lost) and emits
+  // reconfigured(). Otherwise replaces the engine (cancelling whatever ran on
+  // the old one), reporting loadProgress() on the way, then modelLoaded().
   void loadModel(const kvscope::EngineConfig& config);
-  // Submits a conversation rendered with the model's chat template; emits
-  // requestStarted(id, true) or error().
-  void submitChat(const kvscope::ui::ChatHistory& messages, const kvscope::SamplingParams& sampling);
+  // Records engine events and emits them in batches (traceEvents) while on.
+  void setTracing(bool on);
+  // Submits a conversation rendered with the model's chat template, asking
+  // for `n` alternative replies (parallel sampling: they share the prompt's
+  // KV blocks); emits requestStarted(id, true) or error().
+  void submitChat(const kvscope::ui::ChatHistory& messages, const kvscope::SamplingParams& sampling, int n = 1);
   void cancel(quint64 request_id);
-  // Starts N synthetic requests (see WorkloadSpec) that share a prefix.
+  // Starts N synthetic requests (see WorkloadSpec) that share a prefix,
+  // arriving at once or at spec.arrival_rate_per_s.
   void startWorkload(const kvscope::ui::WorkloadSpec& spec);
+  // Cancels the workload's requests, running or still to arrive.
+  void stopWorkload();
 
  signals:
+  void loadProgress(double fraction, const QString& stage);
   void modelLoaded(const kvscope::ModelInfo& info);
-  void loadFailed(const QString& message);
+  // New settings applied to the loaded model; requests kept running.
+  void reconfigured(const kvscope::ModelInfo& info);
+  // `previous_kept`: the model loaded before is still there and usable.
+  void loadFailed(const QString& message, bool previous_kept);
+  void traceEvents(const kvscope::ui::EventBatch& events);
   void requestStarted(quint64 request_id, bool is_chat);
-  void tokens(quint64 request_id, const QString& text);
+  // Text of a chat request's completion `index` (0..n-1), coalesced per frame.
+  void tokens(quint64 request_id, int index, const QString& text);
+  // Once per completion; FinishInfo::index says which.
   void finished(quint64 request_id, const kvscope::ui::FinishInfo& info);
   void snapshot(const kvscope::ui::SnapshotPtr& snapshot);
   void idle();
@@ -63,20 +83,30 @@ class EngineWorker : public QObject {
   void runStep();
   void flushTokens();
   void publishSnapshot();
+  void publishEvents();
   void onTokenEvent(const kvscope::TokenEvent& ev);  // on this thread, inside step()
   void submitPendingWorkload();
 
   std::unique_ptr<kvscope::Engine> engine_;
   std::atomic<bool> stop_{false};
+  bool tracing_ = false;
   bool step_posted_ = false;
-  // Workload requests held back one step: the first request's prompt is
-  // computed (its full blocks hashed) before the others arrive, so they find
-  // the shared prefix in the prefix cache instead of all computing it at once.
-  std::vector<GenerationRequest> pending_workload_;
+  // Workload requests not submitted yet. Even at once, they are held back one
+  // step: the first request's prompt is computed (its full blocks hashed)
+  // before the others arrive, so they find the shared prefix in the prefix
+  // cache instead of all computing it at once.
+  struct PendingWorkloadRequest {
+    qint64 due_ms = 0;  // since the workload started
+    GenerationRequest request;
+  };
+  std::vector<PendingWorkloadRequest> pending_workload_;  // last to arrive first
+  std::set<RequestId> workload_ids_;                     // submitted, not finished
+  QElapsedTimer workload_clock_;
   int num_workload_requests_ = 0;
-  std::set<RequestId> chat_requests_;       // whose text is streamed
-  std::map<RequestId, std::string> pending_text_;  // not yet emitted
-  std::map<RequestId, ui::FinishInfo> pending_finish_;  // emitted after their text
+  using CompletionKey = std::pair<RequestId, int>;  // request, completion index
+  std::map<RequestId, int> chat_requests_;  // whose text is streamed -> completions still running
+  std::map<CompletionKey, std::string> pending_text_;     // not yet emitted
+  std::vector<std::pair<RequestId, ui::FinishInfo>> pending_finish_;  // emitted after their text
   QElapsedTimer since_flush_;
   QElapsedTimer since_snapshot_;
 };

@@ -2,6 +2,9 @@
 // chat, streamed tokens, finish, snapshots; a workload; a bad model file;
 // shutdown while generating. Skips with the reason when the model is absent.
 //   ctest --test-dir build-gui -R engine_worker_test
+#include <map>
+#include <set>
+
 #include <QElapsedTimer>
 #include <QtTest>
 
@@ -13,6 +16,10 @@ using kvscope::gui::EngineHost;
 using kvscope::gui::EngineWorker;
 
 namespace {
+
+// The worker's signals reach a QSignalSpy directly, in the worker thread, so a
+// fast one (a missing file fails at once) can arrive before wait() is called:
+// the tests poll the count instead.
 
 EngineConfig smallConfig(const std::string& path) {
   EngineConfig c;
@@ -36,7 +43,7 @@ class EngineWorkerTest : public QObject {
     EngineHost host;
     QSignalSpy failed(host.worker(), &EngineWorker::loadFailed);
     host.loadModel(smallConfig("/nonexistent/model.gguf"));
-    QVERIFY(failed.wait(10000));
+    QTRY_VERIFY_WITH_TIMEOUT(failed.count() > 0, 10000);
     QVERIFY(!failed.at(0).at(0).toString().isEmpty());
   }
 
@@ -50,7 +57,7 @@ class EngineWorkerTest : public QObject {
     QSignalSpy finished(w, &EngineWorker::finished);
     QSignalSpy snapshots(w, &EngineWorker::snapshot);
     host.loadModel(smallConfig(model_));
-    QVERIFY(loaded.wait(30000));
+    QTRY_VERIFY_WITH_TIMEOUT(loaded.count() > 0, 30000);
     QVERIFY(loaded.at(0).at(0).value<ModelInfo>().num_kv_blocks > 0);
 
     SamplingParams sampling;
@@ -68,13 +75,39 @@ class EngineWorkerTest : public QObject {
     QString text;
     for (const auto& args : tokens) {
       QCOMPARE(args.at(0).value<quint64>(), id);
-      text += args.at(1).toString();
+      QCOMPARE(args.at(1).toInt(), 0);
+      text += args.at(2).toString();
     }
     QVERIFY2(!text.trimmed().isEmpty(), "no text streamed");
     // Coalesced: fewer emissions than tokens are allowed, never more.
     QVERIFY(tokens.count() <= info.stats.num_generated_tokens);
     QVERIFY(snapshots.count() >= 1);
     QVERIFY(snapshots.last().at(0).value<ui::SnapshotPtr>() != nullptr);
+  }
+
+  void parallelRepliesStreamEachCompletion() {
+    if (model_.empty()) QSKIP("default model not installed (python3 scripts/fetch_model.py)");
+    EngineHost host;
+    EngineWorker* w = host.worker();
+    QSignalSpy loaded(w, &EngineWorker::modelLoaded);
+    QSignalSpy tokens(w, &EngineWorker::tokens);
+    QSignalSpy finished(w, &EngineWorker::finished);
+    host.loadModel(smallConfig(model_));
+    QTRY_VERIFY_WITH_TIMEOUT(loaded.count() > 0, 30000);
+    SamplingParams sampling;
+    sampling.temperature = 1.0f;
+    sampling.seed = 42;
+    sampling.max_tokens = 12;
+    host.submitChat({{"user", "Name a colour."}}, sampling, 3);
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 3, 60000);
+    std::set<int> finished_indexes;
+    for (const auto& args : finished) finished_indexes.insert(args.at(1).value<ui::FinishInfo>().index);
+    QCOMPARE(finished_indexes, (std::set<int>{0, 1, 2}));
+    std::map<int, QString> text;
+    for (const auto& args : tokens) text[args.at(1).toInt()] += args.at(2).toString();
+    QCOMPARE(text.size(), size_t(3));
+    // Three samples at temperature 1 from one prompt: not all the same text.
+    QVERIFY2(text[0] != text[1] || text[1] != text[2], qPrintable(text[0]));
   }
 
   void workloadSharesPrefixBlocks() {
@@ -85,7 +118,7 @@ class EngineWorkerTest : public QObject {
     QSignalSpy finished(w, &EngineWorker::finished);
     QSignalSpy snapshots(w, &EngineWorker::snapshot);
     host.loadModel(smallConfig(model_));
-    QVERIFY(loaded.wait(30000));
+    QTRY_VERIFY_WITH_TIMEOUT(loaded.count() > 0, 30000);
     host.startWorkload({8, 48, 32, 32});
     QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 8, 60000);
     bool saw_shared = false;
@@ -94,6 +127,30 @@ class EngineWorkerTest : public QObject {
       for (const BlockSnapshot& b : s->blocks) saw_shared |= b.shared();
     }
     QVERIFY2(saw_shared, "no snapshot showed a block shared by the workload's prefix");
+  }
+
+  void workloadArrivesAtItsRateAndStops() {
+    if (model_.empty()) QSKIP("default model not installed (python3 scripts/fetch_model.py)");
+    EngineHost host;
+    EngineWorker* w = host.worker();
+    QSignalSpy loaded(w, &EngineWorker::modelLoaded);
+    QSignalSpy started(w, &EngineWorker::requestStarted);
+    QSignalSpy finished(w, &EngineWorker::finished);
+    host.loadModel(smallConfig(model_));
+    QTRY_VERIFY_WITH_TIMEOUT(loaded.count() > 0, 30000);
+    // 64 requests at 10/s would take ~6 s to arrive: stop them after the first few.
+    ui::WorkloadSpec spec{64, 32, 400, 16};
+    spec.arrival_rate_per_s = 10.0;
+    host.startWorkload(spec);
+    QTRY_VERIFY_WITH_TIMEOUT(started.count() >= 3, 30000);
+    QVERIFY2(started.count() < 40, "arrivals were not spread out");
+    host.stopWorkload();
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), started.count(), 30000);
+    const int total = started.count();
+    QTest::qWait(500);
+    QCOMPARE(started.count(), total);  // no more arrive after the stop
+    for (const auto& args : finished)
+      QCOMPARE(args.at(1).value<ui::FinishInfo>().reason, FinishReason::Cancelled);
   }
 
   void shutdownWhileGeneratingIsQuick() {
@@ -106,7 +163,7 @@ class EngineWorkerTest : public QObject {
     EngineConfig config = smallConfig(model_);
     config.kv_budget_bytes = 256ll << 20;
     host->loadModel(config);
-    QVERIFY(loaded.wait(30000));
+    QTRY_VERIFY_WITH_TIMEOUT(loaded.count() > 0, 30000);
     SamplingParams sampling;
     sampling.max_tokens = 1000;
     sampling.ignore_eos = true;
