@@ -1,34 +1,78 @@
 // ChatWidget (see chat_widget.h).
+//
+// Every change to the turns happens when the engine has taken the request
+// (onRequestStarted): a prompt that cannot start (bad settings, no room in
+// the KV pool) goes back into the input box and nothing — neither the turns
+// shown nor the saved conversation — has changed.
 #include "chat_widget.h"
 
+#include <algorithm>
+
+#include <QClipboard>
+#include <QDesktopServices>
+#include <QGuiApplication>
 #include <QKeyEvent>
 #include <QLabel>
+#include <QLocale>
 #include <QPlainTextEdit>
 #include <QPushButton>
 #include <QScrollBar>
 #include <QShortcut>
 #include <QTextBrowser>
+#include <QTimer>
+#include <QUrl>
 #include <QVBoxLayout>
 
+#include "models/markdown_code_blocks.h"
+#include "models/message_stats.h"
+
 namespace kvscope::ui {
+namespace {
+
+constexpr int kRenderIntervalMs = 40;  // streaming re-renders at most 25 times a second
+
+QString link(const QString& text, const QString& target) {
+  return QStringLiteral("[%1](kvscope:%2)").arg(text, target);
+}
+
+QString roleTitle(const std::string& role) {
+  if (role == "user") return ChatWidget::tr("You");
+  if (role == "assistant") return ChatWidget::tr("Assistant");
+  return QString::fromStdString(role);
+}
+
+}  // namespace
 
 ChatWidget::ChatWidget(QWidget* parent) : QWidget(parent) {
-  sampling_.temperature = 0.7f;
-  sampling_.max_tokens = 512;
+  header_ = new QLabel(this);
+  header_->setWordWrap(true);
+  header_->setTextFormat(Qt::RichText);
+  header_->setAccessibleName(tr("Conversation settings"));
+  connect(header_, &QLabel::linkActivated, this, [this] { emit settingsRequested(); });
 
   view_ = new QTextBrowser(this);
-  view_->setOpenExternalLinks(true);
+  view_->setOpenLinks(false);  // kvscope: links are actions; web links go to the browser
+  view_->setAccessibleName(tr("Conversation"));
   view_->setPlaceholderText(tr("Ask the model something. Ctrl+Enter sends, Esc stops."));
+  connect(view_, &QTextBrowser::anchorClicked, this, &ChatWidget::onLinkClicked);
+
+  edit_banner_ = new QLabel(this);
+  edit_banner_->setWordWrap(true);
+  edit_banner_->hide();
   input_ = new QPlainTextEdit(this);
   input_->setPlaceholderText(tr("Message (Ctrl+Enter to send)"));
+  input_->setAccessibleName(tr("Message"));
   input_->setMaximumHeight(96);
   input_->installEventFilter(this);
   send_ = new QPushButton(tr("Send"), this);
   send_->setToolTip(tr("Send (Ctrl+Enter)"));
+  send_->setAccessibleName(tr("Send"));
   stop_ = new QPushButton(tr("Stop"), this);
   stop_->setToolTip(tr("Stop the reply (Esc)"));
+  stop_->setAccessibleName(tr("Stop"));
   status_ = new QLabel(tr("No model loaded"), this);
   status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  status_->setAccessibleName(tr("Status"));
 
   auto* buttons = new QVBoxLayout;
   buttons->addWidget(send_);
@@ -38,19 +82,42 @@ ChatWidget::ChatWidget(QWidget* parent) : QWidget(parent) {
   input_row->addWidget(input_, 1);
   input_row->addLayout(buttons);
   auto* layout = new QVBoxLayout(this);
+  layout->addWidget(header_);
   layout->addWidget(view_, 1);
+  layout->addWidget(edit_banner_);
   layout->addLayout(input_row);
   layout->addWidget(status_);
 
+  render_timer_ = new QTimer(this);
+  render_timer_->setSingleShot(true);
+  render_timer_->setInterval(kRenderIntervalMs);
+  connect(render_timer_, &QTimer::timeout, this, &ChatWidget::render);
+
   connect(send_, &QPushButton::clicked, this, &ChatWidget::sendFromInput);
   connect(stop_, &QPushButton::clicked, this, &ChatWidget::stop);
-  auto* esc = new QShortcut(QKeySequence(Qt::Key_Escape), this, this, &ChatWidget::stop);
+  auto* esc = new QShortcut(QKeySequence(Qt::Key_Escape), this, this, [this] {
+    if (editing_index_ >= 0 && !busy()) return cancelEdit();
+    stop();
+  });
   esc->setContext(Qt::WidgetWithChildrenShortcut);
+  updateHeader();
   updateButtons();
+}
+
+ChatHistory ChatWidget::engineHistory() const {
+  ChatHistory history;
+  if (!settings_.system_prompt.trimmed().isEmpty()) history.push_back({"system", settings_.system_prompt.toStdString()});
+  for (const ChatTurn& t : turns_) history.push_back({t.role, t.content.toStdString()});
+  return history;
 }
 
 QString ChatWidget::statusText() const { return status_->text(); }
 void ChatWidget::setStatus(const QString& text) { status_->setText(text); }
+
+void ChatWidget::setConversationSettings(const ConversationSettings& settings) {
+  settings_ = settings;
+  updateHeader();
+}
 
 bool ChatWidget::eventFilter(QObject* watched, QEvent* event) {
   if (watched == input_ && event->type() == QEvent::KeyPress) {
@@ -71,103 +138,203 @@ void ChatWidget::sendFromInput() {
 }
 
 void ChatWidget::sendPrompt(const QString& text) {
-  if (busy() || text.trimmed().isEmpty()) return;
-  history_.push_back({"user", text.toStdString()});
-  reply_.clear();
+  if (busy() || !model_ready_ || text.trimmed().isEmpty()) return;
+  const int keep = editing_index_ >= 0 ? editing_index_ : static_cast<int>(turns_.size());
+  pending_ = PendingReply{};
+  pending_.keep = keep;
+  pending_.user_text = text;
+  ChatHistory history = engineHistory();
+  history.resize(history.size() - (turns_.size() - static_cast<size_t>(keep)));
+  history.push_back({"user", text.toStdString()});
+  startReply(history);
+}
+
+void ChatWidget::regenerate() {
+  if (busy() || !model_ready_ || turns_.empty() || turns_.back().role != "assistant") return;
+  cancelEdit();
+  pending_ = PendingReply{};
+  pending_.keep = static_cast<int>(turns_.size()) - 1;
+  ChatHistory history = engineHistory();
+  history.pop_back();
+  startReply(history);
+}
+
+void ChatWidget::startReply(const ChatHistory& history) {
+  const int n = std::clamp(settings_.n, ConversationSettings::kMinReplies, ConversationSettings::kMaxReplies);
+  pending_.texts = QStringList(n, QString());
+  pending_.finishes.assign(static_cast<size_t>(n), FinishInfo{});
+  pending_.remaining = n;
   awaiting_start_ = true;
+  stop_when_started_ = false;
   first_token_count_ = -1;
   setStatus(tr("processing prompt…"));
   render();
   updateButtons();
-  emit sendRequested(history_, sampling_);
+  emit sendRequested(history, settings_.sampling, n);
 }
 
 void ChatWidget::stop() {
-  if (active_id_ != 0) emit stopRequested(active_id_);
+  if (active_id_ != 0) {
+    emit stopRequested(active_id_);
+  } else if (awaiting_start_) {
+    stop_when_started_ = true;  // Esc right after sending: cancel as soon as the id is known
+  }
 }
 
 void ChatWidget::newChat() {
   stop();
-  history_.clear();
-  reply_.clear();
+  cancelEdit();
+  turns_.clear();
   render();
   if (model_ready_) setStatus(tr("New chat"));
 }
 
-void ChatWidget::setHistory(const ChatHistory& history) {
+void ChatWidget::setTurns(const ChatTurns& turns) {
   stop();
-  history_ = history;
-  reply_.clear();
+  cancelEdit();
+  turns_ = turns;
   render();
   updateButtons();
 }
 
-void ChatWidget::onModelLoading(const QString& path) {
+void ChatWidget::editMessage(int index) {
+  if (busy() || index < 0 || index >= static_cast<int>(turns_.size()) || turns_[index].role != "user") return;
+  editing_index_ = index;
+  input_->setPlainText(turns_[index].content);
+  input_->setFocus();
+  const int dropped = static_cast<int>(turns_.size()) - index - 1;
+  edit_banner_->setText(tr("Editing message %1. Ctrl+Enter sends it again (the %2 later message(s) are replaced; "
+                           "the prompt before it comes from the prefix cache). Esc cancels.")
+                            .arg(index + 1)
+                            .arg(dropped));
+  edit_banner_->show();
+  render();
+}
+
+void ChatWidget::cancelEdit() {
+  if (editing_index_ < 0) return;
+  editing_index_ = -1;
+  edit_banner_->hide();
+  input_->clear();
+  render();
+}
+
+void ChatWidget::selectAlternative(int message_index, int alternative) {
+  if (message_index < 0 || message_index >= static_cast<int>(turns_.size())) return;
+  ChatTurn& turn = turns_[message_index];
+  if (alternative < 0 || alternative >= turn.alternatives.size() || alternative == turn.selected) return;
+  turn.selected = alternative;
+  turn.content = turn.alternatives[alternative];
+  render();
+  emit alternativeSelected(message_index, alternative);
+}
+
+void ChatWidget::onModelLoading(const QString& name) {
   model_ready_ = false;
-  setStatus(tr("loading model %1…").arg(path));
+  model_name_ = name;
+  setStatus(tr("loading model %1…").arg(name));
   updateButtons();
+}
+
+void ChatWidget::onLoadProgress(double fraction, const QString& stage) {
+  if (model_ready_) return;
+  setStatus(tr("loading model %1 %2% · %3").arg(model_name_).arg(qRound(100.0 * fraction)).arg(stage));
 }
 
 void ChatWidget::onModelLoaded(const kvscope::ModelInfo& info) {
   model_ready_ = true;
+  if (awaiting_start_ && !pending_.user_text.isEmpty() && input_->toPlainText().isEmpty())
+    input_->setPlainText(pending_.user_text);  // the old engine never took it
   awaiting_start_ = false;
   active_id_ = 0;
   context_length_ = info.context_length;
   setStatus(tr("%1 loaded · %2 KV blocks of %3 tokens · context %4")
                 .arg(QString::fromStdString(info.name))
-                .arg(info.num_kv_blocks)
+                .arg(QLocale().toString(info.num_kv_blocks))
                 .arg(info.block_size)
-                .arg(info.context_length));
+                .arg(QLocale().toString(info.context_length)));
+  render();
   updateButtons();
   input_->setFocus();
+}
+
+void ChatWidget::onModelKept(const kvscope::ModelInfo& info) {
+  model_ready_ = true;
+  setStatus(tr("%1 is still loaded").arg(QString::fromStdString(info.name)));
+  updateButtons();
 }
 
 void ChatWidget::onRequestStarted(quint64 request_id, bool is_chat) {
   if (!is_chat || !awaiting_start_) return;
   awaiting_start_ = false;
   active_id_ = request_id;
+  if (pending_.keep < static_cast<int>(turns_.size())) {
+    turns_.resize(static_cast<size_t>(pending_.keep));
+    emit turnsRemoved(pending_.keep);
+  }
+  if (!pending_.user_text.isEmpty()) {
+    turns_.push_back({"user", pending_.user_text, {}, 0, {}});
+    emit userTurnAdded(pending_.user_text);
+  }
+  if (editing_index_ >= 0) {
+    editing_index_ = -1;
+    edit_banner_->hide();
+  }
   updateButtons();
   emit replyStarted();
+  if (stop_when_started_) {
+    stop_when_started_ = false;
+    emit stopRequested(active_id_);
+  }
 }
 
-void ChatWidget::onTokens(quint64 request_id, const QString& text) {
-  if (request_id != active_id_ || active_id_ == 0) return;
-  if (reply_.isEmpty()) setStatus(tr("generating…"));
-  reply_ += text;
-  render();
+void ChatWidget::onTokens(quint64 request_id, int index, const QString& text) {
+  if (request_id != active_id_ || active_id_ == 0 || index < 0 || index >= pending_.texts.size()) return;
+  pending_.texts[index] += text;
+  scheduleRender();
 }
 
 void ChatWidget::onFinished(quint64 request_id, const kvscope::ui::FinishInfo& info) {
   if (request_id != active_id_ || active_id_ == 0) return;
-  history_.push_back({"assistant", reply_.toStdString()});
-  const QString content = reply_;
-  reply_.clear();
+  if (info.index < 0 || info.index >= pending_.texts.size()) return;
+  pending_.finishes[static_cast<size_t>(info.index)] = info;
+  if (--pending_.remaining > 0) return;
+
+  std::vector<MessageStats> stats;
+  for (const FinishInfo& f : pending_.finishes) stats.push_back(MessageStats::fromFinish(f));
+  ChatTurn turn{"assistant", pending_.texts[pending_.shown], {}, 0, messageStatsToJson(stats)};
+  if (pending_.texts.size() > 1) {
+    turn.alternatives = pending_.texts;
+    turn.selected = pending_.shown;
+  }
+  turns_.push_back(turn);
   active_id_ = 0;
-  const RequestStats& st = info.stats;
-  const int used = st.num_prompt_tokens + st.num_generated_tokens;
-  QString status = tr("%1 · %2 tokens · %3 tok/s · first token %4 s · context %5 / %6")
-                       .arg(QString::fromLatin1(finish_reason_name(info.reason)))
-                       .arg(st.num_generated_tokens)
-                       .arg(st.decode_tokens_per_s, 0, 'f', 1)
-                       .arg(st.time_to_first_token_s, 0, 'f', 2)
-                       .arg(used)
-                       .arg(context_length_);
-  if (st.num_cached_prompt_tokens > 0) status += tr(" · %1 prompt tokens from cache").arg(st.num_cached_prompt_tokens);
-  if (info.reason == FinishReason::Error) status = tr("error: %1").arg(QString::fromStdString(info.error));
+
+  const FinishInfo& shown = pending_.finishes[static_cast<size_t>(pending_.shown)];
+  const RequestStats& st = shown.stats;
+  QString status = messageStatsLine(stats[static_cast<size_t>(pending_.shown)]);
+  status += tr(" · context %1 / %2")
+                .arg(QLocale().toString(st.num_prompt_tokens + st.num_generated_tokens))
+                .arg(QLocale().toString(context_length_));
+  if (shown.reason == FinishReason::Error) status = tr("error: %1").arg(QString::fromStdString(shown.error));
   setStatus(status);
   render();
   updateButtons();
-  emit replyFinished(content);
+  emit replyFinished(turn);
 }
 
 void ChatWidget::onSnapshot(const kvscope::ui::SnapshotPtr& snapshot) {
   if (!snapshot || active_id_ == 0) return;
   for (const SequenceSnapshot& seq : snapshot->sequences) {
-    if (seq.id != active_id_ || seq.index != 0) continue;
+    if (seq.id != active_id_ || seq.index != pending_.shown) continue;
+    const QLocale locale;
     const int total = static_cast<int>(seq.tokens.size());
     const int generated = total - seq.num_prompt_tokens;
     if (generated <= 0) {
-      setStatus(tr("processing prompt · %1 / %2 tokens").arg(seq.num_computed_tokens).arg(seq.num_prompt_tokens));
+      QString text = tr("processing prompt %1 / %2 tokens")
+                         .arg(locale.toString(seq.num_computed_tokens), locale.toString(seq.num_prompt_tokens));
+      if (seq.num_cached_tokens > 0) text += tr(" (%1 from the prefix cache)").arg(locale.toString(seq.num_cached_tokens));
+      setStatus(text);
       return;
     }
     if (first_token_count_ < 0) {
@@ -176,44 +343,139 @@ void ChatWidget::onSnapshot(const kvscope::ui::SnapshotPtr& snapshot) {
     }
     const double secs = since_first_token_.elapsed() / 1000.0;
     const double rate = secs > 0.2 ? (generated - first_token_count_) / secs : 0.0;
-    setStatus(tr("generating · %1 tokens · %2 tok/s · context %3 / %4")
-                  .arg(generated)
-                  .arg(rate, 0, 'f', 1)
-                  .arg(total)
-                  .arg(context_length_));
+    QString text = tr("generating · %1 tokens · %2 tok/s · context %3 / %4")
+                       .arg(locale.toString(generated))
+                       .arg(rate, 0, 'f', 1)
+                       .arg(locale.toString(total), locale.toString(context_length_));
+    if (seq.num_cached_tokens > 0) text += tr(" · %1 prompt tokens from cache").arg(locale.toString(seq.num_cached_tokens));
+    setStatus(text);
     return;
   }
 }
 
 void ChatWidget::onError(const QString& message) {
   if (awaiting_start_) {
-    // The request never started: take the user's turn back into the input box.
+    // The request never started: nothing changed; the prompt goes back to the input box.
     awaiting_start_ = false;
-    if (!history_.empty() && history_.back().role == "user") {
-      input_->setPlainText(QString::fromStdString(history_.back().content));
-      history_.pop_back();
-    }
+    if (!pending_.user_text.isEmpty() && input_->toPlainText().isEmpty()) input_->setPlainText(pending_.user_text);
     render();
   }
   setStatus(tr("error: %1").arg(message));
   updateButtons();
 }
 
+void ChatWidget::onLinkClicked(const QUrl& url) {
+  if (url.scheme() != QLatin1String("kvscope")) {
+    QDesktopServices::openUrl(url);
+    return;
+  }
+  const QStringList parts = url.path().split(QLatin1Char('/'));
+  const QString action = parts.value(0);
+  const int message = parts.value(1).toInt();
+  const bool valid_message = message >= 0 && message < static_cast<int>(turns_.size());
+  if (action == QLatin1String("edit")) {
+    editMessage(message);
+  } else if (action == QLatin1String("regenerate")) {
+    regenerate();
+  } else if (action == QLatin1String("alt") && valid_message) {
+    selectAlternative(message, parts.value(2).toInt());
+  } else if (action == QLatin1String("show")) {
+    // Which of the replies being written is shown (before they are a turn).
+    pending_.shown = std::clamp(message, 0, static_cast<int>(pending_.texts.size()) - 1);
+    render();
+  } else if (action == QLatin1String("copy") && valid_message) {
+    QGuiApplication::clipboard()->setText(turns_[message].content);
+    setStatus(tr("Copied message %1.").arg(message + 1));
+  } else if (action == QLatin1String("code") && valid_message) {
+    const std::vector<CodeBlock> blocks = fencedCodeBlocks(turns_[message].content);
+    const size_t k = parts.value(2).toUInt();
+    if (k < blocks.size()) {
+      QGuiApplication::clipboard()->setText(blocks[k].code);
+      setStatus(tr("Copied a code block of message %1.").arg(message + 1));
+    }
+  }
+}
+
+void ChatWidget::scheduleRender() {
+  if (!render_timer_->isActive()) render_timer_->start();
+}
+
+QString ChatWidget::markdownForTurn(int index) const {
+  const ChatTurn& t = turns_[static_cast<size_t>(index)];
+  const bool last = index + 1 == static_cast<int>(turns_.size());
+  QStringList head{QStringLiteral("**%1**").arg(roleTitle(t.role))};
+  QString body = t.content.isEmpty() ? tr("*(no text)*") : t.content;
+  if (t.role == "user") {
+    if (!busy()) head << link(tr("Edit"), QStringLiteral("edit/%1").arg(index));
+    if (index == editing_index_) head << tr("*editing…*");
+  } else if (t.role == "assistant") {
+    head << link(tr("Copy"), QStringLiteral("copy/%1").arg(index));
+    if (last && !busy()) head << link(tr("Regenerate"), QStringLiteral("regenerate"));
+    body = withLinksAfterCodeBlocks(body, [index](int k) {
+      return link(tr("Copy code"), QStringLiteral("code/%1/%2").arg(index).arg(k));
+    });
+  }
+  QString md = head.join(QStringLiteral(" · "));
+  if (t.alternatives.size() > 1) {
+    QStringList nav;
+    if (t.selected > 0) nav << link(tr("‹ previous"), QStringLiteral("alt/%1/%2").arg(index).arg(t.selected - 1));
+    nav << tr("reply %1 of %2").arg(t.selected + 1).arg(t.alternatives.size());
+    if (t.selected + 1 < t.alternatives.size())
+      nav << link(tr("next ›"), QStringLiteral("alt/%1/%2").arg(index).arg(t.selected + 1));
+    md += QStringLiteral("\n\n") + nav.join(QStringLiteral(" · "));
+  }
+  md += QStringLiteral("\n\n") + body;
+  const std::vector<MessageStats> stats = messageStatsFromJson(t.stats_json);
+  if (!stats.empty()) {
+    const size_t k = std::min(static_cast<size_t>(std::max(t.selected, 0)), stats.size() - 1);
+    md += QStringLiteral("\n\n*%1*").arg(messageStatsLine(stats[k]));
+  }
+  return md;
+}
+
 void ChatWidget::render() {
+  render_timer_->stop();
   QScrollBar* bar = view_->verticalScrollBar();
   const bool at_bottom = bar->value() >= bar->maximum() - 4;
-  QString md;
-  auto add = [&md](const QString& who, const QString& text) {
-    if (!md.isEmpty()) md += QStringLiteral("\n\n---\n\n");
-    md += QStringLiteral("**%1**\n\n%2").arg(who, text);
-  };
-  for (const ChatMessage& m : history_) {
-    add(m.role == "user" ? tr("You") : m.role == "assistant" ? tr("Assistant") : QString::fromStdString(m.role),
-        QString::fromStdString(m.content));
+  const bool writing = busy();
+  // While a request is on its way the turns it replaces are already hidden.
+  const int shown_turns = writing ? std::min(pending_.keep, static_cast<int>(turns_.size())) : static_cast<int>(turns_.size());
+  QStringList parts;
+  for (int i = 0; i < shown_turns; ++i) parts << markdownForTurn(i);
+  if (writing) {
+    if (awaiting_start_ && !pending_.user_text.isEmpty())
+      parts << QStringLiteral("**%1**\n\n%2").arg(tr("You"), pending_.user_text);
+    QString md = QStringLiteral("**%1**").arg(tr("Assistant"));
+    if (pending_.texts.size() > 1) {
+      QStringList pick;
+      for (int i = 0; i < pending_.texts.size(); ++i) {
+        pick << (i == pending_.shown ? tr("**reply %1**").arg(i + 1)
+                                     : link(tr("reply %1").arg(i + 1), QStringLiteral("show/%1").arg(i)));
+      }
+      md += QStringLiteral(" · ") + pick.join(QStringLiteral(" · "));
+    }
+    const QString text = pending_.texts.value(pending_.shown);
+    md += QStringLiteral("\n\n") + (text.isEmpty() ? tr("*…*") : text);
+    parts << md;
   }
-  if (busy()) add(tr("Assistant"), reply_.isEmpty() ? tr("*…*") : reply_);
-  view_->document()->setMarkdown(md);
+  markdown_ = parts.join(QStringLiteral("\n\n---\n\n"));
+  view_->document()->setMarkdown(markdown_);
   if (at_bottom) bar->setValue(bar->maximum());
+}
+
+void ChatWidget::updateHeader() {
+  const SamplingParams& s = settings_.sampling;
+  QString prompt = settings_.system_prompt.simplified();
+  if (prompt.size() > 90) prompt = prompt.left(89) + QStringLiteral("…");
+  QStringList parts;
+  parts << (prompt.isEmpty() ? tr("No system prompt") : tr("System: “%1”").arg(prompt.toHtmlEscaped()));
+  parts << (s.temperature == 0.0f ? tr("greedy") : tr("temperature %1").arg(s.temperature, 0, 'g', 3));
+  if (s.temperature != 0.0f && s.top_k > 0) parts << tr("top-k %1").arg(s.top_k);
+  if (s.temperature != 0.0f && s.top_p < 1.0f) parts << tr("top-p %1").arg(s.top_p, 0, 'g', 3);
+  parts << tr("max %1 tokens").arg(s.max_tokens);
+  if (settings_.n > 1) parts << tr("%1 replies").arg(settings_.n);
+  parts << QStringLiteral("<a href=\"settings\">%1</a>").arg(tr("Conversation settings…"));
+  header_->setText(parts.join(QStringLiteral(" · ")));
 }
 
 void ChatWidget::updateButtons() {

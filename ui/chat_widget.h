@@ -1,20 +1,31 @@
-// ChatWidget: the conversation (rendered as Markdown), an input box
-// (Ctrl+Enter sends), Send and Stop (Esc) buttons and a status line
-// ("loading model…", "processing prompt", tokens/s, context usage).
-// It keeps the history and asks for a reply with sendRequested(history, ...);
-// the engine renders the model's chat template. It knows nothing of the
-// engine: replies come back through the on*() slots, wired in app/gui.
+// ChatWidget: one conversation. The turns rendered as Markdown with actions
+// as links (edit an earlier user message and resend, regenerate the last
+// reply, flip through n alternative replies, copy a reply or a code block),
+// a stats line under each reply, a header with the conversation's settings
+// (system prompt, sampling, n), an input box (Ctrl+Enter sends, Esc stops or
+// leaves editing) and a status line ("loading model 43%", "processing prompt
+// 340 / 1,200 tokens", tok/s, context usage).
+//
+// It knows nothing of the engine: it asks for replies with sendRequested()
+// (the engine applies the model's chat template) and takes results through
+// the on*() slots, wired in app/gui. Persistence is the main window's: it
+// listens to userTurnAdded / turnsRemoved / replyStarted / replyFinished /
+// alternativeSelected, which mirror every change of turns().
 #pragma once
 
 #include <QElapsedTimer>
 #include <QWidget>
 
 #include "engine_types.h"
+#include "models/chat_turn.h"
+#include "models/conversation_settings.h"
 
 class QLabel;
 class QPlainTextEdit;
 class QPushButton;
 class QTextBrowser;
+class QTimer;
+class QUrl;
 
 namespace kvscope::ui {
 
@@ -23,55 +34,104 @@ class ChatWidget : public QWidget {
  public:
   explicit ChatWidget(QWidget* parent = nullptr);
 
-  const ChatHistory& history() const { return history_; }
+  const ChatTurns& turns() const { return turns_; }
+  // What the engine is sent: the system prompt (if any), then every turn's content.
+  ChatHistory engineHistory() const;
   bool busy() const { return awaiting_start_ || active_id_ != 0; }
+  // The index of the user turn being edited, or -1.
+  int editingIndex() const { return editing_index_; }
   QString statusText() const;
-  void setSampling(const SamplingParams& sampling) { sampling_ = sampling; }
+  QString renderedMarkdown() const { return markdown_; }
+  QPlainTextEdit* input() const { return input_; }
+  const ConversationSettings& conversationSettings() const { return settings_; }
+  void setConversationSettings(const ConversationSettings& settings);
 
  public slots:
-  // Sends `text` as the next user turn (no-op while a reply is being written).
+  // Sends `text` as the next user turn (after the edited turn's predecessors
+  // when editing); no-op while a reply is being written.
   void sendPrompt(const QString& text);
   void stop();
   void newChat();
   // Replaces the conversation shown (a saved one being opened); call when not busy().
-  void setHistory(const kvscope::ui::ChatHistory& history);
+  void setTurns(const kvscope::ui::ChatTurns& turns);
+  // Asks again for the last reply (same history; the prompt's KV comes from
+  // the prefix cache).
+  void regenerate();
+  // Puts user turn `index` into the input box; sending replaces it and drops
+  // everything after it.
+  void editMessage(int index);
+  void cancelEdit();
+  void selectAlternative(int message_index, int alternative);
   void setStatus(const QString& text);
-  void onModelLoading(const QString& path);
+  void onModelLoading(const QString& name);
+  void onLoadProgress(double fraction, const QString& stage);
   void onModelLoaded(const kvscope::ModelInfo& info);
+  // Loading another model failed and `info`'s model is still loaded; a reply
+  // being written goes on.
+  void onModelKept(const kvscope::ModelInfo& info);
   void onRequestStarted(quint64 request_id, bool is_chat);
-  void onTokens(quint64 request_id, const QString& text);
+  void onTokens(quint64 request_id, int index, const QString& text);
   void onFinished(quint64 request_id, const kvscope::ui::FinishInfo& info);
   void onSnapshot(const kvscope::ui::SnapshotPtr& snapshot);
   void onError(const QString& message);
 
  signals:
-  void sendRequested(const kvscope::ui::ChatHistory& history, const kvscope::SamplingParams& sampling);
+  void sendRequested(const kvscope::ui::ChatHistory& history, const kvscope::SamplingParams& sampling, int n);
   void stopRequested(quint64 request_id);
-  // The engine took the last user turn and the reply begins / is complete
-  // (`content` is what went into the history, possibly cut short).
+  void userTurnAdded(const QString& text);
+  // Turns from `index` on were dropped (edit and resend, regenerate, a
+  // request that could not start).
+  void turnsRemoved(int index);
+  // The engine took the request and the reply begins / is complete.
   void replyStarted();
-  void replyFinished(const QString& content);
+  void replyFinished(const kvscope::ui::ChatTurn& turn);
+  void alternativeSelected(int message_index, int alternative);
+  void settingsRequested();
 
  protected:
   bool eventFilter(QObject* watched, QEvent* event) override;
 
  private:
-  void sendFromInput();
-  void render();
-  void updateButtons();
+  // The request on its way and the reply being written: n streams, finished
+  // one by one. When the engine takes it, turns from `keep` on are replaced
+  // by `user_text` (if any) and the reply.
+  struct PendingReply {
+    int keep = 0;
+    QString user_text;  // empty for regenerate
+    QStringList texts;
+    std::vector<FinishInfo> finishes;
+    int remaining = 0;
+    int shown = 0;
+  };
 
+  void startReply(const ChatHistory& history);
+  void sendFromInput();
+  void onLinkClicked(const QUrl& url);
+  void scheduleRender();
+  void render();
+  void updateHeader();
+  void updateButtons();
+  QString markdownForTurn(int index) const;
+
+  QLabel* header_ = nullptr;
   QTextBrowser* view_ = nullptr;
+  QLabel* edit_banner_ = nullptr;
   QPlainTextEdit* input_ = nullptr;
   QPushButton* send_ = nullptr;
   QPushButton* stop_ = nullptr;
   QLabel* status_ = nullptr;
+  QTimer* render_timer_ = nullptr;
 
-  ChatHistory history_;
-  SamplingParams sampling_;
-  QString reply_;                // the reply being written (not yet in history_)
+  ChatTurns turns_;
+  ConversationSettings settings_;
+  PendingReply pending_;
+  QString markdown_;             // what the view shows
   bool awaiting_start_ = false;  // sent, request id not known yet
+  bool stop_when_started_ = false;
   quint64 active_id_ = 0;
+  int editing_index_ = -1;
   bool model_ready_ = false;
+  QString model_name_;
   int context_length_ = 0;
   QElapsedTimer since_first_token_;
   int first_token_count_ = -1;  // generated tokens at the first snapshot with any

@@ -4,11 +4,15 @@
 #include <QAction>
 #include <QApplication>
 #include <QDockWidget>
+#include <QDragEnterEvent>
+#include <QDropEvent>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QHeaderView>
+#include <QItemSelectionModel>
 #include <QLabel>
 #include <QMenuBar>
+#include <QMimeData>
 #include <QMessageBox>
 #include <QSettings>
 #include <QStatusBar>
@@ -19,11 +23,16 @@
 #include "block_map_widget.h"
 #include "chat_widget.h"
 #include "conversation_list_widget.h"
+#include "conversation_settings_dialog.h"
 #include "engine_settings.h"
 #include "models/block_table_model.h"
 #include "models/chat_store.h"
+#include "models/conversation_export.h"
 #include "plots_widget.h"
+#include "memory_panel.h"
 #include "settings_dialog.h"
+#include "shared_prefix_panel.h"
+#include "trace_panel.h"
 #include "workload_dialog.h"
 
 namespace kvscope::ui {
@@ -63,8 +72,12 @@ MainWindow::MainWindow(QWidget* parent, const QString& chat_store_path)
     : QMainWindow(parent), store_(std::make_unique<ChatStore>(chat_store_path)) {
   setWindowTitle(tr("kvscope"));
   QSettings settings;
-  config_ = loadEngineConfig(settings);
+  QStringList problems;
+  config_ = loadEngineConfig(settings, &problems);
+  chat_defaults_ = loadChatDefaults(settings, &problems);
+  setAcceptDrops(true);
   chat_ = new ChatWidget(this);
+  chat_->setConversationSettings(chat_defaults_);
   setCentralWidget(chat_);
   createDocks();
   createActions();
@@ -74,14 +87,20 @@ MainWindow::MainWindow(QWidget* parent, const QString& chat_store_path)
   statusBar()->addPermanentWidget(step_label_);
   resize(1500, 920);
 
+  if (!problems.isEmpty())
+    statusBar()->showMessage(tr("Some saved settings were unusable and were reset: %1").arg(problems.join(QStringLiteral("; "))),
+                             15000);
   conversations_->setStore(store_.get());
   if (!store_->is_open()) {
     qWarning("kvscope: conversations are not saved: %s", qPrintable(store_->lastError()));
     reportStoreError(store_->lastError());
   }
-  connect(chat_, &ChatWidget::sendRequested, this, &MainWindow::onChatSent);
+  connect(chat_, &ChatWidget::userTurnAdded, this, &MainWindow::onUserTurnAdded);
+  connect(chat_, &ChatWidget::turnsRemoved, this, &MainWindow::onTurnsRemoved);
   connect(chat_, &ChatWidget::replyStarted, this, &MainWindow::onReplyStarted);
   connect(chat_, &ChatWidget::replyFinished, this, &MainWindow::onReplyFinished);
+  connect(chat_, &ChatWidget::alternativeSelected, this, &MainWindow::onAlternativeSelected);
+  connect(chat_, &ChatWidget::settingsRequested, this, &MainWindow::showConversationSettings);
   connect(conversations_, &ConversationListWidget::conversationSelected, this, &MainWindow::openConversation);
   connect(conversations_, &ConversationListWidget::conversationDeleted, this, &MainWindow::onConversationDeleted);
   connect(conversations_, &ConversationListWidget::newRequested, this, &MainWindow::newConversation);
@@ -97,29 +116,48 @@ void MainWindow::createActions() {
   auto* new_chat = new QAction(tr("&New chat"), this);
   new_chat->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_N));
   connect(new_chat, &QAction::triggered, this, &MainWindow::newConversation);
+  auto* export_chat = new QAction(tr("&Export conversation…"), this);
+  export_chat->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_E));
+  export_chat->setToolTip(tr("Save the conversation shown as Markdown or JSON"));
+  connect(export_chat, &QAction::triggered, this, &MainWindow::showExportDialog);
+  auto* chat_settings = new QAction(tr("Conversation &settings…"), this);
+  chat_settings->setToolTip(tr("System prompt, sampling and number of replies of this conversation"));
+  connect(chat_settings, &QAction::triggered, this, &MainWindow::showConversationSettings);
+  auto* regenerate = new QAction(tr("&Regenerate reply"), this);
+  regenerate->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_R));
+  connect(regenerate, &QAction::triggered, chat_, &ChatWidget::regenerate);
   auto* workload = new QAction(tr("&Workload…"), this);
   workload->setToolTip(tr("Start N synthetic concurrent requests with a shared prefix"));
   connect(workload, &QAction::triggered, this, &MainWindow::showWorkloadDialog);
+  auto* stop_workload = new QAction(tr("S&top workload"), this);
+  stop_workload->setToolTip(tr("Cancel the synthetic requests, running or still to arrive"));
+  connect(stop_workload, &QAction::triggered, this, &MainWindow::workloadStopRequested);
   auto* settings = new QAction(tr("&Settings…"), this);
-  settings->setShortcut(QKeySequence::Preferences);
+  // Ctrl+, everywhere; the platform's own preferences key too where it has one.
+  settings->setShortcuts({QKeySequence(Qt::CTRL | Qt::Key_Comma), QKeySequence(QKeySequence::Preferences)});
   connect(settings, &QAction::triggered, this, &MainWindow::showSettings);
   auto* quit = new QAction(tr("&Quit"), this);
   quit->setShortcut(QKeySequence::Quit);
   connect(quit, &QAction::triggered, this, &QWidget::close);
 
   QMenu* file = menuBar()->addMenu(tr("&File"));
-  file->addActions({open, new_chat});
+  file->addAction(open);
+  recent_menu_ = file->addMenu(tr("Open &recent"));
+  rebuildRecentMenu();
+  file->addActions({new_chat, export_chat});
   file->addSeparator();
   file->addAction(quit);
+  QMenu* chat = menuBar()->addMenu(tr("&Chat"));
+  chat->addActions({regenerate, chat_settings});
   QMenu* engine = menuBar()->addMenu(tr("&Engine"));
-  engine->addActions({workload, settings});
+  engine->addActions({workload, stop_workload, settings});
   QMenu* view = menuBar()->addMenu(tr("&View"));
   for (QDockWidget* dock : findChildren<QDockWidget*>()) view->addAction(dock->toggleViewAction());
 
   QToolBar* bar = addToolBar(tr("Main"));
   bar->setObjectName(QStringLiteral("main_toolbar"));
   bar->setToolButtonStyle(Qt::ToolButtonTextOnly);
-  bar->addActions({open, new_chat, workload, settings});
+  bar->addActions({open, new_chat, workload, stop_workload, settings});
 }
 
 void MainWindow::createDocks() {
@@ -148,8 +186,19 @@ void MainWindow::createDocks() {
   table_view_->setSelectionBehavior(QAbstractItemView::SelectRows);
   table_view_->setWordWrap(false);
   connect(block_map_, &BlockMapWidget::requestsSelected, table_model_, &BlockTableModel::setHighlightedRequests);
+  // A row of the sequence table shows that sequence's blocks in the map, numbered in logical order.
+  connect(table_view_->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
+          [this](const QModelIndex& current) {
+            if (!current.isValid()) return block_map_->clearFocusedSequence();
+            block_map_->setFocusedSequence(current.data(BlockTableModel::RequestIdRole).value<quint64>(),
+                                           current.data(BlockTableModel::SequenceIndexRole).toInt());
+          });
 
   plots_ = new PlotsWidget(this);
+  trace_panel_ = new TracePanel(this);
+  memory_panel_ = new MemoryPanel(this);
+  connect(memory_panel_, &MemoryPanel::applyRequested, this, &MainWindow::loadEngine);
+  shared_prefixes_ = new SharedPrefixPanel(this);
   conversations_ = new ConversationListWidget(this);
 
   auto addDock = [this](const QString& title, const QString& name, QWidget* w) {
@@ -162,6 +211,14 @@ void MainWindow::createDocks() {
   QDockWidget* map_dock = addDock(tr("KV blocks"), QStringLiteral("kv_blocks_dock"), map_panel);
   QDockWidget* table_dock = addDock(tr("Sequences"), QStringLiteral("sequences_dock"), table_view_);
   QDockWidget* plots_dock = addDock(tr("Plots"), QStringLiteral("plots_dock"), plots_);
+  QDockWidget* trace_dock = addDock(tr("Trace"), QStringLiteral("trace_dock"), trace_panel_);
+  QDockWidget* memory_dock = addDock(tr("Memory"), QStringLiteral("memory_dock"), memory_panel_);
+  QDockWidget* prefixes_dock = addDock(tr("Shared prefixes"), QStringLiteral("shared_prefixes_dock"), shared_prefixes_);
+  tabifyDockWidget(table_dock, prefixes_dock);
+  tabifyDockWidget(plots_dock, memory_dock);
+  tabifyDockWidget(plots_dock, trace_dock);
+  table_dock->raise();
+  plots_dock->raise();
   auto* list_dock = new QDockWidget(tr("Conversations"), this);
   list_dock->setObjectName(QStringLiteral("conversations_dock"));
   list_dock->setWidget(conversations_);
@@ -171,14 +228,32 @@ void MainWindow::createDocks() {
 }
 
 void MainWindow::loadEngine(const kvscope::EngineConfig& config) {
-  config_ = config;
+  requested_config_ = config;
+  if (!model_info_.name.empty() && config.model_path == config_.model_path) {
+    statusBar()->showMessage(tr("Applying the new settings…"), 3000);
+  } else {
+    const QString path = QString::fromStdString(config.model_path);
+    chat_->onModelLoading(QFileInfo(path).fileName());
+    model_label_->setText(tr("loading %1…").arg(path));
+  }
+  emit loadModelRequested(config);
+}
+
+void MainWindow::acceptConfig(const kvscope::ModelInfo& info) {
+  config_ = requested_config_;
+  model_info_ = info;
   QSettings settings;
   saveEngineConfig(settings, config_);
-  const QString path = QString::fromStdString(config_.model_path);
-  chat_->onModelLoading(QFileInfo(path).fileName());
-  model_label_->setText(tr("loading %1…").arg(path));
-  plots_->clear();
-  emit loadModelRequested(config_);
+  addRecentModel(settings, QString::fromStdString(config_.model_path));
+  rebuildRecentMenu();
+  showModelLabel(info);
+  memory_panel_->setModel(info, config_);
+  shared_prefixes_->setModelInfo(info);
+}
+
+void MainWindow::setChatDefaults(const ConversationSettings& defaults) {
+  chat_defaults_ = defaults;
+  if (chat_->turns().empty() && !chat_->busy()) chat_->setConversationSettings(defaults);
 }
 
 void MainWindow::startWorkload(const WorkloadSpec& spec) {
@@ -197,8 +272,14 @@ void MainWindow::openModel() {
 }
 
 void MainWindow::showSettings() {
-  SettingsDialog dialog(config_, this);
-  if (dialog.exec() == QDialog::Accepted) loadEngine(dialog.config());
+  QSettings settings;
+  SettingsDialog dialog(config_, chat_defaults_, recentModels(settings), this);
+  if (dialog.exec() != QDialog::Accepted) return;
+  if (dialog.chatDefaultsChanged()) {
+    chat_defaults_ = dialog.chatDefaults();
+    saveChatDefaults(settings, chat_defaults_);
+  }
+  if (dialog.engineChanged()) loadEngine(dialog.config());
 }
 
 void MainWindow::showWorkloadDialog() {
@@ -206,8 +287,29 @@ void MainWindow::showWorkloadDialog() {
   if (dialog.exec() == QDialog::Accepted) startWorkload(dialog.spec());
 }
 
+void MainWindow::onLoadProgress(double fraction, const QString& stage) {
+  chat_->onLoadProgress(fraction, stage);
+  model_label_->setText(tr("loading %1: %2% · %3")
+                            .arg(QString::fromStdString(requested_config_.model_path))
+                            .arg(qRound(100.0 * fraction))
+                            .arg(stage));
+}
+
 void MainWindow::onModelLoaded(const kvscope::ModelInfo& info) {
   chat_->onModelLoaded(info);
+  plots_->clear();
+  acceptConfig(info);
+}
+
+void MainWindow::onReconfigured(const kvscope::ModelInfo& info) {
+  acceptConfig(info);
+  statusBar()->showMessage(tr("Settings applied: %1 KV blocks of %2 tokens; running requests were re-queued.")
+                               .arg(info.num_kv_blocks)
+                               .arg(info.block_size),
+                           8000);
+}
+
+void MainWindow::showModelLabel(const kvscope::ModelInfo& info) {
   model_label_->setText(tr("%1 (%2, %3 layers) · %4 KV blocks × %5 tokens · %6 · %7")
                             .arg(QString::fromStdString(info.name), QString::fromStdString(info.architecture))
                             .arg(info.num_layers)
@@ -218,7 +320,16 @@ void MainWindow::onModelLoaded(const kvscope::ModelInfo& info) {
   setWindowTitle(tr("kvscope — %1").arg(QString::fromStdString(info.name)));
 }
 
-void MainWindow::onLoadFailed(const QString& message) {
+void MainWindow::onLoadFailed(const QString& message, bool previous_kept) {
+  if (previous_kept && !model_info_.name.empty()) {
+    chat_->onModelKept(model_info_);
+    showModelLabel(model_info_);
+    showError(this, tr("Cannot load the model"),
+              tr("%1\n\n%2 is still loaded.").arg(message, QString::fromStdString(model_info_.name)));
+    return;
+  }
+  model_info_ = {};
+  if (!requested_config_.model_path.empty()) config_ = requested_config_;  // Settings shows what failed, to fix it
   chat_->setStatus(tr("no model loaded"));
   model_label_->setText(tr("no model"));
   showError(this, tr("Cannot load the model"), message);
@@ -227,6 +338,8 @@ void MainWindow::onLoadFailed(const QString& message) {
 void MainWindow::onSnapshot(const kvscope::ui::SnapshotPtr& snapshot) {
   if (!snapshot) return;
   block_map_->setSnapshot(snapshot);
+  memory_panel_->setSnapshot(snapshot);
+  shared_prefixes_->setSnapshot(snapshot);
   table_model_->setSnapshot(snapshot);
   plots_->addSnapshot(snapshot);
   chat_->onSnapshot(snapshot);
@@ -246,12 +359,14 @@ void MainWindow::onError(const QString& message) {
 
 void MainWindow::newConversation() {
   chat_->newChat();
+  chat_->setConversationSettings(chat_defaults_);
   if (untitled_ && conversation_id_ >= 0) return;  // the empty one already made
   conversation_id_ = -1;
   untitled_ = false;
   if (!store_->is_open()) return;
   const qint64 id = store_->create_conversation(tr("New chat"));
   if (id < 0) return reportStoreError(store_->lastError());
+  if (!store_->set_conversation_settings(id, chat_defaults_.toJson())) reportStoreError(store_->lastError());
   conversation_id_ = id;
   untitled_ = true;
   conversations_->refresh(id);
@@ -266,28 +381,56 @@ void MainWindow::openConversation(qint64 id) {
   }
   const std::vector<StoredMessage> messages = store_->messages(id);
   if (!store_->lastError().isEmpty()) return reportStoreError(store_->lastError());
-  ChatHistory history;
+  ChatTurns turns;
   // An empty assistant turn is kept as it is: a reply stopped before its first
   // token, or the placeholder of one that never finished (the app ended).
-  for (const StoredMessage& m : messages) history.push_back({m.role.toStdString(), m.content.toStdString()});
-  chat_->setHistory(history);
+  for (const StoredMessage& m : messages)
+    turns.push_back({m.role.toStdString(), m.content, m.alternatives, m.selected_alternative, m.stats_json});
+  const QString settings_json = store_->conversation_settings(id);
+  ConversationSettings settings = chat_defaults_;
+  if (!settings_json.isEmpty()) {
+    QString why;
+    if (auto stored = ConversationSettings::fromJson(settings_json, &why)) {
+      settings = *stored;
+    } else {
+      statusBar()->showMessage(tr("This conversation's settings are unreadable (%1); using the defaults.").arg(why),
+                               10000);
+    }
+  }
+  chat_->setTurns(turns);
+  chat_->setConversationSettings(settings);
   conversation_id_ = id;
   untitled_ = messages.empty() && conversations_->currentTitle() == tr("New chat");
 }
 
-void MainWindow::onChatSent(const ChatHistory& history) {
-  if (!store_->is_open() || history.empty()) return;
-  const QString prompt = QString::fromStdString(history.back().content);
+qint64 MainWindow::ensureConversation(const QString& first_prompt) {
+  if (!store_->is_open()) return -1;
   if (conversation_id_ < 0) {
-    conversation_id_ = store_->create_conversation(titleFromPrompt(prompt));
-    if (conversation_id_ < 0) return reportStoreError(store_->lastError());
+    conversation_id_ = store_->create_conversation(titleFromPrompt(first_prompt));
+    if (conversation_id_ < 0) {
+      reportStoreError(store_->lastError());
+      return -1;
+    }
+    if (!store_->set_conversation_settings(conversation_id_, chat_->conversationSettings().toJson()))
+      reportStoreError(store_->lastError());
   } else if (untitled_) {
-    if (!store_->rename_conversation(conversation_id_, titleFromPrompt(prompt))) reportStoreError(store_->lastError());
+    if (!store_->rename_conversation(conversation_id_, titleFromPrompt(first_prompt)))
+      reportStoreError(store_->lastError());
   }
   untitled_ = false;
-  if (store_->append_message(conversation_id_, QString::fromStdString(history.back().role), prompt) < 0)
-    reportStoreError(store_->lastError());
-  conversations_->refresh(conversation_id_);
+  return conversation_id_;
+}
+
+void MainWindow::onUserTurnAdded(const QString& text) {
+  const qint64 id = ensureConversation(text);
+  if (id < 0) return;
+  if (store_->append_message(id, QStringLiteral("user"), text) < 0) reportStoreError(store_->lastError());
+  conversations_->refresh(id);
+}
+
+void MainWindow::onTurnsRemoved(int index) {
+  if (conversation_id_ < 0 || !store_->is_open()) return;
+  if (!store_->truncate_conversation(conversation_id_, index)) reportStoreError(store_->lastError());
 }
 
 void MainWindow::onReplyStarted() {
@@ -300,12 +443,114 @@ void MainWindow::onReplyStarted() {
   }
 }
 
-void MainWindow::onReplyFinished(const QString& content) {
+void MainWindow::onReplyFinished(const ChatTurn& turn) {
   const qint64 id = reply_conversation_;
   reply_conversation_ = -1;
   if (id < 0 || !store_->is_open()) return;
-  if (!store_->update_last_message(id, content)) return reportStoreError(store_->lastError());
+  if (!store_->update_last_message(id, turn.content, turn.stats_json, turn.alternatives, turn.selected))
+    return reportStoreError(store_->lastError());
   conversations_->refresh(conversation_id_);
+}
+
+void MainWindow::onAlternativeSelected(int message_index, int alternative) {
+  if (conversation_id_ < 0 || !store_->is_open()) return;
+  const std::vector<StoredMessage> messages = store_->messages(conversation_id_);
+  if (message_index < 0 || message_index >= static_cast<int>(messages.size())) return;
+  if (!store_->select_alternative(messages[static_cast<size_t>(message_index)].id, alternative))
+    reportStoreError(store_->lastError());
+}
+
+void MainWindow::showConversationSettings() {
+  const QString title = conversation_id_ >= 0 ? conversations_->currentTitle() : tr("New chat");
+  ConversationSettingsDialog dialog(title, chat_->conversationSettings(), chat_defaults_, this);
+  if (dialog.exec() != QDialog::Accepted) return;
+  chat_->setConversationSettings(dialog.settings());
+  if (conversation_id_ >= 0 && store_->is_open() &&
+      !store_->set_conversation_settings(conversation_id_, dialog.settings().toJson()))
+    reportStoreError(store_->lastError());
+}
+
+bool MainWindow::exportConversation(const QString& path) {
+  ConversationSummary summary;
+  summary.title = tr("Unsaved chat");
+  QString settings_json = chat_->conversationSettings().toJson();
+  std::vector<StoredMessage> messages;
+  if (conversation_id_ >= 0 && store_->is_open()) {
+    if (auto c = store_->conversation(conversation_id_)) summary = *c;
+    messages = store_->messages(conversation_id_);
+  } else {
+    // Not saved (no store): export what the chat shows.
+    int ordinal = 0;
+    for (const ChatTurn& t : chat_->turns()) {
+      StoredMessage m;
+      m.role = QString::fromStdString(t.role);
+      m.content = t.content;
+      m.ordinal = ordinal++;
+      m.stats_json = t.stats_json;
+      m.alternatives = t.alternatives;
+      m.selected_alternative = t.selected;
+      messages.push_back(m);
+    }
+  }
+  const bool json = path.endsWith(QLatin1String(".json"), Qt::CaseInsensitive);
+  const QByteArray bytes = json ? conversationToJson(summary, settings_json, messages)
+                                : conversationToMarkdown(summary, settings_json, messages).toUtf8();
+  QString error;
+  if (!writeExportFile(path, bytes, &error)) {
+    showError(this, tr("Cannot export the conversation"), error);
+    return false;
+  }
+  statusBar()->showMessage(tr("Exported to %1").arg(path), 5000);
+  return true;
+}
+
+void MainWindow::showExportDialog() {
+  QString filter;
+  const QString suggested = titleFromPrompt(conversations_->currentTitle().isEmpty() ? tr("conversation")
+                                                                                     : conversations_->currentTitle());
+  const QString path = QFileDialog::getSaveFileName(this, tr("Export conversation"), suggested + QStringLiteral(".md"),
+                                                    tr("Markdown (*.md);;JSON (*.json)"), &filter);
+  if (path.isEmpty()) return;
+  QString target = path;
+  if (QFileInfo(target).suffix().isEmpty()) target += filter.contains(QLatin1String("json")) ? QStringLiteral(".json") : QStringLiteral(".md");
+  exportConversation(target);
+}
+
+void MainWindow::rebuildRecentMenu() {
+  if (!recent_menu_) return;
+  recent_menu_->clear();
+  QSettings settings;
+  const QStringList recent = recentModels(settings);
+  for (const QString& path : recent) {
+    QAction* a = recent_menu_->addAction(QFileInfo(path).fileName());
+    a->setToolTip(path);
+    connect(a, &QAction::triggered, this, [this, path] {
+      kvscope::EngineConfig c = config_;
+      c.model_path = path.toStdString();
+      loadEngine(c);
+    });
+  }
+  recent_menu_->setEnabled(!recent.isEmpty());
+}
+
+void MainWindow::dragEnterEvent(QDragEnterEvent* event) {
+  for (const QUrl& url : event->mimeData()->urls()) {
+    if (url.isLocalFile() && url.toLocalFile().endsWith(QLatin1String(".gguf"), Qt::CaseInsensitive)) {
+      event->acceptProposedAction();
+      return;
+    }
+  }
+}
+
+void MainWindow::dropEvent(QDropEvent* event) {
+  for (const QUrl& url : event->mimeData()->urls()) {
+    if (!url.isLocalFile()) continue;
+    kvscope::EngineConfig c = config_;
+    c.model_path = url.toLocalFile().toStdString();
+    event->acceptProposedAction();
+    loadEngine(c);  // a bad file ends in onLoadFailed's dialog
+    return;
+  }
 }
 
 void MainWindow::onConversationDeleted(qint64 id) {
@@ -314,6 +559,7 @@ void MainWindow::onConversationDeleted(qint64 id) {
   conversation_id_ = -1;
   untitled_ = false;
   chat_->newChat();
+  chat_->setConversationSettings(chat_defaults_);
 }
 
 void MainWindow::reportStoreError(const QString& message) {

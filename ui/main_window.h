@@ -4,7 +4,10 @@
 // and takes the engine worker's results in its on*() slots; app/gui/main.cpp
 // wires the two. Errors from the engine go to a message box; the app stays up.
 // Conversations are saved in a ChatStore (SQLite) and listed in a left dock;
-// without a usable store the chat works as before and the dock says why.
+// without a usable store the chat works as before and the dock says why. The
+// store mirrors the chat's turns (ChatWidget's signals), each conversation
+// keeps its own settings (system prompt, sampling, n), and File > Export
+// writes one as Markdown or JSON. A .gguf dropped on the window is loaded.
 #pragma once
 
 #include <memory>
@@ -12,8 +15,11 @@
 #include <QMainWindow>
 
 #include "engine_types.h"
+#include "models/chat_turn.h"
+#include "models/conversation_settings.h"
 
 class QLabel;
+class QMenu;
 class QTableView;
 
 namespace kvscope::ui {
@@ -23,7 +29,10 @@ class BlockTableModel;
 class ChatStore;
 class ChatWidget;
 class ConversationListWidget;
+class MemoryPanel;
 class PlotsWidget;
+class SharedPrefixPanel;
+class TracePanel;
 
 class MainWindow : public QMainWindow {
   Q_OBJECT
@@ -32,44 +41,83 @@ class MainWindow : public QMainWindow {
   explicit MainWindow(QWidget* parent = nullptr, const QString& chat_store_path = QString());
   ~MainWindow() override;
 
+ protected:
+  void dragEnterEvent(QDragEnterEvent* event) override;
+  void dropEvent(QDropEvent* event) override;
+
+ public:
+
   ChatWidget* chat() const { return chat_; }
   ChatStore* chatStore() const { return store_.get(); }
   ConversationListWidget* conversationList() const { return conversations_; }
   // The conversation shown, or -1 (a new chat not saved yet).
   qint64 currentConversation() const { return conversation_id_; }
   BlockTableModel* blockTableModel() const { return table_model_; }
+  TracePanel* tracePanel() const { return trace_panel_; }
+  MemoryPanel* memoryPanel() const { return memory_panel_; }
+  SharedPrefixPanel* sharedPrefixPanel() const { return shared_prefixes_; }
+  BlockMapWidget* blockMap() const { return block_map_; }
+  // The settings of the engine loaded (or last asked for, when none is).
   const kvscope::EngineConfig& engineConfig() const { return config_; }
-  // Sets the configuration (persisted) and asks for an engine built from it.
+  // The loaded model; name empty when none is.
+  const kvscope::ModelInfo& modelInfo() const { return model_info_; }
+  // Asks for an engine built with `config` (the same model: new settings
+  // applied in place). It is persisted once the engine has it.
   void loadEngine(const kvscope::EngineConfig& config);
   void startWorkload(const WorkloadSpec& spec);
+  // Settings for new conversations (also applied to the chat shown if it is empty).
+  void setChatDefaults(const ConversationSettings& defaults);
+  const ConversationSettings& chatDefaults() const { return chat_defaults_; }
 
  public slots:
   void openModel();
   void showSettings();
   void showWorkloadDialog();
+  void onLoadProgress(double fraction, const QString& stage);
   void onModelLoaded(const kvscope::ModelInfo& info);
-  void onLoadFailed(const QString& message);
+  void onReconfigured(const kvscope::ModelInfo& info);
+  // `previous_kept`: the model loaded before still runs (a bad file lost nothing).
+  void onLoadFailed(const QString& message, bool previous_kept = false);
   void onSnapshot(const kvscope::ui::SnapshotPtr& snapshot);
   void onError(const QString& message);
   // Starts an empty chat saved as a new conversation (Ctrl+N).
   void newConversation();
   // Shows a saved conversation (refused while a reply is being written).
   void openConversation(qint64 id);
+  void showConversationSettings();
+  // Writes the conversation shown to `path`: JSON when it ends in .json, else
+  // Markdown. False (and a message box) on failure.
+  bool exportConversation(const QString& path);
+  void showExportDialog();
 
  signals:
   void loadModelRequested(const kvscope::EngineConfig& config);
   void workloadRequested(const kvscope::ui::WorkloadSpec& spec);
+  void workloadStopRequested();
 
  private:
   void createActions();
   void createDocks();
-  void onChatSent(const kvscope::ui::ChatHistory& history);
+  void onUserTurnAdded(const QString& text);
+  void onTurnsRemoved(int index);
   void onReplyStarted();
-  void onReplyFinished(const QString& content);
+  void onReplyFinished(const ChatTurn& turn);
+  void onAlternativeSelected(int message_index, int alternative);
+  // The conversation shown, created in the store (with the chat's settings)
+  // if it is not there yet; -1 without a store.
+  qint64 ensureConversation(const QString& first_prompt);
+  void rebuildRecentMenu();
   void onConversationDeleted(qint64 id);
   void reportStoreError(const QString& message);
 
+  void acceptConfig(const kvscope::ModelInfo& info);
+  void showModelLabel(const kvscope::ModelInfo& info);
+
   kvscope::EngineConfig config_;
+  kvscope::EngineConfig requested_config_;  // asked for, not yet confirmed by the worker
+  kvscope::ModelInfo model_info_;            // of the engine loaded; name empty when none
+  ConversationSettings chat_defaults_;  // for new conversations (Settings > Chat defaults)
+  QMenu* recent_menu_ = nullptr;
   WorkloadSpec workload_;
   ChatWidget* chat_ = nullptr;
   BlockMapWidget* block_map_ = nullptr;
@@ -77,6 +125,9 @@ class MainWindow : public QMainWindow {
   BlockTableModel* table_model_ = nullptr;
   QTableView* table_view_ = nullptr;
   PlotsWidget* plots_ = nullptr;
+  TracePanel* trace_panel_ = nullptr;
+  MemoryPanel* memory_panel_ = nullptr;
+  SharedPrefixPanel* shared_prefixes_ = nullptr;
   QLabel* model_label_ = nullptr;
   QLabel* step_label_ = nullptr;
 

@@ -1,20 +1,28 @@
 // kvscope: the desktop app. Chat with a local model while the inspector shows
 // the paged-attention engine's KV blocks, sequences and batches live.
-//   kvscope [--model FILE] [--prompt TEXT] [--workload N]
-//           [--screenshot FILE [--screenshot-after-ms N]]
+//   kvscope [--model FILE] [--prompt TEXT] [--workload N] [--settings FILE]
+//           [--trace FILE] [--screenshot FILE [--screenshot-after-ms N]] [--measure-frames SECONDS]
 // The engine runs in a worker thread (engine_host.h); the window only sends
 // commands and receives value snapshots.
+#include <algorithm>
+#include <cstdio>
 #include <cstdlib>
+#include <memory>
 
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QDir>
 #include <QFileInfo>
+#include <QSettings>
 #include <QTimer>
 
 #include "chat_widget.h"
 #include "engine_host.h"
+#include "engine_settings.h"
 #include "main_window.h"
+#include "models/frame_time_probe.h"
+#include "trace_panel.h"
+#include "window_wiring.h"
 
 namespace {
 
@@ -54,7 +62,20 @@ int main(int argc, char** argv) {
   QCommandLineOption shot_ms_opt(QStringLiteral("screenshot-after-ms"),
                                  QStringLiteral("Delay before --screenshot (default 4000)."), QStringLiteral("MS"),
                                  QStringLiteral("4000"));
-  parser.addOptions({model_opt, prompt_opt, workload_opt, shot_opt, shot_ms_opt});
+  QCommandLineOption frames_opt(
+      QStringLiteral("measure-frames"),
+      QStringLiteral("Measure the GUI thread's frame times while loading and then for SECONDS of whatever "
+                     "--prompt / --workload start, print them as JSON and quit."),
+      QStringLiteral("SECONDS"));
+  QCommandLineOption settings_opt(
+      QStringLiteral("settings"),
+      QStringLiteral("Start with the engine settings and chat defaults of FILE (an INI file with the groups "
+                     "[engine] and [chat] the app saves); --model still overrides its model."),
+      QStringLiteral("FILE"));
+  QCommandLineOption trace_opt(QStringLiteral("trace"),
+                               QStringLiteral("Open a saved Chrome trace (kvscope's) in the Trace panel for replay."),
+                               QStringLiteral("FILE"));
+  parser.addOptions({model_opt, prompt_opt, workload_opt, shot_opt, shot_ms_opt, frames_opt, settings_opt, trace_opt});
   parser.process(app);
 
   kvscope::ui::registerEngineMetaTypes();
@@ -62,21 +83,11 @@ int main(int argc, char** argv) {
   kvscope::ui::MainWindow window;
   kvscope::gui::EngineWorker* worker = host.worker();
   kvscope::ui::ChatWidget* chat = window.chat();
-
-  // Commands: window -> worker thread.
-  QObject::connect(&window, &kvscope::ui::MainWindow::loadModelRequested, &host, &kvscope::gui::EngineHost::loadModel);
-  QObject::connect(&window, &kvscope::ui::MainWindow::workloadRequested, &host, &kvscope::gui::EngineHost::startWorkload);
-  QObject::connect(chat, &kvscope::ui::ChatWidget::sendRequested, &host, &kvscope::gui::EngineHost::submitChat);
-  QObject::connect(chat, &kvscope::ui::ChatWidget::stopRequested, &host, &kvscope::gui::EngineHost::cancel);
-  // Results: worker thread -> window (queued: different threads).
+  kvscope::gui::connectWindowToEngine(window, host);
   using W = kvscope::gui::EngineWorker;
-  QObject::connect(worker, &W::modelLoaded, &window, &kvscope::ui::MainWindow::onModelLoaded);
-  QObject::connect(worker, &W::loadFailed, &window, &kvscope::ui::MainWindow::onLoadFailed);
-  QObject::connect(worker, &W::snapshot, &window, &kvscope::ui::MainWindow::onSnapshot);
-  QObject::connect(worker, &W::error, &window, &kvscope::ui::MainWindow::onError);
-  QObject::connect(worker, &W::requestStarted, chat, &kvscope::ui::ChatWidget::onRequestStarted);
-  QObject::connect(worker, &W::tokens, chat, &kvscope::ui::ChatWidget::onTokens);
-  QObject::connect(worker, &W::finished, chat, &kvscope::ui::ChatWidget::onFinished);
+
+  if (parser.isSet(trace_opt) && !window.tracePanel()->loadTraceFile(parser.value(trace_opt)))
+    qWarning("kvscope: %s", qPrintable(window.tracePanel()->messageText()));
 
   // Start-up actions run once, after the first successful load.
   const QString prompt = parser.value(prompt_opt);
@@ -93,6 +104,20 @@ int main(int argc, char** argv) {
   });
 
   kvscope::EngineConfig config = window.engineConfig();
+  if (parser.isSet(settings_opt)) {
+    const QString file = parser.value(settings_opt);
+    QString error;
+    QStringList problems;
+    const auto from_file = kvscope::ui::loadEngineConfigFromFile(file, &error, &problems);
+    if (!from_file) {
+      std::fprintf(stderr, "kvscope: --settings %s: %s\n", qPrintable(file), qPrintable(error));
+      return 2;
+    }
+    for (const QString& p : problems) std::fprintf(stderr, "kvscope: --settings %s: %s\n", qPrintable(file), qPrintable(p));
+    config = *from_file;
+    QSettings ini(file, QSettings::IniFormat);
+    window.setChatDefaults(kvscope::ui::loadChatDefaults(ini));
+  }
   if (parser.isSet(model_opt)) {
     config.model_path = parser.value(model_opt).toStdString();
   } else if (config.model_path.empty() || !QFileInfo(QString::fromStdString(config.model_path)).isFile()) {
@@ -114,6 +139,30 @@ int main(int argc, char** argv) {
       if (!ok) qWarning("kvscope: cannot write %s", qPrintable(file));
       QApplication::exit(ok ? 0 : 1);
     });
+  }
+
+  // Frame times: from start-up through the model load, then for the
+  // requested seconds after it (the workload or prompt running).
+  kvscope::ui::FrameTimeProbe probe;
+  if (parser.isSet(frames_opt)) {
+    const int seconds = std::max(1, parser.value(frames_opt).toInt());
+    probe.start();
+    auto loading = std::make_shared<kvscope::ui::FrameTimeStats>();
+    QObject::connect(worker, &W::modelLoaded, &window, [&probe, loading, seconds, workload] {
+      *loading = probe.stats();
+      probe.reset();
+      QTimer::singleShot(seconds * 1000, [&probe, loading, seconds, workload] {
+        const QString json = QStringLiteral("{\"loading\":%1,\"running\":%2,\"seconds\":%3,\"workload\":%4}")
+                                 .arg(kvscope::ui::FrameTimeProbe::toJson(*loading),
+                                      kvscope::ui::FrameTimeProbe::toJson(probe.stats()))
+                                 .arg(seconds)
+                                 .arg(workload);
+        std::printf("%s\n", qPrintable(json));
+        std::fflush(stdout);
+        QApplication::exit(0);
+      });
+    });
+    QObject::connect(worker, &W::loadFailed, &window, [] { QApplication::exit(1); });
   }
 
   const int rc = app.exec();

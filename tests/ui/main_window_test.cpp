@@ -3,6 +3,7 @@
 // a load failure leaves the window up; conversations are saved in and opened
 // from a ChatStore, and an unusable store leaves the chat working. Offscreen.
 //   ctest --test-dir build-gui -R main_window_test
+#include <QJsonDocument>
 #include <QLabel>
 #include <QLineEdit>
 #include <QMessageBox>
@@ -28,7 +29,7 @@ namespace {
 void chatOnce(ui::ChatWidget* chat, const QString& prompt, quint64 request_id, const QString& reply) {
   chat->sendPrompt(prompt);
   chat->onRequestStarted(request_id, true);
-  chat->onTokens(request_id, reply);
+  chat->onTokens(request_id, 0, reply);
   ui::FinishInfo done;
   done.reason = FinishReason::Stop;
   chat->onFinished(request_id, done);
@@ -91,13 +92,13 @@ class MainWindowTest : public QObject {
     QCOMPARE(sent.count(), 1);
     QVERIFY(chat->busy());
     chat->onRequestStarted(7, true);
-    chat->onTokens(7, QStringLiteral("Hi **there**"));
+    chat->onTokens(7, 0, QStringLiteral("Hi **there**"));
     ui::FinishInfo done;
     done.reason = FinishReason::Stop;
     chat->onFinished(7, done);
     QVERIFY(!chat->busy());
-    QCOMPARE(chat->history().size(), size_t(2));
-    QCOMPARE(chat->history()[1].content, std::string("Hi **there**"));
+    QCOMPARE(chat->turns().size(), size_t(2));
+    QCOMPARE(chat->turns()[1].content, QStringLiteral("Hi **there**"));
     // Ctrl+Enter in the input box sends it.
     auto* input = chat->findChild<QPlainTextEdit*>();
     QVERIFY(input);
@@ -137,7 +138,7 @@ class MainWindowTest : public QObject {
       window.newConversation();
       const qint64 second = window.currentConversation();
       QVERIFY(second >= 0 && second != first);
-      QVERIFY(chat->history().empty());
+      QVERIFY(chat->turns().empty());
       window.newConversation();  // no second empty one
       QCOMPARE(window.currentConversation(), second);
       chatOnce(chat, QStringLiteral("Hello"), 8, QStringLiteral("Hi"));
@@ -145,8 +146,8 @@ class MainWindowTest : public QObject {
       QCOMPARE(window.conversationList()->count(), 2);
 
       window.openConversation(first);
-      QCOMPARE(chat->history().size(), size_t(2));
-      QCOMPARE(chat->history()[0].content, std::string("What is a KV block?\nsecond line"));
+      QCOMPARE(chat->turns().size(), size_t(2));
+      QCOMPARE(chat->turns()[0].content, QStringLiteral("What is a KV block?\nsecond line"));
       // Not while a reply is being written.
       chat->sendPrompt(QStringLiteral("more"));
       window.openConversation(second);
@@ -167,7 +168,7 @@ class MainWindowTest : public QObject {
     ui::MainWindow again(nullptr, path);
     QCOMPARE(again.conversationList()->count(), 1);
     again.openConversation(first);
-    QCOMPARE(again.chat()->history().size(), size_t(4));
+    QCOMPARE(again.chat()->turns().size(), size_t(4));
   }
 
   void unusableStoreKeepsTheChat() {
@@ -178,10 +179,149 @@ class MainWindowTest : public QObject {
     ui::ChatWidget* chat = window.chat();
     markLoaded(chat);
     chatOnce(chat, QStringLiteral("hello"), 7, QStringLiteral("hi"));
-    QCOMPARE(chat->history().size(), size_t(2));
+    QCOMPARE(chat->turns().size(), size_t(2));
     QCOMPARE(window.currentConversation(), qint64(-1));
     window.newConversation();
-    QVERIFY(chat->history().empty());
+    QVERIFY(chat->turns().empty());
+  }
+
+  void editAndResendReplacesLaterTurns() {
+    QTemporaryDir dir;
+    ui::MainWindow window(nullptr, dir.filePath(QStringLiteral("chats.sqlite")));
+    ui::ChatWidget* chat = window.chat();
+    markLoaded(chat);
+    chatOnce(chat, QStringLiteral("one"), 1, QStringLiteral("r1"));
+    chatOnce(chat, QStringLiteral("two"), 2, QStringLiteral("r2"));
+    const qint64 id = window.currentConversation();
+    QSignalSpy sent(chat, &ui::ChatWidget::sendRequested);
+    chat->editMessage(2);
+    QCOMPARE(chat->editingIndex(), 2);
+    QCOMPARE(chat->input()->toPlainText(), QStringLiteral("two"));
+    chat->sendPrompt(QStringLiteral("deux"));
+    QCOMPARE(sent.count(), 1);
+    const auto history = sent.at(0).at(0).value<ui::ChatHistory>();
+    QCOMPARE(history.size(), size_t(3));  // one, r1, deux: the first two come from the prefix cache
+    QCOMPARE(history[2].content, std::string("deux"));
+    // Nothing changes until the engine takes the request.
+    QCOMPARE(chat->turns().size(), size_t(4));
+    QCOMPARE(window.chatStore()->messages(id).size(), size_t(4));
+    chat->onRequestStarted(3, true);
+    QCOMPARE(chat->editingIndex(), -1);
+    chat->onTokens(3, 0, QStringLiteral("r2'"));
+    ui::FinishInfo done;
+    done.reason = FinishReason::Stop;
+    done.stats.num_prompt_tokens = 30;
+    done.stats.num_cached_prompt_tokens = 16;
+    done.stats.num_generated_tokens = 3;
+    chat->onFinished(3, done);
+    const auto messages = window.chatStore()->messages(id);
+    QCOMPARE(messages.size(), size_t(4));
+    QCOMPARE(messages[2].content, QStringLiteral("deux"));
+    QCOMPARE(messages[3].content, QStringLiteral("r2'"));
+    // The prefix-cache hit is shown under the reply and saved with it.
+    QVERIFY2(chat->renderedMarkdown().contains(QStringLiteral("16 of 30 prompt tokens from cache")),
+             qPrintable(chat->renderedMarkdown()));
+    QVERIFY(messages[3].stats_json.contains(QStringLiteral("cached_prompt_tokens")));
+  }
+
+  void regenerateReplacesTheLastReply() {
+    QTemporaryDir dir;
+    ui::MainWindow window(nullptr, dir.filePath(QStringLiteral("chats.sqlite")));
+    ui::ChatWidget* chat = window.chat();
+    markLoaded(chat);
+    chatOnce(chat, QStringLiteral("q"), 1, QStringLiteral("first answer"));
+    QSignalSpy sent(chat, &ui::ChatWidget::sendRequested);
+    chat->regenerate();
+    QCOMPARE(sent.count(), 1);
+    QCOMPARE(sent.at(0).at(0).value<ui::ChatHistory>().size(), size_t(1));
+    chat->onRequestStarted(2, true);
+    chat->onTokens(2, 0, QStringLiteral("second answer"));
+    ui::FinishInfo done;
+    done.reason = FinishReason::Stop;
+    chat->onFinished(2, done);
+    QCOMPARE(chat->turns().size(), size_t(2));
+    const auto messages = window.chatStore()->messages(window.currentConversation());
+    QCOMPARE(messages.size(), size_t(2));
+    QCOMPARE(messages[1].content, QStringLiteral("second answer"));
+  }
+
+  void aRequestThatCannotStartChangesNothing() {
+    QTemporaryDir dir;
+    ui::MainWindow window(nullptr, dir.filePath(QStringLiteral("chats.sqlite")));
+    ui::ChatWidget* chat = window.chat();
+    markLoaded(chat);
+    chatOnce(chat, QStringLiteral("q"), 1, QStringLiteral("a"));
+    const qint64 id = window.currentConversation();
+    chat->sendPrompt(QStringLiteral("a prompt too long for the KV pool"));
+    chat->onError(QStringLiteral("the prompt needs 900 blocks; the pool has 64"));
+    QVERIFY(!chat->busy());
+    QCOMPARE(chat->turns().size(), size_t(2));
+    QCOMPARE(window.chatStore()->messages(id).size(), size_t(2));
+    QCOMPARE(chat->input()->toPlainText(), QStringLiteral("a prompt too long for the KV pool"));
+  }
+
+  void alternativeRepliesAreKeptAndFlipped() {
+    QTemporaryDir dir;
+    const QString path = dir.filePath(QStringLiteral("chats.sqlite"));
+    qint64 id = -1;
+    {
+      ui::MainWindow window(nullptr, path);
+      ui::ChatWidget* chat = window.chat();
+      markLoaded(chat);
+      ui::ConversationSettings settings = chat->conversationSettings();
+      settings.n = 3;
+      settings.system_prompt = QStringLiteral("Be brief.");
+      chat->setConversationSettings(settings);
+      QSignalSpy sent(chat, &ui::ChatWidget::sendRequested);
+      chat->sendPrompt(QStringLiteral("name a colour"));
+      QCOMPARE(sent.at(0).at(2).toInt(), 3);
+      const auto history = sent.at(0).at(0).value<ui::ChatHistory>();
+      QCOMPARE(history.front().role, std::string("system"));
+      chat->onRequestStarted(5, true);
+      const QStringList replies{QStringLiteral("red"), QStringLiteral("green"), QStringLiteral("blue")};
+      for (int i = 0; i < 3; ++i) chat->onTokens(5, i, replies[i]);
+      for (int i : {2, 0, 1}) {
+        ui::FinishInfo done;
+        done.index = i;
+        done.reason = FinishReason::Stop;
+        chat->onFinished(5, done);
+        QCOMPARE(chat->busy(), i != 1);
+      }
+      QCOMPARE(chat->turns()[1].alternatives, replies);
+      QCOMPARE(chat->turns()[1].content, QStringLiteral("red"));
+      chat->selectAlternative(1, 2);
+      QCOMPARE(chat->turns()[1].content, QStringLiteral("blue"));
+      QVERIFY(chat->renderedMarkdown().contains(QStringLiteral("reply 3 of 3")));
+      id = window.currentConversation();
+    }
+    ui::MainWindow again(nullptr, path);
+    again.openConversation(id);
+    QCOMPARE(again.chat()->turns()[1].content, QStringLiteral("blue"));
+    QCOMPARE(again.chat()->turns()[1].selected, 2);
+    QCOMPARE(again.chat()->conversationSettings().n, 3);
+    QCOMPARE(again.chat()->conversationSettings().system_prompt, QStringLiteral("Be brief."));
+  }
+
+  void exportsMarkdownAndJson() {
+    QTemporaryDir dir;
+    ui::MainWindow window(nullptr, dir.filePath(QStringLiteral("chats.sqlite")));
+    ui::ChatWidget* chat = window.chat();
+    markLoaded(chat);
+    chatOnce(chat, QStringLiteral("What is paging?"), 1, QStringLiteral("```cpp\nint x;\n```"));
+    const QString md = dir.filePath(QStringLiteral("c.md"));
+    const QString json = dir.filePath(QStringLiteral("c.json"));
+    QVERIFY(window.exportConversation(md));
+    QVERIFY(window.exportConversation(json));
+    QFile md_file(md);
+    QVERIFY(md_file.open(QIODevice::ReadOnly));
+    QVERIFY(QString::fromUtf8(md_file.readAll()).contains(QStringLiteral("What is paging?")));
+    QFile json_file(json);
+    QVERIFY(json_file.open(QIODevice::ReadOnly));
+    QJsonParseError error;
+    QJsonDocument::fromJson(json_file.readAll(), &error);
+    QCOMPARE(error.error, QJsonParseError::NoError);
+    // The reply's code block gets a copy link.
+    QVERIFY(chat->renderedMarkdown().contains(QStringLiteral("kvscope:code/1/0")));
   }
 
   void ctrlFFocusesTheSearch() {

@@ -52,6 +52,7 @@ QVariant BlockTableModel::data(const QModelIndex& index, int role) const {
   if (!checkIndex(index, CheckIndexOption::IndexIsValid | CheckIndexOption::ParentIsInvalid)) return {};
   const SequenceSnapshot& seq = snapshot_->sequences[static_cast<size_t>(index.row())];
   if (role == RequestIdRole) return QVariant::fromValue<quint64>(seq.id);
+  if (role == SequenceIndexRole) return seq.index;
   if (role == Qt::TextAlignmentRole) {
     const bool numeric = index.column() >= Prompt && index.column() <= Preemptions;
     return QVariant::fromValue(Qt::AlignVCenter | (numeric ? Qt::AlignRight : Qt::AlignLeft));

@@ -19,6 +19,8 @@ class BlockTableModel : public QAbstractTableModel {
   enum Column { Sequence, State, Prompt, Computed, Cached, Preemptions, Blocks, NumColumns };
   // Data role giving the row's RequestId (quint64).
   static constexpr int RequestIdRole = Qt::UserRole + 1;
+  // Data role giving which of the request's n completions the row is (int).
+  static constexpr int SequenceIndexRole = Qt::UserRole + 2;
 
   explicit BlockTableModel(QObject* parent = nullptr);
 
