@@ -4,12 +4,14 @@
 #include <algorithm>
 #include <cmath>
 
+#include <QEvent>
 #include <QHelpEvent>
 #include <QMouseEvent>
 #include <QPainter>
 #include <QToolTip>
 
 #include "block_cell_style.h"
+#include "palette_colors.h"
 
 namespace kvscope::ui {
 namespace {
@@ -23,6 +25,16 @@ std::span<const RequestId> ownersOf(const EngineSnapshot& s, const BlockSnapshot
   const auto end = std::min(static_cast<size_t>(std::max(b.owners_end, 0)), s.block_owners.size());
   if (begin >= end) return {};
   return std::span<const RequestId>(s.block_owners.data() + begin, end - begin);
+}
+
+// A one-logical-pixel frame just inside `r`. The rectangle is inset by half a
+// pixel so the pen's width falls inside the cell at any device pixel ratio
+// (an integer rectangle's edge would straddle the cell border and spill a
+// device pixel into the gap at ratio 2).
+void drawInnerFrame(QPainter& p, const QRect& r, const QColor& color) {
+  p.setPen(QPen(color, 1.0));
+  p.setBrush(Qt::NoBrush);
+  p.drawRect(QRectF(r).adjusted(0.5, 0.5, -0.5, -0.5));
 }
 
 }  // namespace
@@ -125,10 +137,13 @@ void BlockMapWidget::paintEvent(QPaintEvent* event) {
   }
   const EngineSnapshot& s = *snapshot_;
   const int n = static_cast<int>(s.blocks.size());
-  const QColor mark(30, 30, 30);
+  const CellPalette colours = CellPalette::fromPalette(palette());
   const QColor highlight = palette().color(QPalette::Highlight);
   const bool numbered = focus_shown_ && layout_.cell >= kNumberedCell;
   if (numbered) {
+    // The widget's font (family, hinting) at a size that fits the cell: the
+    // cell is sized in logical pixels, so the number scales with it and is
+    // rasterised at the device pixel ratio like any text.
     QFont f = font();
     f.setPixelSize(std::max(7, (layout_.cell - 2) * 5 / 10));
     p.setFont(f);
@@ -142,36 +157,35 @@ void BlockMapWidget::paintEvent(QPaintEvent* event) {
     if (focus_shown_) {
       // The focused sequence wins over a click selection: its blocks in full
       // colour and outlined, everything else washed out.
-      style = cellStyleFor(b, ownersOf(s, b), s.block_size);
+      style = cellStyleFor(b, ownersOf(s, b), s.block_size, {}, colours);
       if (position >= 0) {
         style.highlighted = true;
       } else {
-        style = washedOut(style);
+        style = washedOut(style, colours);
       }
     } else {
-      style = cellStyleFor(b, ownersOf(s, b), s.block_size, selected_);
+      style = cellStyleFor(b, ownersOf(s, b), s.block_size, selected_, colours);
     }
     p.fillRect(r, style.fill);
-    if (style.kind == CellKind::CachedFree && r.width() >= 6) {
-      p.setPen(QColor(100, 130, 170));
-      p.drawRect(r.adjusted(0, 0, -1, -1));
-    }
+    if (style.kind == CellKind::CachedFree && r.width() >= 6) drawInnerFrame(p, r, colours.cached_free_edge);
     if (style.shared) {
-      // A white corner triangle with a dark edge: a block several sequences
-      // read. Visible on pale and deep fills alike.
+      // A light corner triangle with a dark edge (swapped on a dark theme's
+      // palette, see CellPalette): a block several sequences read. Visible
+      // on pale and deep fills alike.
       const int t = std::max(3, r.width() / 2);
       const QPoint tri[3] = {r.topLeft(), r.topLeft() + QPoint(t, 0), r.topLeft() + QPoint(0, t)};
-      p.setPen(style.dimmed ? Qt::NoPen : QPen(mark, 1));
-      p.setBrush(Qt::white);
+      p.setPen(style.dimmed ? Qt::NoPen : QPen(colours.mark_edge, 1));
+      p.setBrush(colours.mark_fill);
       p.drawPolygon(tri, 3);
       p.setBrush(Qt::NoBrush);
     }
-    if (style.highlighted) {
-      p.setPen(QPen(highlight, 1));
-      p.drawRect(r.adjusted(0, 0, -1, -1));
-    }
+    if (style.highlighted) drawInnerFrame(p, r, highlight);
     if (numbered && position >= 0) {
-      p.setPen(style.fill.lightness() < 140 ? Qt::white : Qt::black);
+      // Black or white, whichever contrasts more with this fill (vivid
+      // mid-tone fills on a dark theme defeat a plain lightness threshold).
+      const QColor ink = contrastRatio(style.fill, Qt::white) >= contrastRatio(style.fill, Qt::black)
+                             ? QColor(Qt::white) : QColor(Qt::black);
+      p.setPen(ink);
       p.drawText(r, Qt::AlignCenter, QString::number(position));
     }
   }
@@ -194,6 +208,11 @@ QString BlockMapWidget::tooltipFor(int block) const {
     text += tr("<br>logical block %1 of %2.%3").arg(position).arg(focus_id_).arg(focus_index_);
   }
   return text;
+}
+
+void BlockMapWidget::changeEvent(QEvent* event) {
+  QWidget::changeEvent(event);
+  if (event->type() == QEvent::PaletteChange) update();  // colours are read from the palette at paint
 }
 
 bool BlockMapWidget::event(QEvent* event) {

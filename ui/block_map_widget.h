@@ -8,6 +8,10 @@
 // row picked in the Sequences table) has its blocks outlined and, in cells of
 // kNumberedCell pixels or more, numbered with their logical position in its
 // block table (0, 1, 2, ...); every other block is washed out.
+// Background, free cells, marks and outlines come from the widget's palette
+// at each paint (CellPalette), so a light or dark theme, or a switch between
+// them at run time, needs nothing more than a repaint. Everything is drawn
+// with rectangles on whole logical pixels, crisp at any device pixel ratio.
 #pragma once
 
 #include <vector>
@@ -53,6 +57,7 @@ class BlockMapWidget : public QWidget {
  protected:
   void paintEvent(QPaintEvent* event) override;
   bool event(QEvent* event) override;
+  void changeEvent(QEvent* event) override;
   void mousePressEvent(QMouseEvent* event) override;
   void resizeEvent(QResizeEvent* event) override;
 

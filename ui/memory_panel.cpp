@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include <QEvent>
 #include <QFormLayout>
 #include <QGroupBox>
 #include <QLabel>
@@ -10,6 +11,9 @@
 #include <QPushButton>
 #include <QSpinBox>
 #include <QVBoxLayout>
+
+#include "block_cell_style.h"
+#include "palette_colors.h"
 
 namespace kvscope::ui {
 
@@ -45,7 +49,7 @@ class MemoryBarWidget : public QWidget {
  protected:
   void paintEvent(QPaintEvent*) override {
     QPainter p(this);
-    const QRect area = rect().adjusted(0, 0, -1, -1);
+    const QRect area = rect();
     p.fillRect(area, palette().base());
     int64_t total = 0;
     for (const Segment& s : segments_) total += s.bytes;
@@ -57,8 +61,11 @@ class MemoryBarWidget : public QWidget {
         x += w;
       }
     }
-    p.setPen(palette().color(QPalette::Mid));
-    p.drawRect(area);
+    // A one-pixel frame inside the widget: the half-pixel inset keeps the
+    // pen's whole width on the widget at any device pixel ratio.
+    p.setPen(QPen(palette().color(QPalette::Mid), 1.0));
+    p.setBrush(Qt::NoBrush);
+    p.drawRect(QRectF(area).adjusted(0.5, 0.5, -0.5, -0.5));
   }
 
  private:
@@ -80,6 +87,7 @@ QWidget* MemoryPanel::makeBreakdownBox() {
   auto* box = new QGroupBox(tr("Memory now"), this);
   auto* layout = new QVBoxLayout(box);
   bar_ = new MemoryBarWidget(box);
+  bar_->setObjectName(QStringLiteral("memoryBar"));
   breakdown_table_ = new QLabel(box);
   breakdown_table_->setTextFormat(Qt::RichText);
   layout->addWidget(bar_);
@@ -114,6 +122,7 @@ QWidget* MemoryPanel::makeWhatIfBox() {
   form->addRow(tr("Output"), output_tokens_);
   form->addRow(tr("Max tokens"), max_tokens_);
   what_if_text_ = new QLabel(box);
+  what_if_text_->setObjectName(QStringLiteral("whatIfText"));
   what_if_text_->setTextFormat(Qt::RichText);
   what_if_text_->setWordWrap(true);
   form->addRow(what_if_text_);
@@ -123,6 +132,15 @@ QWidget* MemoryPanel::makeWhatIfBox() {
   connect(apply_, &QPushButton::clicked, this, [this] { emit applyRequested(whatIfConfig()); });
   form->addRow(apply_);
   return box;
+}
+
+void MemoryPanel::changeEvent(QEvent* event) {
+  QWidget::changeEvent(event);
+  if (event->type() == QEvent::PaletteChange) {
+    // The bar, the table's swatches and the error text hold palette colours.
+    refreshBreakdown();
+    refreshWhatIf();
+  }
 }
 
 void MemoryPanel::clear() {
@@ -170,13 +188,16 @@ void MemoryPanel::setSnapshot(const SnapshotPtr& snapshot) {
 void MemoryPanel::refreshBreakdown() {
   using Segment = MemoryBarWidget::Segment;
   const MemoryBreakdown& m = breakdown_;
+  // KV free and cached-free as in the block map, so the two views agree and
+  // the free segment does not glare on a dark theme.
+  const CellPalette cells = CellPalette::fromPalette(palette());
   std::vector<Segment> segments;
   segments.push_back({tr("Weights"), QColor(90, 110, 160), m.weight_bytes, m.weight_bytes > 0});
   if (snapshot_ && m.kv_pool_bytes > 0) {
     const KvSplit kv = kvSplit(snapshot_->kv, m.kv_pool_bytes);
     segments.push_back({tr("KV used"), QColor(60, 150, 90), kv.used_bytes});
-    segments.push_back({tr("KV cached-free"), QColor(150, 180, 220), kv.cached_free_bytes});
-    segments.push_back({tr("KV free"), QColor(210, 210, 210), kv.free_bytes});
+    segments.push_back({tr("KV cached-free"), cells.cached_free, kv.cached_free_bytes});
+    segments.push_back({tr("KV free"), cells.free, kv.free_bytes});
   } else {
     segments.push_back({tr("KV pool (no step yet)"), QColor(180, 200, 180), m.kv_pool_bytes, m.kv_pool_bytes > 0});
   }
@@ -230,7 +251,8 @@ void MemoryPanel::refreshWhatIf() {
   }
   if (!what_if_.ok() || !valid.ok()) {
     const QString why = QString::fromStdString(what_if_.ok() ? valid.error() : what_if_.error);
-    what_if_text_->setText(QStringLiteral("<span style='color:#b00020'>%1</span>").arg(why.toHtmlEscaped()));
+    what_if_text_->setText(QStringLiteral("<span style='color:%1'>%2</span>")
+                               .arg(errorTextColor(palette()).name(), why.toHtmlEscaped()));
     return;
   }
   const WhatIfResult& r = what_if_;

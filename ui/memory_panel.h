@@ -10,6 +10,9 @@
 //   - "Apply to engine" emits applyRequested() with the engine's config
 //     changed to the what-if block size and budget; whoever owns the engine
 //     restarts it. The panel never touches the engine.
+// The bar's free and cached-free segments use the block map's colours for the
+// widget's palette, and error text a red readable on it; both are redone when
+// the palette changes (e.g. the system switches to a dark theme).
 #pragma once
 
 #include <QWidget>
@@ -47,6 +50,9 @@ class MemoryPanel : public QWidget {
 
  signals:
   void applyRequested(const kvscope::EngineConfig& config);
+
+ protected:
+  void changeEvent(QEvent* event) override;
 
  private:
   void refreshBreakdown();

@@ -3,8 +3,12 @@
 
 #include <algorithm>
 
+#include <QEvent>
 #include <QVBoxLayout>
 #include <qcustomplot.h>
+
+#include "block_cell_style.h"
+#include "plot_style.h"
 
 namespace kvscope::ui {
 
@@ -40,6 +44,46 @@ PlotsWidget::PlotsWidget(QWidget* parent) : QWidget(parent) {
   waste_graph_ = addGraph(kv_, tr("waste %"), QColor(200, 60, 60), false, kv_->yAxis2);
   tokens_per_s_graph_ = addGraph(throughput_, tr("tokens/s"), QColor(40, 120, 200), true);
   ms_per_step_graph_ = addGraph(throughput_, tr("ms/step"), QColor(230, 140, 30), false, throughput_->yAxis2);
+  applyPalette();
+}
+
+void PlotsWidget::applyPalette() {
+  const QPalette pal = palette();
+  for (QCustomPlot* plot : {queues_, kv_, tokens_, throughput_}) applyPaletteToPlot(plot, pal);
+  // Free and cached-free blocks look as they do in the block map; a fixed
+  // light grey "free" area would glare on a dark theme.
+  const CellPalette cells = CellPalette::fromPalette(pal);
+  const auto recolour = [](QCPGraph* graph, const QColor& color) {
+    QPen pen = graph->pen();
+    pen.setColor(color);
+    graph->setPen(pen);
+    graph->setBrush(QColor(color.red(), color.green(), color.blue(), 150));
+  };
+  recolour(kv_graphs_[0], cells.free);
+  recolour(kv_graphs_[1], cells.cached_free);
+  // The buffers are redrawn now, only the repaint is queued: a palette
+  // change can arrive while the window is being painted or grabbed, after
+  // which a queued replot would come too late.
+  for (QCustomPlot* plot : {queues_, kv_, tokens_, throughput_}) plot->replot(QCustomPlot::rpQueuedRefresh);
+}
+
+void PlotsWidget::changeEvent(QEvent* event) {
+  QWidget::changeEvent(event);
+  if (event->type() == QEvent::PaletteChange) applyPalette();
+}
+
+bool PlotsWidget::event(QEvent* event) {
+  // Sent down to every widget when the window changes screen (and so maybe
+  // its device pixel ratio).
+  if (event->type() == QEvent::ScreenChangeInternal) {
+    for (QCustomPlot* plot : {queues_, kv_, tokens_, throughput_}) syncPlotPixelRatio(plot);
+  }
+  return QWidget::event(event);
+}
+
+void PlotsWidget::showEvent(QShowEvent* event) {
+  QWidget::showEvent(event);
+  for (QCustomPlot* plot : {queues_, kv_, tokens_, throughput_}) syncPlotPixelRatio(plot);
 }
 
 QCustomPlot* PlotsWidget::makePlot(const QString& title) {
@@ -54,7 +98,6 @@ QCustomPlot* PlotsWidget::makePlot(const QString& title) {
   legend_font.setPointSizeF(legend_font.pointSizeF() * 0.85);
   plot->legend->setFont(legend_font);
   plot->legend->setRowSpacing(-3);
-  plot->legend->setBrush(QColor(255, 255, 255, 200));
   plot->legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);  // one row
   plot->legend->setWrap(0);
   plot->legend->setColumnSpacing(6);

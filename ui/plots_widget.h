@@ -8,6 +8,9 @@
 //                and, on the right axis, milliseconds per step.
 // Redraws are coalesced with QCustomPlot::rpQueuedReplot; points older than
 // the window are dropped, so memory stays bounded however long it runs.
+// Backgrounds, axes, grids and legends follow the widget's palette (restyled
+// on a palette change, e.g. the system switching to a dark theme); the free
+// and cached-free areas use the block map's colours for the same palette.
 #pragma once
 
 #include <array>
@@ -35,7 +38,14 @@ class PlotsWidget : public QWidget {
   // For tests: points held by every graph together (bounded by the window).
   int numPoints() const;
 
+ protected:
+  void changeEvent(QEvent* event) override;
+  bool event(QEvent* event) override;
+  void showEvent(QShowEvent* event) override;
+
  private:
+  // Colours every strip from palette() and replots.
+  void applyPalette();
   QCustomPlot* makePlot(const QString& title);
   // value_axis: the plot's left axis unless given (e.g. its yAxis2).
   QCPGraph* addGraph(QCustomPlot* plot, const QString& name, const QColor& color, bool filled,

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include <QComboBox>
+#include <QEvent>
 #include <QFile>
 #include <QFileDialog>
 #include <QFileInfo>
@@ -19,6 +20,7 @@
 
 #include "kvscope/chrome_trace.h"
 #include "models/trace_event_model.h"
+#include "palette_colors.h"
 #include "trace_plot.h"
 
 namespace kvscope::ui {
@@ -143,9 +145,21 @@ void TracePanel::onRecordToggled(bool on) {
 }
 
 void TracePanel::showMessage(const QString& text, bool error) {
+  message_is_error_ = error;
   message_->setText(text);
-  message_->setStyleSheet(error ? QStringLiteral("color: #b00020;") : QString());
+  // Only the text role is set (a style sheet would replace the style's look),
+  // the rest is inherited; an empty palette gives the label back its parent's.
+  QPalette pal;
+  if (error) pal.setColor(QPalette::WindowText, errorTextColor(palette()));
+  message_->setPalette(pal);
   message_->setVisible(!text.isEmpty());
+}
+
+void TracePanel::changeEvent(QEvent* event) {
+  QWidget::changeEvent(event);
+  // The message label holds a palette of its own (see showMessage), which
+  // a theme change would not reach.
+  if (event->type() == QEvent::PaletteChange) showMessage(message_->text(), message_is_error_);
 }
 
 void TracePanel::appendEvents(const EventBatch& events) {

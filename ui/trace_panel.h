@@ -73,6 +73,9 @@ class TracePanel : public QWidget {
  signals:
   void recordingChanged(bool on);
 
+ protected:
+  void changeEvent(QEvent* event) override;
+
  private:
   void onRecordToggled(bool on);
   void onSliderValueChanged(int value);
@@ -90,6 +93,7 @@ class TracePanel : public QWidget {
   TraceTimeline timeline_;
   TraceEventModel* events_model_ = nullptr;
   bool showing_file_ = false;
+  bool message_is_error_ = false;  // message_ is drawn in errorTextColor()
   bool follow_end_ = true;
   bool setting_slider_ = false;  // valueChanged from our own setValue
   double cursor_time_ = 0.0;

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "plot_style.h"
+
 namespace kvscope::ui {
 
 namespace {
@@ -28,7 +30,6 @@ TracePlot::TracePlot(QWidget* parent) : QCustomPlot(parent) {
   yAxis->ticker()->setTickCount(4);
   yAxis2->ticker()->setTickCount(4);
   legend->setVisible(true);
-  legend->setBrush(QColor(255, 255, 255, 200));
   legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);  // one row
   legend->setWrap(0);
   axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignLeft);
@@ -39,10 +40,29 @@ TracePlot::TracePlot(QWidget* parent) : QCustomPlot(parent) {
   cursor_ = new QCPItemStraightLine(this);
   cursor_->setPen(QPen(QColor(200, 40, 40), 1.5));
   cursor_->setVisible(false);
+  applyPaletteToPlot(this, palette());
   connect(this, &QCustomPlot::mousePress, this, [this](QMouseEvent* event) {
     if (timeline_ && !timeline_->empty())
       emit timeClicked(timeline_->start_time() + xAxis->pixelToCoord(event->position().x()));
   });
+}
+
+void TracePlot::changeEvent(QEvent* event) {
+  QCustomPlot::changeEvent(event);
+  if (event->type() == QEvent::PaletteChange) {
+    applyPaletteToPlot(this, palette());
+    replot(QCustomPlot::rpQueuedRefresh);  // buffers now, see PlotsWidget::applyPalette
+  }
+}
+
+bool TracePlot::event(QEvent* event) {
+  if (event->type() == QEvent::ScreenChangeInternal) syncPlotPixelRatio(this);  // see plot_style.h
+  return QCustomPlot::event(event);
+}
+
+void TracePlot::showEvent(QShowEvent* event) {
+  QCustomPlot::showEvent(event);
+  syncPlotPixelRatio(this);
 }
 
 void TracePlot::setTimeline(const TraceTimeline* timeline) {

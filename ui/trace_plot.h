@@ -3,6 +3,8 @@
 // axis), against seconds since the trace began, with a vertical cursor at the
 // replay time. Grows as a live trace is appended to; redraws are coalesced
 // with QCustomPlot::rpQueuedReplot. A click asks to move the cursor there.
+// Background, axes and legend follow the widget's palette, restyled when it
+// changes (plot_style.h).
 #pragma once
 
 #include <cstddef>
@@ -29,6 +31,11 @@ class TracePlot : public QCustomPlot {
  signals:
   // Timeline time under a mouse click.
   void timeClicked(double t);
+
+ protected:
+  void changeEvent(QEvent* event) override;
+  bool event(QEvent* event) override;
+  void showEvent(QShowEvent* event) override;
 
  private:
   void rescale();

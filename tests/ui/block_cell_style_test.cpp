@@ -5,6 +5,8 @@
 #include <QtTest>
 
 #include "block_cell_style.h"
+#include "palette_colors.h"
+#include "test_palettes.h"
 #include "test_snapshots.h"
 
 using namespace kvscope;
@@ -68,6 +70,35 @@ class BlockCellStyleTest : public QObject {
     QVERIFY(!mine.highlighted && mine.dimmed);
     const auto undimmed = cellStyleFor(s->blocks[1], owners(*s, 1), s->block_size);
     QVERIFY(mine.fill.hsvSaturation() < undimmed.fill.hsvSaturation());
+  }
+
+  void darkPaletteKeepsCellsReadable() {
+    auto s = test::makeSnapshot(2, 3, 0);
+    const auto dark = ui::CellPalette::fromPalette(test::darkPalette());
+    const auto light = ui::CellPalette::fromPalette(test::lightPalette());
+    QVERIFY(dark.dark && !light.dark);
+    const QColor background = dark.background;
+    const auto full = cellStyleFor(s->blocks[0], owners(*s, 0), s->block_size, {}, dark);
+    const auto half = cellStyleFor(s->blocks[2], owners(*s, 2), s->block_size, {}, dark);
+    const auto free_cell = cellStyleFor(s->blocks[40], {}, s->block_size, {}, dark);
+    const auto cached = cellStyleFor(s->blocks.back(), {}, s->block_size, {}, dark);
+    // Same hue per request as on a light theme; the fuller block stands out
+    // more from the dark background (brighter), a free one barely.
+    QCOMPARE(full.fill.hsvHue(), ui::hueForRequest(100));
+    QVERIFY(full.fill.value() > half.fill.value());
+    QVERIFY(ui::contrastRatio(full.fill, background) > ui::contrastRatio(half.fill, background));
+    QVERIFY(ui::contrastRatio(half.fill, background) > ui::contrastRatio(free_cell.fill, background));
+    QVERIFY(free_cell.fill.lightness() < 100 && free_cell.fill != background);
+    QVERIFY(cached.fill != free_cell.fill && cached.fill.lightness() < 140);
+    // Washing out moves a block towards the background on either theme.
+    const auto washed_dark = ui::washedOut(full, dark);
+    QVERIFY(ui::contrastRatio(washed_dark.fill, background) < ui::contrastRatio(full.fill, background));
+    const auto light_full = cellStyleFor(s->blocks[0], owners(*s, 0), s->block_size, {}, light);
+    const auto washed_light = ui::washedOut(light_full, light);
+    QVERIFY(ui::contrastRatio(washed_light.fill, light.background) <
+            ui::contrastRatio(light_full.fill, light.background));
+    // Free cells keep their look when washed out (nothing to wash).
+    QCOMPARE(ui::washedOut(free_cell, dark).fill, free_cell.fill);
   }
 
   void oddInputsDoNotCrash() {

@@ -1,0 +1,26 @@
+// Colours derived from a QPalette, so that painted widgets follow the system
+// light or dark theme instead of assuming black on white. Pure functions of
+// the palette (tested by tests/ui/palette_colors_test.cpp).
+#pragma once
+
+#include <QColor>
+#include <QPalette>
+
+namespace kvscope::ui {
+
+// True when the palette's content background (Base) is darker than its text:
+// a dark theme.
+bool isDarkPalette(const QPalette& palette);
+
+// a blended towards b by t (0: a, 1: b), alpha included.
+QColor mixColors(const QColor& a, const QColor& b, double t);
+
+// A red for error messages that reads on the palette's Window and Base: the
+// usual deep red on a light theme, a light red on a dark one.
+QColor errorTextColor(const QPalette& palette);
+
+// WCAG relative-luminance contrast ratio of two colours (1 to 21); 4.5 is
+// the usual floor for body text.
+double contrastRatio(const QColor& a, const QColor& b);
+
+}  // namespace kvscope::ui

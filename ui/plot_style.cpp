@@ -1,0 +1,74 @@
+// Palette and pixel-ratio upkeep for QCustomPlots (see plot_style.h).
+#include "plot_style.h"
+
+#include <cmath>
+
+#include <qcustomplot.h>
+
+#include "palette_colors.h"
+
+namespace kvscope::ui {
+
+namespace {
+
+// The pen with another colour, keeping its width, style and cap.
+QPen recoloured(QPen pen, const QColor& color) {
+  pen.setColor(color);
+  return pen;
+}
+
+void styleAxis(QCPAxis* axis, const QColor& line, const QColor& text, const QColor& grid, const QColor& sub_grid) {
+  axis->setBasePen(recoloured(axis->basePen(), line));
+  axis->setTickPen(recoloured(axis->tickPen(), line));
+  axis->setSubTickPen(recoloured(axis->subTickPen(), line));
+  axis->setTickLabelColor(text);
+  axis->setLabelColor(text);
+  axis->grid()->setPen(recoloured(axis->grid()->pen(), grid));
+  axis->grid()->setSubGridPen(recoloured(axis->grid()->subGridPen(), sub_grid));
+  axis->grid()->setZeroLinePen(recoloured(axis->grid()->zeroLinePen(), grid));
+}
+
+}  // namespace
+
+void applyPaletteToPlot(QCustomPlot* plot, const QPalette& palette) {
+  const QColor base = palette.color(QPalette::Base);
+  const QColor text = palette.color(QPalette::Text);
+  const bool dark = isDarkPalette(palette);
+  // Axis lines a little softer than the text; grid lines faint but visible
+  // (QCustomPlot's light grey would glare on a dark background).
+  const QColor line = mixColors(base, text, 0.7);
+  const QColor grid = mixColors(base, text, dark ? 0.22 : 0.2);
+  const QColor sub_grid = mixColors(base, text, 0.1);
+  plot->setBackground(base);
+  for (QCPAxisRect* rect : plot->axisRects()) {
+    for (QCPAxis* axis : rect->axes()) styleAxis(axis, line, text, grid, sub_grid);
+  }
+  if (QCPLegend* legend = plot->legend) {
+    QColor box = base;
+    box.setAlpha(200);  // the data shows faintly through, as before
+    legend->setBrush(box);
+    legend->setBorderPen(recoloured(legend->borderPen(), mixColors(base, text, 0.5)));
+    legend->setTextColor(text);
+    // setTextColor only reaches items made later; recolour the existing ones.
+    for (int i = 0; i < legend->itemCount(); ++i) {
+      if (QCPAbstractLegendItem* item = legend->item(i)) item->setTextColor(text);
+    }
+  }
+  for (int row = 0; row < plot->plotLayout()->rowCount(); ++row) {
+    for (int col = 0; col < plot->plotLayout()->columnCount(); ++col) {
+      if (auto* title = qobject_cast<QCPTextElement*>(plot->plotLayout()->element(row, col))) {
+        title->setTextColor(text);
+      }
+    }
+  }
+}
+
+bool syncPlotPixelRatio(QCustomPlot* plot) {
+  const double ratio = plot->devicePixelRatioF();
+  if (std::abs(plot->bufferDevicePixelRatio() - ratio) < 1e-6) return false;
+  plot->setBufferDevicePixelRatio(ratio);
+  plot->replot(QCustomPlot::rpQueuedReplot);
+  return true;
+}
+
+}  // namespace kvscope::ui

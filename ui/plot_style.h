@@ -1,0 +1,26 @@
+// How the inspector's QCustomPlots follow the desktop: colours from the
+// widget's palette (light or dark theme) and paint buffers at the screen's
+// device pixel ratio. Used by PlotsWidget and TracePlot; checked by
+// tests/ui/theme_test.cpp and tests/ui/hidpi_test.cpp.
+#pragma once
+
+#include <QPalette>
+
+class QCustomPlot;
+
+namespace kvscope::ui {
+
+// Colours the plot's background, axes (lines, ticks, tick labels, labels),
+// grids, legend (box, border, item text) and title text elements from
+// `palette`. Series colours are the caller's. Does not replot.
+void applyPaletteToPlot(QCustomPlot* plot, const QPalette& palette);
+
+// QCustomPlot 2.1 sizes its paint buffers for the device pixel ratio the
+// widget had when it was constructed and never looks again, so a plot made
+// before its window reached a high-DPI screen (or moved there) is drawn
+// blurred and scaled up. This resets the buffers to the widget's current
+// ratio and replots; returns whether it had to. Call it when the widget is
+// shown and on screen / pixel-ratio changes.
+bool syncPlotPixelRatio(QCustomPlot* plot);
+
+}  // namespace kvscope::ui
