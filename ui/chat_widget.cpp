@@ -19,6 +19,7 @@
 #include <QScrollBar>
 #include <QShortcut>
 #include <QTextBrowser>
+#include <QTextCursor>
 #include <QTimer>
 #include <QUrl>
 #include <QVBoxLayout>
@@ -91,7 +92,7 @@ ChatWidget::ChatWidget(QWidget* parent) : QWidget(parent) {
   render_timer_ = new QTimer(this);
   render_timer_->setSingleShot(true);
   render_timer_->setInterval(kRenderIntervalMs);
-  connect(render_timer_, &QTimer::timeout, this, &ChatWidget::render);
+  connect(render_timer_, &QTimer::timeout, this, &ChatWidget::renderStream);
 
   connect(send_, &QPushButton::clicked, this, &ChatWidget::sendFromInput);
   connect(stop_, &QPushButton::clicked, this, &ChatWidget::stop);
@@ -442,6 +443,7 @@ void ChatWidget::render() {
   const int shown_turns = writing ? std::min(pending_.keep, static_cast<int>(turns_.size())) : static_cast<int>(turns_.size());
   QStringList parts;
   for (int i = 0; i < shown_turns; ++i) parts << markdownForTurn(i);
+  stream_start_ = -1;
   if (writing) {
     if (awaiting_start_ && !pending_.user_text.isEmpty())
       parts << QStringLiteral("**%1**\n\n%2").arg(tr("You"), pending_.user_text);
@@ -454,12 +456,38 @@ void ChatWidget::render() {
       }
       md += QStringLiteral(" · ") + pick.join(QStringLiteral(" · "));
     }
-    const QString text = pending_.texts.value(pending_.shown);
-    md += QStringLiteral("\n\n") + (text.isEmpty() ? tr("*…*") : text);
     parts << md;
   }
-  markdown_ = parts.join(QStringLiteral("\n\n---\n\n"));
-  view_->document()->setMarkdown(markdown_);
+  markdown_head_ = parts.join(QStringLiteral("\n\n---\n\n"));
+  view_->document()->setMarkdown(markdown_head_);
+  if (writing) {
+    // The reply being written goes after a block break; from then on only
+    // that tail is replaced as tokens arrive (renderStream), so a long
+    // conversation is not parsed again 25 times a second.
+    QTextCursor cursor(view_->document());
+    cursor.movePosition(QTextCursor::End);
+    cursor.insertBlock();
+    stream_start_ = cursor.position();
+    renderStream();
+  } else {
+    markdown_ = markdown_head_;
+  }
+  if (at_bottom) bar->setValue(bar->maximum());
+}
+
+void ChatWidget::renderStream() {
+  render_timer_->stop();
+  if (stream_start_ < 0) return render();
+  QScrollBar* bar = view_->verticalScrollBar();
+  const bool at_bottom = bar->value() >= bar->maximum() - 4;
+  const QString text = pending_.texts.value(pending_.shown);
+  const QString shown = text.isEmpty() ? tr("*…*") : text;
+  QTextCursor cursor(view_->document());
+  cursor.setPosition(stream_start_);
+  cursor.movePosition(QTextCursor::End, QTextCursor::KeepAnchor);
+  cursor.removeSelectedText();
+  cursor.insertMarkdown(shown);
+  markdown_ = markdown_head_ + QStringLiteral("\n\n") + shown;
   if (at_bottom) bar->setValue(bar->maximum());
 }
 

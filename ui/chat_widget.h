@@ -108,7 +108,8 @@ class ChatWidget : public QWidget {
   void sendFromInput();
   void onLinkClicked(const QUrl& url);
   void scheduleRender();
-  void render();
+  void render();        // everything
+  void renderStream();  // only the reply being written
   void updateHeader();
   void updateButtons();
   QString markdownForTurn(int index) const;
@@ -126,6 +127,8 @@ class ChatWidget : public QWidget {
   ConversationSettings settings_;
   PendingReply pending_;
   QString markdown_;             // what the view shows
+  QString markdown_head_;        // all of it but the reply being written
+  int stream_start_ = -1;        // document position where that reply starts; -1: none
   bool awaiting_start_ = false;  // sent, request id not known yet
   bool stop_when_started_ = false;
   quint64 active_id_ = 0;

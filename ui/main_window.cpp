@@ -8,12 +8,14 @@
 #include <QDropEvent>
 #include <QFileDialog>
 #include <QFileInfo>
+#include <QHash>
 #include <QHeaderView>
 #include <QItemSelectionModel>
 #include <QLabel>
 #include <QMenuBar>
 #include <QMimeData>
 #include <QMessageBox>
+#include <QScrollArea>
 #include <QSettings>
 #include <QStatusBar>
 #include <QTableView>
@@ -201,6 +203,15 @@ void MainWindow::createDocks() {
   shared_prefixes_ = new SharedPrefixPanel(this);
   conversations_ = new ConversationListWidget(this);
 
+  // Tall panels (four plot strips, the trace, memory with its what-if) scroll
+  // in a short dock rather than making the window taller than a laptop screen.
+  auto scrollable = [this](QWidget* w) {
+    auto* area = new QScrollArea(this);
+    area->setWidget(w);
+    area->setWidgetResizable(true);
+    area->setFrameShape(QFrame::NoFrame);
+    return area;
+  };
   auto addDock = [this](const QString& title, const QString& name, QWidget* w) {
     auto* dock = new QDockWidget(title, this);
     dock->setObjectName(name);
@@ -210,9 +221,9 @@ void MainWindow::createDocks() {
   };
   QDockWidget* map_dock = addDock(tr("KV blocks"), QStringLiteral("kv_blocks_dock"), map_panel);
   QDockWidget* table_dock = addDock(tr("Sequences"), QStringLiteral("sequences_dock"), table_view_);
-  QDockWidget* plots_dock = addDock(tr("Plots"), QStringLiteral("plots_dock"), plots_);
-  QDockWidget* trace_dock = addDock(tr("Trace"), QStringLiteral("trace_dock"), trace_panel_);
-  QDockWidget* memory_dock = addDock(tr("Memory"), QStringLiteral("memory_dock"), memory_panel_);
+  QDockWidget* plots_dock = addDock(tr("Plots"), QStringLiteral("plots_dock"), scrollable(plots_));
+  QDockWidget* trace_dock = addDock(tr("Trace"), QStringLiteral("trace_dock"), scrollable(trace_panel_));
+  QDockWidget* memory_dock = addDock(tr("Memory"), QStringLiteral("memory_dock"), scrollable(memory_panel_));
   QDockWidget* prefixes_dock = addDock(tr("Shared prefixes"), QStringLiteral("shared_prefixes_dock"), shared_prefixes_);
   tabifyDockWidget(table_dock, prefixes_dock);
   tabifyDockWidget(plots_dock, memory_dock);
@@ -249,6 +260,22 @@ void MainWindow::acceptConfig(const kvscope::ModelInfo& info) {
   showModelLabel(info);
   memory_panel_->setModel(info, config_);
   shared_prefixes_->setModelInfo(info);
+}
+
+bool MainWindow::showPanel(const QString& name) {
+  static const QHash<QString, QString> kDocks{{QStringLiteral("blocks"), QStringLiteral("kv_blocks_dock")},
+                                              {QStringLiteral("sequences"), QStringLiteral("sequences_dock")},
+                                              {QStringLiteral("prefixes"), QStringLiteral("shared_prefixes_dock")},
+                                              {QStringLiteral("plots"), QStringLiteral("plots_dock")},
+                                              {QStringLiteral("memory"), QStringLiteral("memory_dock")},
+                                              {QStringLiteral("trace"), QStringLiteral("trace_dock")}};
+  const QString object_name = kDocks.value(name.toLower());
+  if (object_name.isEmpty()) return false;  // findChild("") would match any dock
+  auto* dock = findChild<QDockWidget*>(object_name);
+  if (!dock) return false;
+  dock->show();
+  dock->raise();
+  return true;
 }
 
 void MainWindow::setChatDefaults(const ConversationSettings& defaults) {

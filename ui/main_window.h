@@ -65,6 +65,9 @@ class MainWindow : public QMainWindow {
   // applied in place). It is persisted once the engine has it.
   void loadEngine(const kvscope::EngineConfig& config);
   void startWorkload(const WorkloadSpec& spec);
+  // Raises the inspector dock called `name` (sequences, prefixes, plots,
+  // memory, trace, blocks); false if there is none.
+  bool showPanel(const QString& name);
   // Settings for new conversations (also applied to the chat shown if it is empty).
   void setChatDefaults(const ConversationSettings& defaults);
   const ConversationSettings& chatDefaults() const { return chat_defaults_; }

@@ -1,7 +1,7 @@
 // kvscope: the desktop app. Chat with a local model while the inspector shows
 // the paged-attention engine's KV blocks, sequences and batches live.
 //   kvscope [--model FILE] [--prompt TEXT] [--workload N] [--settings FILE]
-//           [--trace FILE] [--screenshot FILE [--screenshot-after-ms N]] [--measure-frames SECONDS]
+//           [--trace FILE | --record] [--show PANEL] [--screenshot FILE [--screenshot-after-ms N]] [--measure-frames SECONDS]
 // The engine runs in a worker thread (engine_host.h); the window only sends
 // commands and receives value snapshots.
 #include <algorithm>
@@ -72,10 +72,16 @@ int main(int argc, char** argv) {
       QStringLiteral("Start with the engine settings and chat defaults of FILE (an INI file with the groups "
                      "[engine] and [chat] the app saves); --model still overrides its model."),
       QStringLiteral("FILE"));
+  QCommandLineOption show_opt(
+      QStringLiteral("show"),
+      QStringLiteral("Bring inspector panels to the front (repeatable): sequences, prefixes, plots, memory, trace."),
+      QStringLiteral("PANEL"));
+  QCommandLineOption record_opt(QStringLiteral("record"),
+                                QStringLiteral("Record engine events in the Trace panel from the start."));
   QCommandLineOption trace_opt(QStringLiteral("trace"),
                                QStringLiteral("Open a saved Chrome trace (kvscope's) in the Trace panel for replay."),
                                QStringLiteral("FILE"));
-  parser.addOptions({model_opt, prompt_opt, workload_opt, shot_opt, shot_ms_opt, frames_opt, settings_opt, trace_opt});
+  parser.addOptions({model_opt, prompt_opt, workload_opt, shot_opt, shot_ms_opt, frames_opt, settings_opt, show_opt, record_opt, trace_opt});
   parser.process(app);
 
   kvscope::ui::registerEngineMetaTypes();
@@ -86,6 +92,10 @@ int main(int argc, char** argv) {
   kvscope::gui::connectWindowToEngine(window, host);
   using W = kvscope::gui::EngineWorker;
 
+  for (const QString& panel : parser.values(show_opt)) {
+    if (!window.showPanel(panel)) qWarning("kvscope: --show: no panel called %s", qPrintable(panel));
+  }
+  if (parser.isSet(record_opt)) window.tracePanel()->setRecording(true);
   if (parser.isSet(trace_opt) && !window.tracePanel()->loadTraceFile(parser.value(trace_opt)))
     qWarning("kvscope: %s", qPrintable(window.tracePanel()->messageText()));
 

@@ -10,6 +10,7 @@
 #include <QPlainTextEdit>
 #include <QStandardPaths>
 #include <QTableView>
+#include <QTextBrowser>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -224,6 +225,30 @@ class MainWindowTest : public QObject {
     QVERIFY(messages[3].stats_json.contains(QStringLiteral("cached_prompt_tokens")));
   }
 
+  void streamingUpdatesOnlyTheReplyBeingWritten() {
+    ui::MainWindow window;
+    ui::ChatWidget* chat = window.chat();
+    markLoaded(chat);
+    chatOnce(chat, QStringLiteral("first question"), 1, QStringLiteral("first answer"));
+    chat->sendPrompt(QStringLiteral("second question"));
+    chat->onRequestStarted(2, true);
+    auto* view = chat->findChild<QTextBrowser*>();
+    QVERIFY(view);
+    for (const char* piece : {"Paged ", "**attention** ", "keeps ", "blocks."}) {
+      chat->onTokens(2, 0, QString::fromLatin1(piece));
+      QTest::qWait(60);  // past the render interval
+    }
+    const QString shown = view->document()->toPlainText();
+    QVERIFY2(shown.contains(QStringLiteral("Paged attention keeps blocks.")), qPrintable(shown));
+    QCOMPARE(shown.count(QStringLiteral("first answer")), 1);
+    QCOMPARE(shown.count(QStringLiteral("second question")), 1);
+    QVERIFY(chat->renderedMarkdown().endsWith(QStringLiteral("Paged **attention** keeps blocks.")));
+    ui::FinishInfo done;
+    done.reason = FinishReason::Stop;
+    chat->onFinished(2, done);
+    QCOMPARE(view->document()->toPlainText().count(QStringLiteral("Paged attention keeps blocks.")), 1);
+  }
+
   void regenerateReplacesTheLastReply() {
     QTemporaryDir dir;
     ui::MainWindow window(nullptr, dir.filePath(QStringLiteral("chats.sqlite")));
@@ -322,6 +347,18 @@ class MainWindowTest : public QObject {
     QCOMPARE(error.error, QJsonParseError::NoError);
     // The reply's code block gets a copy link.
     QVERIFY(chat->renderedMarkdown().contains(QStringLiteral("kvscope:code/1/0")));
+  }
+
+  void fitsALaptopScreen() {
+    // 1366 x 768 minus a panel bar: every dock shown must still fit.
+    ui::MainWindow window;
+    for (const char* panel : {"memory", "trace", "prefixes", "plots", "sequences"}) {
+      QVERIFY(window.showPanel(QString::fromLatin1(panel)));
+      const QSize min = window.minimumSizeHint();
+      QVERIFY2(min.width() <= 1366 && min.height() <= 720,
+               qPrintable(QStringLiteral("%1: minimum %2 x %3").arg(panel).arg(min.width()).arg(min.height())));
+    }
+    QVERIFY(!window.showPanel(QStringLiteral("nonsense")));
   }
 
   void ctrlFFocusesTheSearch() {
