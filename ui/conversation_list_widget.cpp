@@ -17,9 +17,11 @@ namespace kvscope::ui {
 
 ConversationListWidget::ConversationListWidget(QWidget* parent) : QWidget(parent) {
   search_ = new QLineEdit(this);
+  search_->setAccessibleName(tr("Search conversations"));
   search_->setPlaceholderText(tr("Search conversations (Ctrl+F)"));
   search_->setClearButtonEnabled(true);
   list_ = new QListWidget(this);
+  list_->setAccessibleName(tr("Conversations"));
   list_->setSelectionMode(QAbstractItemView::SingleSelection);
   notice_ = new QLabel(this);
   notice_->setWordWrap(true);

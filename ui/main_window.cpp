@@ -167,6 +167,7 @@ void MainWindow::createDocks() {
   auto* map_layout = new QVBoxLayout(map_panel);
   map_layout->setContentsMargins(2, 2, 2, 2);
   block_map_ = new BlockMapWidget(map_panel);
+  block_map_->setAccessibleName(tr("KV block map"));
   kv_summary_ = new QLabel(map_panel);
   kv_summary_->setWordWrap(true);
   auto* legend = new QLabel(tr("colour = request · deeper = fuller · ◤ shared · "
@@ -180,6 +181,7 @@ void MainWindow::createDocks() {
 
   table_model_ = new BlockTableModel(this);
   table_view_ = new QTableView(this);
+  table_view_->setAccessibleName(tr("Sequences and their block tables"));
   table_view_->setModel(table_model_);
   table_view_->verticalHeader()->hide();
   table_view_->verticalHeader()->setDefaultSectionSize(fontMetrics().height() + 4);

@@ -113,6 +113,11 @@ QWidget* MemoryPanel::makeWhatIfBox() {
   prompt_tokens_ = spin("promptTokens", 1, 1 << 20, tr(" tokens"));
   output_tokens_ = spin("outputTokens", 0, 1 << 20, tr(" tokens"));
   max_tokens_ = spin("maxTokens", 1, 1 << 20, tr(" tokens"));
+  block_size_->setAccessibleName(tr("What-if block size"));
+  budget_mib_->setAccessibleName(tr("What-if KV budget"));
+  prompt_tokens_->setAccessibleName(tr("What-if prompt length"));
+  output_tokens_->setAccessibleName(tr("What-if output length"));
+  max_tokens_->setAccessibleName(tr("What-if maximum tokens per request"));
   max_tokens_->setToolTip(tr("What the request asks for: contiguous mode reserves prompt + max tokens "
                              "(capped by the max model length) when it admits the request."));
   output_tokens_->setToolTip(tr("What the request really generates: paged mode holds only these blocks."));

@@ -17,6 +17,7 @@ SharedPrefixPanel::SharedPrefixPanel(QWidget* parent) : QWidget(parent) {
   total_->setObjectName(QStringLiteral("sharedPrefixTotal"));
   model_ = new SharedPrefixModel(this);
   view_ = new QTableView(this);
+  view_->setAccessibleName(tr("Shared prefixes"));
   view_->setModel(model_);
   view_->setSelectionBehavior(QAbstractItemView::SelectRows);
   view_->setAlternatingRowColors(true);

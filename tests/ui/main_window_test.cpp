@@ -4,7 +4,11 @@
 // from a ChatStore, and an unusable store leaves the chat working. Offscreen.
 //   ctest --test-dir build-gui -R main_window_test
 #include <QJsonDocument>
+#include <QAbstractButton>
+#include <QAbstractSpinBox>
+#include <QComboBox>
 #include <QLabel>
+#include <QSlider>
 #include <QLineEdit>
 #include <QMessageBox>
 #include <QPlainTextEdit>
@@ -359,6 +363,30 @@ class MainWindowTest : public QObject {
                qPrintable(QStringLiteral("%1: minimum %2 x %3").arg(panel).arg(min.width()).arg(min.height())));
     }
     QVERIFY(!window.showPanel(QStringLiteral("nonsense")));
+  }
+
+  void everyControlHasAnAccessibleName() {
+    // What a screen reader announces: an accessible name, or a button's text.
+    ui::MainWindow window;
+    window.show();
+    QStringList unnamed;
+    for (QWidget* w : window.findChildren<QWidget*>()) {
+      const bool control = qobject_cast<QAbstractButton*>(w) || qobject_cast<QLineEdit*>(w) ||
+                           qobject_cast<QAbstractSpinBox*>(w) || qobject_cast<QComboBox*>(w) ||
+                           qobject_cast<QPlainTextEdit*>(w) || qobject_cast<QAbstractItemView*>(w) ||
+                           qobject_cast<QSlider*>(w) || qobject_cast<ui::BlockMapWidget*>(w);
+      if (!control || qobject_cast<QAbstractItemView*>(w->parentWidget())) continue;
+      // Qt's own parts of a control (a spin box's line edit, a clear button,
+      // the menu bar and tool bar overflow buttons) are named by the control.
+      if (w->objectName().startsWith(QLatin1String("qt_")) ||
+          QLatin1String(w->metaObject()->className()) == QLatin1String("QLineEditIconButton"))
+        continue;
+      auto* button = qobject_cast<QAbstractButton*>(w);
+      if (!w->accessibleName().isEmpty() || (button && !button->text().isEmpty())) continue;
+      if (!w->isVisibleTo(&window) && !w->parentWidget()) continue;
+      unnamed << QStringLiteral("%1 (%2)").arg(QString::fromLatin1(w->metaObject()->className()), w->objectName());
+    }
+    QVERIFY2(unnamed.isEmpty(), qPrintable(unnamed.join(QStringLiteral(", "))));
   }
 
   void ctrlFFocusesTheSearch() {
