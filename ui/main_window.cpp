@@ -255,10 +255,12 @@ void MainWindow::loadEngine(const kvscope::EngineConfig& config) {
 void MainWindow::acceptConfig(const kvscope::ModelInfo& info) {
   config_ = requested_config_;
   model_info_ = info;
-  QSettings settings;
-  saveEngineConfig(settings, config_);
-  addRecentModel(settings, QString::fromStdString(config_.model_path));
-  rebuildRecentMenu();
+  if (persist_settings_) {
+    QSettings settings;
+    saveEngineConfig(settings, config_);
+    addRecentModel(settings, QString::fromStdString(config_.model_path));
+    rebuildRecentMenu();
+  }
   showModelLabel(info);
   memory_panel_->setModel(info, config_);
   shared_prefixes_->setModelInfo(info);
@@ -306,7 +308,7 @@ void MainWindow::showSettings() {
   if (dialog.exec() != QDialog::Accepted) return;
   if (dialog.chatDefaultsChanged()) {
     chat_defaults_ = dialog.chatDefaults();
-    saveChatDefaults(settings, chat_defaults_);
+    if (persist_settings_) saveChatDefaults(settings, chat_defaults_);
   }
   if (dialog.engineChanged()) loadEngine(dialog.config());
 }

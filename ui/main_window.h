@@ -68,6 +68,9 @@ class MainWindow : public QMainWindow {
   // Raises the inspector dock called `name` (sequences, prefixes, plots,
   // memory, trace, blocks); false if there is none.
   bool showPanel(const QString& name);
+  // Off: engine settings and chat defaults changed in this session are not
+  // saved (the app was started with --settings FILE, a state for this run).
+  void setPersistSettings(bool on) { persist_settings_ = on; }
   // Settings for new conversations (also applied to the chat shown if it is empty).
   void setChatDefaults(const ConversationSettings& defaults);
   const ConversationSettings& chatDefaults() const { return chat_defaults_; }
@@ -119,6 +122,7 @@ class MainWindow : public QMainWindow {
   kvscope::EngineConfig config_;
   kvscope::EngineConfig requested_config_;  // asked for, not yet confirmed by the worker
   kvscope::ModelInfo model_info_;            // of the engine loaded; name empty when none
+  bool persist_settings_ = true;
   ConversationSettings chat_defaults_;  // for new conversations (Settings > Chat defaults)
   QMenu* recent_menu_ = nullptr;
   WorkloadSpec workload_;

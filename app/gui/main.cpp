@@ -70,7 +70,7 @@ int main(int argc, char** argv) {
   QCommandLineOption settings_opt(
       QStringLiteral("settings"),
       QStringLiteral("Start with the engine settings and chat defaults of FILE (an INI file with the groups "
-                     "[engine] and [chat] the app saves); --model still overrides its model."),
+                     "[engine] and [chat] the app saves) for this run only; --model still overrides its model."),
       QStringLiteral("FILE"));
   QCommandLineOption show_opt(
       QStringLiteral("show"),
@@ -125,6 +125,7 @@ int main(int argc, char** argv) {
     }
     for (const QString& p : problems) std::fprintf(stderr, "kvscope: --settings %s: %s\n", qPrintable(file), qPrintable(p));
     config = *from_file;
+    window.setPersistSettings(false);  // a state for this run, not the user's saved settings
     QSettings ini(file, QSettings::IniFormat);
     window.setChatDefaults(kvscope::ui::loadChatDefaults(ini));
   }
