@@ -184,20 +184,26 @@ void PlotsWidget::addSnapshot(const SnapshotPtr& snapshot) {
   kv_graphs_[1]->addData(step, used + cached);
   kv_graphs_[0]->addData(step, s.kv.num_blocks);
 
-  const double prefill = s.last_step.num_prefill_tokens;
-  const double decode = s.last_step.num_decode_tokens;
-  token_graphs_[0]->addData(step, prefill + decode);
-  token_graphs_[1]->addData(step, decode);
-  max_tokens_seen_ = std::max(max_tokens_seen_, prefill + decode);
-
   waste_graph_->addData(step, s.kv.waste_percent());
 
-  // A step that took no measurable time has no rate; its point is left out
-  // (the line bridges it) rather than drawn as infinity.
-  const double seconds = s.last_step.step_time_s;
-  if (seconds > 0) {
-    tokens_per_s_graph_->addData(step, (prefill + decode) / seconds);
-    ms_per_step_graph_->addData(step, seconds * 1000.0);
+  // Batches and rates per step, every step since the last snapshot (at
+  // 20 Hz a snapshot covers several decode steps; showing only its last one
+  // would stretch that batch over the others). x = steps done after it.
+  const std::vector<StepStats> last_only{s.last_step};
+  const std::vector<StepStats>& steps = s.recent_steps.empty() ? last_only : s.recent_steps;
+  for (const StepStats& st : steps) {
+    const double x = static_cast<double>(st.step + 1);
+    const double prefill = st.num_prefill_tokens;
+    const double decode = st.num_decode_tokens;
+    token_graphs_[0]->addData(x, prefill + decode);
+    token_graphs_[1]->addData(x, decode);
+    max_tokens_seen_ = std::max(max_tokens_seen_, prefill + decode);
+    // A step that took no measurable time has no rate; its point is left out
+    // (the line bridges it) rather than drawn as infinity.
+    if (st.step_time_s > 0) {
+      tokens_per_s_graph_->addData(x, (prefill + decode) / st.step_time_s);
+      ms_per_step_graph_->addData(x, st.step_time_s * 1000.0);
+    }
   }
 
   slide(queues_, step, max_seqs_seen_);

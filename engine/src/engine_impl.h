@@ -61,6 +61,7 @@ struct Engine::Impl {
   StepStats stats;
   uint64_t num_steps = 0;
   std::shared_ptr<const EngineSnapshot> last_snapshot;
+  std::vector<StepStats> steps_since_snapshot;  // handed to the next snapshot
 
   // Threads for the kernels: config.num_threads, or one per core.
   static int32_t thread_count(const EngineConfig& config);
@@ -76,7 +77,8 @@ struct Engine::Impl {
   void sample_and_publish(Sequence& s, const float* logits);
   // Parallel sampling: creates s's siblings, sharing its blocks.
   std::vector<Sequence*> fork_siblings(Sequence& s);
-  std::shared_ptr<const EngineSnapshot> build_snapshot() const;
+  // Also hands over (and clears) steps_since_snapshot.
+  std::shared_ptr<const EngineSnapshot> build_snapshot();
   KvStats kv_stats() const;
 };
 

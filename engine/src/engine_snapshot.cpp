@@ -40,7 +40,7 @@ KvStats Engine::Impl::kv_stats() const {
   return s;
 }
 
-std::shared_ptr<const EngineSnapshot> Engine::Impl::build_snapshot() const {
+std::shared_ptr<const EngineSnapshot> Engine::Impl::build_snapshot() {
   auto snap = std::make_shared<EngineSnapshot>();
   const BlockPool& pool = kv_manager->pool();
   snap->step = num_steps;
@@ -50,6 +50,8 @@ std::shared_ptr<const EngineSnapshot> Engine::Impl::build_snapshot() const {
   snap->num_running = scheduler->num_running();
   snap->num_swapped = scheduler->num_swapped();
   snap->last_step = stats;
+  snap->recent_steps = std::move(steps_since_snapshot);
+  steps_since_snapshot.clear();
   snap->kv = kv_stats();
 
   // Owners per device block (swapped tables hold swap ids: not device blocks).

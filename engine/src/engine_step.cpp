@@ -151,6 +151,11 @@ void Engine::step() {
   stats.num_total_blocks = blocks.num_blocks();
   stats.step_time_s = std::chrono::duration<double>(Sequence::Clock::now() - start).count();
   m.stats = stats;
+  // Bounded when nobody asks for snapshots: the oldest half goes at once.
+  if (m.steps_since_snapshot.size() >= EngineSnapshot::kMaxRecentSteps)
+    m.steps_since_snapshot.erase(m.steps_since_snapshot.begin(),
+                                 m.steps_since_snapshot.begin() + EngineSnapshot::kMaxRecentSteps / 2);
+  m.steps_since_snapshot.push_back(stats);
   ++m.num_steps;
   m.events.record(EngineEventType::StepEnd, 0, 0, stats.num_prefill_tokens + stats.num_decode_tokens,
                   stats.num_seqs);

@@ -98,6 +98,30 @@ class PanelsTest : public QObject {
     QCOMPARE(panel.model()->rowCount(), 0);
   }
 
+  void plotsShowEveryStepOfASnapshot() {
+    // One snapshot covering four steps: the 7 per-snapshot graphs (queues 3,
+    // KV 3, waste) get one point each, the 4 per-step graphs (prefill+decode,
+    // decode, tokens/s, ms/step) one point per step.
+    PlotsWidget plots;
+    auto s = std::make_shared<EngineSnapshot>(*test::makeSnapshot(3, 3, 2));
+    s->step = 4;
+    for (uint64_t st = 0; st < 4; ++st) {
+      StepStats stats;
+      stats.step = st;
+      stats.num_decode_tokens = 3;
+      stats.step_time_s = 0.01;
+      s->recent_steps.push_back(stats);
+    }
+    s->last_step = s->recent_steps.back();
+    plots.addSnapshot(s);
+    QCOMPARE(plots.numPoints(), 7 + 4 * 4);
+    // Without the list (an older engine), only the last step is known.
+    PlotsWidget last_only;
+    s->recent_steps.clear();
+    last_only.addSnapshot(s);
+    QCOMPARE(last_only.numPoints(), 7 + 4);
+  }
+
   void plotsStayBounded() {
     PlotsWidget plots;
     plots.resize(500, 600);
@@ -105,6 +129,7 @@ class PanelsTest : public QObject {
     for (int step = 1; step <= 2000; ++step) {
       auto s = std::make_shared<EngineSnapshot>(*base);
       s->step = static_cast<uint64_t>(step);
+      s->last_step.step = static_cast<uint64_t>(step - 1);  // as the engine numbers them
       s->last_step.num_prefill_tokens = step % 50 == 0 ? 512 : 0;
       s->last_step.step_time_s = step % 7 == 0 ? 0.0 : 0.02;  // some steps report no time
       s->kv.num_reserved_slots = 100;

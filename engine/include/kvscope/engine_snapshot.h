@@ -93,6 +93,11 @@ struct EngineSnapshot {
   int32_t num_running = 0;
   int32_t num_swapped = 0;
   StepStats last_step;
+  // Every step since the previous snapshot, oldest first (the last one is
+  // last_step), at most kMaxRecentSteps: a viewer sampling at 20 Hz can
+  // still plot each step's batch.
+  static constexpr size_t kMaxRecentSteps = 1024;
+  std::vector<StepStats> recent_steps;
   KvStats kv;
 };
 

@@ -262,5 +262,47 @@ TEST_F(Batching, SnapshotIsConsistent) {
   EXPECT_GT(checked, 10);
 }
 
+// A viewer that samples snapshots now and then still gets every step: each
+// snapshot lists the steps since the previous one, in order, ending with
+// last_step; with record_snapshots each lists exactly its own step.
+TEST_F(Batching, SnapshotsListEveryStepSinceThePrevious) {
+  for (bool record : {false, true}) {
+    EngineConfig c = config();
+    c.record_snapshots = record;
+    auto engine = Engine::create(c);
+    ASSERT_TRUE(engine.ok());
+    for (const auto& p : prompts(6)) {
+      GenerationRequest r;
+      r.prompt_tokens = p;
+      r.sampling.max_tokens = kMaxTokens;
+      ASSERT_TRUE((*engine)->submit(std::move(r)).ok());
+    }
+    uint64_t next_step = 0;
+    int64_t tokens = 0, expected_tokens = 0;
+    for (int round = 0; (*engine)->has_work(); ++round) {
+      const int steps = 1 + round % 4;
+      for (int i = 0; i < steps && (*engine)->has_work(); ++i) {
+        (*engine)->step();
+        const StepStats st = (*engine)->last_step_stats();
+        expected_tokens += st.num_prefill_tokens + st.num_decode_tokens;
+      }
+      const auto snap = (*engine)->snapshot();
+      ASSERT_FALSE(snap->recent_steps.empty());
+      if (record) ASSERT_EQ(snap->recent_steps.size(), 1u);
+      if (record) next_step = snap->recent_steps.front().step;  // earlier ones went to unseen snapshots
+      for (const StepStats& st : snap->recent_steps) {
+        EXPECT_EQ(st.step, next_step++);
+        tokens += st.num_prefill_tokens + st.num_decode_tokens;
+      }
+      EXPECT_EQ(snap->recent_steps.back().step, snap->last_step.step);
+      EXPECT_EQ(snap->step, snap->last_step.step + 1);
+    }
+    if (!record) EXPECT_EQ(tokens, expected_tokens);
+    // Asked again with no step in between: the same snapshot object, so a
+    // second viewer does not take an empty step list from the first.
+    EXPECT_EQ((*engine)->snapshot().get(), (*engine)->snapshot().get());
+  }
+}
+
 }  // namespace
 }  // namespace kvscope
