@@ -192,6 +192,7 @@ void BlockMapWidget::paintEvent(QPaintEvent* event) {
 }
 
 QString BlockMapWidget::tooltipFor(int block) const {
+  if (!snapshot_ || block < 0 || static_cast<size_t>(block) >= snapshot_->blocks.size()) return {};
   const EngineSnapshot& s = *snapshot_;
   const BlockSnapshot& b = s.blocks[static_cast<size_t>(block)];
   QStringList owners;
@@ -204,6 +205,20 @@ QString BlockMapWidget::tooltipFor(int block) const {
                      .arg(s.block_size);
   text += tr("<br>hash %1").arg(b.hash ? QStringLiteral("0x%1").arg(b.hash, 16, 16, QLatin1Char('0')) : tr("none"));
   if (!owners.isEmpty()) text += tr("<br>owners: %1").arg(owners.join(QStringLiteral(", ")));
+  if (const BlockTokens held = blockTokens(s, block); held.sequence && !held.ids.empty()) {
+    // Positions in the first owner's tokens (a shared block holds the same
+    // tokens for all), then their text: a character cut by the block's edge
+    // shows as U+FFFD.
+    text += tr("<br>tokens %1–%2 of %3.%4")
+                .arg(held.first_token)
+                .arg(held.first_token + static_cast<int>(held.ids.size()) - 1)
+                .arg(held.sequence->id)
+                .arg(held.sequence->index);
+    if (token_bytes_) {
+      const QString words = visibleText(tokenText(*token_bytes_, held.ids), kTooltipChars);
+      text += QStringLiteral("<br>“%1”").arg(preservedSpacesHtml(words));
+    }
+  }
   if (const int position = focusedPosition(block); position >= 0) {
     text += tr("<br>logical block %1 of %2.%3").arg(position).arg(focus_id_).arg(focus_index_);
   }

@@ -2,7 +2,8 @@
 // (thousands at once; no child widgets). Colour = owning request, shade =
 // fill / block_size, a corner mark for shared blocks (ref_count > 1), a pale
 // blue for cached-free ones (cellStyleFor, block_cell_style.h). Hover shows
-// the block's id, ref count, fill, hash and owners; a click selects the
+// the block's id, ref count, fill, hash, owners and, once a token table is
+// set (setTokenBytes), the text of the tokens it holds; a click selects the
 // requests that use the block (the others are washed out); a click on a free
 // cell clears the selection. A focused sequence (setFocusedSequence, e.g. the
 // row picked in the Sequences table) has its blocks outlined and, in cells of
@@ -19,6 +20,7 @@
 #include <QWidget>
 
 #include "engine_types.h"
+#include "models/token_text.h"
 
 namespace kvscope::ui {
 
@@ -31,6 +33,11 @@ class BlockMapWidget : public QWidget {
   static constexpr int kNumberedCell = 14;
 
   void setSnapshot(SnapshotPtr snapshot);
+  // The bytes of each token id of the loaded model (sent by the engine
+  // worker after a load); null: tooltips without text.
+  void setTokenBytes(TokenBytesTable table) { token_bytes_ = std::move(table); }
+  // Characters of a block's text shown in its tooltip (the middle is elided).
+  static constexpr int kTooltipChars = 160;
   const std::vector<RequestId>& selectedRequests() const { return selected_; }
 
   // Focus sequence `index` of request `request_id`; request_id 0 clears. The
@@ -45,6 +52,8 @@ class BlockMapWidget : public QWidget {
   int cellSize() const { return layout_.cell; }
   // The block under a widget position, or -1.
   int blockAt(QPoint pos) const;
+  // The rich text shown when hovering block `block`.
+  QString tooltipFor(int block) const;
   // Where block `block` is painted (gap excluded).
   QRect cellRect(int block) const;
 
@@ -67,10 +76,10 @@ class BlockMapWidget : public QWidget {
     int columns = 1;
   };
   void relayout();
-  QString tooltipFor(int block) const;
   void refocus();
 
   SnapshotPtr snapshot_;
+  TokenBytesTable token_bytes_;
   std::vector<RequestId> selected_;
   quint64 focus_id_ = 0;
   int focus_index_ = 0;

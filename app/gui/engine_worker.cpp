@@ -27,6 +27,7 @@ std::vector<int32_t> seeded_ids(std::mt19937_64& rng, int n, int32_t vocab_size)
 
 EngineWorker::EngineWorker(QObject* parent) : QObject(parent) {
   ui::registerEngineMetaTypes();
+  qRegisterMetaType<ui::TokenBytesTable>();
 }
 
 EngineWorker::~EngineWorker() = default;
@@ -81,8 +82,20 @@ void EngineWorker::loadModel(const kvscope::EngineConfig& config) {
   workload_ids_.clear();
   engine_ = std::move(created).value();
   engine_->set_tracing(tracing_);
+  publishTokenBytes();
   emit modelLoaded(engine_->model_info());
   publishSnapshot();
+}
+
+void EngineWorker::publishTokenBytes() {
+  // Built once per model (a few MB for a 150k vocabulary, milliseconds) and
+  // shared read-only: the snapshots that follow carry only ids. Ids past the
+  // tokenizer's vocabulary (padding rows of the embedding) give "".
+  auto table = std::make_shared<std::vector<std::string>>(static_cast<size_t>(engine_->model_info().vocab_size));
+  for (size_t id = 0; id < table->size(); ++id) {
+    (*table)[id] = engine_->token_bytes(static_cast<int32_t>(id), /*render_special=*/true);
+  }
+  emit tokenBytesLoaded(ui::TokenBytesTable(std::move(table)));
 }
 
 void EngineWorker::submitChat(const kvscope::ui::ChatHistory& messages, const kvscope::SamplingParams& sampling,

@@ -23,6 +23,7 @@
 #include <QString>
 
 #include "engine_types.h"
+#include "models/token_text.h"
 
 namespace kvscope {
 class Engine;
@@ -63,6 +64,10 @@ class EngineWorker : public QObject {
 
  signals:
   void loadProgress(double fraction, const QString& stage);
+  // Once per loaded model, before modelLoaded(): the bytes of every token id
+  // (Engine::token_bytes, control tokens as their text), so the inspector can
+  // show what a block or a sequence holds without calling the engine.
+  void tokenBytesLoaded(const kvscope::ui::TokenBytesTable& table);
   void modelLoaded(const kvscope::ModelInfo& info);
   // New settings applied to the loaded model; requests kept running.
   void reconfigured(const kvscope::ModelInfo& info);
@@ -84,6 +89,7 @@ class EngineWorker : public QObject {
   void flushTokens();
   void publishSnapshot();
   void publishEvents();
+  void publishTokenBytes();
   void onTokenEvent(const kvscope::TokenEvent& ev);  // on this thread, inside step()
   void submitPendingWorkload();
 

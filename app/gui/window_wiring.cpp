@@ -1,9 +1,11 @@
 // Window <-> engine worker connections (see window_wiring.h).
 #include "window_wiring.h"
 
+#include "block_map_widget.h"
 #include "chat_widget.h"
 #include "engine_host.h"
 #include "main_window.h"
+#include "models/block_table_model.h"
 #include "trace_panel.h"
 
 namespace kvscope::gui {
@@ -23,6 +25,8 @@ void connectWindowToEngine(kvscope::ui::MainWindow& window, EngineHost& host) {
   QObject::connect(window.tracePanel(), &kvscope::ui::TracePanel::recordingChanged, &host, &EngineHost::setTracing);
 
   QObject::connect(worker, &W::loadProgress, &window, &MainWindow::onLoadProgress);
+  QObject::connect(worker, &W::tokenBytesLoaded, window.blockMap(), &kvscope::ui::BlockMapWidget::setTokenBytes);
+  QObject::connect(worker, &W::tokenBytesLoaded, window.blockTableModel(), &kvscope::ui::BlockTableModel::setTokenBytes);
   QObject::connect(worker, &W::modelLoaded, &window, &MainWindow::onModelLoaded);
   QObject::connect(worker, &W::reconfigured, &window, &MainWindow::onReconfigured);
   QObject::connect(worker, &W::loadFailed, &window, &MainWindow::onLoadFailed);

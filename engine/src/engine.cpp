@@ -226,6 +226,10 @@ std::vector<int32_t> Engine::tokenize(std::string_view text, bool parse_special)
 
 std::string Engine::detokenize(const std::vector<int32_t>& ids) const { return impl_->tokenizer->decode(ids); }
 
+std::string Engine::token_bytes(int32_t id, bool render_special) const {
+  return impl_->tokenizer->token_bytes(id, render_special);
+}
+
 std::string Engine::render_chat(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const {
   return impl_->chat_template->render(messages, add_generation_prompt);
 }

@@ -114,6 +114,62 @@ class BlockMapWidgetTest : public QObject {
     QToolTip::hideText();
   }
 
+  void tooltipShowsTheBlocksText() {
+    // Sequence 101 (blocks 0, 3, 4 of 16 slots; the last holds 8) spells a
+    // chat prompt one byte per token; the table maps ids to bytes as a byte
+    // vocabulary does, 256 being <|im_start|>.
+    auto s = std::make_shared<EngineSnapshot>(*test::makeSnapshot(3, 3, 1));
+    std::vector<int32_t>& tokens = s->sequences[1].tokens;
+    tokens.clear();
+    const auto append = [&tokens](const std::string& bytes) {
+      for (char c : bytes) tokens.push_back(static_cast<unsigned char>(c));
+    };
+    append("0123456789abcdef");
+    tokens.push_back(256);
+    append("user\n\t 日日本 a<b>&c");
+    QCOMPARE(tokens.size(), size_t{40});
+    auto table = std::make_shared<std::vector<std::string>>();
+    for (int b = 0; b < 256; ++b) table->emplace_back(1, static_cast<char>(b));
+    table->emplace_back("<|im_start|>");
+
+    BlockMapWidget w;
+    w.resize(400, 300);
+    w.setSnapshot(s);
+    // Without a token table the tooltip names the slots, not the text.
+    QVERIFY2(w.tooltipFor(3).contains(QStringLiteral("tokens 16–31 of 101.0")), qPrintable(w.tooltipFor(3)));
+    QVERIFY(!w.tooltipFor(3).contains(QStringLiteral("user")));
+
+    w.setTokenBytes(table);
+    // Block 3 holds tokens 16..31: <|im_start|>, "user\n\t ", "日日", and
+    // the first two of the three bytes of "本" (a character cut by the
+    // block's edge: U+FFFD).
+    const QString tip3 = w.tooltipFor(3);
+    QVERIFY2(tip3.contains(QStringLiteral("“<span style=\"white-space:pre-wrap\">"
+                                          "&lt;|im_start|&gt;user\u21B5\u2192 日日\uFFFD</span>”")),
+             qPrintable(tip3));
+    // Block 4 (8 of 16 slots): the last byte of "本", then " a<b>&c"
+    // escaped, its leading space kept.
+    const QString tip4 = w.tooltipFor(4);
+    QVERIFY2(tip4.contains(QStringLiteral("tokens 32–39 of 101.0")), qPrintable(tip4));
+    QVERIFY2(tip4.contains(QStringLiteral(">\uFFFD a&lt;b&gt;&amp;c</span>”")), qPrintable(tip4));
+    // A shared block names its first owner's slots; a free or cached-free
+    // block holds no sequence's tokens.
+    QVERIFY(w.tooltipFor(0).contains(QStringLiteral("tokens 0–15 of 100.0")));
+    QVERIFY(!w.tooltipFor(20).contains(QStringLiteral("tokens")));
+    QVERIFY(!w.tooltipFor(63).contains(QStringLiteral("tokens")));
+    QVERIFY(w.tooltipFor(-1).isEmpty());
+
+    // The same text reaches the tooltip a hover shows.
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    const QPoint at = w.cellRect(3).center();
+    QHelpEvent help(QEvent::ToolTip, at, w.mapToGlobal(at));
+    QApplication::sendEvent(&w, &help);
+    QTRY_VERIFY(QToolTip::isVisible());
+    QVERIFY2(QToolTip::text().contains(QStringLiteral("user\u21B5")), qPrintable(QToolTip::text()));
+    QToolTip::hideText();
+  }
+
   void paints4096BlocksQuickly() {
     // 64 sequences x 20 blocks (4 shared), in a pool of 4096.
     auto s = test::makeSnapshot(64, 20, 4, 4096);

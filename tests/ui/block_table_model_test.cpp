@@ -6,9 +6,11 @@
 #include <QtTest>
 
 #include "models/block_table_model.h"
+#include "palette_colors.h"
 #include "test_snapshots.h"
 
 using kvscope::test::makeSnapshot;
+using kvscope::EngineSnapshot;
 using kvscope::ui::BlockTableModel;
 
 class BlockTableModelTest : public QObject {
@@ -69,6 +71,37 @@ class BlockTableModelTest : public QObject {
     QCOMPARE(changed.count(), 1);
     QVERIFY(!model.data(model.index(0, 0), Qt::BackgroundRole).isValid());
     QVERIFY(model.data(model.index(1, 0), Qt::BackgroundRole).value<QColor>().isValid());
+    // The marked row brings its own text colour, readable on its background
+    // whatever the palette (a dark theme's text is light).
+    QVERIFY(changed.first().at(2).value<QList<int>>().contains(Qt::ForegroundRole));
+    QVERIFY(!model.data(model.index(0, 0), Qt::ForegroundRole).isValid());
+    for (int column = 0; column < BlockTableModel::NumColumns; ++column) {
+      const QColor background = model.data(model.index(1, column), Qt::BackgroundRole).value<QColor>();
+      const QColor text = model.data(model.index(1, column), Qt::ForegroundRole).value<QColor>();
+      QVERIFY(text.isValid());
+      QVERIFY2(kvscope::ui::contrastRatio(text, background) >= 4.5, qPrintable(text.name()));
+    }
+  }
+
+  void sequenceTooltipShowsItsText() {
+    BlockTableModel model;
+    QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    auto s = std::make_shared<EngineSnapshot>(*makeSnapshot(2, 2, 1));
+    const std::string text = "<|im_start|>user\nHé  <b>";
+    s->sequences[1].tokens.clear();
+    for (char c : text) s->sequences[1].tokens.push_back(static_cast<unsigned char>(c));
+    model.setSnapshot(s);
+    QVERIFY(!model.data(model.index(1, BlockTableModel::Sequence), Qt::ToolTipRole).isValid());  // no table yet
+
+    auto table = std::make_shared<std::vector<std::string>>();
+    for (int b = 0; b < 256; ++b) table->emplace_back(1, static_cast<char>(b));
+    QSignalSpy changed(&model, &QAbstractItemModel::dataChanged);
+    model.setTokenBytes(table);
+    QCOMPARE(changed.count(), 1);
+    const QString tip = model.data(model.index(1, BlockTableModel::Sequence), Qt::ToolTipRole).toString();
+    QVERIFY2(tip.contains(QStringLiteral("<b>101.0</b>, %1 tokens").arg(text.size())), qPrintable(tip));
+    QVERIFY2(tip.contains(QStringLiteral("&lt;|im_start|&gt;user\u21B5Hé  &lt;b&gt;")), qPrintable(tip));
+    QVERIFY(tip.contains(QStringLiteral("white-space:pre-wrap")));
   }
 };
 

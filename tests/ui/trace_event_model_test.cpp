@@ -10,6 +10,7 @@
 
 #include "models/trace_event_model.h"
 #include "models/trace_timeline.h"
+#include "palette_colors.h"
 
 using kvscope::EngineEvent;
 using kvscope::FinishReason;
@@ -103,6 +104,16 @@ class TraceEventModelTest : public QObject {
     QCOMPARE(changed.count(), 2);  // old mark (row 0) and new (row 5)
     QVERIFY(model.data(model.index(5, 0), Qt::BackgroundRole).value<QColor>().isValid());
     QVERIFY(!model.data(model.index(0, 0), Qt::BackgroundRole).isValid());
+    // The marked row brings its own text colour, readable on its background
+    // whatever the palette (a dark theme's text is light).
+    QVERIFY(changed.first().at(2).value<QList<int>>().contains(Qt::ForegroundRole));
+    QVERIFY(!model.data(model.index(0, 0), Qt::ForegroundRole).isValid());
+    for (int column = 0; column < TraceEventModel::NumColumns; ++column) {
+      const QColor background = model.data(model.index(5, column), Qt::BackgroundRole).value<QColor>();
+      const QColor text = model.data(model.index(5, column), Qt::ForegroundRole).value<QColor>();
+      QVERIFY(text.isValid());
+      QVERIFY2(kvscope::ui::contrastRatio(text, background) >= 4.5, qPrintable(text.name()));
+    }
   }
 
   void followsAGrowingTimeline() {

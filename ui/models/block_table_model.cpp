@@ -3,6 +3,8 @@
 
 #include <QColor>
 
+#include "models/marked_row_colors.h"
+
 namespace kvscope::ui {
 
 BlockTableModel::BlockTableModel(QObject* parent) : QAbstractTableModel(parent) {}
@@ -30,7 +32,14 @@ void BlockTableModel::setSnapshot(SnapshotPtr snapshot) {
 
 void BlockTableModel::setHighlightedRequests(const QList<quint64>& ids) {
   highlighted_ = ids;
-  if (numRows() > 0) emit dataChanged(index(0, 0), index(numRows() - 1, NumColumns - 1), {Qt::BackgroundRole});
+  if (numRows() > 0) {
+    emit dataChanged(index(0, 0), index(numRows() - 1, NumColumns - 1), {Qt::BackgroundRole, Qt::ForegroundRole});
+  }
+}
+
+void BlockTableModel::setTokenBytes(TokenBytesTable table) {
+  token_bytes_ = std::move(table);
+  if (numRows() > 0) emit dataChanged(index(0, Sequence), index(numRows() - 1, Sequence), {Qt::ToolTipRole});
 }
 
 int BlockTableModel::rowCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : numRows(); }
@@ -57,11 +66,21 @@ QVariant BlockTableModel::data(const QModelIndex& index, int role) const {
     const bool numeric = index.column() >= Prompt && index.column() <= Preemptions;
     return QVariant::fromValue(Qt::AlignVCenter | (numeric ? Qt::AlignRight : Qt::AlignLeft));
   }
-  if (role == Qt::BackgroundRole) {
-    if (highlighted_.contains(quint64{seq.id})) return QColor(255, 236, 160);
-    return {};
+  if (role == Qt::BackgroundRole || role == Qt::ForegroundRole) {
+    if (!highlighted_.contains(quint64{seq.id})) return {};
+    return role == Qt::BackgroundRole ? markedRowBackground() : markedRowForeground();
   }
   if (role == Qt::ToolTipRole && index.column() == Blocks) return blockList(seq.block_table, 100000);
+  if (role == Qt::ToolTipRole && index.column() == Sequence && token_bytes_) {
+    // Rich text: the escaped text keeps its spaces, and a literal
+    // "<|im_start|>" is not taken for a tag.
+    const QString text = visibleText(tokenText(*token_bytes_, seq.tokens), kTooltipChars);
+    return tr("<b>%1.%2</b>, %3 tokens<br>%4")
+        .arg(seq.id)
+        .arg(seq.index)
+        .arg(seq.tokens.size())
+        .arg(preservedSpacesHtml(text));
+  }
   if (role != Qt::DisplayRole) return {};
   switch (index.column()) {
     case Sequence: return QStringLiteral("%1.%2").arg(seq.id).arg(seq.index);

@@ -1,6 +1,8 @@
 // BlockTableModel: one row per sequence of the latest EngineSnapshot (waiting,
 // running, swapped): id.index, state, prompt / computed / cached tokens,
-// preemptions and the block table ("12 7 33 ..."). Fed by setSnapshot() from
+// preemptions and the block table ("12 7 33 ..."); the Seq cell's tooltip is
+// the sequence's text once a token table is set (setTokenBytes, see
+// models/token_text.h). Fed by setSnapshot() from
 // the GUI thread; rows are kept, appended or removed at the end so views keep
 // their scroll position at 20 Hz. Checked with QAbstractItemModelTester in
 // tests/ui/block_table_model_test.cpp.
@@ -10,6 +12,7 @@
 #include <QList>
 
 #include "engine_types.h"
+#include "models/token_text.h"
 
 namespace kvscope::ui {
 
@@ -28,6 +31,12 @@ class BlockTableModel : public QAbstractTableModel {
   SnapshotPtr snapshot() const { return snapshot_; }
   // Rows of these requests are drawn highlighted (a click in the block map).
   void setHighlightedRequests(const QList<quint64>& ids);
+  // The bytes of each token id of the loaded model (sent by the engine
+  // worker after a load); null: no text tooltips.
+  void setTokenBytes(TokenBytesTable table);
+
+  // Characters of a sequence's text shown in its tooltip (the middle is elided).
+  static constexpr int kTooltipChars = 600;
 
   int rowCount(const QModelIndex& parent = {}) const override;
   int columnCount(const QModelIndex& parent = {}) const override;
@@ -41,6 +50,7 @@ class BlockTableModel : public QAbstractTableModel {
   int numRows() const;
   SnapshotPtr snapshot_;
   QList<quint64> highlighted_;
+  TokenBytesTable token_bytes_;
 };
 
 }  // namespace kvscope::ui

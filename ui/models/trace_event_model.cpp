@@ -5,6 +5,8 @@
 
 #include <QColor>
 
+#include "models/marked_row_colors.h"
+
 namespace kvscope::ui {
 
 TraceEventModel::TraceEventModel(QObject* parent) : QAbstractTableModel(parent) {}
@@ -74,7 +76,7 @@ void TraceEventModel::refresh() {
   for (size_t marked : {old_until, until_}) {
     if (marked == 0 || marked - 1 < first_ || marked - 1 >= last_) continue;
     const int row = static_cast<int>(marked - 1 - first_);
-    emit dataChanged(index(row, 0), index(row, NumColumns - 1), {Qt::BackgroundRole});
+    emit dataChanged(index(row, 0), index(row, NumColumns - 1), {Qt::BackgroundRole, Qt::ForegroundRole});
   }
 }
 
@@ -128,7 +130,10 @@ QVariant TraceEventModel::data(const QModelIndex& index, int role) const {
   const size_t i = eventIndex(index.row());
   const EngineEvent& e = timeline_->events()[i];
   if (role == EventIndexRole) return QVariant::fromValue<qulonglong>(i);
-  if (role == Qt::BackgroundRole) return index.row() == currentRow() ? QVariant(QColor(255, 236, 160)) : QVariant();
+  if (role == Qt::BackgroundRole || role == Qt::ForegroundRole) {
+    if (index.row() != currentRow()) return {};
+    return role == Qt::BackgroundRole ? markedRowBackground() : markedRowForeground();
+  }
   if (role == Qt::TextAlignmentRole) {
     const bool numeric = index.column() == Time || index.column() == Step;
     return QVariant::fromValue(Qt::AlignVCenter | (numeric ? Qt::AlignRight : Qt::AlignLeft));

@@ -2,7 +2,8 @@
 // each: time (ms since the trace began), step, type, request and what happened
 // in words ("copy-on-write block 12 -> 40", "preempted (swap)", "finished:
 // stop"). The row of the event at t (the last one at or before it) is marked
-// with a background, so a replay shows where it stands.
+// with a background and dark text (models/marked_row_colors.h), so a replay
+// shows where it stands.
 //
 // Only a window of rows around t is exposed (rowsBefore + rowsAfter), not the
 // whole log: a recording holds hundreds of thousands of Schedule and Allocate

@@ -88,6 +88,15 @@ class Engine {
   // Tokenizer access for front ends (no state change).
   std::vector<int32_t> tokenize(std::string_view text, bool parse_special) const;
   std::string detokenize(const std::vector<int32_t>& ids) const;
+  // The raw bytes token `id` stands for, as the chat's detokeniser sees them:
+  // byte-level BPE pieces decoded to their bytes, SentencePiece "▁" as a
+  // space and <0xNN> byte-fallback tokens as that byte. One token may hold
+  // part of a UTF-8 character only. Control and unknown tokens give "" unless
+  // render_special, then their text ("<|im_start|>"); out-of-range ids give
+  // "". The bytes of a prompt's ids concatenated are the prompt's text, with
+  // SentencePiece's dummy-prefix space in front when the vocabulary adds one
+  // (the streaming detokeniser strips it from a reply's first token).
+  std::string token_bytes(int32_t id, bool render_special = false) const;
   std::string render_chat(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const;
 
  private:
