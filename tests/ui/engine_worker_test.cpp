@@ -162,6 +162,10 @@ class EngineWorkerTest : public QObject {
     QSignalSpy finished(host->worker(), &EngineWorker::finished);
     EngineConfig config = smallConfig(model_);
     config.kv_budget_bytes = 256ll << 20;
+    // Shutdown waits for the step in flight: keep steps short (at most 64
+    // prompt rows) so the bound tested is the app's, not one long prefill
+    // chunk on a busy CI machine.
+    config.max_batched_tokens = 64;
     host->loadModel(config);
     QTRY_VERIFY_WITH_TIMEOUT(loaded.count() > 0, 30000);
     SamplingParams sampling;
