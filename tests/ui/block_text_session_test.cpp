@@ -5,16 +5,15 @@
 // text (ChatML control tokens included), read from snapshot ids only.
 // Offscreen.
 //   ctest --test-dir build -R block_text_session_test
-#include <QStandardPaths>
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include "app_test_support.h"
 #include "block_map_widget.h"
 #include "chat_widget.h"
 #include "engine_host.h"
 #include "main_window.h"
 #include "models/block_table_model.h"
-#include "support/tiny_model.h"
 #include "window_wiring.h"
 
 using namespace kvscope;
@@ -30,15 +29,11 @@ class BlockTextSessionTest : public QObject {
   Q_OBJECT
  private slots:
   void initTestCase() {
-    QStandardPaths::setTestModeEnabled(true);
-    QApplication::setOrganizationName(QStringLiteral("kvscope-test"));
-    ui::registerEngineMetaTypes();
+    test::prepareAppTest();
     QVERIFY(dir_.isValid());
-    model_ = dir_.filePath(QStringLiteral("tiny.gguf"));
-    test::TinyModelSpec spec;
-    spec.context_length = kContext;
-    const Status written = test::write_tiny_gguf(spec, model_.toStdString());
-    QVERIFY2(written.ok(), written.ok() ? "" : written.error().c_str());
+    QString error;
+    model_ = test::writeTinyChatModel(dir_, kContext, &error);
+    QVERIFY2(!model_.isEmpty(), qPrintable(error));
   }
 
   void hoverShowsThePromptsText() {

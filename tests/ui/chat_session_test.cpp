@@ -7,16 +7,15 @@
 #include <QFile>
 #include <QMessageBox>
 #include <QPlainTextEdit>
-#include <QStandardPaths>
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include "app_test_support.h"
 #include "chat_widget.h"
 #include "engine_host.h"
 #include "main_window.h"
 #include "models/chat_store.h"
 #include "models/message_stats.h"
-#include "support/tiny_model.h"
 #include "window_wiring.h"
 
 using namespace kvscope;
@@ -40,15 +39,11 @@ class ChatSessionTest : public QObject {
   Q_OBJECT
  private slots:
   void initTestCase() {
-    QStandardPaths::setTestModeEnabled(true);
-    QApplication::setOrganizationName(QStringLiteral("kvscope-test"));
-    ui::registerEngineMetaTypes();
+    test::prepareAppTest();
     QVERIFY(dir_.isValid());
-    model_ = dir_.filePath(QStringLiteral("tiny.gguf"));
-    test::TinyModelSpec spec;
-    spec.context_length = kContext;
-    const Status written = test::write_tiny_gguf(spec, model_.toStdString());
-    QVERIFY2(written.ok(), written.ok() ? "" : written.error().c_str());
+    QString error;
+    model_ = test::writeTinyChatModel(dir_, kContext, &error);
+    QVERIFY2(!model_.isEmpty(), qPrintable(error));
   }
 
   void init() {
