@@ -85,11 +85,14 @@ void EngineWorker::loadModel(const kvscope::EngineConfig& config) {
   pending_finish_.clear();
   pending_workload_.clear();
   workload_ids_.clear();
+  std::unique_ptr<Engine> old;  // destroyed after the lock: that joins its threads
   {
     std::lock_guard lock(engine_mutex_);
+    old = std::move(engine_);
     engine_ = std::move(created).value();
     if (stop_.load()) engine_->interrupt();  // stopped while it loaded
   }
+  old.reset();
   engine_->set_tracing(tracing_);
   emit modelLoaded(engine_->model_info());
   publishSnapshot();
