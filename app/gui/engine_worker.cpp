@@ -32,6 +32,12 @@ EngineWorker::EngineWorker(QObject* parent) : QObject(parent) {
 
 EngineWorker::~EngineWorker() = default;
 
+void EngineWorker::requestStop() {
+  std::lock_guard lock(engine_mutex_);
+  stop_.store(true);
+  if (engine_) engine_->interrupt();
+}
+
 void EngineWorker::loadModel(const kvscope::EngineConfig& config) {
   if (stop_.load()) return;
   if (engine_ && engine_->config().model_path == config.model_path) {
@@ -80,7 +86,14 @@ void EngineWorker::loadModel(const kvscope::EngineConfig& config) {
   pending_finish_.clear();
   pending_workload_.clear();
   workload_ids_.clear();
-  engine_ = std::move(created).value();
+  std::unique_ptr<Engine> old;  // destroyed after the lock: that joins its threads
+  {
+    std::lock_guard lock(engine_mutex_);
+    old = std::move(engine_);
+    engine_ = std::move(created).value();
+    if (stop_.load()) engine_->interrupt();  // stopped while it loaded
+  }
+  old.reset();
   engine_->set_tracing(tracing_);
   publishTokenBytes();
   emit modelLoaded(engine_->model_info());

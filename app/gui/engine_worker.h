@@ -13,6 +13,7 @@
 #include <atomic>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <set>
 #include <utility>
 #include <string>
@@ -37,8 +38,10 @@ class EngineWorker : public QObject {
   explicit EngineWorker(QObject* parent = nullptr);
   ~EngineWorker() override;
 
-  // Thread-safe: makes the step loop return at once and stay stopped.
-  void requestStop() { stop_.store(true); }
+  // Thread-safe: makes the step loop return at once and stay stopped, and
+  // interrupts the engine step in flight (Engine::interrupt), so the thread
+  // can be joined within one layer instead of one whole step.
+  void requestStop();
 
   static constexpr int kTokenFlushMs = 16;
   static constexpr int kSnapshotIntervalMs = 50;  // 20 Hz
@@ -95,6 +98,9 @@ class EngineWorker : public QObject {
 
   std::unique_ptr<kvscope::Engine> engine_;
   std::atomic<bool> stop_{false};
+  // Guards replacing engine_ (this thread) against requestStop() reading it
+  // (the GUI thread); steps run without it.
+  std::mutex engine_mutex_;
   bool tracing_ = false;
   bool step_posted_ = false;
   // Workload requests not submitted yet. Even at once, they are held back one

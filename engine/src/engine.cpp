@@ -199,7 +199,9 @@ void Engine::cancel(RequestId id) {
   impl_->cancels.push_back(id);
 }
 
-bool Engine::has_work() const { return impl_->num_pending.load() > 0; }
+bool Engine::has_work() const { return impl_->num_pending.load() > 0 && !impl_->interrupted.load(); }
+
+void Engine::interrupt() { impl_->interrupted.store(true); }
 
 void Engine::run_until_idle() {
   while (has_work()) step();

@@ -52,6 +52,7 @@ struct Engine::Impl {
   std::vector<RequestId> cancels;
   std::atomic<RequestId> next_id{1};
   std::atomic<int32_t> num_pending{0};  // sequences in the inbox or the scheduler
+  std::atomic<bool> interrupted{false};  // interrupt(): set from any thread, never cleared
 
   StepBatch batch;
   // [rows wanting logits][vocab_size]; reserved for max_seqs rows (parallel-

@@ -108,6 +108,7 @@ void Engine::Impl::sample_and_publish(Sequence& s, const float* row) {
 
 void Engine::step() {
   Impl& m = *impl_;
+  if (m.interrupted.load()) return;
   const auto start = Sequence::Clock::now();
   m.events.record(EngineEventType::StepBegin, 0, 0, static_cast<int64_t>(m.num_steps));
   m.drain_inbox();
@@ -129,7 +130,9 @@ void Engine::step() {
       (decode ? stats.num_decode_tokens : stats.num_prefill_tokens) += w.num_rows;
       m.events.record(EngineEventType::Schedule, s.id, s.index, w.num_rows);
     }
-    m.runner->forward(m.batch, m.logits);
+    // Interrupted: the engine is about to be destroyed, so the half-done
+    // step (blocks allocated, nothing computed committed) is left as it is.
+    if (!m.runner->forward(m.batch, m.logits, &m.interrupted)) return;
     m.scheduler->commit(work);
     const size_t vocab = static_cast<size_t>(m.weights->config.vocab_size);
     size_t row = 0;

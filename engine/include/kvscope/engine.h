@@ -41,9 +41,17 @@ class Engine {
   // Thread-safe. The request finishes with FinishReason::Cancelled at the next step.
   void cancel(RequestId id);
 
+  // False once interrupt() was called.
   bool has_work() const;
   void step();
   void run_until_idle();
+  // Thread-safe, for a front end about to destroy the engine (a window
+  // closed mid-generation): the step in flight returns at its next layer
+  // boundary without sampling or committing anything, and every later step()
+  // returns at once. A step of a long prefill takes seconds; this bounds the
+  // wait to one layer. Irreversible: the engine is then only fit for its
+  // destructor.
+  void interrupt();
 
   // Call from the stepping thread, between steps. Applies new settings
   // without reloading the weights or the tokenizer: the KV pool (block size,

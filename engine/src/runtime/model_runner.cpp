@@ -102,7 +102,7 @@ size_t ModelRunner::workspace_bytes() const {
   return floats * sizeof(float);
 }
 
-void ModelRunner::forward(const StepBatch& batch, std::vector<float>& logits) {
+bool ModelRunner::forward(const StepBatch& batch, std::vector<float>& logits, const std::atomic<bool>* interrupt) {
   const ModelConfig& c = config();
   const ModelWeights& w = *weights_;
   const int32_t T = batch.num_tokens;
@@ -118,6 +118,7 @@ void ModelRunner::forward(const StepBatch& batch, std::vector<float>& logits) {
     }
   }
   for (int32_t layer = 0; layer < c.num_layers; ++layer) {
+    if (interrupt && interrupt->load(std::memory_order_relaxed)) return false;
     attention_block(layer, batch);
     ffn_block(layer, T);
   }
@@ -125,11 +126,12 @@ void ModelRunner::forward(const StepBatch& batch, std::vector<float>& logits) {
   // Final norm and head only for the rows whose logits are wanted.
   const int32_t num_logits = static_cast<int32_t>(batch.logits_rows.size());
   logits.resize(static_cast<size_t>(num_logits) * c.vocab_size);
-  if (num_logits == 0) return;
+  if (num_logits == 0) return true;
   for (int32_t i = 0; i < num_logits; ++i) {
     rms_norm(x_.data() + batch.logits_rows[i] * H, w.output_norm.data(), 1, H, c.rms_eps, h_.data() + i * H);
   }
   head_.run(h_.data(), num_logits, logits.data(), *pool_, scratch_);
+  return true;
 }
 
 void ModelRunner::attention_block(int32_t layer, const StepBatch& batch) {

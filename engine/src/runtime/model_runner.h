@@ -9,6 +9,7 @@
 // Engine::reconfigure keeps the repacked weights.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <vector>
@@ -47,8 +48,9 @@ class ModelRunner {
   // use and a few percent of this).
   size_t workspace_bytes() const;
 
-  // logits: [batch.logits_rows.size()][vocab_size], resized here.
-  void forward(const StepBatch& batch, std::vector<float>& logits);
+  // logits: [batch.logits_rows.size()][vocab_size], resized here. Returns
+  // false, with logits unset, when `interrupt` is set at a layer boundary.
+  bool forward(const StepBatch& batch, std::vector<float>& logits, const std::atomic<bool>* interrupt = nullptr);
 
  private:
   struct NoPacking {};
