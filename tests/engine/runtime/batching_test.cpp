@@ -288,8 +288,10 @@ TEST_F(Batching, SnapshotsListEveryStepSinceThePrevious) {
       }
       const auto snap = (*engine)->snapshot();
       ASSERT_FALSE(snap->recent_steps.empty());
-      if (record) ASSERT_EQ(snap->recent_steps.size(), 1u);
-      if (record) next_step = snap->recent_steps.front().step;  // earlier ones went to unseen snapshots
+      if (record) {
+        ASSERT_EQ(snap->recent_steps.size(), 1u);
+        next_step = snap->recent_steps.front().step;  // earlier ones went to unseen snapshots
+      }
       for (const StepStats& st : snap->recent_steps) {
         EXPECT_EQ(st.step, next_step++);
         tokens += st.num_prefill_tokens + st.num_decode_tokens;
@@ -297,7 +299,9 @@ TEST_F(Batching, SnapshotsListEveryStepSinceThePrevious) {
       EXPECT_EQ(snap->recent_steps.back().step, snap->last_step.step);
       EXPECT_EQ(snap->step, snap->last_step.step + 1);
     }
-    if (!record) EXPECT_EQ(tokens, expected_tokens);
+    if (!record) {
+      EXPECT_EQ(tokens, expected_tokens);
+    }
     // Asked again with no step in between: the same snapshot object, so a
     // second viewer does not take an empty step list from the first.
     EXPECT_EQ((*engine)->snapshot().get(), (*engine)->snapshot().get());
