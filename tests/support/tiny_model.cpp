@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <unistd.h>
 
 #include "kernels/reference/dequantize.h"
 #include "kernels/reference/half.h"
@@ -284,6 +285,12 @@ std::vector<uint8_t> build_safetensors(const std::vector<SafetensorsEntry>& tens
   out.insert(out.end(), text.begin(), text.end());
   for (const SafetensorsEntry& t : tensors) out.insert(out.end(), t.bytes.begin(), t.bytes.end());
   return out;
+}
+
+std::string tiny_model_temp_path(const std::string& suite) {
+  return (std::filesystem::temp_directory_path() /
+          ("kvscope_" + suite + "_tiny_" + std::to_string(::getpid()) + ".gguf"))
+      .string();
 }
 
 Status write_tiny_gguf(const TinyModelSpec& s, const std::string& path) {

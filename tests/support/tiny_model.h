@@ -57,6 +57,10 @@ inline constexpr int32_t kTinyImStart = 257;    // <|im_start|>
 inline constexpr int32_t kTinyImEnd = 258;      // <|im_end|>
 
 Status write_tiny_gguf(const TinyModelSpec& spec, const std::string& path);
+// A temporary path for a suite's tiny model, "kvscope_<suite>_tiny_<pid>.gguf":
+// one file per process, because ctest runs each test of a suite as its own
+// process, in parallel, and a shared path would be rewritten under a reader.
+std::string tiny_model_temp_path(const std::string& suite);
 // Creates `dir` if needed; Gemma3 specs are refused (kvscope loads Llama-family
 // HF directories only).
 Status write_tiny_hf_dir(const TinyModelSpec& spec, const std::string& dir);

@@ -22,10 +22,7 @@ constexpr int32_t kMaxTokens = 12;
 class Batching : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    // One file per process: ctest runs each test of this suite as its own
-    // process, in parallel, and a shared path would be rewritten under a reader.
-    path_ = (std::filesystem::temp_directory_path() /
-             ("kvscope_batching_tiny_" + std::to_string(::getpid()) + ".gguf")).string();
+    path_ = test::tiny_model_temp_path("batching");
     test::TinyModelSpec spec;
     spec.matrix_type = TensorType::Q8_0;
     spec.seed = 7;

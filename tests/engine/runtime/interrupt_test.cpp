@@ -20,8 +20,7 @@ namespace {
 class InterruptTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    path_ = (std::filesystem::temp_directory_path() /
-             ("kvscope_interrupt_tiny_" + std::to_string(::getpid()) + ".gguf")).string();
+    path_ = test::tiny_model_temp_path("interrupt");
     ASSERT_TRUE(test::write_tiny_gguf(test::TinyModelSpec{}, path_).ok());
   }
   static void TearDownTestSuite() { std::filesystem::remove(path_); }

@@ -26,8 +26,7 @@ struct Report {
 class LoadProgressTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    path_ = (std::filesystem::temp_directory_path() /
-             ("kvscope_load_progress_tiny_" + std::to_string(::getpid()) + ".gguf")).string();
+    path_ = test::tiny_model_temp_path("load_progress");
     test::TinyModelSpec spec;
     spec.layers = 3;
     spec.matrix_type = TensorType::Q8_0;

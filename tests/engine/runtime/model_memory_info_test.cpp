@@ -18,8 +18,7 @@ namespace {
 class ModelMemoryInfo : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    path_ = (std::filesystem::temp_directory_path() /
-             ("kvscope_memory_info_tiny_" + std::to_string(::getpid()) + ".gguf")).string();
+    path_ = test::tiny_model_temp_path("memory_info");
     ASSERT_TRUE(test::write_tiny_gguf(spec(), path_).ok());
   }
   static void TearDownTestSuite() { std::filesystem::remove(path_); }

@@ -87,9 +87,7 @@ std::vector<Variant> variants(const EngineConfig& base) {
 class Reconfigure : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    // One file per process (ctest runs each test as its own process, in parallel).
-    path_ = (std::filesystem::temp_directory_path() /
-             ("kvscope_reconfigure_tiny_" + std::to_string(::getpid()) + ".gguf")).string();
+    path_ = test::tiny_model_temp_path("reconfigure");
     test::TinyModelSpec spec;
     spec.matrix_type = TensorType::Q8_0;
     spec.seed = 7;
