@@ -2,7 +2,8 @@
 // forwarded as queued calls; the worker's signals are reachable through
 // worker() for connecting (they arrive queued in the connecting thread).
 // The destructor stops the step loop, quits the thread and joins it, so
-// closing the window mid-generation exits within one engine step.
+// closing the window mid-generation exits at the step's next layer boundary
+// (Engine::interrupt), well within a second.
 #pragma once
 
 #include <QObject>

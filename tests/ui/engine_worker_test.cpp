@@ -29,6 +29,13 @@ EngineConfig smallConfig(const std::string& path) {
   return c;
 }
 
+// Loads `config` in the worker and waits until it reports the model loaded.
+bool loadAndWait(EngineHost& host, const EngineConfig& config) {
+  QSignalSpy loaded(host.worker(), &EngineWorker::modelLoaded);
+  host.loadModel(config);
+  return QTest::qWaitFor([&] { return loaded.count() > 0; }, 30000);
+}
+
 }  // namespace
 
 class EngineWorkerTest : public QObject {
@@ -89,11 +96,9 @@ class EngineWorkerTest : public QObject {
     if (model_.empty()) QSKIP("default model not installed (python3 scripts/fetch_model.py)");
     EngineHost host;
     EngineWorker* w = host.worker();
-    QSignalSpy loaded(w, &EngineWorker::modelLoaded);
     QSignalSpy tokens(w, &EngineWorker::tokens);
     QSignalSpy finished(w, &EngineWorker::finished);
-    host.loadModel(smallConfig(model_));
-    QTRY_VERIFY_WITH_TIMEOUT(loaded.count() > 0, 30000);
+    QVERIFY(loadAndWait(host, smallConfig(model_)));
     SamplingParams sampling;
     sampling.temperature = 1.0f;
     sampling.seed = 42;
@@ -114,11 +119,9 @@ class EngineWorkerTest : public QObject {
     if (model_.empty()) QSKIP("default model not installed (python3 scripts/fetch_model.py)");
     EngineHost host;
     EngineWorker* w = host.worker();
-    QSignalSpy loaded(w, &EngineWorker::modelLoaded);
     QSignalSpy finished(w, &EngineWorker::finished);
     QSignalSpy snapshots(w, &EngineWorker::snapshot);
-    host.loadModel(smallConfig(model_));
-    QTRY_VERIFY_WITH_TIMEOUT(loaded.count() > 0, 30000);
+    QVERIFY(loadAndWait(host, smallConfig(model_)));
     host.startWorkload({8, 48, 32, 32});
     QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 8, 60000);
     bool saw_shared = false;
@@ -133,11 +136,9 @@ class EngineWorkerTest : public QObject {
     if (model_.empty()) QSKIP("default model not installed (python3 scripts/fetch_model.py)");
     EngineHost host;
     EngineWorker* w = host.worker();
-    QSignalSpy loaded(w, &EngineWorker::modelLoaded);
     QSignalSpy started(w, &EngineWorker::requestStarted);
     QSignalSpy finished(w, &EngineWorker::finished);
-    host.loadModel(smallConfig(model_));
-    QTRY_VERIFY_WITH_TIMEOUT(loaded.count() > 0, 30000);
+    QVERIFY(loadAndWait(host, smallConfig(model_)));
     // 64 requests at 10/s would take ~6 s to arrive: stop them after the first few.
     ui::WorkloadSpec spec{64, 32, 400, 16};
     spec.arrival_rate_per_s = 10.0;
@@ -156,18 +157,15 @@ class EngineWorkerTest : public QObject {
   void shutdownWhileGeneratingIsQuick() {
     if (model_.empty()) QSKIP("default model not installed (python3 scripts/fetch_model.py)");
     auto host = std::make_unique<EngineHost>();
-    QSignalSpy loaded(host->worker(), &EngineWorker::modelLoaded);
     QSignalSpy tokens(host->worker(), &EngineWorker::tokens);
     QSignalSpy errors(host->worker(), &EngineWorker::error);
     QSignalSpy finished(host->worker(), &EngineWorker::finished);
     EngineConfig config = smallConfig(model_);
     config.kv_budget_bytes = 256ll << 20;
-    // Shutdown waits for the step in flight: keep steps short (at most 64
-    // prompt rows) so the bound tested is the app's, not one long prefill
-    // chunk on a busy CI machine.
+    // Shutdown interrupts the step in flight at a layer boundary; short steps
+    // (at most 64 prompt rows) keep one layer short on a busy CI machine too.
     config.max_batched_tokens = 64;
-    host->loadModel(config);
-    QTRY_VERIFY_WITH_TIMEOUT(loaded.count() > 0, 30000);
+    QVERIFY(loadAndWait(*host, config));
     SamplingParams sampling;
     sampling.max_tokens = 1000;
     sampling.ignore_eos = true;
