@@ -2,10 +2,15 @@
 // chat, streamed tokens, finish, snapshots; a workload; a bad model file;
 // shutdown while generating. Skips with the reason when the model is absent.
 //   ctest --test-dir build-gui -R engine_worker_test
+#include <atomic>
 #include <map>
 #include <set>
 
 #include <QElapsedTimer>
+#ifdef __linux__
+#include <sys/resource.h>
+#include <unistd.h>
+#endif
 #include <QtTest>
 
 #include "engine_host.h"
@@ -44,6 +49,22 @@ class EngineWorkerTest : public QObject {
   void initTestCase() {
     ui::registerEngineMetaTypes();
     model_ = test::default_model_path();
+  }
+
+  void engineThreadRunsBelowTheGui() {
+#ifdef __linux__
+    EngineHost host;
+    const int gui_nice = getpriority(PRIO_PROCESS, static_cast<id_t>(gettid()));
+    std::atomic<int> engine_nice{-100};
+    QMetaObject::invokeMethod(
+        host.worker(), [&] { engine_nice = getpriority(PRIO_PROCESS, static_cast<id_t>(gettid())); },
+        Qt::QueuedConnection);
+    QTRY_VERIFY(engine_nice.load() != -100);
+    QVERIFY2(engine_nice.load() > gui_nice || engine_nice.load() == 19,
+             qPrintable(QStringLiteral("engine nice %1, GUI nice %2").arg(engine_nice.load()).arg(gui_nice)));
+#else
+    QSKIP("thread nice values are Linux-only");
+#endif
   }
 
   void badModelFileFails() {
