@@ -1,6 +1,6 @@
 // Tensor element types as GGUF numbers them, with their block geometry.
 // Shared by the model loader (to validate tensor tables) and the kernels (to
-// pick a dequantiser / dot product). Ids and sizes: shared/MODEL_NOTES.md.
+// pick a dequantiser / dot product). Ids and sizes: docs/model-formats.md.
 #pragma once
 
 #include <cstddef>

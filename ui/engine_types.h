@@ -1,6 +1,6 @@
 // Value types that cross the GUI <-> engine-worker boundary through queued
 // signals, and their Qt metatype declarations. Only public engine headers are
-// included: the UI sees values, never the engine (DESIGN.md, Threading).
+// included: the UI sees values, never the engine (docs/architecture.md, Threading).
 #pragma once
 
 #include <memory>

@@ -6,7 +6,7 @@
 // or AVX2 maddubs). K-quants are dequantised one row tile at a time to f32 and
 // multiplied like F32 weights. F32/F16/BF16 weights use f32 activations + FMA.
 //
-// Invariance (shared/DESIGN.md): work is split over output rows only, and every
+// Invariance (docs/architecture.md): work is split over output rows only, and every
 // output element is accumulated in the same order whatever num_tokens, the
 // other rows of x, the thread count or the tile it falls in. Results differ
 // between CPU levels (cpu_features.h), never within one.

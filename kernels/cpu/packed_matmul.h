@@ -11,7 +11,7 @@
 // Several matrices of the same type and row_len can be stacked by rows (Q|K|V,
 // gate|up) into one PackedWeight: one call, one activation quantisation.
 //
-// Invariance (shared/DESIGN.md): like matmul(), every output element is
+// Invariance (docs/architecture.md): like matmul(), every output element is
 // accumulated in one fixed order whatever num_tokens, its neighbours, the row
 // group or part it falls in, or the thread count. Tested by
 // tests/kernels/packed_matmul_test.cpp; timed by kernel_bench.

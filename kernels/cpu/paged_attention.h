@@ -1,7 +1,7 @@
 // Paged attention on the CPU: every query token attends to its own sequence's
 // keys and values, read through that sequence's block table.
 //
-// Invariance (DESIGN.md): keys are visited in tiles of kAttentionTile absolute
+// Invariance (docs/architecture.md): keys are visited in tiles of kAttentionTile absolute
 // positions ([0,32), [32,64), ...) whatever the block size, and tile partial
 // states are merged strictly in position order. So a query's result depends
 // only on its position and the K/V values: not on block size, on which other

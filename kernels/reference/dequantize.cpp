@@ -104,7 +104,7 @@ void block_q3_k(const uint8_t* b, float* y) {
   }
 }
 
-// Q4_K / Q5_K six-bit scale and min of sub-block j (MODEL_NOTES).
+// Q4_K / Q5_K six-bit scale and min of sub-block j (docs/model-formats.md).
 void k_scale_min(const uint8_t* s, int j, int* scale, int* min) {
   if (j < 4) {
     *scale = s[j] & 63;

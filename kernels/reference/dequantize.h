@@ -1,5 +1,5 @@
 // Reference dequantisation: one row of any supported weight type to f32.
-// Plain scalar code that follows shared/MODEL_NOTES.md "Quantised block
+// Plain scalar code that follows docs/model-formats.md "Quantised block
 // layouts" line by line; tests/kernels/dequantize_gguf_test.cpp pins it
 // against values produced by the gguf Python package.
 #pragma once

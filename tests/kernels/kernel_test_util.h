@@ -23,7 +23,7 @@ inline const std::vector<TensorType>& all_weight_types() {
   return types;
 }
 
-// Byte offsets of the f16 scale fields inside one block (MODEL_NOTES layouts).
+// Byte offsets of the f16 scale fields inside one block (docs/model-formats.md layouts).
 inline std::vector<int> f16_scale_offsets(TensorType t) {
   switch (t) {
     case TensorType::Q4_0: case TensorType::Q5_0: case TensorType::Q8_0: return {0};

@@ -1,4 +1,4 @@
-// Batch invariance of matmul (shared/DESIGN.md "Invariance"): a token's
+// Batch invariance of matmul (docs/architecture.md "Invariance"): a token's
 // outputs are bitwise identical whether it is alone or in a batch of 1..67
 // tokens, wherever it sits in the batch, whatever the other rows hold and
 // whatever the thread count - on each CPU level separately.

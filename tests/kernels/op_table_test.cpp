@@ -1,4 +1,4 @@
-// The op test table (CONVENTIONS item 7): every CPU op, every weight type,
+// The op test table (docs/architecture.md, "Adding a kernel"): every CPU op, every weight type,
 // every CPU level this machine has, odd sizes, fast kernel vs the reference by
 // normalised error ||fast - ref|| / ||ref||.
 //

@@ -126,7 +126,7 @@ TEST(PackedMatmul, StackedPartsEqualEachPartAlone) {
   }
 }
 
-// DESIGN.md "Invariance": each token alone on one thread == in batches of
+// docs/architecture.md "Invariance": each token alone on one thread == in batches of
 // 1..67 on 1-3 threads, and in a reversed batch, bitwise.
 TEST(PackedMatmul, SameBitsAloneInBatchAndAcrossThreads) {
   constexpr int64_t kMaxTokens = 67;

@@ -25,8 +25,16 @@ std::string find_model(const char* file_name) {
 }  // namespace
 
 std::string tokenizer_fixtures_dir() {
+  // The same search order as scripts/fetch_test_data.py's --print-dir.
   std::string d = env_or_empty("KVSCOPE_FIXTURES_DIR");
-  if (d.empty()) d = std::string(KVSCOPE_SOURCE_DIR) + "/../shared/fixtures/tokenizer";
+  if (d.empty()) {
+    std::string root = env_or_empty("KVSCOPE_TEST_DATA_DIR");
+    if (root.empty()) {
+      const std::string xdg = env_or_empty("XDG_CACHE_HOME");
+      root = !xdg.empty() ? xdg + "/kvscope/test-data" : env_or_empty("HOME") + "/.cache/kvscope/test-data";
+    }
+    d = root + "/tokenizer";
+  }
   std::error_code ec;
   return fs::is_directory(d, ec) ? d : std::string();
 }

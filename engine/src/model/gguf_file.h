@@ -2,7 +2,7 @@
 //
 // The file is memory-mapped; metadata is parsed into GgufValues, tensor data is
 // never copied (GgufTensorInfo::data points into the mapping). Every structural
-// rule in shared/MODEL_NOTES.md ("GGUF v3 container") is checked while parsing,
+// rule in docs/model-formats.md ("GGUF container") is checked while parsing,
 // so a GgufFile that opened is safe to read: every tensor's bytes lie inside the
 // file, have the size its type and dims imply, and are aligned. Bad input returns
 // an Error naming the file, the key or tensor, and what was expected.

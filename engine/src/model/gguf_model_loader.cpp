@@ -138,7 +138,7 @@ Result<ModelConfig> read_model_config(const GgufFile& f) {
   if (c.arch == Architecture::Gemma3) {
     c.rms_eps = static_cast<float>(f.get_float(a + ".attention.layer_norm_rms_epsilon").value_or(1e-6));
     c.rope_base = static_cast<float>(f.get_float(a + ".rope.freq_base").value_or(1e6));
-    c.rope_base_local = 10000.0f;  // not stored in the file (MODEL_NOTES)
+    c.rope_base_local = 10000.0f;  // not stored in the file (docs/model-formats.md)
     c.sliding_window = static_cast<int32_t>(f.get_int(a + ".attention.sliding_window").value_or(512));
     c.sliding_window_pattern = 6;  // layers 5, 11, 17, ... are global
     c.qk_norm = true;

@@ -13,7 +13,7 @@
 namespace kvscope {
 
 // A 2-D weight: num_rows rows of row_len elements, each row contiguous.
-// An output element is dot(row, input) — nothing is transposed (MODEL_NOTES).
+// An output element is dot(row, input) — nothing is transposed (docs/model-formats.md).
 struct WeightMatrix {
   TensorType type = TensorType::F32;
   const void* data = nullptr;
