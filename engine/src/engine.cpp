@@ -7,51 +7,49 @@
 #include <fmt/format.h>
 #include <limits>
 #include <new>
+#include <sched.h>
 #include <thread>
 #include <unistd.h>
 
 #include "engine_impl.h"
 #include "kv/prefix_hash.h"
 #include "model/model_loader.h"
+#include "tokenizer/prompt_builder.h"
 
 namespace kvscope {
 namespace {
 
-// Pages of the KV pools are committed lazily, so an oversized pool would only
-// fail later, as an out-of-memory kill mid-generation. Refuse it up front.
-Status check_fits_in_memory(size_t bytes, const char* what) {
-  const size_t phys = static_cast<size_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<size_t>(sysconf(_SC_PAGE_SIZE));
-  if (phys > 0 && bytes > phys / 10 * 9) {
-    return Error{fmt::format("a {} of {} MiB does not fit in this machine's {} MiB of memory; lower it", what,
-                             bytes >> 20, phys >> 20)};
-  }
-  return Status::success();
+// Threads the kernels may really run at once: the CPUs this process may use.
+// The thread pool's workers spin between phases, so more threads than CPUs
+// do not just fail to help, they stall every step.
+int32_t usable_cpus() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return static_cast<int32_t>(std::max(1u, std::thread::hardware_concurrency()));
 }
 
 }  // namespace
 
 int32_t Engine::Impl::thread_count(const EngineConfig& config) {
-  return config.num_threads > 0 ? config.num_threads
-                                : static_cast<int32_t>(std::max(1u, std::thread::hardware_concurrency()));
+  const int32_t cpus = usable_cpus();
+  return config.num_threads > 0 ? std::min(config.num_threads, cpus) : cpus;
 }
 
-Result<KvSetup> Engine::Impl::make_kv_setup(const EngineConfig& c) {
+std::vector<std::string> Engine::Impl::config_warnings(const EngineConfig& config, const KvPlan& plan) {
+  std::vector<std::string> warnings = plan.warnings;
+  if (config.num_threads > usable_cpus()) {
+    warnings.push_back(fmt::format("threads = {} is more than the {} CPUs this process may use; using {}",
+                                   config.num_threads, usable_cpus(), usable_cpus()));
+  }
+  return warnings;
+}
+
+Result<KvSetup> Engine::Impl::make_kv_setup(const EngineConfig& c, const KvPlan& plan) {
   const ModelConfig& mc = weights->config;
   const int32_t bs = c.block_size;
-  const size_t per_block = KvStorage::bytes_per_block(mc.num_layers, bs, mc.kv_size());
-  const int64_t num_blocks = c.num_blocks > 0 ? c.num_blocks : c.kv_budget_bytes / static_cast<int64_t>(per_block);
-  if (num_blocks < 1) {
-    return Error{fmt::format("the KV budget of {} bytes holds no block of {} tokens ({} bytes each); "
-                             "raise the budget or lower the block size", c.kv_budget_bytes, bs, per_block)};
-  }
-  if (num_blocks > std::numeric_limits<int32_t>::max()) {
-    return Error{fmt::format("the KV budget of {} bytes makes {} blocks, more than the engine can address; "
-                             "lower the budget or raise the block size", c.kv_budget_bytes, num_blocks)};
-  }
-  const int64_t num_swap_blocks =
-      c.preemption == PreemptionMode::Swap ? c.swap_space_bytes / static_cast<int64_t>(per_block) : 0;
-  const size_t total = per_block * static_cast<size_t>(num_blocks + num_swap_blocks);
-  if (Status s = check_fits_in_memory(total, "KV pool plus swap space"); !s.ok()) return Error{s.error()};
+  const int64_t num_blocks = plan.num_blocks;
+  const int64_t num_swap_blocks = plan.num_swap_blocks;
+  const int64_t total = plan.pool_bytes + plan.swap_bytes;
   KvSetup setup;
   try {
     setup.kv = std::make_unique<KvStorage>(mc.num_layers, static_cast<int32_t>(num_blocks), bs, mc.kv_size());
@@ -82,6 +80,20 @@ void Engine::Impl::update_memory_info() {
   info.workspace_bytes = runner->workspace_bytes() + logits.capacity() * sizeof(float);
 }
 
+ModelShape Engine::Impl::shape() const {
+  const ModelConfig& mc = weights->config;
+  ModelShape s;
+  s.num_layers = mc.num_layers;
+  s.hidden_size = mc.hidden_size;
+  s.ffn_size = mc.ffn_size;
+  s.num_heads = mc.num_heads;
+  s.num_kv_heads = mc.num_kv_heads;
+  s.head_dim = mc.head_dim;
+  s.vocab_size = mc.vocab_size;
+  s.context_length = mc.context_length;
+  return s;
+}
+
 Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config) { return create(config, {}); }
 
 Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config, const LoadProgress& progress) {
@@ -91,7 +103,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config, const
     return !progress || progress(fraction, stage);
   };
   const Error cancelled{std::string(kLoadCancelledMessage)};
-  if (Status s = config.validate(); !s.ok()) return Error{s.error()};
+  if (Status s = problems_status(config.validate()); !s.ok()) return Error{s.error()};
   auto impl = std::make_unique<Impl>();
   impl->config = config;
   if (!report(0.0, "reading model file")) return cancelled;
@@ -112,8 +124,11 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config, const
 
   // The pool before the slow repacking, so that a budget that cannot work fails at once.
   if (!report(0.07, "allocating KV pool")) return cancelled;
-  if (impl->config.max_model_len == 0) impl->config.max_model_len = mc.context_length;
-  auto setup = impl->make_kv_setup(impl->config);
+  const KvPlan plan = plan_kv(impl->shape(), impl->config, physical_memory_bytes());
+  if (Status s = problems_status(plan.problems); !s.ok()) return Error{s.error()};
+  impl->config.max_model_len = plan.max_model_len;
+  impl->info.setting_warnings = Impl::config_warnings(config, plan);
+  auto setup = impl->make_kv_setup(impl->config, plan);
   if (!setup.ok()) return Error{setup.error()};
   impl->kv = std::move(setup->kv);
   impl->kv_manager = std::move(setup->manager);
@@ -135,6 +150,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config, const
   info.architecture = model->architecture;
   info.num_layers = mc.num_layers;
   info.hidden_size = mc.hidden_size;
+  info.ffn_size = mc.ffn_size;
   info.num_heads = mc.num_heads;
   info.num_kv_heads = mc.num_kv_heads;
   info.head_dim = mc.head_dim;
@@ -143,6 +159,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config, const
   info.weight_bytes = impl->weights->matrix_bytes();
   info.kv_bytes_per_token = KvStorage::bytes_per_block(mc.num_layers, 1, mc.kv_size());
   info.chat_template_family = impl->chat_template->family_name();
+  info.recommended_sampling = model->sampling;
   impl->update_memory_info();
   return std::unique_ptr<Engine>(new Engine(std::move(impl)));
 }
@@ -150,20 +167,13 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config, const
 Engine::Engine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Engine::~Engine() = default;
 
-Result<RequestId> Engine::submit(GenerationRequest request) {
+Result<RequestId> Engine::submit(GenerationRequest request, SubmittedPrompt* submitted) {
   Impl& m = *impl_;
   if (Status s = request.sampling.validate(); !s.ok()) return Error{s.error()};
   if (request.n < 1 || request.n > 64) return Error{fmt::format("n = {} is out of range [1, 64]", request.n)};
-  std::vector<int32_t> prompt = std::move(request.prompt_tokens);
-  if (prompt.empty()) {
-    const std::string text = request.messages.empty() ? request.prompt : render_chat(request.messages, true);
-    if (m.tokenizer->add_bos() && m.tokenizer->bos_id() >= 0 && !m.chat_template->renders_bos(text)) {
-      prompt.push_back(m.tokenizer->bos_id());
-    }
-    const std::vector<int32_t> ids = m.tokenizer->encode(text, /*parse_special=*/true);
-    prompt.insert(prompt.end(), ids.begin(), ids.end());
-  }
-  if (prompt.empty()) return Error{"the prompt is empty"};
+  auto built = build_prompt(request, *m.tokenizer, *m.chat_template);
+  if (!built.ok()) return Error{built.error()};
+  std::vector<int32_t> prompt = std::move(built->tokens);
   for (int32_t t : prompt) {
     if (t < 0 || t >= m.weights->config.vocab_size) return Error{fmt::format("token id {} is out of range", t)};
   }
@@ -187,6 +197,10 @@ Result<RequestId> Engine::submit(GenerationRequest request) {
                              "raise the KV budget or lower max tokens", need, seq->max_total_tokens,
                              m.info.num_kv_blocks)};
   }
+  if (submitted) {
+    submitted->tokens = seq->tokens;
+    submitted->warnings = std::move(built->warnings);
+  }
   seq->id = m.next_id++;
   const RequestId id = seq->id;
   m.inbox.push_back(std::move(seq));
@@ -209,6 +223,7 @@ void Engine::run_until_idle() {
 
 const ModelInfo& Engine::model_info() const { return impl_->info; }
 const EngineConfig& Engine::config() const { return impl_->config; }
+const std::vector<std::string>& Engine::warnings() const { return impl_->info.setting_warnings; }
 StepStats Engine::last_step_stats() const { return impl_->stats; }
 KvStats Engine::kv_stats() const { return impl_->kv_stats(); }
 

@@ -12,6 +12,7 @@
 #include "kv/kv_cache_manager.h"
 #include "kv/kv_storage.h"
 #include "kvscope/engine.h"
+#include "kvscope/kv_plan.h"
 #include "model/model_weights.h"
 #include "runtime/model_runner.h"
 #include "runtime/step_batch.h"
@@ -66,8 +67,14 @@ struct Engine::Impl {
 
   // Threads for the kernels: config.num_threads, or one per core.
   static int32_t thread_count(const EngineConfig& config);
-  // `resolved` has max_model_len filled in. Errors say which setting to change.
-  Result<KvSetup> make_kv_setup(const EngineConfig& resolved);
+  // What has to be said about a config that loads (plan_kv's warnings, a
+  // thread count lowered to the CPUs there are).
+  static std::vector<std::string> config_warnings(const EngineConfig& config, const KvPlan& plan);
+  // The model as plan_kv sees it.
+  ModelShape shape() const;
+  // Builds what `plan` (plan_kv of `resolved`, which has max_model_len filled
+  // in) describes. Errors say which setting to change.
+  Result<KvSetup> make_kv_setup(const EngineConfig& resolved, const KvPlan& plan);
   // Fills the pool and workspace sizes of `info` from what is allocated now.
   void update_memory_info();
 

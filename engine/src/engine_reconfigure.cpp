@@ -32,15 +32,17 @@ std::string why_it_does_not_fit(const Sequence& s, const EngineConfig& c, int32_
 
 Status Engine::reconfigure(const EngineConfig& config) {
   Impl& m = *impl_;
-  if (Status s = config.validate(); !s.ok()) return s;
+  if (Status s = problems_status(config.validate()); !s.ok()) return s;
   if (config.model_path != m.config.model_path) {
     return Error{fmt::format("the engine runs {}; a different model ({}) needs Engine::create",
                              m.config.model_path, config.model_path)};
   }
-  EngineConfig resolved = config;
-  if (resolved.max_model_len == 0) resolved.max_model_len = m.weights->config.context_length;
   // Everything that can fail comes first, so that a failure changes nothing.
-  auto setup = m.make_kv_setup(resolved);
+  const KvPlan plan = plan_kv(m.shape(), config, physical_memory_bytes());
+  if (Status s = problems_status(plan.problems); !s.ok()) return s;
+  EngineConfig resolved = config;
+  resolved.max_model_len = plan.max_model_len;
+  auto setup = m.make_kv_setup(resolved, plan);
   if (!setup.ok()) return Error{setup.error()};
   std::unique_ptr<ThreadPool> threads;
   if (Impl::thread_count(resolved) != m.pool->num_threads()) {
@@ -59,6 +61,7 @@ Status Engine::reconfigure(const EngineConfig& config) {
     for (auto& s : m.inbox) seqs.push_back(std::move(s));
     m.inbox.clear();
     m.config = resolved;
+    m.info.setting_warnings = Impl::config_warnings(config, plan);
     // The old scheduler refers to the old manager, which refers to the old storage: replace in that order.
     m.scheduler = std::move(setup->scheduler);
     m.kv_manager = std::move(setup->manager);

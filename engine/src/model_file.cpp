@@ -7,6 +7,8 @@
 
 #include "model/gguf_file.h"
 #include "model/gguf_model_loader.h"
+#include "model/hf_model_loader.h"
+#include "tokenizer/hf_tokenizer_json.h"
 #include "tokenizer/read_vocab.h"
 #include "tokenizer/tokenizer.h"
 
@@ -70,15 +72,25 @@ Result<ModelFileSummary> inspect_model_file(const std::string& path) {
   auto config = read_model_config(file);
   if (config.ok()) {
     s.config = to_public(*config, file);
-    // f32 K and V (the KV pool's storage type) for every layer.
-    s.kv_bytes_per_token = 2ull * static_cast<uint64_t>(config->num_layers) *
-                           static_cast<uint64_t>(config->num_kv_heads) *
-                           static_cast<uint64_t>(config->head_dim) * sizeof(float);
+    s.kv_bytes_per_token = static_cast<uint64_t>(s.config->shape().kv_bytes_per_token());
     s.memory_bytes_full_context = s.memory_bytes(config->context_length);
   } else {
     s.config_error = config.error();
   }
   return s;
+}
+
+ModelShape ModelFileConfig::shape() const {
+  ModelShape m;
+  m.num_layers = num_layers;
+  m.hidden_size = hidden_size;
+  m.ffn_size = ffn_size;
+  m.num_heads = num_heads;
+  m.num_kv_heads = num_kv_heads;
+  m.head_dim = head_dim;
+  m.vocab_size = vocab_size;
+  m.context_length = context_length;
+  return m;
 }
 
 // ---- TextTokenizer -----------------------------------------------------------
@@ -90,10 +102,14 @@ struct TextTokenizer::Impl {
 TextTokenizer::TextTokenizer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 TextTokenizer::~TextTokenizer() = default;
 
-Result<std::unique_ptr<TextTokenizer>> TextTokenizer::open(const std::string& gguf_path) {
-  auto file = GgufFile::open(gguf_path);
-  if (!file.ok()) return Error{file.error()};
-  auto vocab = read_vocab(**file);
+Result<std::unique_ptr<TextTokenizer>> TextTokenizer::open(const std::string& path) {
+  auto read = [&path]() -> Result<VocabData> {
+    if (is_hf_directory(path)) return read_hf_tokenizer_dir(path);
+    auto file = GgufFile::open(path);
+    if (!file.ok()) return Error{file.error()};
+    return read_vocab(**file);
+  };
+  auto vocab = read();
   if (!vocab.ok()) return Error{vocab.error()};
   auto tokenizer = create_tokenizer(*vocab);
   if (!tokenizer.ok()) return Error{tokenizer.error()};
@@ -103,11 +119,14 @@ Result<std::unique_ptr<TextTokenizer>> TextTokenizer::open(const std::string& gg
   return std::unique_ptr<TextTokenizer>(new TextTokenizer(std::move(impl)));
 }
 
-std::vector<int32_t> TextTokenizer::encode(std::string_view text, bool parse_special, bool add_bos) const {
+std::vector<int32_t> TextTokenizer::encode(std::string_view text, bool parse_special, bool add_bos,
+                                           std::string* warning) const {
   const Tokenizer& t = *impl_->tokenizer;
   std::vector<int32_t> ids;
   if (add_bos && t.add_bos() && t.bos_id() >= 0) ids.push_back(t.bos_id());
-  const std::vector<int32_t> body = t.encode(text, parse_special);
+  EncodeIssues issues;
+  const std::vector<int32_t> body = t.encode(text, parse_special, &issues);
+  if (warning) *warning = describe(issues);
   ids.insert(ids.end(), body.begin(), body.end());
   return ids;
 }

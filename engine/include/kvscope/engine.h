@@ -35,9 +35,12 @@ class Engine {
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
 
-  // Thread-safe. Validates the request (sampling parameters, prompt length
-  // against max_model_len and the KV pool) and queues it.
-  Result<RequestId> submit(GenerationRequest request);
+  // Thread-safe. Builds the prompt's ids from token ids, raw text or chat
+  // messages (request.h says how), validates the request (sampling
+  // parameters, prompt length against max_model_len and the KV pool) and
+  // queues it. When `submitted` is given and the request is queued, it
+  // receives the prompt ids that run and any warnings about the text.
+  Result<RequestId> submit(GenerationRequest request, SubmittedPrompt* submitted = nullptr);
   // Thread-safe. The request finishes with FinishReason::Cancelled at the next step.
   void cancel(RequestId id);
 
@@ -80,6 +83,10 @@ class Engine {
   // Reflects the current pool (updated by reconfigure). Stepping thread.
   const ModelInfo& model_info() const;
   const EngineConfig& config() const;
+  // What a person should know about the settings in force that is not an
+  // error: a thread count lowered to the CPUs there are, a max model length
+  // above the model's trained context. Updated by reconfigure. Stepping thread.
+  const std::vector<std::string>& warnings() const;
   StepStats last_step_stats() const;
   KvStats kv_stats() const;
 

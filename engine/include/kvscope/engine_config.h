@@ -1,10 +1,15 @@
 // EngineConfig: every knob of the engine that is fixed while it runs.
+// The defaults are the member initialisers below; names, ranges, units and
+// help for the user-facing knobs are rows of the setting table
+// (setting_table.h), which validate() checks.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "kvscope/result.h"
+#include "kvscope/setting_table.h"
 
 namespace kvscope {
 
@@ -27,7 +32,7 @@ const char* preemption_mode_name(PreemptionMode mode);
 struct EngineConfig {
   std::string model_path;          // a .gguf file or a Hugging Face model directory
   int32_t num_threads = 0;         // 0: one per available core
-  int32_t block_size = 16;         // token slots per KV block, 1..2048
+  int32_t block_size = 16;         // token slots per KV block
   int64_t kv_budget_bytes = 512ll << 20;  // memory for the KV pool; ignored when num_blocks > 0
   int32_t num_blocks = 0;          // exact pool size when > 0
   int32_t max_seqs = 64;           // sequences in one step
@@ -44,8 +49,9 @@ struct EngineConfig {
   int64_t swap_space_bytes = 256ll << 20;  // host swap pool for PreemptionMode::Swap
   bool record_snapshots = false;   // build an EngineSnapshot after every step
 
-  // Checks ranges; the message names the field and the allowed range.
-  Status validate() const;
+  // Every problem: each setting against its table row's range, then the
+  // rules that tie settings together. Empty when the config is usable.
+  std::vector<SettingProblem> validate() const;
 };
 
 }  // namespace kvscope

@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "kvscope/kv_plan.h"
 #include "kvscope/result.h"
 
 namespace kvscope {
@@ -47,6 +48,9 @@ struct ModelFileConfig {
   int32_t head_dim = 0;
   int32_t vocab_size = 0;
   int32_t context_length = 0;
+
+  // The numbers plan_kv needs (kv_plan.h).
+  ModelShape shape() const;
 };
 
 struct ModelFileSummary {
@@ -83,8 +87,9 @@ Result<ModelFileSummary> inspect_model_file(const std::string& path);
 // The tokenizer of a GGUF file, without the model.
 class TextTokenizer {
  public:
-  // Reads the tokenizer.* keys of `gguf_path`; tensors are not needed.
-  static Result<std::unique_ptr<TextTokenizer>> open(const std::string& gguf_path);
+  // Reads the tokenizer.* keys of a GGUF file (tensors are not needed), or a
+  // Hugging Face model directory's tokenizer files (no weights are read).
+  static Result<std::unique_ptr<TextTokenizer>> open(const std::string& path);
   ~TextTokenizer();
   TextTokenizer(const TextTokenizer&) = delete;
   TextTokenizer& operator=(const TextTokenizer&) = delete;
@@ -92,8 +97,11 @@ class TextTokenizer {
   // Text -> ids. parse_special: control tokens written literally
   // ("<|im_start|>") become their ids. add_bos: start with BOS when the
   // vocabulary has one and asks for it (tokenizer.ggml.add_bos_token), as the
-  // engine does for a prompt.
-  std::vector<int32_t> encode(std::string_view text, bool parse_special, bool add_bos) const;
+  // engine does for a prompt. Text with no token of its own is replaced
+  // (never by a control token); `warning`, when given, then says what was
+  // replaced, else it is set to "".
+  std::vector<int32_t> encode(std::string_view text, bool parse_special, bool add_bos,
+                              std::string* warning = nullptr) const;
   // The token's text as stored in the vocabulary ("Ġthe", "▁the", "<s>"); "" when out of range.
   std::string piece(int32_t id) const;
   // Ids -> text; control tokens are hidden, out-of-range ids give nothing, and

@@ -4,6 +4,9 @@
 #include <cstdint>
 #include <string>
 
+#include "kvscope/sampling_defaults.h"
+#include <vector>
+
 namespace kvscope {
 
 struct ModelInfo {
@@ -12,6 +15,7 @@ struct ModelInfo {
   std::string architecture;  // "llama", "gemma3", ...
   int32_t num_layers = 0;
   int32_t hidden_size = 0;
+  int32_t ffn_size = 0;  // intermediate size of the MLP
   int32_t num_heads = 0;
   int32_t num_kv_heads = 0;
   int32_t head_dim = 0;
@@ -32,6 +36,12 @@ struct ModelInfo {
   int32_t num_kv_blocks = 0;
   int32_t block_size = 0;
   std::string chat_template_family;  // "chatml", "gemma", ...
+  // What the model file recommends for sampling; resolve_sampling_defaults()
+  // layers it over kvscope's defaults (kvscope/sampling_defaults.h).
+  RecommendedSampling recommended_sampling;
+  // What a person should know about the settings in force that is not an
+  // error (Engine::warnings(); follows Engine::reconfigure).
+  std::vector<std::string> setting_warnings;
 };
 
 }  // namespace kvscope

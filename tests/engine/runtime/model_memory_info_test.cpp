@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "kvscope/engine.h"
+#include "kvscope/kv_plan.h"
 #include "support/tiny_model.h"
 
 namespace kvscope {
@@ -75,6 +76,32 @@ TEST_F(ModelMemoryInfo, PoolSwapAndWorkspaceSizes) {
   EXPECT_EQ(b.kv_pool_bytes, static_cast<size_t>(b.num_kv_blocks) * per_block);
   EXPECT_EQ(b.swap_pool_bytes, 300000 / per_block * per_block);
   EXPECT_EQ((*by_budget)->kv_stats().num_swap_blocks * per_block, b.swap_pool_bytes);
+}
+
+// plan_kv is what the engine allocates by, and what model-info and the memory
+// panel show: its figures must be the allocation's exactly, workspace included.
+TEST_F(ModelMemoryInfo, PlanMatchesWhatTheEngineAllocates) {
+  EngineConfig variants[3] = {config(), config(), config()};
+  variants[1].num_blocks = 0;
+  variants[1].kv_budget_bytes = 1000000;
+  variants[1].preemption = PreemptionMode::Swap;
+  variants[1].swap_space_bytes = 300000;
+  variants[2].block_size = 7;
+  variants[2].max_batched_tokens = 100;
+  variants[2].max_seqs = 5;
+  for (const EngineConfig& c : variants) {
+    auto engine = Engine::create(c);
+    ASSERT_TRUE(engine.ok()) << engine.error();
+    const ModelInfo& info = (*engine)->model_info();
+    const KvPlan plan = plan_kv(model_shape(info), c, physical_memory_bytes());
+    ASSERT_TRUE(plan.ok());
+    EXPECT_EQ(plan.num_blocks, info.num_kv_blocks);
+    EXPECT_EQ(plan.pool_bytes, static_cast<int64_t>(info.kv_pool_bytes));
+    EXPECT_EQ(plan.swap_bytes, static_cast<int64_t>(info.swap_pool_bytes));
+    EXPECT_EQ(plan.kv_bytes_per_token, static_cast<int64_t>(info.kv_bytes_per_token));
+    EXPECT_EQ(plan.workspace_bytes, static_cast<int64_t>(info.workspace_bytes));
+    EXPECT_EQ(plan.max_model_len, (*engine)->config().max_model_len);
+  }
 }
 
 TEST_F(ModelMemoryInfo, FollowsReconfigure) {

@@ -295,7 +295,7 @@ TEST_F(Reconfigure, InvalidConfigChangesNothing) {
   bad.block_size = 0;
   const Status s = (*engine)->reconfigure(bad);
   ASSERT_FALSE(s.ok());
-  EXPECT_EQ(s.error(), bad.validate().error());
+  EXPECT_EQ(s.error(), problems_status(bad.validate()).error());
   // Valid alone, but the budget holds no block.
   EngineConfig tiny_budget = config();
   tiny_budget.num_blocks = 0;

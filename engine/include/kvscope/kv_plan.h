@@ -1,0 +1,66 @@
+// The engine's memory plan as a pure function: from a model's shape and an
+// EngineConfig to the KV pool's bytes per block, its number of blocks, the
+// swap pool, the model runner's workspace — or why that does not fit.
+// Engine::create and Engine::reconfigure size their pools with it,
+// `kvscope-cli model-info` prints it, and the app's memory panel runs it on
+// values the user is still editing ("what if"), so all of them agree by
+// construction.
+//   tested by tests/engine/settings/kv_plan_test.cpp and, against what the engine
+//   really allocates, tests/engine/runtime/model_memory_info_test.cpp
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kvscope/engine_config.h"
+#include "kvscope/model_info.h"
+#include "kvscope/setting_table.h"
+
+namespace kvscope {
+
+// What the plan needs to know of a model.
+struct ModelShape {
+  int32_t num_layers = 0;
+  int32_t hidden_size = 0;
+  int32_t ffn_size = 0;  // intermediate size of the MLP
+  int32_t num_heads = 0;
+  int32_t num_kv_heads = 0;
+  int32_t head_dim = 0;
+  int32_t vocab_size = 0;
+  int32_t context_length = 0;  // trained maximum
+
+  // K and V of one token over every layer: 2 * layers * kv_heads * head_dim floats.
+  int64_t kv_bytes_per_token() const;
+};
+
+ModelShape model_shape(const ModelInfo& info);
+
+struct KvPlan {
+  std::vector<SettingProblem> problems;  // why the config does not fit; empty when it does
+  std::vector<std::string> warnings;     // it fits, but a person should know (trained context exceeded)
+
+  int32_t max_model_len = 0;  // resolved: the config's, or the model's context when 0
+  int64_t kv_bytes_per_token = 0;
+  int64_t bytes_per_block = 0;  // kv_bytes_per_token * block_size
+  int64_t num_blocks = 0;       // config.num_blocks, else floor(kv_budget / bytes_per_block)
+  int64_t num_swap_blocks = 0;  // floor(swap_space / bytes_per_block) with preemption = swap, else 0
+  int64_t pool_bytes = 0;       // num_blocks * bytes_per_block
+  int64_t swap_bytes = 0;       // num_swap_blocks * bytes_per_block
+  // The model runner's activations for max_batched_tokens rows plus the
+  // logits of max_seqs rows: what ModelInfo::workspace_bytes reports.
+  int64_t workspace_bytes = 0;
+
+  bool ok() const { return problems.empty(); }
+};
+
+// machine_memory_bytes: the memory the pools must fit in (pages are committed
+// lazily, so an oversized pool would otherwise fail later as an out-of-memory
+// kill mid-generation); 0 skips that check. The config's own ranges are
+// validate()'s business; plan_kv assumes they hold.
+KvPlan plan_kv(const ModelShape& model, const EngineConfig& config, int64_t machine_memory_bytes);
+
+// This machine's physical memory in bytes (0 if unknown).
+int64_t physical_memory_bytes();
+
+}  // namespace kvscope

@@ -1,0 +1,92 @@
+// plan_kv: the engine's memory arithmetic in one pure function (kv_plan.h).
+#include "kvscope/kv_plan.h"
+
+#include <algorithm>
+#include <fmt/format.h>
+#include <limits>
+#include <unistd.h>
+
+namespace kvscope {
+namespace {
+
+std::string mib(int64_t bytes) { return fmt::format("{} MiB", bytes >> 20); }
+
+}  // namespace
+
+int64_t ModelShape::kv_bytes_per_token() const {
+  return int64_t{2} * static_cast<int64_t>(sizeof(float)) * num_layers * num_kv_heads * head_dim;
+}
+
+ModelShape model_shape(const ModelInfo& info) {
+  ModelShape s;
+  s.num_layers = info.num_layers;
+  s.hidden_size = info.hidden_size;
+  s.ffn_size = info.ffn_size;
+  s.num_heads = info.num_heads;
+  s.num_kv_heads = info.num_kv_heads;
+  s.head_dim = info.head_dim;
+  s.vocab_size = info.vocab_size;
+  s.context_length = info.context_length;
+  return s;
+}
+
+int64_t physical_memory_bytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page_size = sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && page_size > 0 ? int64_t{pages} * page_size : 0;
+}
+
+KvPlan plan_kv(const ModelShape& m, const EngineConfig& c, int64_t machine_memory_bytes) {
+  KvPlan p;
+  p.max_model_len = c.max_model_len > 0 ? c.max_model_len : m.context_length;
+  if (m.context_length > 0 && c.max_model_len > m.context_length) {
+    p.warnings.push_back(fmt::format("max model length {} is above the model's trained context of {} tokens: "
+                                     "replies past {} tokens are unlikely to make sense",
+                                     c.max_model_len, m.context_length, m.context_length));
+  }
+  p.kv_bytes_per_token = m.kv_bytes_per_token();
+  if (p.kv_bytes_per_token <= 0 || c.block_size < 1) {
+    p.problems.push_back({"", "the model's shape is unknown: no layers or KV heads"});
+    return p;
+  }
+  p.bytes_per_block = p.kv_bytes_per_token * c.block_size;
+
+  const char* pool_field = c.num_blocks > 0 ? "num_blocks" : "kv_budget";
+  p.num_blocks = c.num_blocks > 0 ? c.num_blocks : c.kv_budget_bytes / p.bytes_per_block;
+  if (p.num_blocks < 1) {
+    p.problems.push_back({pool_field, fmt::format("the KV budget of {} bytes holds no block of {} tokens ({} bytes "
+                                                  "each); raise the budget or lower the block size",
+                                                  c.kv_budget_bytes, c.block_size, p.bytes_per_block)});
+    p.num_blocks = 0;
+    return p;
+  }
+  if (p.num_blocks > std::numeric_limits<int32_t>::max()) {
+    p.problems.push_back({pool_field, fmt::format("the KV budget of {} bytes makes {} blocks, more than the engine "
+                                                  "can address; lower the budget or raise the block size",
+                                                  c.kv_budget_bytes, p.num_blocks)});
+    return p;
+  }
+  p.num_swap_blocks = c.preemption == PreemptionMode::Swap ? c.swap_space_bytes / p.bytes_per_block : 0;
+  p.num_swap_blocks = std::min<int64_t>(p.num_swap_blocks, std::numeric_limits<int32_t>::max());
+  p.pool_bytes = p.num_blocks * p.bytes_per_block;
+  p.swap_bytes = p.num_swap_blocks * p.bytes_per_block;
+
+  // Mirrors ModelRunner::resize_activations (x, h, o; qkv; q; attn; gate_up;
+  // act) plus the logits buffer; model_memory_info_test holds the two equal.
+  const int64_t rows = std::max(c.max_batched_tokens, 1);
+  const int64_t q = int64_t{m.num_heads} * m.head_dim;
+  const int64_t kv = int64_t{m.num_kv_heads} * m.head_dim;
+  const int64_t per_row = 3 * int64_t{m.hidden_size} + (q + 2 * kv) + 2 * q + 3 * int64_t{m.ffn_size};
+  const int64_t logits = int64_t{c.max_seqs} * m.vocab_size;
+  p.workspace_bytes = (rows * per_row + logits) * static_cast<int64_t>(sizeof(float));
+
+  if (machine_memory_bytes > 0 && p.pool_bytes + p.swap_bytes > machine_memory_bytes / 10 * 9) {
+    const std::string what = p.swap_bytes > 0 ? "KV pool plus swap space" : "KV pool";
+    p.problems.push_back({p.swap_bytes > p.pool_bytes ? "swap_space" : pool_field,
+                          fmt::format("a {} of {} does not fit in this machine's {} of memory; lower it", what,
+                                      mib(p.pool_bytes + p.swap_bytes), mib(machine_memory_bytes))});
+  }
+  return p;
+}
+
+}  // namespace kvscope

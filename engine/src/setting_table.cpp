@@ -1,0 +1,321 @@
+// The rows of the engine's setting table (kvscope/setting_table.h) and the
+// generic parse / format / check every front end uses.
+//   tested by tests/engine/settings/setting_table_test.cpp
+#include "kvscope/setting_table.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+#include <fmt/format.h>
+
+#include "kvscope/engine_config.h"
+
+namespace kvscope {
+namespace {
+
+constexpr int64_t kMiB = int64_t{1} << 20;
+constexpr int64_t kTiB = int64_t{1} << 40;
+
+// Row builders: each binds a row to one EngineConfig member, so a row is its
+// key, its member and its words.
+SettingSpec int_row(std::string key, int32_t EngineConfig::*member, int64_t min, int64_t max) {
+  SettingSpec s;
+  s.key = std::move(key);
+  s.type = SettingType::Int;
+  s.min = min;
+  s.max = max;
+  s.get = [member](const EngineConfig& c) { return SettingValue(int64_t{c.*member}); };
+  // Saturate instead of wrapping: 2^32 + 16 must reach validate() as out of
+  // range, not as a block size of 16.
+  s.set = [member](EngineConfig& c, const SettingValue& v) {
+    c.*member = static_cast<int32_t>(std::clamp<int64_t>(std::get<int64_t>(v), std::numeric_limits<int32_t>::min(),
+                                                         std::numeric_limits<int32_t>::max()));
+  };
+  return s;
+}
+
+SettingSpec bytes_row(std::string key, int64_t EngineConfig::*member, int64_t min, int64_t max) {
+  SettingSpec s;
+  s.key = std::move(key);
+  s.type = SettingType::Bytes;
+  s.min = min;
+  s.max = max;
+  s.get = [member](const EngineConfig& c) { return SettingValue(c.*member); };
+  s.set = [member](EngineConfig& c, const SettingValue& v) { c.*member = std::get<int64_t>(v); };
+  return s;
+}
+
+SettingSpec bool_row(std::string key, bool EngineConfig::*member) {
+  SettingSpec s;
+  s.key = std::move(key);
+  s.type = SettingType::Bool;
+  s.get = [member](const EngineConfig& c) { return SettingValue(c.*member); };
+  s.set = [member](EngineConfig& c, const SettingValue& v) { c.*member = std::get<bool>(v); };
+  return s;
+}
+
+// An enum stored by name: choices[i] names the enumerator with value i.
+template <typename Enum>
+SettingSpec choice_row(std::string key, Enum EngineConfig::*member, std::vector<std::string> choices) {
+  SettingSpec s;
+  s.key = std::move(key);
+  s.type = SettingType::Choice;
+  s.choices = choices;
+  s.get = [member, choices](const EngineConfig& c) {
+    return SettingValue(choices.at(static_cast<size_t>(c.*member)));
+  };
+  s.set = [member, choices](EngineConfig& c, const SettingValue& v) {
+    const auto it = std::find(choices.begin(), choices.end(), std::get<std::string>(v));
+    if (it != choices.end()) c.*member = static_cast<Enum>(it - choices.begin());
+  };
+  return s;
+}
+
+SettingSpec path_row(std::string key, std::string EngineConfig::*member) {
+  SettingSpec s;
+  s.key = std::move(key);
+  s.type = SettingType::Path;
+  s.get = [member](const EngineConfig& c) { return SettingValue(c.*member); };
+  s.set = [member](EngineConfig& c, const SettingValue& v) { c.*member = std::get<std::string>(v); };
+  return s;
+}
+
+SettingSpec& words(SettingSpec& s, std::string group, std::string label, std::string unit, std::string help,
+                   SettingEffect effect = SettingEffect::Reconfigure) {
+  s.group = std::move(group);
+  s.label = std::move(label);
+  s.unit = std::move(unit);
+  s.help = std::move(help);
+  s.effect = effect;
+  return s;
+}
+
+std::vector<SettingSpec> make_table() {
+  std::vector<SettingSpec> t;
+  auto add = [&t](SettingSpec s) -> SettingSpec& { return t.emplace_back(std::move(s)); };
+
+  words(add(path_row("model_path", &EngineConfig::model_path)), "Model", "Model", "",
+        "A .gguf file or a Hugging Face model directory; changing it loads the weights again.",
+        SettingEffect::Reload)
+      .cli_name = "model";
+
+  SettingSpec& threads = words(add(int_row("threads", &EngineConfig::num_threads, 0, 1024)), "Compute",
+                               "Threads", "threads",
+                               "CPU threads for the model: more is faster until cores or memory bandwidth run "
+                               "out; more than this machine's CPUs is lowered to them.");
+  threads.zero_means = "one per core";
+
+  SettingSpec& budget = words(add(bytes_row("kv_budget", &EngineConfig::kv_budget_bytes, 1, 16 * kTiB)),
+                              "KV cache", "KV budget", "",
+                              "Memory for the KV pool (when KV blocks is 0): more holds more and longer "
+                              "conversations before preempting.");
+  budget.applies = [](const EngineConfig& c) { return c.num_blocks == 0; };
+  SettingSpec& blocks = words(add(int_row("num_blocks", &EngineConfig::num_blocks, 0, 1 << 24)), "KV cache",
+                              "KV blocks", "blocks",
+                              "An exact number of physical KV blocks, whatever memory that takes: fewer shows "
+                              "preemption sooner.");
+  blocks.zero_means = "from the KV budget";
+  words(add(int_row("block_size", &EngineConfig::block_size, 1, 2048)), "KV cache", "Block size", "tokens",
+        "Token slots per KV block: small wastes less in partly filled blocks, large means shorter block tables.");
+  SettingSpec& paged = words(add(bool_row("paged", &EngineConfig::paged)), "KV cache", "Paged attention", "",
+                             "On: KV memory is taken block by block as tokens arrive; off: each request "
+                             "reserves its whole maximum length up front in one piece.");
+  paged.cli_name = "paging";
+  paged.cli_negation = "no-paging";
+  SettingSpec& prefix = words(add(bool_row("prefix_caching", &EngineConfig::prefix_caching)), "KV cache",
+                              "Prefix caching", "",
+                              "Reuse the KV blocks of prompts that start the same instead of computing them "
+                              "again.");
+  prefix.cli_name = "prefix-cache";
+  prefix.cli_negation = "no-prefix-cache";
+  SettingSpec& swap = words(add(bytes_row("swap_space", &EngineConfig::swap_space_bytes, 0, 16 * kTiB)),
+                            "KV cache", "Swap space", "",
+                            "Host memory for KV blocks swapped out by preemption = swap: more lets more "
+                            "requests wait without recomputing.");
+  swap.applies = [](const EngineConfig& c) { return c.preemption == PreemptionMode::Swap; };
+
+  SettingSpec& ctx = words(add(int_row("max_model_len", &EngineConfig::max_model_len, 0, 1 << 22)), "Batching",
+                           "Max model length", "tokens",
+                           "Longest prompt plus reply: shorter caps memory per request; above the model's "
+                           "trained context the output degrades.");
+  ctx.zero_means = "the model's trained context";
+  ctx.cli_name = "ctx";
+  words(add(int_row("max_seqs", &EngineConfig::max_seqs, 1, 4096)), "Batching", "Max sequences", "sequences",
+        "Sequences batched in one step: more raises throughput but needs more KV memory.");
+  words(add(int_row("max_batched_tokens", &EngineConfig::max_batched_tokens, 1, 1 << 20)), "Batching",
+        "Max tokens per step", "tokens",
+        "Token budget of one step; long prompts are prefilled in chunks of it: larger is faster, smaller keeps "
+        "replies streaming.");
+  SettingSpec& policy = words(add(choice_row("policy", &EngineConfig::policy, {"continuous", "static"})),
+                              "Batching", "Scheduling", "",
+                              "Continuous: requests join and leave at any step; static: a batch runs until all "
+                              "of it finishes (the baseline continuous batching beats).");
+  policy.choice_labels = {"Continuous batching", "Static batching"};
+  SettingSpec& preempt = words(add(choice_row("preemption", &EngineConfig::preemption, {"recompute", "swap"})),
+                               "Batching", "Preemption", "",
+                               "When KV blocks run out: recompute frees a request's blocks (costs compute), "
+                               "swap copies them to host memory (costs memory).");
+  preempt.choice_labels = {"Recompute", "Swap to host memory"};
+  return t;
+}
+
+std::string lower(std::string_view text) {
+  std::string out;
+  for (char c : text) out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+std::string trim(std::string_view text) {
+  size_t b = 0, e = text.size();
+  while (b < e && std::isspace(static_cast<unsigned char>(text[b]))) ++b;
+  while (e > b && std::isspace(static_cast<unsigned char>(text[e - 1]))) --e;
+  return std::string(text.substr(b, e - b));
+}
+
+}  // namespace
+
+Status problems_status(const std::vector<SettingProblem>& problems) {
+  if (problems.empty()) return Status::success();
+  if (problems.size() == 1) return Error{problems.front().message};
+  return Error{fmt::format("{} (and {} more problem{})", problems.front().message, problems.size() - 1,
+                           problems.size() == 2 ? "" : "s")};
+}
+
+const std::vector<SettingSpec>& engine_settings() {
+  static const std::vector<SettingSpec> table = make_table();
+  return table;
+}
+
+const SettingSpec* find_setting(std::string_view key) {
+  for (const SettingSpec& s : engine_settings()) {
+    if (s.key == key) return &s;
+  }
+  return nullptr;
+}
+
+SettingValue SettingSpec::default_value() const { return get(EngineConfig{}); }
+
+std::string SettingSpec::cli_option() const {
+  if (!cli_name.empty()) return cli_name;
+  std::string name = key;
+  std::replace(name.begin(), name.end(), '_', '-');
+  return name;
+}
+
+Result<SettingValue> SettingSpec::parse(std::string_view raw) const {
+  const std::string text = trim(raw);
+  switch (type) {
+    case SettingType::Int: {
+      char* end = nullptr;
+      errno = 0;
+      const long long v = std::strtoll(text.c_str(), &end, 10);
+      if (text.empty() || *end != '\0') return Error{fmt::format("{}: '{}' is not a whole number", key, text)};
+      if (errno == ERANGE) return Error{fmt::format("{}: '{}' is too large", key, text)};
+      return SettingValue(int64_t{v});
+    }
+    case SettingType::Bytes: {
+      if (text == "0") return SettingValue(int64_t{0});
+      if (const std::optional<int64_t> v = parse_byte_size(text)) return SettingValue(*v);
+      return Error{fmt::format("{}: '{}' is not a size (examples: 536870912, 512M, 2G)", key, text)};
+    }
+    case SettingType::Bool: {
+      const std::string v = lower(text);
+      if (v == "true" || v == "1" || v == "yes" || v == "on") return SettingValue(true);
+      if (v == "false" || v == "0" || v == "no" || v == "off") return SettingValue(false);
+      return Error{fmt::format("{}: '{}' is not true or false", key, text)};
+    }
+    case SettingType::Choice: {
+      const std::string v = lower(text);
+      for (const std::string& c : choices) {
+        if (c == v) return SettingValue(c);
+      }
+      return Error{fmt::format("{}: '{}' is not one of {}", key, text, fmt::join(choices, ", "))};
+    }
+    case SettingType::Path: return SettingValue(text);
+  }
+  return Error{fmt::format("{}: unknown setting type", key)};
+}
+
+std::string SettingSpec::format(const SettingValue& value) const {
+  switch (type) {
+    case SettingType::Int: return std::to_string(std::get<int64_t>(value));
+    case SettingType::Bytes: return format_byte_size(std::get<int64_t>(value));
+    case SettingType::Bool: return std::get<bool>(value) ? "true" : "false";
+    case SettingType::Choice:
+    case SettingType::Path: return std::get<std::string>(value);
+  }
+  return {};
+}
+
+std::optional<SettingProblem> SettingSpec::check(const SettingValue& value) const {
+  if (type != SettingType::Int && type != SettingType::Bytes) return std::nullopt;
+  const int64_t v = std::get<int64_t>(value);
+  if (v >= min && v <= max) return std::nullopt;
+  const std::string name = label.empty() ? key : lower(label);
+  if (type == SettingType::Bytes) {
+    return SettingProblem{key, fmt::format("{} = {} is out of range [{}, {}]", name, format_byte_size(v),
+                                           format_byte_size(min), format_byte_size(max))};
+  }
+  return SettingProblem{key, fmt::format("{} = {} is out of range [{}, {}]", name, v, min, max)};
+}
+
+Status set_setting(EngineConfig& config, std::string_view key, std::string_view text) {
+  const SettingSpec* spec = find_setting(key);
+  if (!spec) return Error{fmt::format("'{}' is not an engine setting", key)};
+  Result<SettingValue> value = spec->parse(text);
+  if (!value.ok()) return Error{value.error()};
+  spec->set(config, *value);
+  return Status::success();
+}
+
+std::vector<std::string> changed_settings(const EngineConfig& a, const EngineConfig& b) {
+  std::vector<std::string> keys;
+  for (const SettingSpec& s : engine_settings()) {
+    if (s.get(a) != s.get(b)) keys.push_back(s.key);
+  }
+  return keys;
+}
+
+bool same_settings(const EngineConfig& a, const EngineConfig& b) { return changed_settings(a, b).empty(); }
+
+bool needs_reload(const EngineConfig& a, const EngineConfig& b) {
+  for (const std::string& key : changed_settings(a, b)) {
+    if (find_setting(key)->effect == SettingEffect::Reload) return true;
+  }
+  return false;
+}
+
+std::optional<int64_t> parse_byte_size(std::string_view raw) {
+  const std::string text = trim(raw);
+  size_t i = 0;
+  while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) ++i;
+  const std::string number = text.substr(0, i);
+  if (number.empty() || number == "." || number.find('.') != number.rfind('.')) return std::nullopt;
+  std::string unit;
+  for (char c : text.substr(i)) unit += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  double scale = 0;
+  if (unit.empty() || unit == "B") scale = 1;
+  else if (unit == "K" || unit == "KB" || unit == "KIB") scale = 1024.0;
+  else if (unit == "M" || unit == "MB" || unit == "MIB") scale = 1024.0 * 1024;
+  else if (unit == "G" || unit == "GB" || unit == "GIB") scale = 1024.0 * 1024 * 1024;
+  else if (unit == "T" || unit == "TB" || unit == "TIB") scale = 1024.0 * 1024 * 1024 * 1024;
+  else return std::nullopt;
+  const double bytes = std::strtod(number.c_str(), nullptr) * scale;
+  if (!std::isfinite(bytes) || bytes < 1 || bytes > 9.0e18) return std::nullopt;
+  return static_cast<int64_t>(bytes);
+}
+
+std::string format_byte_size(int64_t bytes) {
+  static const std::pair<int64_t, const char*> kUnits[] = {
+      {kTiB, "T"}, {int64_t{1} << 30, "G"}, {kMiB, "M"}, {int64_t{1} << 10, "K"}};
+  if (bytes > 0) {
+    for (const auto& [size, suffix] : kUnits) {
+      if (bytes % size == 0) return fmt::format("{}{}", bytes / size, suffix);
+    }
+  }
+  return std::to_string(bytes);
+}
+
+}  // namespace kvscope

@@ -1,0 +1,115 @@
+// plan_kv (kvscope/kv_plan.h) on hand-computed shapes. That the engine
+// allocates exactly what the plan says is checked against a real engine in
+// tests/engine/runtime/model_memory_info_test.cpp.
+#include <gtest/gtest.h>
+
+#include "kvscope/kv_plan.h"
+
+namespace kvscope {
+namespace {
+
+// SmolLM2-135M's shape: 30 layers, 3 KV heads of 64 -> 2*4*30*3*64 = 46,080 bytes per token.
+ModelShape smollm2() {
+  ModelShape m;
+  m.num_layers = 30;
+  m.hidden_size = 576;
+  m.ffn_size = 1536;
+  m.num_heads = 9;
+  m.num_kv_heads = 3;
+  m.head_dim = 64;
+  m.vocab_size = 49152;
+  m.context_length = 8192;
+  return m;
+}
+
+EngineConfig config() {
+  EngineConfig c;
+  c.model_path = "m.gguf";
+  return c;
+}
+
+TEST(KvPlan, BudgetMakesWholeBlocks) {
+  EngineConfig c = config();  // 512 MiB, 16-token blocks
+  const KvPlan p = plan_kv(smollm2(), c, 0);
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p.kv_bytes_per_token, 46080);
+  EXPECT_EQ(p.bytes_per_block, 46080 * 16);
+  EXPECT_EQ(p.num_blocks, (int64_t{512} << 20) / (46080 * 16));  // 728
+  EXPECT_EQ(p.num_blocks, 728);
+  EXPECT_EQ(p.pool_bytes, 728 * 46080 * 16);
+  EXPECT_EQ(p.num_swap_blocks, 0) << "no swap pool with recompute";
+  EXPECT_EQ(p.swap_bytes, 0);
+  EXPECT_EQ(p.max_model_len, 8192) << "0 means the trained context";
+  EXPECT_TRUE(p.warnings.empty());
+}
+
+TEST(KvPlan, BlockCountOverridesTheBudgetAndSwapFollowsPreemption) {
+  EngineConfig c = config();
+  c.num_blocks = 100;
+  c.block_size = 7;
+  c.preemption = PreemptionMode::Swap;
+  c.swap_space_bytes = 1 << 20;
+  const KvPlan p = plan_kv(smollm2(), c, 0);
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p.num_blocks, 100);
+  EXPECT_EQ(p.num_swap_blocks, (1 << 20) / (46080 * 7));  // 3
+  EXPECT_EQ(p.swap_bytes, p.num_swap_blocks * 46080 * 7);
+}
+
+TEST(KvPlan, WorkspaceIsActivationsPlusLogits) {
+  EngineConfig c = config();
+  c.max_batched_tokens = 10;
+  c.max_seqs = 2;
+  const KvPlan p = plan_kv(smollm2(), c, 0);
+  // Per row: x, h, o (3 * 576) + qkv (576 + 2 * 192) + q, attn (2 * 576) + gate_up, act (3 * 1536).
+  const int64_t per_row = 3 * 576 + (576 + 2 * 192) + 2 * 576 + 3 * 1536;
+  EXPECT_EQ(p.workspace_bytes, 4 * (10 * per_row + 2 * 49152));
+}
+
+TEST(KvPlan, SaysWhyItDoesNotFit) {
+  EngineConfig c = config();
+  c.kv_budget_bytes = 46080 * 16 - 1;  // one byte short of a block
+  KvPlan p = plan_kv(smollm2(), c, 0);
+  ASSERT_EQ(p.problems.size(), 1u);
+  EXPECT_EQ(p.problems[0].field, "kv_budget");
+  EXPECT_NE(p.problems[0].message.find("holds no block of 16 tokens"), std::string::npos) << p.problems[0].message;
+  c.kv_budget_bytes += 1;
+  EXPECT_TRUE(plan_kv(smollm2(), c, 0).ok()) << "exactly one block fits";
+
+  EngineConfig big = config();
+  big.num_blocks = 1 << 20;  // 720 GiB of KV
+  p = plan_kv(smollm2(), big, int64_t{16} << 30);
+  ASSERT_EQ(p.problems.size(), 1u);
+  EXPECT_EQ(p.problems[0].field, "num_blocks");
+  EXPECT_NE(p.problems[0].message.find("does not fit in this machine's 16384 MiB"), std::string::npos)
+      << p.problems[0].message;
+  EXPECT_TRUE(plan_kv(smollm2(), big, 0).ok()) << "0: memory not checked";
+
+  EngineConfig swap = config();
+  swap.preemption = PreemptionMode::Swap;
+  swap.swap_space_bytes = int64_t{15} << 30;
+  p = plan_kv(smollm2(), swap, int64_t{16} << 30);
+  ASSERT_EQ(p.problems.size(), 1u);
+  EXPECT_EQ(p.problems[0].field, "swap_space") << "the swap pool is the larger part";
+}
+
+TEST(KvPlan, WarnsAboveTheTrainedContext) {
+  EngineConfig c = config();
+  c.max_model_len = 16384;
+  const KvPlan p = plan_kv(smollm2(), c, 0);
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p.max_model_len, 16384);
+  ASSERT_EQ(p.warnings.size(), 1u);
+  EXPECT_NE(p.warnings[0].find("above the model's trained context of 8192"), std::string::npos) << p.warnings[0];
+  c.max_model_len = 8192;
+  EXPECT_TRUE(plan_kv(smollm2(), c, 0).warnings.empty());
+}
+
+TEST(KvPlan, UnknownShapeIsAProblemNotACrash) {
+  const KvPlan p = plan_kv(ModelShape{}, config(), 0);
+  EXPECT_FALSE(p.ok());
+  EXPECT_EQ(p.num_blocks, 0);
+}
+
+}  // namespace
+}  // namespace kvscope

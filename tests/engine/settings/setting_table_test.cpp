@@ -1,0 +1,197 @@
+// The setting table (kvscope/setting_table.h): every row is well formed, its
+// default is valid, its text form round-trips, its range is enforced by
+// validate() under its own key, and the generic helpers (set_setting,
+// changed_settings, needs_reload) treat every row alike. Together with the
+// per-row checks of the consumers (tests/app/cli_settings_test.cpp: a CLI
+// option per row; tests/ui/settings_dialog_test.cpp: a control per row;
+// tests/ui/engine_settings_test.cpp: an INI key per row), this is what makes
+// a new setting one row plus the code that uses it.
+#include <gtest/gtest.h>
+
+#include <regex>
+#include <set>
+
+#include "kvscope/engine_config.h"
+#include "kvscope/setting_table.h"
+
+namespace kvscope {
+namespace {
+
+EngineConfig usable() {
+  EngineConfig c;
+  c.model_path = "model.gguf";
+  return c;
+}
+
+// A value of the row's type other than the default (and in range).
+SettingValue other_value(const SettingSpec& s) {
+  const SettingValue d = s.default_value();
+  switch (s.type) {
+    case SettingType::Int:
+    case SettingType::Bytes: {
+      const int64_t v = std::get<int64_t>(d);
+      return v < s.max ? v + 1 : v - 1;
+    }
+    case SettingType::Bool: return !std::get<bool>(d);
+    case SettingType::Choice: return s.choices.at(s.choices.at(0) == std::get<std::string>(d) ? 1 : 0);
+    case SettingType::Path: return std::string("other/model.gguf");
+  }
+  return d;
+}
+
+TEST(SettingTable, RowsAreWellFormed) {
+  std::set<std::string> keys, options;
+  const std::regex snake("[a-z][a-z0-9_]*");
+  for (const SettingSpec& s : engine_settings()) {
+    SCOPED_TRACE(s.key);
+    EXPECT_TRUE(std::regex_match(s.key, snake));
+    EXPECT_TRUE(keys.insert(s.key).second) << "duplicate key";
+    EXPECT_TRUE(options.insert(s.cli_option()).second) << "duplicate CLI option";
+    if (!s.cli_negation.empty()) {
+      EXPECT_TRUE(options.insert(s.cli_negation).second);
+    }
+    EXPECT_FALSE(s.label.empty());
+    EXPECT_FALSE(s.help.empty());
+    EXPECT_FALSE(s.group.empty());
+    EXPECT_TRUE(s.get && s.set);
+    EXPECT_EQ(find_setting(s.key), &s);
+    if (s.type == SettingType::Int || s.type == SettingType::Bytes) {
+      EXPECT_LT(s.min, s.max);
+    }
+    if (s.type == SettingType::Choice) {
+      EXPECT_GE(s.choices.size(), 2u);
+      EXPECT_EQ(s.choice_labels.size(), s.choices.size());
+    }
+    if (!s.zero_means.empty()) {
+      EXPECT_EQ(s.min, 0) << "0 must be allowed to mean something";
+    }
+  }
+  EXPECT_EQ(find_setting("no_such_setting"), nullptr);
+}
+
+TEST(SettingTable, DefaultsAreValidAndComeFromEngineConfig) {
+  EXPECT_TRUE(usable().validate().empty());
+  const EngineConfig d;
+  for (const SettingSpec& s : engine_settings()) {
+    SCOPED_TRACE(s.key);
+    EXPECT_EQ(s.default_value(), s.get(d));
+    EXPECT_FALSE(s.check(s.default_value()).has_value());
+  }
+  EXPECT_EQ(std::get<int64_t>(find_setting("block_size")->default_value()), d.block_size);
+}
+
+TEST(SettingTable, TextFormRoundTripsForEveryRow) {
+  for (const SettingSpec& s : engine_settings()) {
+    SCOPED_TRACE(s.key);
+    for (const SettingValue& v : {s.default_value(), other_value(s)}) {
+      const std::string text = s.format(v);
+      Result<SettingValue> back = s.parse(text);
+      ASSERT_TRUE(back.ok()) << text << ": " << back.error();
+      EXPECT_EQ(*back, v) << text;
+    }
+    if (s.type != SettingType::Path) {
+      Result<SettingValue> bad = s.parse("not a value");
+      ASSERT_FALSE(bad.ok());
+      EXPECT_EQ(bad.error().rfind(s.key + ":", 0), 0u) << "the message names the setting: " << bad.error();
+    }
+  }
+}
+
+TEST(SettingTable, RangesAreEnforcedUnderTheirOwnKey) {
+  for (const SettingSpec& s : engine_settings()) {
+    if (s.type != SettingType::Int && s.type != SettingType::Bytes) continue;
+    for (const int64_t v : {s.min - 1, s.max + 1}) {
+      SCOPED_TRACE(s.key + " = " + std::to_string(v));
+      EngineConfig c = usable();
+      s.set(c, SettingValue(v));
+      const std::vector<SettingProblem> problems = c.validate();
+      ASSERT_EQ(problems.size(), 1u);
+      EXPECT_EQ(problems[0].field, s.key);
+      EXPECT_NE(problems[0].message.find("out of range"), std::string::npos) << problems[0].message;
+    }
+    EngineConfig edge = usable();
+    s.set(edge, SettingValue(s.min));
+    EXPECT_FALSE(s.check(s.get(edge)).has_value()) << s.key;
+  }
+}
+
+TEST(SettingTable, EveryRowIsSetAndComparedAlike) {
+  for (const SettingSpec& s : engine_settings()) {
+    SCOPED_TRACE(s.key);
+    EngineConfig c = usable();
+    const EngineConfig before = c;
+    ASSERT_TRUE(set_setting(c, s.key, s.format(other_value(s))).ok());
+    EXPECT_EQ(changed_settings(before, c), std::vector<std::string>{s.key});
+    EXPECT_FALSE(same_settings(before, c));
+    EXPECT_EQ(needs_reload(before, c), s.effect == SettingEffect::Reload);
+  }
+  EngineConfig c = usable();
+  EXPECT_FALSE(set_setting(c, "colour", "blue").ok());
+  Status bad = set_setting(c, "block_size", "sixteen");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error(), "block_size: 'sixteen' is not a whole number");
+  EngineConfig snap = usable();
+  snap.record_snapshots = true;
+  EXPECT_TRUE(same_settings(usable(), snap)) << "record_snapshots is the front end's, not a setting";
+}
+
+TEST(SettingTable, OnlyTheModelNeedsAReload) {
+  for (const SettingSpec& s : engine_settings()) {
+    EXPECT_EQ(s.effect == SettingEffect::Reload, s.key == "model_path") << s.key;
+  }
+}
+
+TEST(SettingTable, AppliesSaysWhenAValueMatters) {
+  EngineConfig c = usable();
+  const SettingSpec& swap = *find_setting("swap_space");
+  const SettingSpec& budget = *find_setting("kv_budget");
+  EXPECT_FALSE(swap.applies(c));
+  c.preemption = PreemptionMode::Swap;
+  EXPECT_TRUE(swap.applies(c));
+  EXPECT_TRUE(budget.applies(c));
+  c.num_blocks = 10;
+  EXPECT_FALSE(budget.applies(c));
+}
+
+TEST(SettingTable, ParsesWhatPeopleType) {
+  const SettingSpec& paged = *find_setting("paged");
+  for (const char* t : {"true", "on", "YES", "1", " true "}) {
+    EXPECT_EQ(*paged.parse(t), SettingValue(true)) << t;
+  }
+  for (const char* t : {"false", "off", "No", "0"}) {
+    EXPECT_EQ(*paged.parse(t), SettingValue(false)) << t;
+  }
+  EXPECT_EQ(*find_setting("policy")->parse("Static"), SettingValue(std::string("static")));
+  Result<SettingValue> bogus = find_setting("preemption")->parse("later");
+  ASSERT_FALSE(bogus.ok());
+  EXPECT_EQ(bogus.error(), "preemption: 'later' is not one of recompute, swap");
+  EXPECT_FALSE(find_setting("threads")->parse("1e3").ok());
+  EXPECT_FALSE(find_setting("threads")->parse("99999999999999999999").ok());
+}
+
+TEST(ByteSize, ParseAndFormat) {
+  EXPECT_EQ(parse_byte_size("512M"), int64_t{512} << 20);
+  EXPECT_EQ(parse_byte_size("1.5g"), int64_t{3} << 29);
+  EXPECT_EQ(parse_byte_size("64KiB"), 65536);
+  EXPECT_EQ(parse_byte_size("1048576"), 1048576);
+  for (const char* bad : {"", "M", "1.2.3", "12Q", "-5", "0", "1e30"}) {
+    EXPECT_FALSE(parse_byte_size(bad)) << bad;
+  }
+  EXPECT_EQ(format_byte_size(int64_t{512} << 20), "512M");
+  EXPECT_EQ(format_byte_size(int64_t{3} << 29), "1536M");
+  EXPECT_EQ(format_byte_size(1000), "1000");
+  EXPECT_EQ(format_byte_size(0), "0");
+  for (const int64_t v : {int64_t{1}, int64_t{1023}, int64_t{1} << 40, (int64_t{1} << 40) + 1024, int64_t{999999}}) {
+    EXPECT_EQ(parse_byte_size(format_byte_size(v)), v) << v;
+  }
+}
+
+TEST(ProblemsStatus, FirstMessageAndCount) {
+  EXPECT_TRUE(problems_status({}).ok());
+  EXPECT_EQ(problems_status({{"a", "one"}}).error(), "one");
+  EXPECT_EQ(problems_status({{"a", "one"}, {"b", "two"}}).error(), "one (and 1 more problem)");
+  EXPECT_EQ(problems_status({{"a", "one"}, {"b", "two"}, {"", "three"}}).error(), "one (and 2 more problems)");
+}
+
+}  // namespace
+}  // namespace kvscope
