@@ -1,12 +1,11 @@
-// Every user knob of EngineConfig <-> QSettings (group "engine"), the list of
-// recently used models (group "models"), and the checks the settings dialog
-// shares with the loader.
-//
-// Stored keys (INI names): model_path, threads, block_size, kv_budget_mib,
-// num_blocks, max_seqs, max_batched_tokens, max_model_len, paged,
-// prefix_caching, policy ("continuous" | "static"), preemption ("recompute" |
-// "swap"), swap_space_mib. Budgets are whole MiB. record_snapshots is not
-// stored: the app sets it, the user does not.
+// The engine settings <-> QSettings (group "engine"), `kvscope --settings
+// FILE`, the list of recently used models (group "models"), and the checks the
+// settings dialog shares with the loader. Everything is generated from the
+// engine's setting table (kvscope/setting_table.h): one INI key per row, named
+// after the row's key, in the row's text form (`kv_budget=512M`,
+// `paged=true`, `policy=continuous`). record_snapshots is not stored: the app
+// sets it, the user does not. Files written before the table stored budgets
+// as whole MiB (`kv_budget_mib`, `swap_space_mib`); those are still read.
 //
 // A hand-edited file cannot crash or wedge the app: a value that does not
 // parse, or that EngineConfig::validate() refuses, falls back to its default,
@@ -16,6 +15,7 @@
 
 #include <optional>
 
+#include <QList>
 #include <QString>
 #include <QStringList>
 
@@ -25,43 +25,19 @@ class QSettings;
 
 namespace kvscope::ui {
 
-// The EngineConfig knob a problem is about; the dialog shows the message next
-// to that knob's control.
-enum class EngineField {
-  None,
-  ModelPath,
-  Threads,
-  BlockSize,
-  KvBudget,
-  NumBlocks,
-  MaxSeqs,
-  MaxBatchedTokens,
-  MaxModelLen,
-  SwapSpace,
-};
-
+// A problem with one setting: `field` is its SettingSpec::key (empty when no
+// single setting is at fault); the dialog shows the message next to that
+// setting's control.
 struct EngineProblem {
-  EngineField field = EngineField::None;
+  QString field;
   QString message;
 };
 
-// The field an EngineConfig::validate() message names (EngineField::None when
-// it names none this code knows).
-EngineField engineFieldOf(const std::string& message);
+// EngineConfig::validate() plus, when check_model_file, a model path that
+// exists; empty when all pass.
+QList<EngineProblem> engineConfigProblems(const kvscope::EngineConfig& config, bool check_model_file);
 
-// EngineConfig::validate() plus the app's own rules (swap space >= 0 and, when
-// check_model_file, a model path that exists); nullopt when all pass.
-std::optional<EngineProblem> engineConfigProblem(const kvscope::EngineConfig& config, bool check_model_file);
-
-// True when every user knob is equal (record_snapshots is ignored): a caller
-// re-creates the engine only when this is false.
-bool sameEngineKnobs(const kvscope::EngineConfig& a, const kvscope::EngineConfig& b);
-
-// Readable names for the enums, as stored; nullopt for an unknown name.
-std::optional<kvscope::SchedulingPolicy> schedulingPolicyFromName(const QString& name);
-std::optional<kvscope::PreemptionMode> preemptionModeFromName(const QString& name);
-
-// Reads the stored knobs over EngineConfig's defaults (model_path included;
+// Reads the stored settings over EngineConfig's defaults (model_path included;
 // a missing model file is not a problem here, loading the engine reports it).
 kvscope::EngineConfig loadEngineConfig(QSettings& settings, QStringList* problems = nullptr);
 void saveEngineConfig(QSettings& settings, const kvscope::EngineConfig& config);

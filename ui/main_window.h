@@ -117,6 +117,8 @@ class MainWindow : public QMainWindow {
   void reportStoreError(const QString& message);
 
   void acceptConfig(const kvscope::ModelInfo& info);
+  // The engine's warnings about the settings in force, in the status line.
+  void showSettingWarnings(const kvscope::ModelInfo& info);
   void showModelLabel(const kvscope::ModelInfo& info);
 
   kvscope::EngineConfig config_;

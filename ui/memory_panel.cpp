@@ -107,9 +107,12 @@ QWidget* MemoryPanel::makeWhatIfBox() {
     connect(s, &QSpinBox::valueChanged, this, &MemoryPanel::refreshWhatIf);
     return s;
   };
-  // The ranges are EngineConfig::validate()'s, so no entry is out of range.
-  block_size_ = spin("blockSize", 1, 2048, tr(" tokens"));
-  budget_mib_ = spin("kvBudgetMiB", 1, 1 << 20, tr(" MiB"));
+  // The ranges are the setting table's, so no entry is out of range.
+  const SettingSpec& block_size = *find_setting("block_size");
+  const SettingSpec& budget = *find_setting("kv_budget");
+  block_size_ = spin("blockSize", static_cast<int>(block_size.min), static_cast<int>(block_size.max), tr(" tokens"));
+  budget_mib_ = spin("kvBudgetMiB", static_cast<int>(std::max<int64_t>(budget.min >> 20, 1)),
+                     static_cast<int>(std::min<int64_t>(budget.max >> 20, 1 << 24)), tr(" MiB"));
   prompt_tokens_ = spin("promptTokens", 1, 1 << 20, tr(" tokens"));
   output_tokens_ = spin("outputTokens", 0, 1 << 20, tr(" tokens"));
   max_tokens_ = spin("maxTokens", 1, 1 << 20, tr(" tokens"));
@@ -240,24 +243,22 @@ EngineConfig MemoryPanel::whatIfConfig() const {
 
 void MemoryPanel::refreshWhatIf() {
   WhatIfInput in;
-  in.block_size = block_size_->value();
-  in.kv_budget_bytes = int64_t{budget_mib_->value()} << 20;
-  in.kv_bytes_per_token = has_model_ ? static_cast<int64_t>(info_.kv_bytes_per_token) : 0;
+  in.model = model_shape(info_);
+  in.config = whatIfConfig();
+  in.machine_memory_bytes = physical_memory_bytes();
   in.prompt_tokens = prompt_tokens_->value();
   in.output_tokens = output_tokens_->value();
   in.max_tokens = max_tokens_->value();
-  in.max_model_len = config_.max_model_len > 0 ? config_.max_model_len : info_.context_length;
-  what_if_ = estimateWhatIf(in);
-  const Status valid = whatIfConfig().validate();
-  apply_->setEnabled(has_model_ && what_if_.ok() && valid.ok());
+  what_if_ = has_model_ ? estimateWhatIf(in) : WhatIfResult{};
+  apply_->setEnabled(has_model_ && what_if_.ok());
   if (!has_model_) {
     what_if_text_->setText(QString());
     return;
   }
-  if (!what_if_.ok() || !valid.ok()) {
-    const QString why = QString::fromStdString(what_if_.ok() ? valid.error() : what_if_.error);
+  if (!what_if_.ok()) {
     what_if_text_->setText(QStringLiteral("<span style='color:%1'>%2</span>")
-                               .arg(errorTextColor(palette()).name(), why.toHtmlEscaped()));
+                               .arg(errorTextColor(palette()).name(),
+                                    QString::fromStdString(what_if_.error).toHtmlEscaped()));
     return;
   }
   const WhatIfResult& r = what_if_;

@@ -1,16 +1,20 @@
 // SettingsDialog: the application settings in three tabs.
 //   Model         the model file (path, Browse…, recently used models);
-//   Engine        every user knob of EngineConfig (threads, KV memory as a
-//                 budget or an exact block count, block size, lengths and
-//                 batch limits, paged / prefix caching, scheduling policy,
-//                 preemption mode and swap space);
+//   Engine        every other row of the engine's setting table
+//                 (kvscope/setting_table.h), one control per row, grouped by
+//                 the row's group, with its label, unit, range and help;
 //   Chat defaults the ConversationSettings new conversations start with
 //                 (only when the caller passes them).
-// Every edit is checked (EngineConfig::validate(), the model path must exist,
-// ConversationSettings::validate()); the message appears next to the offending
-// control, a summary names the tab, and OK stays disabled until it is fixed.
-// The caller persists the result (engine_settings.h, conversation_settings.h)
-// and re-creates the engine only when engineChanged().
+// The controls are generated from the table: a control's object name is the
+// setting's key ("block_size"), its message label's is key + "_message". A
+// control whose setting does not apply under the other values (swap space
+// without preemption by swap) is disabled. Every edit is checked
+// (EngineConfig::validate(), the model path must exist,
+// ConversationSettings::validate()); each problem appears next to its
+// setting's control, a summary names the first, and OK stays disabled until
+// all are fixed. The caller persists the result (engine_settings.h,
+// conversation_settings.h) and re-creates or reconfigures the engine only when
+// engineChanged().
 //   tested by tests/ui/settings_dialog_test.cpp
 #pragma once
 
@@ -23,14 +27,11 @@
 #include "kvscope/engine_config.h"
 #include "models/conversation_settings.h"
 
-class QCheckBox;
 class QComboBox;
 class QDialogButtonBox;
 class QFormLayout;
 class QLabel;
 class QLineEdit;
-class QRadioButton;
-class QSpinBox;
 class QTabWidget;
 
 namespace kvscope::ui {
@@ -46,18 +47,18 @@ class SettingsDialog : public QDialog {
   SettingsDialog(const kvscope::EngineConfig& config, const ConversationSettings& chat_defaults,
                  const QStringList& recent_models, QWidget* parent = nullptr);
 
-  // The config given with the dialog's knobs applied (record_snapshots passes
-  // through). Values the user did not touch come back exactly as given.
+  // The config given with the dialog's values applied (record_snapshots
+  // passes through). Values the user did not touch come back exactly as given
+  // (a budget of 1.5 MiB survives a dialog that shows whole MiB).
   kvscope::EngineConfig config() const;
   // The chat defaults as edited (those given when there is no chat tab).
   ConversationSettings chatDefaults() const;
-  // Whether a user knob of config() differs from the config given: the engine
-  // must be re-created to apply it.
+  // Whether a setting of config() differs from the config given.
   bool engineChanged() const;
   bool chatDefaultsChanged() const;
 
   bool isValid() const { return problem_.isEmpty(); }
-  // The current problem, "Tab: message"; empty when valid.
+  // The first problem, "Tab: message"; empty when valid.
   QString problem() const { return problem_; }
 
  private:
@@ -65,8 +66,12 @@ class SettingsDialog : public QDialog {
                  const QStringList& recent_models, QWidget* parent);
   void buildModelTab(const QStringList& recent_models);
   void buildEngineTab();
-  QLabel* addRow(QFormLayout* form, EngineField field, const QString& label, QWidget* control,
-                 const QString& tooltip);
+  // The control for one setting row (and its message label), added to `form`.
+  void addSettingRow(QFormLayout* form, const kvscope::SettingSpec& spec);
+  QLabel* addMessageLabel(QFormLayout* form, QWidget* control, const QString& key, const QString& name);
+  // Reads / writes one row's control.
+  kvscope::SettingValue controlValue(const kvscope::SettingSpec& spec) const;
+  void setControlValue(const kvscope::SettingSpec& spec, const kvscope::SettingValue& value);
   void loadConfig(const kvscope::EngineConfig& config);
   void browseModel();
   void revalidate();
@@ -74,30 +79,14 @@ class SettingsDialog : public QDialog {
   kvscope::EngineConfig given_;
   std::optional<ConversationSettings> chat_given_;  // nullopt: no chat tab
   QString problem_;
-  QMap<EngineField, QLabel*> messages_;   // the message label under each knob's control
+  bool loading_ = true;              // no revalidate() while controls are built and filled
+  QMap<QString, QWidget*> controls_;  // setting key -> its control
+  QMap<QString, QLabel*> messages_;   // setting key -> the message label under its control
 
   QTabWidget* tabs_ = nullptr;
   QDialogButtonBox* buttons_ = nullptr;
   QLabel* summary_ = nullptr;
-
-  QLineEdit* model_path_ = nullptr;
   QComboBox* recent_models_ = nullptr;
-
-  QSpinBox* threads_ = nullptr;
-  QRadioButton* kv_by_budget_ = nullptr;
-  QRadioButton* kv_by_blocks_ = nullptr;
-  QSpinBox* kv_budget_mib_ = nullptr;
-  QSpinBox* num_blocks_ = nullptr;
-  QSpinBox* block_size_ = nullptr;
-  QSpinBox* max_model_len_ = nullptr;
-  QSpinBox* max_seqs_ = nullptr;
-  QSpinBox* max_batched_tokens_ = nullptr;
-  QCheckBox* paged_ = nullptr;
-  QCheckBox* prefix_caching_ = nullptr;
-  QComboBox* policy_ = nullptr;
-  QComboBox* preemption_ = nullptr;
-  QSpinBox* swap_space_mib_ = nullptr;
-
   SamplingEditor* chat_editor_ = nullptr;
 };
 

@@ -1,9 +1,13 @@
 // `kvscope-cli model-info`: what a GGUF file holds, without loading it into an
 // engine: metadata (long arrays and strings summarised), the tensor table,
-// totals by type, parameter count and a memory estimate (weights + f32 KV).
+// totals by type, parameter count, and the engine's memory plan (plan_kv) for
+// the engine options given (the same options as generate: --kv-budget,
+// --block-size, --ctx, ...), so the sizes shown are the ones Engine::create
+// would allocate.
 //
 //   kvscope-cli model-info                       # the default model
 //   kvscope-cli model-info --model x.gguf --json
+//   kvscope-cli model-info --kv-budget 2G --block-size 32
 #include <algorithm>
 
 #include <CLI/CLI.hpp>
@@ -16,9 +20,40 @@ namespace kvscope::cli {
 namespace {
 
 struct ModelInfoOptions {
-  std::string model;
+  EngineOptions engine;  // --model is one of them
   bool json = false;
 };
+
+nlohmann::ordered_json plan_json(const KvPlan& p) {
+  nlohmann::ordered_json problems = nlohmann::ordered_json::array();
+  for (const SettingProblem& problem : p.problems) problems.push_back({{"field", problem.field}, {"message", problem.message}});
+  return {{"ok", p.ok()},
+          {"problems", problems},
+          {"warnings", p.warnings},
+          {"max_model_len", p.max_model_len},
+          {"kv_bytes_per_token", p.kv_bytes_per_token},
+          {"bytes_per_block", p.bytes_per_block},
+          {"num_blocks", p.num_blocks},
+          {"num_swap_blocks", p.num_swap_blocks},
+          {"pool_bytes", p.pool_bytes},
+          {"swap_bytes", p.swap_bytes},
+          {"workspace_bytes", p.workspace_bytes}};
+}
+
+std::string plan_text(const KvPlan& p, const EngineConfig& c) {
+  std::string out;
+  for (const SettingProblem& problem : p.problems) out += fmt::format("KV plan     does not fit: {}\n", problem.message);
+  if (!p.ok()) return out;
+  out += fmt::format("KV plan     {} blocks of {} tokens ({} each) = {}, {} tokens; max model length {}\n",
+                     p.num_blocks, c.block_size, human_bytes(static_cast<uint64_t>(p.bytes_per_block)),
+                     human_bytes(static_cast<uint64_t>(p.pool_bytes)), p.num_blocks * c.block_size, p.max_model_len);
+  if (p.num_swap_blocks > 0)
+    out += fmt::format("swap        {} blocks = {}\n", p.num_swap_blocks, human_bytes(static_cast<uint64_t>(p.swap_bytes)));
+  out += fmt::format("workspace   {} ({} tokens per step, {} sequences)\n",
+                     human_bytes(static_cast<uint64_t>(p.workspace_bytes)), c.max_batched_tokens, c.max_seqs);
+  for (const std::string& w : p.warnings) out += fmt::format("warning     {}\n", w);
+  return out;
+}
 
 std::string dims_text(const std::vector<int64_t>& dims) { return fmt::format("[{}]", fmt::join(dims, ", ")); }
 
@@ -110,14 +145,31 @@ std::string summary_text(const ModelFileSummary& s) {
 }
 
 int run_model_info(const ModelInfoOptions& o) {
-  const std::optional<std::string> path = resolve_model_path(o.model);
+  Result<EngineConfig> config = engine_config_from(o.engine);
+  if (!config.ok()) {
+    print_error(config.error());
+    return kExitUsage;
+  }
+  const auto model = o.engine.given.find("model_path");
+  const std::optional<std::string> path = resolve_model_path(model != o.engine.given.end() ? model->second : "");
   if (!path) return kExitRuntime;
   auto summary = inspect_model_file(*path);
   if (!summary.ok()) {
     print_error(summary.error());
     return kExitRuntime;
   }
-  write_stdout(o.json ? dump_json(summary_json(*summary)) + "\n" : summary_text(*summary));
+  std::optional<KvPlan> plan;
+  if (summary->config) plan = plan_kv(summary->config->shape(), *config, physical_memory_bytes());
+  if (o.json) {
+    nlohmann::ordered_json j = summary_json(*summary);
+    j["kv_plan"] = plan ? plan_json(*plan) : nlohmann::ordered_json(nullptr);
+    write_stdout(dump_json(j) + "\n");
+  } else {
+    std::string text = summary_text(*summary);
+    // The plan goes right after the memory lines, before the metadata.
+    if (plan) text.insert(text.find("\nmetadata ("), plan_text(*plan, *config));
+    write_stdout(text);
+  }
   return kExitOk;
 }
 
@@ -126,7 +178,7 @@ int run_model_info(const ModelInfoOptions& o) {
 Command add_model_info_command(CLI::App& parent) {
   auto o = std::make_shared<ModelInfoOptions>();
   CLI::App* cmd = parent.add_subcommand("model-info", "Show what a GGUF model file holds");
-  cmd->add_option("--model", o->model, "GGUF file (default: the default model)");
+  add_engine_options(*cmd, o->engine);
   cmd->add_flag("--json", o->json, "print a JSON object");
   return {cmd, [o] { return run_model_info(*o); }};
 }

@@ -1,7 +1,9 @@
-// engine_settings: every user knob of EngineConfig survives save -> load; a
-// hand-edited file with garbage falls back per field with a message; every
-// EngineConfig::validate() message maps to its field; `--settings FILE`
-// errors; the recent-models list rules.
+// engine_settings: every row of the engine's setting table survives save ->
+// load at its bounds and in between; a hand-edited file with garbage or an
+// out-of-range value falls back per setting with a message naming it; files
+// written before the table (budgets in whole MiB) are still read; every
+// EngineConfig::validate() problem names a setting of the table; `--settings
+// FILE` errors; the recent-models list rules.
 //   ctest --test-dir build -R engine_settings_test
 #include <QDir>
 #include <QFile>
@@ -10,35 +12,59 @@
 #include <QtTest>
 
 #include "engine_settings.h"
+#include "setting_values.h"
 
 using kvscope::EngineConfig;
-using kvscope::ui::EngineField;
+using kvscope::SettingSpec;
+using kvscope::SettingType;
+using kvscope::SettingValue;
+using kvscope::test::changedText;
+using kvscope::test::kMiB;
 
 namespace {
 
-// Every user knob away from its default (budgets in whole MiB, as stored).
-EngineConfig unusual() {
-  EngineConfig c;
-  c.model_path = "/models/some model (v2).gguf";
-  c.num_threads = 3;
-  c.block_size = 32;
-  c.kv_budget_bytes = int64_t{3000} << 20;
-  c.num_blocks = 777;
-  c.max_seqs = 9;
-  c.max_batched_tokens = 333;
-  c.max_model_len = 2048;
-  c.paged = false;
-  c.prefix_caching = false;
-  c.policy = kvscope::SchedulingPolicy::Static;
-  c.preemption = kvscope::PreemptionMode::Swap;
-  c.swap_space_bytes = int64_t{100} << 20;
-  return c;
-}
+// Spaces, a comma (a list separator to QSettings) and non-ASCII must survive.
+const std::string kOddPath = "/models/some model, v2 (\u00e9t\u00e9).gguf";
 
 void writeFile(const QString& path, const QByteArray& text) {
   QFile file(path);
   QVERIFY(file.open(QIODevice::WriteOnly));
   file.write(text);
+}
+
+QString qs(const std::string& text) { return QString::fromStdString(text); }
+
+QString show(const SettingSpec& spec, const SettingValue& value) {
+  return QStringLiteral("%1=%2").arg(qs(spec.key), qs(spec.format(value)));
+}
+
+// Saves `c` to a new file and loads it from a copy, so that the values are
+// read back from the file's text (QSettings caches a file it wrote).
+// *copy: the copy's path.
+EngineConfig savedAndReadBack(const QTemporaryDir& dir, const EngineConfig& c, QStringList* problems,
+                              QString* copy = nullptr) {
+  static int num_files = 0;
+  const QString path = dir.filePath(QStringLiteral("saved-%1.ini").arg(++num_files));
+  const QString read_path = dir.filePath(QStringLiteral("read-%1.ini").arg(num_files));
+  {
+    QSettings settings(path, QSettings::IniFormat);
+    kvscope::ui::saveEngineConfig(settings, c);
+  }
+  if (!QFile::copy(path, read_path)) qFatal("cannot copy %s", qPrintable(path));
+  if (copy) *copy = read_path;
+  QSettings settings(read_path, QSettings::IniFormat);
+  return kvscope::ui::loadEngineConfig(settings, problems);
+}
+
+// Loads `ini` (the [engine] group's lines) from a new file: QSettings caches
+// a file's contents by its name, size and time, so rewriting one file could
+// read the previous text.
+EngineConfig loadText(const QTemporaryDir& dir, const QByteArray& ini, QStringList* problems) {
+  static int num_files = 0;
+  const QString path = dir.filePath(QStringLiteral("hand-edited-%1.ini").arg(++num_files));
+  writeFile(path, "[engine]\n" + ini);
+  QSettings settings(path, QSettings::IniFormat);
+  return kvscope::ui::loadEngineConfig(settings, problems);
 }
 
 }  // namespace
@@ -48,67 +74,131 @@ class EngineSettingsTest : public QObject {
  private slots:
   void everyKnobRoundTrips() {
     QTemporaryDir dir;
-    const QString path = dir.filePath(QStringLiteral("kvscope.ini"));
-    const EngineConfig c = unusual();
-    QVERIFY(!kvscope::ui::sameEngineKnobs(c, EngineConfig()));
-    {
-      QSettings settings(path, QSettings::IniFormat);
-      kvscope::ui::saveEngineConfig(settings, c);
-    }
-    QSettings settings(path, QSettings::IniFormat);
+    const EngineConfig c = kvscope::test::unusualConfig(kOddPath, /*whole_mib=*/false);
+    // Every row differs from its default, so each one is carried below.
+    QCOMPARE(kvscope::changed_settings(c, EngineConfig()).size(), kvscope::engine_settings().size());
     QStringList problems;
-    const EngineConfig back = kvscope::ui::loadEngineConfig(settings, &problems);
+    QString copy;
+    const EngineConfig back = savedAndReadBack(dir, c, &problems, &copy);
     QVERIFY2(problems.isEmpty(), qPrintable(problems.join(QLatin1Char('\n'))));
-    QVERIFY(kvscope::ui::sameEngineKnobs(back, c));
-    // Enums are stored as words a person can edit.
+    QVERIFY2(kvscope::same_settings(back, c), qPrintable(changedText(back, c)));
+    QCOMPARE(back.record_snapshots, false);  // the app's to set, not stored
+    // Every row is stored under its key in its text form, which a person can edit.
+    QSettings settings(copy, QSettings::IniFormat);
+    for (const SettingSpec& spec : kvscope::engine_settings()) {
+      QCOMPARE(settings.value(QStringLiteral("engine/") + qs(spec.key)).toString(), qs(spec.format(spec.get(c))));
+    }
     QCOMPARE(settings.value(QStringLiteral("engine/policy")).toString(), QStringLiteral("static"));
     QCOMPARE(settings.value(QStringLiteral("engine/preemption")).toString(), QStringLiteral("swap"));
   }
 
-  void sameEngineKnobsSeesEveryKnob() {
-    const EngineConfig base = unusual();
-    const EngineConfig d;
-    std::vector<EngineConfig> changed(13, base);
-    changed[0].model_path = d.model_path;
-    changed[1].num_threads = d.num_threads;
-    changed[2].block_size = d.block_size;
-    changed[3].kv_budget_bytes = d.kv_budget_bytes;
-    changed[4].num_blocks = d.num_blocks;
-    changed[5].max_seqs = d.max_seqs;
-    changed[6].max_batched_tokens = d.max_batched_tokens;
-    changed[7].max_model_len = d.max_model_len;
-    changed[8].paged = d.paged;
-    changed[9].prefix_caching = d.prefix_caching;
-    changed[10].policy = d.policy;
-    changed[11].preemption = d.preemption;
-    changed[12].swap_space_bytes = d.swap_space_bytes;
-    for (size_t i = 0; i < changed.size(); ++i) QVERIFY2(!kvscope::ui::sameEngineKnobs(changed[i], base), qPrintable(QString::number(i)));
-    EngineConfig snapshots = base;
-    snapshots.record_snapshots = !base.record_snapshots;  // internal, not a knob
-    QVERIFY(kvscope::ui::sameEngineKnobs(snapshots, base));
+  // Each row alone, at its min, its max and in between (bytes not whole MiB).
+  void everyRowRoundTripsAlone() {
+    QTemporaryDir dir;
+    EngineConfig base;
+    base.model_path = "/m.gguf";
+    int num_checked = 0;
+    for (const SettingSpec& spec : kvscope::engine_settings()) {
+      const std::vector<SettingValue> values = kvscope::test::otherValues(spec, kOddPath, /*whole_mib=*/false);
+      QVERIFY2(!values.empty(), spec.key.c_str());
+      for (const SettingValue& value : values) {
+        EngineConfig c = base;
+        spec.set(c, value);
+        QVERIFY(kvscope::changed_settings(c, base) == std::vector<std::string>{spec.key});
+        QStringList problems;
+        const EngineConfig back = savedAndReadBack(dir, c, &problems);
+        QVERIFY2(problems.isEmpty(),
+                 qPrintable(show(spec, value) + QStringLiteral(": ") + problems.join(QLatin1Char('\n'))));
+        QVERIFY2(spec.get(back) == value,
+                 qPrintable(show(spec, value) + QStringLiteral(" came back as ") + qs(spec.format(spec.get(back)))));
+        QVERIFY2(kvscope::same_settings(back, c),
+                 qPrintable(show(spec, value) + QStringLiteral(" ") + changedText(back, c)));
+        ++num_checked;
+      }
+    }
+    QVERIFY(num_checked >= static_cast<int>(kvscope::engine_settings().size()));
   }
 
+  // A value that is not of the row's type: that row falls back to its
+  // default, one problem names the key, the other rows are kept.
+  void garbageForEachRowFallsBack() {
+    QTemporaryDir dir;
+    for (const SettingSpec& spec : kvscope::engine_settings()) {
+      if (spec.type == SettingType::Path) continue;  // any text is a path; a missing file is the loader's to report
+      std::vector<QByteArray> garbage = {"", "lots of", "1 2"};
+      if (spec.type == SettingType::Int) garbage.insert(garbage.end(), {"12abc", "1.5", "0x10"});
+      if (spec.type == SettingType::Bytes) garbage.insert(garbage.end(), {"12X", "-5M", "1..5M", "M"});
+      if (spec.type == SettingType::Bool) garbage.insert(garbage.end(), {"maybe", "2"});
+      if (spec.type == SettingType::Choice) garbage.insert(garbage.end(), {"fifo", "0"});
+      // Another setting in the same file, which must be kept.
+      const SettingSpec& other = *kvscope::find_setting(spec.key == "max_seqs" ? "threads" : "max_seqs");
+      for (const QByteArray& text : garbage) {
+        QStringList problems;
+        const QByteArray ini = "model_path=/m.gguf\n" + QByteArray::fromStdString(other.key) + "=3\n" +
+                               QByteArray::fromStdString(spec.key) + "=" + text + "\n";
+        const EngineConfig c = loadText(dir, ini, &problems);
+        const QString what = qs(spec.key) + QStringLiteral("=\"") + QString::fromUtf8(text) + QLatin1Char('"');
+        QVERIFY2(spec.get(c) == spec.default_value(), qPrintable(what));
+        QVERIFY2(problems.size() == 1, qPrintable(what + QStringLiteral(": ") + problems.join(QLatin1Char('\n'))));
+        QVERIFY2(problems[0].contains(QStringLiteral("engine/") + qs(spec.key)), qPrintable(problems[0]));
+        QVERIFY2(problems[0].contains(QStringLiteral("default")), qPrintable(problems[0]));
+        // The rest of the file is kept.
+        QCOMPARE(c.model_path, std::string("/m.gguf"));
+        QVERIFY2(other.get(c) == SettingValue(int64_t{3}), qPrintable(what));
+      }
+    }
+  }
+
+  // A number that parses but is out of the row's range falls back too, with
+  // the range in the message; one beyond 32 bits must not wrap into range.
+  void outOfRangeForEachRowFallsBack() {
+    QTemporaryDir dir;
+    for (const SettingSpec& spec : kvscope::engine_settings()) {
+      if (spec.type != SettingType::Int && spec.type != SettingType::Bytes) continue;
+      std::vector<int64_t> bad = {spec.max + 1};
+      // Below the range; a size below 0 ("-1") is not a size at all: garbage, above.
+      if (spec.type == SettingType::Int || spec.min > 0) bad.push_back(spec.min - 1);
+      if (spec.type == SettingType::Int) bad.push_back((int64_t{1} << 32) + kvscope::test::middleValue(spec, false));
+      for (int64_t v : bad) {
+        QStringList problems;
+        const EngineConfig c = loadText(dir, "model_path=/m.gguf\n" + QByteArray::fromStdString(spec.key) + "=" +
+                                                 QByteArray::number(static_cast<qlonglong>(v)) + "\n",
+                                        &problems);
+        const QString what = qs(spec.key) + QLatin1Char('=') + QString::number(v);
+        QVERIFY2(spec.get(c) == spec.default_value(),
+                 qPrintable(what + QStringLiteral(" came back as ") + qs(spec.format(spec.get(c)))));
+        QVERIFY2(problems.size() == 1, qPrintable(what + QStringLiteral(": ") + problems.join(QLatin1Char('\n'))));
+        // The setting is named (by its key or its label) with its range.
+        const QString range = spec.type == SettingType::Bytes
+                                  ? QStringLiteral("[%1, %2]").arg(qs(kvscope::format_byte_size(spec.min)),
+                                                                    qs(kvscope::format_byte_size(spec.max)))
+                                  : QStringLiteral("[%1, %2]").arg(spec.min).arg(spec.max);
+        const bool named = problems[0].contains(qs(spec.key)) || problems[0].contains(qs(spec.label).toLower());
+        QVERIFY2(named && problems[0].contains(range),
+                 qPrintable(what + QStringLiteral(": ") + problems[0]));
+      }
+    }
+  }
+
+  // A file of many mistakes at once, as an old hand-edited file may be.
   void garbageFallsBackToDefaults() {
     QTemporaryDir dir;
-    const QString path = dir.filePath(QStringLiteral("kvscope.ini"));
-    writeFile(path,
-              "[engine]\n"
-              "model_path=/m.gguf\n"
-              "threads=lots\n"              // not a number
-              "block_size=99999\n"          // out of validate()'s range
-              "kv_budget_mib=-5\n"          // must be >= 1
-              "num_blocks=99999999999\n"    // beyond int32
-              "max_seqs=0\n"                // out of range
-              "max_batched_tokens=128\n"    // fine: kept
-              "max_model_len=-1\n"          // out of range
-              "paged=maybe\n"
-              "prefix_caching=off\n"        // fine: kept
-              "policy=fifo\n"
-              "preemption=Swap\n"           // fine: case does not matter
-              "swap_space_mib=-1\n");
-    QSettings settings(path, QSettings::IniFormat);
     QStringList problems;
-    const EngineConfig c = kvscope::ui::loadEngineConfig(settings, &problems);
+    const EngineConfig c = loadText(dir,
+                                    "model_path=/m.gguf\n"
+                                    "threads=lots\n"              // not a number
+                                    "block_size=99999\n"          // out of the row's range
+                                    "kv_budget_mib=-5\n"          // legacy key: must be >= 0 MiB
+                                    "num_blocks=99999999999\n"    // beyond int32
+                                    "max_seqs=0\n"                // out of range
+                                    "max_batched_tokens=128\n"    // fine: kept
+                                    "max_model_len=-1\n"          // out of range
+                                    "paged=maybe\n"
+                                    "prefix_caching=off\n"        // fine: kept
+                                    "policy=fifo\n"
+                                    "preemption=Swap\n"           // fine: case does not matter
+                                    "swap_space_mib=-1\n",        // legacy key
+                                    &problems);
     const EngineConfig d;
     QCOMPARE(c.model_path, std::string("/m.gguf"));
     QCOMPARE(c.num_threads, d.num_threads);
@@ -123,37 +213,91 @@ class EngineSettingsTest : public QObject {
     QCOMPARE(c.policy, d.policy);
     QCOMPARE(c.preemption, kvscope::PreemptionMode::Swap);
     QCOMPARE(c.swap_space_bytes, d.swap_space_bytes);
-    QVERIFY(c.validate().ok());
+    QVERIFY(c.validate().empty());
+    QCOMPARE(problems.size(), 9);
     const QString all = problems.join(QLatin1Char('\n'));
-    for (const char* key : {"threads", "block size", "kv_budget_mib", "num_blocks", "max sequences",
+    for (const char* key : {"threads", "block size", "kv_budget_mib", "kv blocks", "max sequences",
                             "max model length", "paged", "policy", "swap_space_mib"})
       QVERIFY2(all.contains(QLatin1String(key)), qPrintable(all));
   }
 
-  // The dialog shows each message next to the field it names; a reworded
-  // engine message fails here instead of landing nowhere.
-  void everyValidateMessageNamesItsField() {
-    auto check = [](EngineField field, auto&& spoil) {
-      EngineConfig c;
-      c.model_path = QDir::currentPath().toStdString();  // exists
-      spoil(c);
-      const auto problem = kvscope::ui::engineConfigProblem(c, true);
-      QVERIFY(problem.has_value());
-      QVERIFY2(problem->field == field, qPrintable(problem->message));
-      QVERIFY(!problem->message.isEmpty());
+  // Files written before the setting table keep budgets in whole MiB.
+  void legacyMiBKeysAreRead() {
+    QTemporaryDir dir;
+    QStringList problems;
+    EngineConfig c = loadText(dir, "model_path=/m.gguf\nkv_budget_mib=300\nswap_space_mib=0\n", &problems);
+    QVERIFY2(problems.isEmpty(), qPrintable(problems.join(QLatin1Char('\n'))));
+    QCOMPARE(c.kv_budget_bytes, 300 * kMiB);
+    QCOMPARE(c.swap_space_bytes, int64_t{0});
+
+    // The new key wins over the old one.
+    problems.clear();
+    c = loadText(dir, "kv_budget_mib=300\nkv_budget=1G\nswap_space_mib=7\nswap_space=1536K\n", &problems);
+    QVERIFY2(problems.isEmpty(), qPrintable(problems.join(QLatin1Char('\n'))));
+    QCOMPARE(c.kv_budget_bytes, int64_t{1} << 30);
+    QCOMPARE(c.swap_space_bytes, int64_t{1536} << 10);
+
+    // Garbage, or a budget the range refuses, falls back with a message.
+    for (const QByteArray& text : {QByteArray("lots"), QByteArray("1.5"), QByteArray("0")}) {
+      problems.clear();
+      c = loadText(dir, "kv_budget_mib=" + text + "\n", &problems);
+      QCOMPARE(c.kv_budget_bytes, EngineConfig().kv_budget_bytes);
+      QVERIFY2(problems.size() == 1, qPrintable(problems.join(QLatin1Char('\n'))));
+      QVERIFY2(problems[0].contains(QStringLiteral("kv_budget")) || problems[0].contains(QStringLiteral("kv budget")),
+               qPrintable(problems[0]));
+    }
+
+    // Saving writes the new keys only, so the two cannot disagree later.
+    const QString path = dir.filePath(QStringLiteral("old.ini"));
+    writeFile(path, "[engine]\nkv_budget_mib=300\nswap_space_mib=100\n");
+    {
+      QSettings settings(path, QSettings::IniFormat);
+      c = kvscope::ui::loadEngineConfig(settings);
+      QCOMPARE(c.swap_space_bytes, 100 * kMiB);
+      kvscope::ui::saveEngineConfig(settings, c);
+    }
+    QSettings settings(path, QSettings::IniFormat);
+    QVERIFY(!settings.contains(QStringLiteral("engine/kv_budget_mib")));
+    QVERIFY(!settings.contains(QStringLiteral("engine/swap_space_mib")));
+    QCOMPARE(settings.value(QStringLiteral("engine/kv_budget")).toString(), QStringLiteral("300M"));
+    QCOMPARE(kvscope::ui::loadEngineConfig(settings).kv_budget_bytes, 300 * kMiB);
+  }
+
+  // The dialog shows each problem next to the control of the setting it
+  // names: every problem must name a row of the table (or the model path).
+  void everyValidateProblemNamesItsSetting() {
+    EngineConfig good;
+    good.model_path = QDir::currentPath().toStdString();  // exists
+    QVERIFY(kvscope::ui::engineConfigProblems(good, true).isEmpty());
+    for (const SettingSpec& spec : kvscope::engine_settings()) {
+      if (spec.type != SettingType::Int && spec.type != SettingType::Bytes) continue;
+      for (int64_t v : {spec.min - 1, spec.max + 1}) {
+        EngineConfig c = good;
+        spec.set(c, v);
+        const QList<kvscope::ui::EngineProblem> problems = kvscope::ui::engineConfigProblems(c, true);
+        const QString what = qs(spec.key) + QLatin1Char('=') + QString::number(v);
+        QVERIFY2(problems.size() == 1, qPrintable(what));
+        QVERIFY2(problems[0].field == qs(spec.key), qPrintable(what + QStringLiteral(": ") + problems[0].field));
+        QVERIFY2(!problems[0].message.isEmpty(), qPrintable(what));
+      }
+    }
+    auto modelProblem = [&](const std::string& path) {
+      EngineConfig c = good;
+      c.model_path = path;
+      return kvscope::ui::engineConfigProblems(c, true);
     };
-    check(EngineField::Threads, [](EngineConfig& c) { c.num_threads = -1; });
-    check(EngineField::BlockSize, [](EngineConfig& c) { c.block_size = 0; });
-    check(EngineField::NumBlocks, [](EngineConfig& c) { c.num_blocks = -1; });
-    check(EngineField::MaxSeqs, [](EngineConfig& c) { c.max_seqs = 0; });
-    check(EngineField::MaxBatchedTokens, [](EngineConfig& c) { c.max_batched_tokens = 0; });
-    check(EngineField::MaxModelLen, [](EngineConfig& c) { c.max_model_len = -1; });
-    check(EngineField::KvBudget, [](EngineConfig& c) { c.kv_budget_bytes = 0; });
-    check(EngineField::SwapSpace, [](EngineConfig& c) { c.swap_space_bytes = -1; });
-    check(EngineField::ModelPath, [](EngineConfig& c) { c.model_path.clear(); });
-    check(EngineField::ModelPath, [](EngineConfig& c) { c.model_path = "/no/such/model.gguf"; });
+    for (const std::string& path : {std::string(), std::string("/no/such/model.gguf")}) {
+      const QList<kvscope::ui::EngineProblem> problems = modelProblem(path);
+      QCOMPARE(problems.size(), 1);
+      QCOMPARE(problems[0].field, QStringLiteral("model_path"));
+      QVERIFY(!problems[0].message.isEmpty());
+    }
+    QVERIFY(modelProblem("/no/such/model.gguf")[0].message.contains(QStringLiteral("/no/such/model.gguf")));
+    // Without the file check, no model path is not a problem yet.
     EngineConfig missing_model;
-    QVERIFY(!kvscope::ui::engineConfigProblem(missing_model, /*check_model_file=*/false).has_value());
+    QVERIFY(kvscope::ui::engineConfigProblems(missing_model, /*check_model_file=*/false).isEmpty());
+    missing_model.block_size = 0;
+    QCOMPARE(kvscope::ui::engineConfigProblems(missing_model, false).size(), 1);
   }
 
   void settingsFileErrors() {

@@ -1,6 +1,7 @@
 // memoryBreakdown / kvSplit / estimateWhatIf against numbers worked out by
-// hand (the arithmetic is in the comments), with SmolLM2-135M's K/V size:
+// hand (the arithmetic is in the comments), with SmolLM2-135M's shape:
 // 30 layers x 3 KV heads x 64 dims x (K + V) x 4 bytes = 46080 bytes a token.
+// The pool is the engine's own plan (plan_kv), so the what-if must agree with it.
 //   ctest --test-dir build -R memory_estimate_test
 #include <QtTest>
 
@@ -13,15 +14,29 @@ namespace {
 
 constexpr int64_t kBytesPerToken = 46080;
 
+ModelShape smolShape() {
+  ModelShape m;
+  m.num_layers = 30;
+  m.hidden_size = 576;
+  m.ffn_size = 1536;
+  m.num_heads = 9;
+  m.num_kv_heads = 3;
+  m.head_dim = 64;
+  m.vocab_size = 49152;
+  m.context_length = 8192;
+  return m;
+}
+
 WhatIfInput request(int32_t prompt, int32_t output, int32_t max_tokens, int32_t max_model_len = 2048) {
   WhatIfInput in;
-  in.block_size = 16;
-  in.kv_budget_bytes = 64ll << 20;
-  in.kv_bytes_per_token = kBytesPerToken;
+  in.model = smolShape();
+  in.config.model_path = "SmolLM2-135M-Instruct.Q4_1.gguf";
+  in.config.block_size = 16;
+  in.config.kv_budget_bytes = 64ll << 20;
+  in.config.max_model_len = max_model_len;
   in.prompt_tokens = prompt;
   in.output_tokens = output;
   in.max_tokens = max_tokens;
-  in.max_model_len = max_model_len;
   return in;
 }
 
@@ -31,8 +46,10 @@ class MemoryEstimateTest : public QObject {
   Q_OBJECT
  private slots:
   void pagedVersusContiguous() {
+    QCOMPARE(smolShape().kv_bytes_per_token(), kBytesPerToken);
     const WhatIfResult r = estimateWhatIf(request(100, 50, 256));
     QVERIFY2(r.ok(), r.error.c_str());
+    QCOMPARE(r.max_model_len, 2048);
     QCOMPARE(r.bytes_per_block, int64_t{737280});  // 46080 * 16
     QCOMPARE(r.num_blocks, int64_t{91});           // 67108864 / 737280 = 91.02
     QCOMPARE(r.token_capacity, int64_t{1456});     // 91 * 16
@@ -67,33 +84,87 @@ class MemoryEstimateTest : public QObject {
 
   void blockSizeChangesPoolAndWaste() {
     WhatIfInput in = request(100, 50, 256);
-    in.block_size = 1;  // no internal fragmentation in paged mode
+    in.config.block_size = 1;  // no internal fragmentation in paged mode
     WhatIfResult r = estimateWhatIf(in);
     QCOMPARE(r.num_blocks, int64_t{1456});  // 67108864 / 46080 = 1456.36
     QCOMPARE(r.paged_waste_slots, int64_t{0});
     QCOMPARE(r.num_paged_seqs, int64_t{9});  // 1456 / 150 = 9.7
-    in.block_size = 128;
+    in.config.block_size = 128;
     r = estimateWhatIf(in);
     QCOMPARE(r.num_blocks, int64_t{11});  // 67108864 / 5898240 = 11.4
     QCOMPARE(r.paged_blocks_per_seq, int64_t{2});
     QCOMPARE(r.paged_waste_slots, int64_t{106});  // 256 - 150
   }
 
+  // The pool is plan_kv's for the same model, config and machine, whatever
+  // sizes it: the budget, an exact block count, the model's own context.
+  void poolIsTheEnginePlan() {
+    std::vector<WhatIfInput> inputs;
+    inputs.push_back(request(100, 50, 256));
+    inputs.push_back(request(100, 50, 256, /*max_model_len=*/0));  // the model's trained context
+    inputs.back().config.kv_budget_bytes = 1ll << 30;
+    inputs.push_back(request(100, 50, 256));
+    inputs.back().config.num_blocks = 40;  // an exact count: the budget is ignored
+    inputs.push_back(request(100, 50, 256));
+    inputs.back().config.preemption = PreemptionMode::Swap;  // swap space is not the pool
+    inputs.back().config.swap_space_bytes = 32ll << 20;
+    inputs.back().machine_memory_bytes = 8ll << 30;
+    for (const WhatIfInput& in : inputs) {
+      const KvPlan plan = plan_kv(in.model, in.config, in.machine_memory_bytes);
+      QVERIFY(plan.ok());
+      const WhatIfResult r = estimateWhatIf(in);
+      QVERIFY2(r.ok(), r.error.c_str());
+      QCOMPARE(r.num_blocks, plan.num_blocks);
+      QCOMPARE(r.bytes_per_block, plan.bytes_per_block);
+      QCOMPARE(r.max_model_len, plan.max_model_len);
+      QCOMPARE(r.token_capacity, plan.num_blocks * in.config.block_size);
+    }
+    QCOMPARE(estimateWhatIf(inputs[1]).max_model_len, 8192);
+    QCOMPARE(estimateWhatIf(inputs[1]).num_blocks, int64_t{1456});  // 2^30 / 737280 = 1456.36
+    QCOMPARE(estimateWhatIf(inputs[2]).num_blocks, int64_t{40});
+    QCOMPARE(estimateWhatIf(inputs[2]).num_paged_seqs, int64_t{4});  // 40 / 10
+    QCOMPARE(estimateWhatIf(inputs[3]).num_blocks, int64_t{91});
+  }
+
   void badInputsGiveMessages() {
+    // A budget the setting's range allows (1 MiB) that holds no block of 32
+    // tokens x 46080 bytes (1474560): plan_kv's problem.
     WhatIfInput in = request(100, 50, 256);
-    in.kv_budget_bytes = 700000;  // less than one 737280-byte block
+    in.config.kv_budget_bytes = 1ll << 20;
+    in.config.block_size = 32;
     QVERIFY(!estimateWhatIf(in).ok());
     QCOMPARE(estimateWhatIf(in).num_blocks, int64_t{0});
+    QVERIFY2(estimateWhatIf(in).error.find("block") != std::string::npos, estimateWhatIf(in).error.c_str());
+    // The same budget holds one block of 16 tokens (737280 bytes).
+    in.config.block_size = 16;
+    QVERIFY2(estimateWhatIf(in).ok(), estimateWhatIf(in).error.c_str());
+    QCOMPARE(estimateWhatIf(in).num_blocks, int64_t{1});
+    // A pool larger than the machine: plan_kv refuses it too.
+    in = request(100, 50, 256);
+    in.machine_memory_bytes = 32ll << 20;
+    QVERIFY(!estimateWhatIf(in).ok());
+    QVERIFY2(estimateWhatIf(in).error.find("memory") != std::string::npos, estimateWhatIf(in).error.c_str());
+    in.machine_memory_bytes = 0;  // not checked
+    QVERIFY(estimateWhatIf(in).ok());
+
     QVERIFY(!estimateWhatIf(request(100, 300, 256)).ok());       // more output than max tokens
     QVERIFY(!estimateWhatIf(request(2048, 1, 256)).ok());        // prompt fills the context
     QVERIFY(!estimateWhatIf(request(0, 1, 256)).ok());
     in = request(100, 50, 256);
-    in.kv_bytes_per_token = 0;  // no model
+    in.model.num_kv_heads = 0;  // no model
     QVERIFY(!estimateWhatIf(in).ok());
+    // Settings out of their table's range: EngineConfig::validate()'s messages.
     in = request(100, 50, 256);
-    in.block_size = 0;
+    in.config.block_size = 0;
     QVERIFY(!estimateWhatIf(in).ok());
     QVERIFY(!estimateWhatIf(in).error.empty());
+    QCOMPARE(estimateWhatIf(in).num_blocks, int64_t{0});
+    in = request(100, 50, 256);
+    in.config.kv_budget_bytes = 0;
+    QVERIFY(!estimateWhatIf(in).ok());
+    in = request(100, 50, 256);
+    in.config.max_seqs = 0;
+    QVERIFY(!estimateWhatIf(in).ok());
   }
 
   void breakdownKeepsUnreportedSizesApart() {

@@ -20,9 +20,18 @@ using namespace kvscope::ui;
 
 namespace {
 
+// SmolLM2-135M's shape: 30 layers x 3 KV heads x 64 dims x (K + V) x 4
+// bytes = 46080 bytes of KV a token; the what-if plans from the shape.
 ModelInfo smolInfo() {
   ModelInfo info;
   info.name = "SmolLM2-135M";
+  info.num_layers = 30;
+  info.hidden_size = 576;
+  info.ffn_size = 1536;
+  info.num_heads = 9;
+  info.num_kv_heads = 3;
+  info.head_dim = 64;
+  info.vocab_size = 49152;
   info.weight_bytes = 80u << 20;
   info.kv_bytes_per_token = 46080;
   info.block_size = 16;
@@ -51,7 +60,9 @@ class PanelsTest : public QObject {
     config.model_path = "SmolLM2-135M-Instruct.Q4_1.gguf";
     panel.setModel(smolInfo(), config);
     QVERIFY(apply->isEnabled());
+    QCOMPARE(model_shape(smolInfo()).kv_bytes_per_token(), int64_t{46080});
     QCOMPARE(panel.whatIf().num_blocks, int64_t{91});
+    QCOMPARE(panel.whatIf().max_model_len, 2048);  // the model's context: the config says 0
 
     auto spin = [&](const char* name) { return panel.findChild<QSpinBox*>(QString::fromLatin1(name)); };
     spin("blockSize")->setValue(32);
@@ -63,6 +74,11 @@ class PanelsTest : public QObject {
     QCOMPARE(panel.whatIf().num_blocks, int64_t{91});
     QCOMPARE(panel.whatIf().paged_blocks_per_seq, int64_t{5});        // ceil(150 / 32)
     QCOMPARE(panel.whatIf().contiguous_blocks_per_seq, int64_t{12});  // ceil(356 / 32)
+    // The same pool as the engine would plan for that config on this machine.
+    const KvPlan plan = plan_kv(model_shape(smolInfo()), panel.whatIfConfig(), physical_memory_bytes());
+    QVERIFY(plan.ok());
+    QCOMPARE(panel.whatIf().num_blocks, plan.num_blocks);
+    QCOMPARE(panel.whatIf().bytes_per_block, plan.bytes_per_block);
 
     QSignalSpy applied(&panel, &MemoryPanel::applyRequested);
     apply->click();
@@ -78,6 +94,16 @@ class PanelsTest : public QObject {
     QVERIFY(!apply->isEnabled());
     QVERIFY(!panel.whatIf().ok());
     spin("outputTokens")->setValue(50);
+    QVERIFY(apply->isEnabled());
+
+    // A budget that holds no block: plan_kv's message, no Apply.
+    spin("blockSize")->setValue(2048);  // 2048 x 46080 bytes = 90 MiB a block
+    spin("kvBudgetMiB")->setValue(64);
+    QVERIFY(!apply->isEnabled());
+    QVERIFY(!panel.whatIf().ok());
+    QVERIFY(panel.findChild<QLabel*>(QStringLiteral("whatIfText"))->text().contains(QStringLiteral("block")));
+    spin("blockSize")->setValue(32);
+    spin("kvBudgetMiB")->setValue(128);
     QVERIFY(apply->isEnabled());
 
     // A snapshot splits the KV pool; clear() takes everything away.

@@ -1,14 +1,21 @@
 // SettingsDialog, SamplingEditor and ConversationSettingsDialog offscreen:
-// config in -> config() out unchanged; an invalid value disables OK and shows
-// a message right under its control; fixing it enables OK again; swap space
-// only for swap; every control has an accessible name.
+// config in -> config() out unchanged; every row of the engine's setting
+// table has a control named after its key, with the row's range, a message
+// label under it, and a value that reaches config(); an invalid value
+// disables OK and shows a message right under its control; fixing it enables
+// OK again; a setting that does not apply (swap space without swap, the KV
+// budget with a block count) is disabled; every control has an accessible name.
 //   ctest --test-dir build -R settings_dialog_test
+#include <limits>
+
 #include <QAbstractButton>
 #include <QAbstractSpinBox>
+#include <QCheckBox>
 #include <QComboBox>
 #include <QDialogButtonBox>
 #include <QDoubleSpinBox>
 #include <QFile>
+#include <QFormLayout>
 #include <QLabel>
 #include <QLineEdit>
 #include <QPlainTextEdit>
@@ -23,8 +30,14 @@
 #include "conversation_settings_dialog.h"
 #include "sampling_editor.h"
 #include "settings_dialog.h"
+#include "setting_values.h"
 
 using kvscope::EngineConfig;
+using kvscope::SettingSpec;
+using kvscope::SettingType;
+using kvscope::SettingValue;
+using kvscope::test::changedText;
+using kvscope::test::kMiB;
 using kvscope::ui::ConversationSettings;
 using kvscope::ui::ConversationSettingsDialog;
 using kvscope::ui::SamplingEditor;
@@ -73,6 +86,68 @@ void expectAccessibleNames(QWidget* root) {
   }
 }
 
+QString qs(const std::string& text) { return QString::fromStdString(text); }
+
+// A Bytes row's bounds as its MiB box can show them.
+int minMiB(const SettingSpec& spec) { return static_cast<int>((spec.min + kMiB - 1) / kMiB); }
+int maxMiB(const SettingSpec& spec) { return static_cast<int>(spec.max / kMiB); }
+
+// `message` is the form row right under `control`'s row (the row may hold
+// `control` inside a wider widget, as the model path with its Browse button).
+void expectMessageRowUnder(QWidget* control, QLabel* message) {
+  auto* form = qobject_cast<QFormLayout*>(message->parentWidget()->layout());
+  QVERIFY2(form, qPrintable(message->objectName()));
+  int row = -1;
+  QFormLayout::ItemRole role;
+  form->getWidgetPosition(message, &row, &role);
+  QVERIFY2(row > 0 && role == QFormLayout::SpanningRole, qPrintable(message->objectName()));
+  bool above = false;
+  for (QFormLayout::ItemRole r : {QFormLayout::FieldRole, QFormLayout::SpanningRole}) {
+    QLayoutItem* item = form->itemAt(row - 1, r);
+    QWidget* w = item ? item->widget() : nullptr;
+    above = above || (w && (w == control || w->isAncestorOf(control)));
+  }
+  QVERIFY2(above, qPrintable(message->objectName() + QStringLiteral(" is not under its control")));
+}
+
+// Puts `value` in the row's control as a person would pick it.
+void setControl(QWidget* dialog, const SettingSpec& spec, const SettingValue& value) {
+  QWidget* control = dialog->findChild<QWidget*>(qs(spec.key));
+  QVERIFY2(control, spec.key.c_str());
+  switch (spec.type) {
+    case SettingType::Int: static_cast<QSpinBox*>(control)->setValue(static_cast<int>(std::get<int64_t>(value))); break;
+    case SettingType::Bytes:
+      QVERIFY2(std::get<int64_t>(value) % kMiB == 0, spec.key.c_str());  // the box edits whole MiB
+      static_cast<QSpinBox*>(control)->setValue(static_cast<int>(std::get<int64_t>(value) / kMiB));
+      break;
+    case SettingType::Bool: {
+      auto* box = static_cast<QCheckBox*>(control);
+      if (box->isChecked() != std::get<bool>(value)) box->click();
+      break;
+    }
+    case SettingType::Choice: {
+      auto* box = static_cast<QComboBox*>(control);
+      const int index = box->findData(qs(std::get<std::string>(value)));
+      QVERIFY2(index >= 0, spec.key.c_str());
+      box->setCurrentIndex(index);
+      break;
+    }
+    case SettingType::Path: static_cast<QLineEdit*>(control)->setText(qs(std::get<std::string>(value))); break;
+  }
+}
+
+// Every control whose row has `applies` is enabled exactly when it applies
+// to the dialog's config.
+void expectEnabledWhereApplies(SettingsDialog* dialog, const QString& after) {
+  const EngineConfig c = dialog->config();
+  for (const SettingSpec& spec : kvscope::engine_settings()) {
+    if (!spec.applies) continue;
+    QWidget* control = dialog->findChild<QWidget*>(qs(spec.key));
+    QVERIFY2(control->isEnabled() == spec.applies(c),
+             qPrintable(qs(spec.key) + QStringLiteral(" enabled=%1 after %2").arg(control->isEnabled()).arg(after)));
+  }
+}
+
 }  // namespace
 
 class SettingsDialogTest : public QObject {
@@ -106,7 +181,7 @@ class SettingsDialogTest : public QObject {
       SettingsDialog dialog(c, ConversationSettings(), {model_}, nullptr);
       QVERIFY2(dialog.isValid(), qPrintable(dialog.problem()));
       QVERIFY(okButton(&dialog)->isEnabled());
-      QVERIFY(kvscope::ui::sameEngineKnobs(dialog.config(), c));
+      QVERIFY2(kvscope::same_settings(dialog.config(), c), qPrintable(changedText(dialog.config(), c)));
       QCOMPARE(dialog.config().record_snapshots, true);
       QVERIFY(!dialog.engineChanged());
       QVERIFY(!dialog.chatDefaultsChanged());
@@ -114,6 +189,182 @@ class SettingsDialogTest : public QObject {
       QVERIFY(dialog.engineChanged());
       QCOMPARE(dialog.config().max_seqs, 18);
     }
+  }
+
+  // Every row away from its default, and Bytes values that are not whole
+  // MiB (or below the box's 1 MiB) come back exactly while untouched.
+  void unusualConfigRoundTrips() {
+    const std::vector<EngineConfig> configs = {kvscope::test::unusualConfig(model_.toStdString(), false),
+                                               kvscope::test::unusualConfig(model_.toStdString(), true)};
+    for (const EngineConfig& c : configs) {
+      SettingsDialog dialog(c, ConversationSettings(), {}, nullptr);
+      QVERIFY2(dialog.isValid(), qPrintable(dialog.problem()));
+      QVERIFY2(kvscope::same_settings(dialog.config(), c), qPrintable(changedText(dialog.config(), c)));
+      QVERIFY(!dialog.engineChanged());
+    }
+    for (const SettingSpec& spec : kvscope::engine_settings()) {
+      if (spec.type != SettingType::Bytes) continue;
+      for (int64_t v : {spec.min, spec.min + 12345, spec.min + kMiB / 2, spec.max - 12345, spec.max}) {
+        EngineConfig c;
+        c.model_path = model_.toStdString();
+        spec.set(c, v);
+        SettingsDialog dialog(c, nullptr);
+        QVERIFY2(std::get<int64_t>(spec.get(dialog.config())) == v,
+                 qPrintable(qs(spec.key) + QStringLiteral("=%1 came back as %2")
+                                              .arg(v)
+                                              .arg(std::get<int64_t>(spec.get(dialog.config())))));
+        QVERIFY2(!dialog.engineChanged(), qPrintable(qs(spec.key) + QString::number(v)));
+      }
+    }
+  }
+
+  // The table walked row by row: a control named after the key, of the
+  // row's type, with its range (Bytes in MiB), choices in table order, its
+  // help as tooltip, and a message label in the form row under it.
+  void everyRowHasItsControl() {
+    EngineConfig c;
+    c.model_path = model_.toStdString();
+    SettingsDialog dialog(c, ConversationSettings(), {}, nullptr);
+    for (const SettingSpec& spec : kvscope::engine_settings()) {
+      const QString key = qs(spec.key);
+      QWidget* control = dialog.findChild<QWidget*>(key);
+      QVERIFY2(control, qPrintable(key));
+      QCOMPARE(dialog.findChildren<QWidget*>(key).size(), 1);
+      auto* message = dialog.findChild<QLabel*>(key + QStringLiteral("_message"));
+      QVERIFY2(message, qPrintable(key));
+      QVERIFY2(message->isHidden(), qPrintable(key));  // nothing wrong yet
+      expectMessageRowUnder(control, message);
+      QVERIFY2(!control->accessibleName().isEmpty(), qPrintable(key));
+      QVERIFY2(control->toolTip().contains(qs(spec.help)), qPrintable(key));
+      switch (spec.type) {
+        case SettingType::Int: {
+          auto* box = qobject_cast<QSpinBox*>(control);
+          QVERIFY2(box, qPrintable(key));
+          QCOMPARE(int64_t{box->minimum()}, spec.min);
+          QCOMPARE(int64_t{box->maximum()}, spec.max);
+          if (!spec.zero_means.empty()) QCOMPARE(box->specialValueText(), qs(spec.zero_means));
+          break;
+        }
+        case SettingType::Bytes: {
+          auto* box = qobject_cast<QSpinBox*>(control);
+          QVERIFY2(box, qPrintable(key));
+          QCOMPARE(box->minimum(), minMiB(spec));
+          QCOMPARE(box->maximum(), maxMiB(spec));
+          QCOMPARE(box->suffix().trimmed(), QStringLiteral("MiB"));
+          break;
+        }
+        case SettingType::Bool: QVERIFY2(qobject_cast<QCheckBox*>(control), qPrintable(key)); break;
+        case SettingType::Choice: {
+          auto* box = qobject_cast<QComboBox*>(control);
+          QVERIFY2(box, qPrintable(key));
+          QCOMPARE(box->count(), static_cast<int>(spec.choices.size()));
+          for (int i = 0; i < box->count(); ++i) {
+            QCOMPARE(box->itemData(i).toString(), qs(spec.choices[static_cast<size_t>(i)]));
+            if (static_cast<size_t>(i) < spec.choice_labels.size())
+              QCOMPARE(box->itemText(i), qs(spec.choice_labels[static_cast<size_t>(i)]));
+          }
+          break;
+        }
+        case SettingType::Path: QVERIFY2(qobject_cast<QLineEdit*>(control), qPrintable(key)); break;
+      }
+    }
+  }
+
+  // No number box takes a value out of its row's range, typed or set: it
+  // stays in range, no message appears and OK stays enabled. The model path
+  // is the control that does take a bad value: it gets its message.
+  void outOfRangeIsRefusedOrShown() {
+    EngineConfig c;
+    c.model_path = model_.toStdString();
+    SettingsDialog dialog(c, ConversationSettings(), {}, nullptr);
+    dialog.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&dialog));
+    auto* tabs = dialog.findChild<QTabWidget*>();
+    // Swap space applies only with preemption by swap; a disabled box takes no typing.
+    setControl(&dialog, *kvscope::find_setting("preemption"), SettingValue(std::string("swap")));
+    for (const SettingSpec& spec : kvscope::engine_settings()) {
+      if (spec.type != SettingType::Int && spec.type != SettingType::Bytes) continue;
+      const QString key = qs(spec.key);
+      auto* box = child<QSpinBox>(&dialog, spec.key.c_str());
+      QVERIFY2(box->isEnabled(), qPrintable(key));
+      const int64_t unit = spec.type == SettingType::Bytes ? kMiB : 1;
+      const int64_t lo = spec.type == SettingType::Bytes ? minMiB(spec) : spec.min;
+      const int64_t hi = spec.type == SettingType::Bytes ? maxMiB(spec) : spec.max;
+      tabs->setCurrentWidget(tabs->widget(1));  // Engine
+      box->setFocus();
+      for (int64_t bad : {lo - 1, hi + 1, hi * 10 + 7}) {
+        box->selectAll();
+        QTest::keyClicks(box, QString::number(bad));
+        QTest::keyClick(box, Qt::Key_Tab);  // leave the box: it settles on a value
+        box->setFocus();
+        const int64_t v = std::get<int64_t>(spec.get(dialog.config()));
+        QVERIFY2(v >= spec.min && v <= spec.max, qPrintable(key + QStringLiteral(" typed %1 -> %2").arg(bad).arg(v)));
+        QVERIFY2(v / unit >= lo && v / unit <= hi, qPrintable(key));
+        QVERIFY2(dialog.isValid(), qPrintable(key + QStringLiteral(": ") + dialog.problem()));
+        QVERIFY2(child<QLabel>(&dialog, qPrintable(key + QStringLiteral("_message")))->isHidden(), qPrintable(key));
+      }
+      // Typing does reach the box: a value in range is taken.
+      const int64_t good = kvscope::test::middleValue(spec, /*whole_mib=*/true);
+      box->selectAll();
+      QTest::keyClicks(box, QString::number(good / unit));
+      QTest::keyClick(box, Qt::Key_Tab);
+      QVERIFY2(spec.get(dialog.config()) == SettingValue(good), qPrintable(key));
+      box->setValue(static_cast<int>(lo - 1));
+      QCOMPARE(int64_t{box->value()}, lo);
+      box->setValue(static_cast<int>(std::min<int64_t>(hi + 1, std::numeric_limits<int>::max())));
+      QCOMPARE(int64_t{box->value()}, hi);
+      QVERIFY(dialog.isValid());
+      QVERIFY(okButton(&dialog)->isEnabled());
+      setControl(&dialog, spec, spec.default_value());  // a block count would disable the budget
+    }
+    tabs->setCurrentIndex(0);  // Model
+    auto* path = child<QLineEdit>(&dialog, "model_path");
+    for (const QString& bad : {QString(), QStringLiteral("   "), dir_.filePath(QStringLiteral("gone.gguf"))}) {
+      path->setText(bad);
+      QVERIFY(!dialog.isValid());
+      QVERIFY(!okButton(&dialog)->isEnabled());
+      QVERIFY2(dialog.problem().startsWith(QStringLiteral("Model")), qPrintable(dialog.problem()));
+      expectMessageAt(&dialog, path, "model_path_message", bad.trimmed().isEmpty() ? QStringLiteral("model")
+                                                                                   : QStringLiteral("gone.gguf"));
+    }
+    path->setText(model_);
+    QVERIFY(dialog.isValid());
+    QVERIFY(child<QLabel>(&dialog, "model_path_message")->isHidden());
+  }
+
+  // Every row's other values, set through its control one after another,
+  // reach config() and move only that row; controls are enabled exactly
+  // where their row applies; a dialog opened on the result shows it all.
+  void everyRowReachesConfig() {
+    const QString other = dir_.filePath(QStringLiteral("other model.gguf"));
+    QFile file(other);
+    QVERIFY(file.open(QIODevice::WriteOnly));
+    EngineConfig expected;
+    expected.model_path = model_.toStdString();
+    expected.record_snapshots = true;
+    SettingsDialog dialog(expected, ConversationSettings(), {}, nullptr);
+    expectEnabledWhereApplies(&dialog, QStringLiteral("opening"));
+    int num_set = 0;
+    for (const SettingSpec& spec : kvscope::engine_settings()) {
+      for (const SettingValue& value : kvscope::test::otherValues(spec, other.toStdString(), /*whole_mib=*/true)) {
+        setControl(&dialog, spec, value);
+        spec.set(expected, value);
+        const QString what = qs(spec.key) + QLatin1Char('=') + qs(spec.format(value));
+        QVERIFY2(spec.get(dialog.config()) == value, qPrintable(what));
+        QVERIFY2(kvscope::same_settings(dialog.config(), expected),
+                 qPrintable(what + QStringLiteral(": ") + changedText(dialog.config(), expected)));
+        QVERIFY2(dialog.isValid(), qPrintable(what + QStringLiteral(": ") + dialog.problem()));
+        QVERIFY(dialog.engineChanged());
+        expectEnabledWhereApplies(&dialog, what);
+        ++num_set;
+      }
+    }
+    QVERIFY(num_set >= static_cast<int>(kvscope::engine_settings().size()));
+    QCOMPARE(dialog.config().record_snapshots, true);  // passes through
+    SettingsDialog again(dialog.config(), nullptr);
+    QVERIFY2(kvscope::same_settings(again.config(), expected), qPrintable(changedText(again.config(), expected)));
+    QVERIFY(!again.engineChanged());
+    expectEnabledWhereApplies(&again, QStringLiteral("reopening"));
   }
 
   void chatDefaultsRoundTrip() {
@@ -161,27 +412,37 @@ class SettingsDialogTest : public QObject {
     QVERIFY(!child<QLabel>(&dialog, "problem_summary")->isVisible());
   }
 
-  void invalidEngineValueShowsNextToIt() {
+  // The KV budget applies only while KV blocks is 0 ("from the KV budget");
+  // a block count disables the budget's box and sizes the pool instead. A
+  // budget under the row's range cannot be typed.
+  void kvBudgetOrBlockCount() {
     EngineConfig c;
     c.model_path = model_.toStdString();
     SettingsDialog dialog(c, ConversationSettings(), {}, nullptr);
     dialog.show();
     QVERIFY(QTest::qWaitForWindowExposed(&dialog));
-    auto* tabs = dialog.findChild<QTabWidget*>();
-    tabs->setCurrentIndex(1);  // Engine
+    dialog.findChild<QTabWidget*>()->setCurrentIndex(1);  // Engine
     auto* budget = child<QSpinBox>(&dialog, "kv_budget");
-    budget->setValue(0);
-    QVERIFY(!okButton(&dialog)->isEnabled());
-    expectMessageAt(&dialog, budget, "kv_budget_message", QStringLiteral("KV budget"));
-    QVERIFY(dialog.problem().startsWith(QStringLiteral("Engine")));
+    auto* blocks = child<QSpinBox>(&dialog, "num_blocks");
+    QVERIFY(budget->isEnabled());
+    QCOMPARE(blocks->value(), 0);
+    QCOMPARE(blocks->text(), QStringLiteral("from the KV budget"));
 
-    // With an exact block count the budget is ignored, so it is no longer a problem.
-    child<QAbstractButton>(&dialog, "kv_by_blocks")->click();
+    budget->setFocus();
+    budget->selectAll();
+    QTest::keyClicks(budget, QStringLiteral("0"));
+    QTest::keyClick(budget, Qt::Key_Tab);
+    QVERIFY(dialog.config().kv_budget_bytes >= kMiB);
     QVERIFY(okButton(&dialog)->isEnabled());
     QVERIFY(!child<QLabel>(&dialog, "kv_budget_message")->isVisible());
-    QCOMPARE(dialog.config().num_blocks, child<QSpinBox>(&dialog, "num_blocks")->value());
-    child<QAbstractButton>(&dialog, "kv_by_budget")->click();
-    QVERIFY(!okButton(&dialog)->isEnabled());
+
+    blocks->setValue(4321);
+    QVERIFY(!budget->isEnabled());
+    QVERIFY(okButton(&dialog)->isEnabled());
+    QCOMPARE(dialog.config().num_blocks, 4321);
+    QCOMPARE(dialog.config().kv_budget_bytes, c.kv_budget_bytes);  // kept, for when the count goes back to 0
+    blocks->setValue(0);
+    QVERIFY(budget->isEnabled());
     budget->setValue(256);
     QVERIFY(okButton(&dialog)->isEnabled());
     QCOMPARE(dialog.config().kv_budget_bytes, int64_t{256} << 20);
@@ -195,10 +456,13 @@ class SettingsDialogTest : public QObject {
     auto* swap = child<QSpinBox>(&dialog, "swap_space");
     auto* preemption = child<QComboBox>(&dialog, "preemption");
     QVERIFY(!swap->isEnabled());
-    preemption->setCurrentIndex(preemption->findData(static_cast<int>(kvscope::PreemptionMode::Swap)));
+    preemption->setCurrentIndex(preemption->findData(QStringLiteral("swap")));
     QVERIFY(swap->isEnabled());
     QCOMPARE(dialog.config().preemption, kvscope::PreemptionMode::Swap);
     QVERIFY(dialog.engineChanged());
+    preemption->setCurrentIndex(preemption->findData(QStringLiteral("recompute")));
+    QVERIFY(!swap->isEnabled());
+    QVERIFY(!dialog.engineChanged());
   }
 
   void legacyConstructorHasNoChatTab() {

@@ -58,6 +58,9 @@ void addThemeRows() {
 ModelInfo smolInfo() {
   ModelInfo info;
   info.name = "SmolLM2-135M";
+  info.num_layers = 30;  // the shape the memory panel's what-if plans from
+  info.num_kv_heads = 3;
+  info.head_dim = 64;
   info.weight_bytes = 80u << 20;
   info.kv_bytes_per_token = 46080;
   info.block_size = 16;
@@ -251,6 +254,7 @@ class ThemeTest : public QObject {
     panel.setModel(smolInfo(), config);
     panel.setSnapshot(test::makeSnapshot(3, 3, 2));
     panel.findChild<QSpinBox*>(QStringLiteral("outputTokens"))->setValue(600);  // more than max tokens: an error
+    QVERIFY2(panel.whatIf().error.find("max tokens") != std::string::npos, panel.whatIf().error.c_str());
     panel.resize(460, 640);
     panel.show();
     QVERIFY(QTest::qWaitForWindowExposed(&panel));

@@ -48,16 +48,17 @@ KvSplit kvSplit(const KvStats& kv, int64_t kv_pool_bytes) {
 
 WhatIfResult estimateWhatIf(const WhatIfInput& in) {
   WhatIfResult r;
-  if (in.kv_bytes_per_token <= 0) {
+  if (in.model.kv_bytes_per_token() <= 0) {
     r.error = "no model loaded: the bytes per token of KV are unknown";
     return r;
   }
-  if (in.block_size < 1 || in.block_size > 2048) {
-    r.error = "block size must be in [1, 2048]";
+  if (const std::vector<SettingProblem> problems = in.config.validate(); !problems.empty()) {
+    r.error = problems.front().message;
     return r;
   }
-  if (in.kv_budget_bytes <= 0) {
-    r.error = "the KV budget must be positive";
+  const KvPlan plan = plan_kv(in.model, in.config, in.machine_memory_bytes);
+  if (!plan.ok()) {
+    r.error = plan.problems.front().message;
     return r;
   }
   if (in.prompt_tokens < 1) {
@@ -72,22 +73,17 @@ WhatIfResult estimateWhatIf(const WhatIfInput& in) {
     r.error = "a request generates at most max tokens; raise max tokens or lower the output";
     return r;
   }
-  if (in.max_model_len > 0 && in.prompt_tokens >= in.max_model_len) {
-    r.error = "the prompt does not fit the context (max model length " + std::to_string(in.max_model_len) + ")";
+  r.max_model_len = plan.max_model_len;
+  if (in.prompt_tokens >= plan.max_model_len) {
+    r.error = "the prompt does not fit the context (max model length " + std::to_string(plan.max_model_len) + ")";
     return r;
   }
-  const int64_t bs = in.block_size;
-  r.bytes_per_block = in.kv_bytes_per_token * bs;
-  r.num_blocks = in.kv_budget_bytes / r.bytes_per_block;
-  if (r.num_blocks < 1) {
-    r.error = "the budget holds no block of " + std::to_string(bs) + " tokens (" + std::to_string(r.bytes_per_block) +
-              " bytes each)";
-    r.num_blocks = 0;
-    return r;
-  }
+  const int64_t bs = in.config.block_size;
+  r.bytes_per_block = plan.bytes_per_block;
+  r.num_blocks = plan.num_blocks;
   r.token_capacity = r.num_blocks * bs;
 
-  const int64_t cap = in.max_model_len > 0 ? in.max_model_len : INT64_MAX;
+  const int64_t cap = plan.max_model_len;
   r.seq_tokens = std::min<int64_t>(cap, int64_t{in.prompt_tokens} + in.output_tokens);
   r.paged_blocks_per_seq = ceilDiv(r.seq_tokens, bs);
   r.num_paged_seqs = r.num_blocks / r.paged_blocks_per_seq;

@@ -6,9 +6,9 @@
 // they reserve is never written (internal fragmentation).
 // Pure functions of plain values, tested in tests/ui/memory_estimate_test.cpp.
 //
-// The rules mirror the engine (engine/src/engine.cpp, engine/src/kv):
-//   bytes per block = kv_bytes_per_token * block_size;
-//   pool blocks     = floor(KV budget / bytes per block);
+// The pool comes from the engine's own plan (kvscope/kv_plan.h: plan_kv, which
+// Engine::create allocates by), and the checks from EngineConfig::validate();
+// only the per-request arithmetic is this file's:
 //   paged           : a sequence of L tokens holds ceil(L / block_size) blocks;
 //   contiguous      : at admission a sequence reserves its maximum length,
 //                     min(max_model_len, prompt + max_tokens), rounded up to
@@ -20,6 +20,7 @@
 
 #include "kvscope/engine_config.h"
 #include "kvscope/engine_snapshot.h"
+#include "kvscope/kv_plan.h"
 #include "kvscope/model_info.h"
 
 namespace kvscope::ui {
@@ -49,13 +50,12 @@ struct KvSplit {
 KvSplit kvSplit(const KvStats& kv, int64_t kv_pool_bytes);
 
 struct WhatIfInput {
-  int32_t block_size = 16;
-  int64_t kv_budget_bytes = 0;
-  int64_t kv_bytes_per_token = 0;  // ModelInfo::kv_bytes_per_token
+  ModelShape model;     // model_shape(ModelInfo)
+  EngineConfig config;  // the settings under consideration (block size, KV budget, ...)
+  int64_t machine_memory_bytes = 0;  // passed to plan_kv; 0: not checked
   int32_t prompt_tokens = 0;
   int32_t output_tokens = 0;  // tokens the request really generates
   int32_t max_tokens = 0;     // tokens it asks for: what contiguous mode reserves
-  int32_t max_model_len = 0;  // the context cap (EngineConfig, or the model's)
 };
 
 struct WhatIfResult {
@@ -63,6 +63,7 @@ struct WhatIfResult {
   int64_t bytes_per_block = 0;
   int64_t num_blocks = 0;      // in the pool
   int64_t token_capacity = 0;  // num_blocks * block_size
+  int32_t max_model_len = 0;   // the context cap in force (the config's or the model's)
 
   int64_t seq_tokens = 0;  // prompt + output, capped by max_model_len
   // Paged: blocks follow the tokens actually written.

@@ -1,0 +1,104 @@
+// kvscope-cli's engine options are generated from the setting table: every
+// row has its option in generate/chat/bench/model-info, out-of-range values
+// are refused naming the option, and warnings (threads above the CPUs, a
+// context above the trained one) are printed without stopping the run.
+// Runs the built binary on a tiny random model (tests/support/tiny_model.h).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+
+#include "app/cli_runner.h"
+#include "kvscope/setting_table.h"
+#include "support/tiny_model.h"
+
+namespace kvscope {
+namespace {
+
+using ::testing::HasSubstr;
+
+// The tiny model, written once per process.
+const std::string& tiny_model() {
+  static const std::string path = [] {
+    const std::string p = test::tiny_model_temp_path("cli_settings");
+    EXPECT_TRUE(test::write_tiny_gguf(test::TinyModelSpec{}, p).ok());
+    return p;
+  }();
+  return path;
+}
+
+TEST(CliSettings, EverySettingHasItsOptionInEveryEngineCommand) {
+  for (const char* command : {"generate", "chat", "bench", "model-info"}) {
+    const test::CliResult r = test::run_cli({command, "--help"});
+    ASSERT_EQ(r.exit_code, 0) << command << r.err;
+    for (const SettingSpec& s : engine_settings()) {
+      EXPECT_THAT(r.out, HasSubstr("--" + s.cli_option())) << command << " lacks the option of " << s.key;
+      if (!s.cli_negation.empty()) {
+        EXPECT_THAT(r.out, HasSubstr("--" + s.cli_negation)) << command;
+      }
+    }
+  }
+}
+
+TEST(CliSettings, OutOfRangeValuesAreRefusedNamingTheOption) {
+  const std::string& model = tiny_model();
+  struct Case {
+    std::vector<std::string> args;
+    std::string message;
+  };
+  const Case cases[] = {
+      {{"--block-size", "0"}, "--block-size: block size = 0 is out of range [1, 2048]"},
+      {{"--max-seqs", "5000"}, "--max-seqs: max sequences = 5000 is out of range [1, 4096]"},
+      {{"--kv-budget", "lots"}, "--kv-budget: kv_budget: 'lots' is not a size"},
+      {{"--threads", "-1"}, "--threads: threads = -1 is out of range [0, 1024]"},
+  };
+  for (const Case& c : cases) {
+    std::vector<std::string> args = {"generate", "--model", model, "-p", "hi", "-n", "1"};
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    const test::CliResult r = test::run_cli(args);
+    EXPECT_EQ(r.exit_code, 2) << c.message;
+    EXPECT_THAT(r.err, HasSubstr(c.message));
+  }
+  // Every problem at once, not the first only.
+  const test::CliResult both =
+      test::run_cli({"generate", "--model", model, "-p", "hi", "--block-size", "0", "--max-seqs", "0"});
+  EXPECT_EQ(both.exit_code, 2);
+  EXPECT_THAT(both.err, HasSubstr("--block-size"));
+  EXPECT_THAT(both.err, HasSubstr("--max-seqs"));
+  const test::CliResult choice = test::run_cli({"generate", "--model", model, "-p", "hi", "--policy", "eager"});
+  EXPECT_EQ(choice.exit_code, 2);
+  EXPECT_THAT(choice.err, HasSubstr("--policy"));
+}
+
+TEST(CliSettings, TooManyThreadsAreLoweredWithAWarningNotAStall) {
+  const std::string& model = tiny_model();
+  const auto start = std::chrono::steady_clock::now();
+  const test::CliResult r =
+      test::run_cli({"generate", "--model", model, "-p", "hello", "-n", "16", "--temp", "0", "--threads", "1000"});
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("warning: threads = 1000 is more than the"));
+  EXPECT_LT(seconds, 30.0) << "1000 spinning threads on a few cores would crawl";
+}
+
+TEST(CliSettings, ContextAboveTheTrainedOneIsWarnedAbout) {
+  const std::string& model = tiny_model();
+  const test::CliResult r =
+      test::run_cli({"generate", "--model", model, "-p", "hello", "-n", "2", "--ctx", "1000000"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("warning: max model length 1000000 is above the model's trained context"));
+}
+
+TEST(CliSettings, ModelInfoShowsThePlanForTheOptionsGiven) {
+  const std::string& model = tiny_model();
+  const test::CliResult r = test::run_cli({"model-info", "--model", model, "--num-blocks", "37", "--block-size", "8"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("KV plan     37 blocks of 8 tokens"));
+  const test::CliResult tiny = test::run_cli({"model-info", "--model", model, "--kv-budget", "1", "--json"});
+  ASSERT_EQ(tiny.exit_code, 0) << tiny.err;
+  EXPECT_THAT(tiny.out, HasSubstr("\"ok\": false"));
+  EXPECT_THAT(tiny.out, HasSubstr("holds no block"));
+}
+
+}  // namespace
+}  // namespace kvscope
