@@ -1,9 +1,10 @@
 // `kvscope-cli generate`: one completion, streamed to stdout, or with --json
-// one JSON object (ids, text, finish reason, timings, seed).
+// one JSON object (ids, text, finish reason, timings, seed, warnings). The
+// prompt goes to the engine as text, or with --chat as messages; the engine
+// builds the ids (BOS, chat template, tokenisation) and reports what ran.
 //
 //   kvscope-cli generate --prompt "The capital of France is" -n 16 --temp 0
 //   echo "Write a haiku" | kvscope-cli generate --chat --json
-#include <fstream>
 #include <iostream>
 #include <iterator>
 #include <sstream>
@@ -15,6 +16,7 @@
 
 #include "kvscope/chrome_trace.h"
 #include "common_options.h"
+#include "file_args.h"
 
 namespace kvscope::cli {
 namespace {
@@ -43,25 +45,27 @@ struct Outcome {
 // The prompt from --prompt, --prompt-file or stdin; nullopt (message printed) on a read error.
 std::optional<std::string> read_prompt(const GenerateOptions& o) {
   if (o.prompt_option->count() > 0) return o.prompt;
-  std::stringstream buffer;
+  std::string text;
   if (!o.prompt_file.empty()) {
-    std::ifstream in(o.prompt_file, std::ios::binary);
-    if (!in) {
-      print_error(fmt::format("cannot read the prompt file '{}'", o.prompt_file));
+    Result<std::string> file = read_file_arg(o.prompt_file);
+    if (!file.ok()) {
+      print_error(fmt::format("--prompt-file: {}", file.error()));
       return std::nullopt;
     }
-    buffer << in.rdbuf();
+    text = std::move(file).value();
   } else {
     if (isatty(STDIN_FILENO)) fmt::print(stderr, "(reading the prompt from stdin; end it with Ctrl-D)\n");
+    std::stringstream buffer;
     buffer << std::cin.rdbuf();
+    text = buffer.str();
   }
-  std::string text = buffer.str();
   // A file or a pipe usually ends with one newline that is not part of the prompt.
   if (!text.empty() && text.back() == '\n') text.pop_back();
   return text;
 }
 
-nlohmann::ordered_json outcome_json(const std::vector<int32_t>& prompt, const Outcome& out) {
+nlohmann::ordered_json outcome_json(const SubmittedPrompt& submitted, const Outcome& out) {
+  const std::vector<int32_t>& prompt = submitted.tokens;
   const RequestStats& s = out.stats;
   const double ttft = s.time_to_first_token_s;
   nlohmann::ordered_json timings = {
@@ -79,6 +83,7 @@ nlohmann::ordered_json outcome_json(const std::vector<int32_t>& prompt, const Ou
       {"finish_reason", finish_reason_name(out.finish)},
       {"timings", timings},
       {"seed", s.seed},
+      {"warnings", submitted.warnings},
   };
 }
 
@@ -90,27 +95,24 @@ int run_generate(const GenerateOptions& o) {
     print_error("the prompt is empty (give --prompt TEXT, --prompt-file FILE or text on stdin)");
     return kExitUsage;
   }
+  if (!o.trace.empty()) {
+    if (Status s = check_output_file(o.trace); !s.ok()) {
+      print_error(fmt::format("--trace: {}", s.error()));
+      return kExitUsage;
+    }
+  }
   int rc = kExitOk;
   std::unique_ptr<Engine> engine = open_engine(o.engine, rc);
   if (!engine) return rc;
-  auto tokenizer = TextTokenizer::open(engine->model_info().path);
-  if (!tokenizer.ok()) {
-    print_error(tokenizer.error());
-    return kExitRuntime;
-  }
-
-  std::string rendered = *text;
-  if (o.chat) {
-    std::vector<ChatMessage> messages;
-    if (!o.system.empty()) messages.push_back({"system", o.system});
-    messages.push_back({"user", *text});
-    rendered = engine->render_chat(messages, /*add_generation_prompt=*/true);
-  }
-  const std::vector<int32_t> prompt = prompt_ids(*engine, **tokenizer, rendered);
 
   Outcome out;
   GenerationRequest request;
-  request.prompt_tokens = prompt;
+  if (o.chat) {
+    if (!o.system.empty()) request.messages.push_back({"system", o.system});
+    request.messages.push_back({"user", *text});
+  } else {
+    request.prompt = *text;
+  }
   request.sampling = o.sampling;
   const bool stream = !o.json;
   request.on_event = [&out, stream](const TokenEvent& ev) {
@@ -124,11 +126,13 @@ int run_generate(const GenerateOptions& o) {
     }
   };
   engine->set_tracing(!o.trace.empty());
-  auto id = engine->submit(std::move(request));
+  SubmittedPrompt submitted;
+  auto id = engine->submit(std::move(request), &submitted);
   if (!id.ok()) {
     print_error(id.error());
     return kExitRuntime;
   }
+  for (const std::string& w : submitted.warnings) fmt::print(stderr, "kvscope-cli: warning: {}\n", w);
   engine->run_until_idle();
   if (!o.trace.empty()) {
     if (Status s = write_chrome_trace(engine->take_events(), o.trace); !s.ok()) {
@@ -143,7 +147,7 @@ int run_generate(const GenerateOptions& o) {
     return kExitRuntime;
   }
   if (o.json) {
-    write_stdout(dump_json(outcome_json(prompt, out)) + "\n");
+    write_stdout(dump_json(outcome_json(submitted, out)) + "\n");
   } else if (!out.text.empty() && out.text.back() != '\n') {
     write_stdout("\n");
   }

@@ -1,10 +1,13 @@
 // `kvscope-cli tokenize`: text -> token ids with a GGUF file's tokenizer
-// (vocabulary-only files work). Prints the ids on one line, or with --pieces
-// one "id<TAB>piece" line per token, or with --json an object.
+// (vocabulary-only files work) or a Hugging Face directory's (no weights
+// read). A tokenizer-only path on purpose: it needs no Engine, so it works on
+// vocabularies without a model. Prints the ids on one line, or with --pieces
+// one "id<TAB>piece" line per token, or with --json an object. Text with no
+// token of its own is replaced (tokenizer.h, EncodeIssues) with a warning on
+// stderr.
 //
 //   kvscope-cli tokenize --model ggml-vocab-starcoder.gguf --text "Hello world"
 //   echo "<|im_start|>user" | kvscope-cli tokenize --parse-special --pieces
-#include <fstream>
 #include <iostream>
 #include <sstream>
 
@@ -13,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common_options.h"
+#include "file_args.h"
 
 namespace kvscope::cli {
 namespace {
@@ -30,16 +34,15 @@ struct TokenizeOptions {
 
 std::optional<std::string> read_text(const TokenizeOptions& o) {
   if (o.text_option->count() > 0) return o.text;
-  std::stringstream buffer;
   if (!o.file.empty()) {
-    std::ifstream in(o.file, std::ios::binary);
-    if (!in) {
-      print_error(fmt::format("cannot read '{}'", o.file));
+    Result<std::string> file = read_file_arg(o.file);  // a file is tokenised byte for byte
+    if (!file.ok()) {
+      print_error(fmt::format("--file: {}", file.error()));
       return std::nullopt;
     }
-    buffer << in.rdbuf();
-    return buffer.str();  // a file is tokenised byte for byte
+    return std::move(file).value();
   }
+  std::stringstream buffer;
   buffer << std::cin.rdbuf();
   std::string text = buffer.str();
   if (!text.empty() && text.back() == '\n') text.pop_back();  // the pipe's final newline
@@ -57,7 +60,9 @@ int run_tokenize(const TokenizeOptions& o) {
     return kExitRuntime;
   }
   const TextTokenizer& tok = **tokenizer;
-  const std::vector<int32_t> ids = tok.encode(*text, o.parse_special, o.add_bos);
+  std::string warning;
+  const std::vector<int32_t> ids = tok.encode(*text, o.parse_special, o.add_bos, &warning);
+  if (!warning.empty()) fmt::print(stderr, "kvscope-cli: warning: {}\n", warning);
 
   if (o.json) {
     nlohmann::ordered_json pieces = nlohmann::ordered_json::array();
@@ -78,8 +83,8 @@ int run_tokenize(const TokenizeOptions& o) {
 
 Command add_tokenize_command(CLI::App& parent) {
   auto o = std::make_shared<TokenizeOptions>();
-  CLI::App* cmd = parent.add_subcommand("tokenize", "Turn text into token ids with a GGUF file's tokenizer");
-  cmd->add_option("--model", o->model, "GGUF file, vocabulary-only files included (default: the default model)");
+  CLI::App* cmd = parent.add_subcommand("tokenize", "Turn text into token ids with a model's tokenizer");
+  cmd->add_option("--model", o->model, "GGUF file (vocabulary-only files too) or Hugging Face model directory (default: the default model)");
   o->text_option = cmd->add_option("-t,--text", o->text, "text to tokenise (else --file, else stdin)");
   cmd->add_option("-f,--file", o->file, "read the text from a file")->excludes(o->text_option);
   cmd->add_flag("--parse-special", o->parse_special, "turn control tokens written as text into their ids");

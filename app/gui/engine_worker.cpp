@@ -40,7 +40,8 @@ void EngineWorker::requestStop() {
 
 void EngineWorker::loadModel(const kvscope::EngineConfig& config) {
   if (stop_.load()) return;
-  if (engine_ && engine_->config().model_path == config.model_path) {
+  // Only a setting whose table row says Reload needs the weights again.
+  if (engine_ && !kvscope::needs_reload(engine_->config(), config)) {
     EngineConfig cfg = config;
     cfg.record_snapshots = false;
     if (Status applied = engine_->reconfigure(cfg); !applied.ok()) {
@@ -54,7 +55,7 @@ void EngineWorker::loadModel(const kvscope::EngineConfig& config) {
   }
   EngineConfig cfg = config;
   cfg.record_snapshots = false;  // we ask for one when it is due (~20 Hz)
-  if (Status valid = cfg.validate(); !valid.ok()) {
+  if (Status valid = problems_status(cfg.validate()); !valid.ok()) {
     emit loadFailed(QString::fromStdString(valid.error()), engine_ != nullptr);
     return;
   }
@@ -123,11 +124,14 @@ void EngineWorker::submitChat(const kvscope::ui::ChatHistory& messages, const kv
   request.sampling = sampling;
   request.n = n;
   request.on_event = [this](const TokenEvent& ev) { onTokenEvent(ev); };
-  auto id = engine_->submit(std::move(request));
+  // The engine renders the chat template, adds BOS and tokenises.
+  SubmittedPrompt submitted;
+  auto id = engine_->submit(std::move(request), &submitted);
   if (!id.ok()) {
     emit error(QString::fromStdString(id.error()));
     return;
   }
+  for (const std::string& w : submitted.warnings) emit warning(QString::fromStdString(w));
   chat_requests_[*id] = n;
   emit requestStarted(*id, true);
   scheduleStep();

@@ -85,6 +85,9 @@ class EngineWorker : public QObject {
   void snapshot(const kvscope::ui::SnapshotPtr& snapshot);
   void idle();
   void error(const QString& message);
+  // Not an error: the request runs, but a person should know (the prompt had
+  // text with no token in the vocabulary, and what it became).
+  void warning(const QString& message);
 
  private:
   void scheduleStep();

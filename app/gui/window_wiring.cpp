@@ -1,6 +1,8 @@
 // Window <-> engine worker connections (see window_wiring.h).
 #include "window_wiring.h"
 
+#include <QStatusBar>
+
 #include "block_map_widget.h"
 #include "chat_widget.h"
 #include "engine_host.h"
@@ -32,6 +34,8 @@ void connectWindowToEngine(kvscope::ui::MainWindow& window, EngineHost& host) {
   QObject::connect(worker, &W::loadFailed, &window, &MainWindow::onLoadFailed);
   QObject::connect(worker, &W::snapshot, &window, &MainWindow::onSnapshot);
   QObject::connect(worker, &W::error, &window, &MainWindow::onError);
+  QObject::connect(worker, &W::warning, &window,
+                   [&window](const QString& message) { window.statusBar()->showMessage(message, 15000); });
   QObject::connect(worker, &W::requestStarted, chat, &ChatWidget::onRequestStarted);
   QObject::connect(worker, &W::tokens, chat, &ChatWidget::onTokens);
   QObject::connect(worker, &W::finished, chat, &ChatWidget::onFinished);

@@ -306,6 +306,8 @@ Status write_tiny_gguf(const TinyModelSpec& s, const std::string& path) {
   GgufWriter g;
   g.set_string("general.architecture", a);
   g.set_string("general.name", "tiny-" + a);
+  for (const auto& [key, value] : s.gguf_f32) g.set_f32(key, value);
+  for (const auto& [key, value] : s.gguf_u32) g.set_u32(key, value);
   g.set_u32(a + ".block_count", static_cast<uint32_t>(s.layers));
   g.set_u32(a + ".context_length", static_cast<uint32_t>(s.context_length));
   g.set_u32(a + ".embedding_length", static_cast<uint32_t>(s.hidden));
@@ -327,7 +329,7 @@ Status write_tiny_gguf(const TinyModelSpec& s, const std::string& path) {
   g.set_string_array("tokenizer.ggml.merges", merges);
   g.set_u32("tokenizer.ggml.bos_token_id", kTinyEndOfText);
   g.set_u32("tokenizer.ggml.eos_token_id", kTinyEndOfText);
-  g.set_bool("tokenizer.ggml.add_bos_token", false);
+  g.set_bool("tokenizer.ggml.add_bos_token", s.add_bos);
   g.set_string("tokenizer.chat_template", kChatMlTemplate);
 
   auto matrix = [&](const std::string& name, const std::vector<float>& m, int64_t rows, int64_t cols) {
@@ -489,7 +491,7 @@ Status write_tiny_hf_dir(const TinyModelSpec& s, const std::string& dir) {
   };
   if (Status st = write_text(fs::path(dir) / "tokenizer.json", tokenizer.dump(2)); !st.ok()) return st;
   const ordered_json tokenizer_config = {
-      {"add_bos_token", false},
+      {"add_bos_token", s.add_bos},
       {"bos_token", "<|endoftext|>"},
       {"eos_token", "<|endoftext|>"},
       {"model_max_length", s.context_length},

@@ -43,6 +43,10 @@ struct TinyModelSpec {
   uint32_t seed = 1;
   int context_length = 512;
   int sliding_window = 0;  // Gemma 3: 0 writes no key (the loader's default, 512)
+  bool add_bos = false;    // the vocabulary asks for BOS (<|endoftext|>) before a prompt
+  // GGUF only: extra metadata keys (e.g. general.sampling.temp, general.sampling.top_k).
+  std::map<std::string, float> gguf_f32;
+  std::map<std::string, uint32_t> gguf_u32;
 
   // Hugging Face directory only: dtype of the 2-D weights (F32, F16 or BF16;
   // equal to the GGUF values when it can represent them: F32 always, F16/BF16
@@ -66,7 +70,7 @@ std::string tiny_model_temp_path(const std::string& suite);
 Status write_tiny_hf_dir(const TinyModelSpec& spec, const std::string& dir);
 
 // The tiny quantiser: `n` values (a multiple of the block size) -> the bytes
-// of `type` (F32, F16, BF16, Q8_0, Q4_1; layouts from MODEL_NOTES).
+// of `type` (F32, F16, BF16, Q8_0, Q4_1; layouts: docs/model-formats.md).
 std::vector<uint8_t> quantize_row(TensorType type, const float* src, int64_t n);
 
 // One tensor of a hand-built safetensors file; `dtype` is written as given.

@@ -46,10 +46,23 @@ struct TokenEvent {
   RequestStats stats;        // filled on the finishing event
 };
 
+// The prompt is exactly one of three forms (more than one is an error, so a
+// front end cannot half-migrate); Engine::submit turns it into ids in one
+// place (engine/src/tokenizer/prompt_builder.h), so every front end gets the
+// same BOS rule and tokenisation:
+//  - prompt_tokens: run as given, nothing added (benchmarks, replays);
+//  - messages: rendered with the model's chat template and the generation
+//    prompt, then as text;
+//  - prompt (raw text): BOS first when the vocabulary asks for it and the
+//    text does not already start with it, then the text tokenised with
+//    control tokens written literally ("<|im_start|>") parsed as such.
+//    Text with no token of its own (malformed UTF-8, bytes a vocabulary
+//    lacks) never becomes a control token; SubmittedPrompt::warnings says
+//    what was replaced.
 struct GenerationRequest {
-  std::vector<int32_t> prompt_tokens;  // used as is when not empty
-  std::vector<ChatMessage> messages;   // else: rendered with the model's chat template
-  std::string prompt;                  // else: raw text, tokenised with special tokens parsed
+  std::vector<int32_t> prompt_tokens;
+  std::vector<ChatMessage> messages;
+  std::string prompt;
   SamplingParams sampling;
   // Parallel sampling: n completions of one prompt, sharing the prompt's KV
   // blocks (copy-on-write when one of them writes into a shared block).
@@ -59,6 +72,12 @@ struct GenerationRequest {
   // Called on the thread that runs Engine::step(), once per new token and once
   // with finish != None, for each of the n completions (TokenEvent::index).
   std::function<void(const TokenEvent&)> on_event;
+};
+
+// What Engine::submit made of a request's prompt.
+struct SubmittedPrompt {
+  std::vector<int32_t> tokens;        // [num_prompt_tokens] the ids that run, BOS included when added
+  std::vector<std::string> warnings;  // for a person: text that had no token and what it became
 };
 
 }  // namespace kvscope

@@ -21,7 +21,7 @@ struct SamplingParams {
   int32_t repeat_last_n = 64;       // penalty window over recent tokens; 0: off, -1: all given
   float presence_penalty = 0.0f;    // subtracted once from every token seen in the window
   float frequency_penalty = 0.0f;   // subtracted per occurrence in the window
-  uint64_t seed = 0;                // 0: pick a random seed (Sampler::seed() reports it)
+  uint64_t seed = 0;                // 0: pick a random seed (RequestStats::seed reports it; the CLI's -1 means 0)
   int32_t max_tokens = 256;         // generated tokens at most
   std::vector<std::string> stop;    // stop strings (not part of the output)
   bool ignore_eos = false;          // keep generating past end-of-sequence

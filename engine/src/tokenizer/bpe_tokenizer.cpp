@@ -32,6 +32,13 @@ Result<std::unique_ptr<Tokenizer>> BpeTokenizer::create(const VocabData& data) {
     t->merges_.emplace(pair_key(*l, *r), Merge{static_cast<int32_t>(rank), *merged});
   }
 
+  for (int b = 0; b < 256; ++b) {
+    const auto id = t->vocab_.find(byte_level::encode(std::string(1, static_cast<char>(b))));
+    t->has_byte_[b] = id && t->vocab_.type(*id) != TokenType::kControl && t->vocab_.type(*id) != TokenType::kUnknown;
+  }
+  constexpr std::string_view kReplacement = "\xEF\xBF\xBD";  // U+FFFD
+  if (t->has_byte_[0xEF] && t->has_byte_[0xBF] && t->has_byte_[0xBD]) t->replacement_ = kReplacement;
+
   t->bytes_.resize(t->vocab_.size());
   for (int32_t id = 0; id < t->vocab_.size(); ++id) {
     const TokenType type = t->vocab_.type(id);
@@ -44,22 +51,51 @@ Result<std::unique_ptr<Tokenizer>> BpeTokenizer::create(const VocabData& data) {
   return std::unique_ptr<Tokenizer>(std::move(t));
 }
 
-std::vector<int32_t> BpeTokenizer::encode(std::string_view text, bool parse_special) const {
+std::vector<int32_t> BpeTokenizer::encode(std::string_view text, bool parse_special, EncodeIssues* issues) const {
   std::vector<int32_t> out;
+  EncodeIssues local;
+  std::string storage;
   for (const auto& fragment : vocab_.split_special(text, parse_special)) {
     if (fragment.id >= 0) {
       out.push_back(fragment.id);
       continue;
     }
-    for (std::string_view word : pre_->split(fragment.text)) encode_word(word, out);
+    const std::string_view spelled = spellable(fragment.text, storage, issues ? *issues : local);
+    for (std::string_view word : pre_->split(spelled)) encode_word(word, out);
   }
   return out;
+}
+
+std::string_view BpeTokenizer::spellable(std::string_view text, std::string& storage, EncodeIssues& issues) const {
+  size_t copied = 0;  // text[0, copied) is in storage when storage is in use
+  bool copying = false;
+  for (size_t pos = 0; pos < text.size();) {
+    size_t len = 1;
+    const bool valid = utf8::decode_one(text, pos, &len) >= 0;
+    if (!valid) ++issues.num_invalid_bytes;  // kept as its byte symbol when there is one (rule 1)
+    bool ok = true;
+    for (size_t i = pos; i < pos + len; ++i) ok = ok && has_byte_[static_cast<unsigned char>(text[i])];
+    if (!ok) {
+      if (!copying) {
+        storage.clear();
+        copying = true;
+      }
+      storage.append(text.substr(copied, pos - copied));
+      storage.append(replacement_);
+      issues.add_replaced(static_cast<unsigned char>(text[pos]), /*dropped=*/replacement_.empty());
+      copied = pos + len;
+    }
+    pos += len;
+  }
+  if (!copying) return text;
+  storage.append(text.substr(copied));
+  return storage;
 }
 
 void BpeTokenizer::encode_word(std::string_view word, std::vector<int32_t>& out) const {
   const std::string mapped = byte_level::encode(word);
   if (pre_->ignore_merges()) {
-    if (auto id = vocab_.find(mapped)) {
+    if (auto id = vocab_.find(mapped); id && !vocab_.is_control(*id)) {
       out.push_back(*id);
       return;
     }
@@ -117,12 +153,11 @@ void BpeTokenizer::encode_word(std::string_view word, std::vector<int32_t>& out)
     try_add(c.left);
   }
 
+  // A symbol without a token (id -1) cannot occur: spellable() checked every
+  // byte. Were it to, it is left out rather than given the unknown token,
+  // which in byte-level vocabularies is often a control token.
   for (int i = 0; i >= 0; i = syms[i].next) {
-    if (syms[i].id >= 0) {
-      out.push_back(syms[i].id);
-    } else if (vocab_.data().unk_id >= 0) {
-      out.push_back(vocab_.data().unk_id);  // a byte the alphabet lacks: only in broken vocabularies
-    }
+    if (syms[i].id >= 0) out.push_back(syms[i].id);
   }
 }
 

@@ -4,6 +4,7 @@
 #include <sentencepiece_processor.h>
 
 #include "tokenizer/sentencepiece_proto.h"
+#include "tokenizer/utf8.h"
 
 namespace kvscope {
 
@@ -55,12 +56,19 @@ Result<std::unique_ptr<Tokenizer>> SpmTokenizer::create(const VocabData& data) {
     const bool is_byte = type == TokenType::kByte && text.size() == 6 && text.substr(0, 3) == "<0x";
     t->bytes_[id] = is_byte ? byte_of(text) : unescape_spaces(text);
   }
+  for (int b = 0; b < 256; ++b) {
+    const auto id = t->vocab_.find(fmt::format("<0x{:02X}>", b));
+    t->byte_ids_[b] = id && t->vocab_.type(*id) == TokenType::kByte ? *id : -1;
+  }
+  EncodeIssues ignored;
+  t->encode_valid("\xEF\xBF\xBD", t->replacement_ids_, ignored);  // U+FFFD
+  if (ignored.num_replaced + ignored.num_dropped > 0) t->replacement_ids_.clear();
   return std::unique_ptr<Tokenizer>(std::move(t));
 }
 
-std::vector<int32_t> SpmTokenizer::encode(std::string_view text, bool parse_special) const {
+std::vector<int32_t> SpmTokenizer::encode(std::string_view text, bool parse_special, EncodeIssues* issues) const {
   std::vector<int32_t> out;
-  std::vector<int> ids;
+  EncodeIssues local;
   bool after_special = true;  // the start of the input counts as "after a special token"
   for (const auto& fragment : vocab_.split_special(text, parse_special)) {
     if (fragment.id >= 0) {
@@ -72,15 +80,51 @@ std::vector<int32_t> SpmTokenizer::encode(std::string_view text, bool parse_spec
     if (vocab_.data().add_space_prefix && after_special) piece = " ";
     piece += fragment.text;
     after_special = false;
-    ids.clear();
-    if (!processor_->Encode(piece, &ids).ok()) {
-      // Encode fails only on internal errors; emitting <unk> keeps positions honest.
-      if (vocab_.data().unk_id >= 0) out.push_back(vocab_.data().unk_id);
-      continue;
-    }
-    out.insert(out.end(), ids.begin(), ids.end());
+    encode_piece(piece, out, issues ? *issues : local);
   }
   return out;
+}
+
+void SpmTokenizer::encode_piece(std::string_view text, std::vector<int32_t>& out, EncodeIssues& issues) const {
+  // Runs of valid UTF-8 go to the library; a merge never spans a malformed
+  // byte (no piece contains one), so cutting there changes no other id.
+  size_t run_begin = 0;
+  for (size_t pos = 0; pos < text.size();) {
+    size_t len = 1;
+    if (utf8::decode_one(text, pos, &len) >= 0) {
+      pos += len;
+      continue;
+    }
+    encode_valid(text.substr(run_begin, pos - run_begin), out, issues);
+    const auto byte = static_cast<unsigned char>(text[pos]);
+    ++issues.num_invalid_bytes;
+    if (byte_ids_[byte] >= 0) {
+      out.push_back(byte_ids_[byte]);
+    } else {
+      out.insert(out.end(), replacement_ids_.begin(), replacement_ids_.end());
+      issues.add_replaced(byte, /*dropped=*/replacement_ids_.empty());
+    }
+    run_begin = ++pos;
+  }
+  encode_valid(text.substr(run_begin), out, issues);
+}
+
+void SpmTokenizer::encode_valid(std::string_view text, std::vector<int32_t>& out, EncodeIssues& issues) const {
+  if (text.empty()) return;
+  std::vector<int> ids;
+  const int32_t unk = vocab_.data().unk_id;
+  if (!processor_->Encode(text, &ids).ok()) {
+    // Encode fails only on internal errors: one <unk> keeps positions honest.
+    ids.assign(1, unk);
+  }
+  for (int id : ids) {
+    if (id == unk || id < 0) {
+      const bool dropped = id < 0 || vocab_.is_control(id);
+      issues.add_replaced(-1, dropped);  // which character the library could not spell is not known here
+      if (dropped) continue;
+    }
+    out.push_back(id);
+  }
 }
 
 std::string SpmTokenizer::token_bytes(int32_t id, bool render_special) const {

@@ -1,11 +1,36 @@
 #include "tokenizer/tokenizer.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "tokenizer/bpe_tokenizer.h"
 #include "tokenizer/spm_tokenizer.h"
 
 namespace kvscope {
+
+void EncodeIssues::add_replaced(int32_t byte, bool dropped) {
+  if (first_byte < 0) first_byte = byte;
+  ++(dropped ? num_dropped : num_replaced);
+}
+
+std::string describe(const EncodeIssues& issues) {
+  std::vector<std::string> parts;
+  if (issues.num_invalid_bytes > 0) {
+    const bool one = issues.num_invalid_bytes == 1;
+    parts.push_back(fmt::format("the text has {} byte{} that {} not valid UTF-8", issues.num_invalid_bytes,
+                                one ? "" : "s", one ? "is" : "are"));
+  }
+  const int32_t num_missing = issues.num_replaced + issues.num_dropped;
+  if (num_missing > 0) {
+    std::string what = fmt::format("{} character{} no token in this vocabulary", num_missing,
+                                   num_missing == 1 ? " has" : "s have");
+    if (issues.first_byte >= 0) what += fmt::format(" (the first starts with byte 0x{:02X})", issues.first_byte);
+    if (issues.num_replaced > 0) what += fmt::format("; {} became U+FFFD or the unknown token", issues.num_replaced);
+    if (issues.num_dropped > 0) what += fmt::format("; {} left out (nothing to stand for them)", issues.num_dropped);
+    parts.push_back(std::move(what));
+  }
+  return fmt::format("{}", fmt::join(parts, "; "));
+}
 
 std::string Tokenizer::decode(std::span<const int32_t> ids, bool render_special) const {
   std::string out;

@@ -17,6 +17,38 @@
 
 namespace kvscope {
 
+// What encode() could not keep as written. One rule for both tokenizers, so
+// that user text never becomes a control token:
+//  1. A byte that is not part of valid UTF-8 becomes the vocabulary's token
+//     for that byte where it has one (SentencePiece <0xNN>, a byte-level
+//     BPE's byte symbol): nothing is lost, and it is what llama.cpp does for
+//     SentencePiece.
+//  2. A character (or such a byte) the vocabulary cannot spell becomes
+//     U+FFFD's tokens, as llama.cpp and SentencePiece do with malformed
+//     UTF-8. Seen in practice: SmolLM2's byte-level vocabulary lacks 21 of the
+//     256 byte symbols (0x04, 0x06, 0x13, 0x14, 0x16, 0x1D, 0xC0, 0xC1, 0xF1,
+//     0xF2, 0xF5..0xFF); the unknown token it fell back to was id 0,
+//     <|endoftext|>. SentencePiece without byte fallback gives <unk> here
+//     (as llama.cpp does).
+//  3. Where that is impossible too (no U+FFFD, or an unknown token that is a
+//     control token), the character is left out.
+// Valid text that the vocabulary can spell is untouched (llama.cpp's ids).
+struct EncodeIssues {
+  int32_t num_invalid_bytes = 0;  // bytes not part of valid UTF-8 (kept by rule 1 or replaced)
+  int32_t num_replaced = 0;       // characters or bytes given U+FFFD's tokens or <unk> (rule 2)
+  int32_t num_dropped = 0;        // characters or bytes left out (rule 3)
+  int32_t first_byte = -1;        // first byte of the first one replaced or dropped; -1: none
+
+  bool any() const { return num_invalid_bytes > 0 || num_replaced > 0 || num_dropped > 0; }
+  // One more replaced (or dropped) character; `byte` its first byte, -1 when not known.
+  void add_replaced(int32_t byte, bool dropped);
+};
+
+// A sentence for a person ("the text has 2 bytes that are not valid UTF-8;
+// 1 character has no token in this vocabulary (first byte 0xFF) and became
+// U+FFFD"), "" when there is nothing to say.
+std::string describe(const EncodeIssues& issues);
+
 class Tokenizer {
  public:
   virtual ~Tokenizer() = default;
@@ -24,7 +56,12 @@ class Tokenizer {
   // Text -> ids, never adding BOS/EOS (callers ask add_bos()). With
   // parse_special, control tokens written literally ("<|im_start|>") become
   // their ids; user-defined tokens are always kept whole, as llama.cpp does.
-  virtual std::vector<int32_t> encode(std::string_view text, bool parse_special) const = 0;
+  // Text with no token of its own follows EncodeIssues' rule; `issues`, when
+  // given, counts what was replaced (it is added to, not reset).
+  virtual std::vector<int32_t> encode(std::string_view text, bool parse_special, EncodeIssues* issues) const = 0;
+  std::vector<int32_t> encode(std::string_view text, bool parse_special) const {
+    return encode(text, parse_special, nullptr);
+  }
 
   // The raw bytes token `id` stands for (may be part of a UTF-8 character).
   // Control/unknown tokens give "" unless render_special, then their text.

@@ -1,0 +1,38 @@
+#include "tokenizer/prompt_builder.h"
+
+#include <fmt/format.h>
+
+#include "tokenizer/chat_template.h"
+#include "tokenizer/tokenizer.h"
+
+namespace kvscope {
+
+Result<SubmittedPrompt> build_prompt(const GenerationRequest& request, const Tokenizer& tokenizer,
+                                     const ChatTemplate& chat_template) {
+  const int num_forms = int{!request.prompt_tokens.empty()} + int{!request.messages.empty()} +
+                        int{!request.prompt.empty()};
+  if (num_forms > 1) {
+    return Error{"the request gives more than one prompt (token ids, chat messages, text); give one"};
+  }
+  SubmittedPrompt out;
+  if (!request.prompt_tokens.empty()) {
+    out.tokens = request.prompt_tokens;
+    return out;
+  }
+  const std::string text = request.messages.empty()
+                               ? request.prompt
+                               : chat_template.render(request.messages, /*add_generation_prompt=*/true);
+  // BOS once: a template that writes BOS's text (Gemma's "<bos>") already
+  // gives its id below, as does raw text that starts with it.
+  if (tokenizer.add_bos() && tokenizer.bos_id() >= 0 && !chat_template.renders_bos(text)) {
+    out.tokens.push_back(tokenizer.bos_id());
+  }
+  EncodeIssues issues;
+  const std::vector<int32_t> ids = tokenizer.encode(text, /*parse_special=*/true, &issues);
+  out.tokens.insert(out.tokens.end(), ids.begin(), ids.end());
+  if (issues.any()) out.warnings.push_back(fmt::format("prompt: {}", describe(issues)));
+  if (ids.empty()) return Error{"the prompt is empty"};
+  return out;
+}
+
+}  // namespace kvscope

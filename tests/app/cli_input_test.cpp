@@ -1,0 +1,144 @@
+// kvscope-cli on a random tiny model (no download needed): generate, chat and
+// tokenize on a Hugging Face directory as on a GGUF file, the prompt ids
+// `generate --json` prints being the engine's own; and bad input answered
+// clearly: --seed -1 (random, like 0; the seed used is printed), a bad seed,
+// a directory given as --prompt-file, tokenize --file or --trace, a directory
+// that is not a model given as --model, text with no token. Label: unit.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "app/cli_runner.h"
+#include "support/tiny_model.h"
+
+namespace kvscope {
+namespace {
+
+namespace fs = std::filesystem;
+using test::run_cli;
+using ::testing::HasSubstr;
+
+class CliInput : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    base_ = test::tiny_model_temp_path("cli_input");
+    gguf_ = base_;
+    hf_ = base_ + ".hf";
+    test::TinyModelSpec spec;
+    ASSERT_TRUE(test::write_tiny_gguf(spec, gguf_).ok());
+    ASSERT_TRUE(test::write_tiny_hf_dir(spec, hf_).ok());
+    fs::create_directories(base_ + ".empty_dir");
+  }
+  static void TearDownTestSuite() {
+    fs::remove(gguf_);
+    fs::remove_all(hf_);
+    fs::remove_all(base_ + ".empty_dir");
+  }
+  // Greedy unless `temp` says otherwise.
+  static nlohmann::json generate_json(const std::string& model, std::vector<std::string> extra = {},
+                                      const std::string& temp = "0") {
+    std::vector<std::string> args = {"generate", "--model", model, "-p", "Hello there", "-n", "4", "--temp", temp,
+                                     "--ignore-eos", "--json"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const test::CliResult r = run_cli(args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r.exit_code == 0 ? nlohmann::json::parse(r.out) : nlohmann::json();
+  }
+  static std::string base_, gguf_, hf_;
+};
+
+std::string CliInput::base_, CliInput::gguf_, CliInput::hf_;
+
+TEST_F(CliInput, GenerateOnAHuggingFaceDirectoryMatchesTheGguf) {
+  const nlohmann::json hf = generate_json(hf_);
+  const nlohmann::json gguf = generate_json(gguf_);
+  ASSERT_FALSE(hf.is_null());
+  ASSERT_FALSE(gguf.is_null());
+  // The ids the engine ran, reported back: the tokenizer's ids for the text.
+  const test::CliResult tok =
+      run_cli({"tokenize", "--model", hf_, "--parse-special", "--json", "--text", "Hello there"});
+  ASSERT_EQ(tok.exit_code, 0) << tok.err;
+  EXPECT_EQ(hf["prompt_ids"], nlohmann::json::parse(tok.out)["ids"]);
+  EXPECT_EQ(hf["prompt_ids"], gguf["prompt_ids"]);
+  EXPECT_EQ(hf["num_generated_tokens"], 4);
+  EXPECT_EQ(hf["generated_ids"], gguf["generated_ids"]);  // same weights, greedy
+}
+
+TEST_F(CliInput, GenerateChatAndChatOnAHuggingFaceDirectory) {
+  const nlohmann::json chat = generate_json(hf_, {"--chat", "--system", "Be brief."});
+  ASSERT_FALSE(chat.is_null());
+  const std::vector<int> ids = chat["prompt_ids"];
+  EXPECT_EQ(ids.front(), test::kTinyImStart);  // rendered with the ChatML template by the engine
+  EXPECT_EQ(std::count(ids.begin(), ids.end(), test::kTinyImStart), 3);  // system, user, assistant
+
+  const test::CliResult r = run_cli({"chat", "--model", hf_, "--temp", "0", "-n", "4"}, "Hello\nAgain\n/exit\n");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.err, ::testing::Not(HasSubstr("error")));
+}
+
+TEST_F(CliInput, SeedMinusOneAndZeroPickARandomSeedAndPrintIt) {
+  const nlohmann::json a = generate_json(gguf_, {"--seed", "-1"}, "1");
+  const nlohmann::json b = generate_json(gguf_, {"--seed", "-1"}, "1");
+  const nlohmann::json c = generate_json(gguf_, {"--seed", "0"}, "1");
+  ASSERT_FALSE(a.is_null() || b.is_null() || c.is_null());
+  const uint64_t sa = a["seed"], sb = b["seed"], sc = c["seed"];
+  EXPECT_NE(sa, 0u);
+  EXPECT_NE(sa, ~uint64_t{0});  // -1 used to wrap to 2^64-1, a fixed seed
+  EXPECT_NE(sa, sb);            // random each time (equal with probability 2^-64)
+  EXPECT_NE(sc, 0u);
+  // The printed seed reproduces the run.
+  const nlohmann::json again = generate_json(gguf_, {"--seed", std::to_string(sa)}, "1");
+  ASSERT_FALSE(again.is_null());
+  EXPECT_EQ(again["seed"], a["seed"]);
+  EXPECT_EQ(again["generated_ids"], a["generated_ids"]);
+}
+
+TEST_F(CliInput, BadSeedIsAUsageError) {
+  for (const char* bad : {"-2", "abc", "1.5", "18446744073709551616"}) {
+    const test::CliResult r = run_cli({"generate", "--model", gguf_, "-p", "hi", "--seed", bad});
+    EXPECT_EQ(r.exit_code, 2) << bad;
+    EXPECT_THAT(r.err, HasSubstr("is not a seed")) << bad;
+  }
+}
+
+TEST_F(CliInput, DirectoryGivenAsAFileSaysSo) {
+  const std::string dir = base_ + ".empty_dir";
+  const test::CliResult prompt = run_cli({"generate", "--model", gguf_, "--prompt-file", dir});
+  EXPECT_EQ(prompt.exit_code, 2);
+  EXPECT_THAT(prompt.err, HasSubstr("--prompt-file: '" + dir + "' is a directory, not a file"));
+
+  const test::CliResult tokenize = run_cli({"tokenize", "--model", gguf_, "--file", dir});
+  EXPECT_EQ(tokenize.exit_code, 2);
+  EXPECT_THAT(tokenize.err, HasSubstr("is a directory, not a file"));
+
+  const test::CliResult trace = run_cli({"generate", "--model", gguf_, "-p", "hi", "-n", "1", "--trace", dir});
+  EXPECT_EQ(trace.exit_code, 2);
+  EXPECT_THAT(trace.err, HasSubstr("--trace: '" + dir + "' is a directory, not a file"));
+
+  const test::CliResult missing =
+      run_cli({"generate", "--model", gguf_, "-p", "hi", "--trace", dir + "/no/such/t.json"});
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_THAT(missing.err, HasSubstr("does not exist"));
+
+  const test::CliResult model = run_cli({"generate", "--model", dir, "-p", "hi"});
+  EXPECT_EQ(model.exit_code, 1);
+  EXPECT_THAT(model.err, HasSubstr("not a Hugging Face model directory (it has no config.json)"));
+}
+
+TEST_F(CliInput, TextWithoutTokensWarnsAndStillRuns) {
+  const test::CliResult r = run_cli({"generate", "--model", gguf_, "-p", "a\xFF" "b", "-n", "1", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("warning: prompt: the text has 1 byte that is not valid UTF-8"));
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["warnings"].size(), 1u);
+  for (int id : j["prompt_ids"]) EXPECT_LT(id, test::kTinyEndOfText);  // no control token
+
+  const test::CliResult tok = run_cli({"tokenize", "--model", hf_, "--text", "a\xFF" "b"});
+  EXPECT_EQ(tok.exit_code, 0) << tok.err;
+  EXPECT_THAT(tok.err, HasSubstr("warning: the text has 1 byte that is not valid UTF-8"));
+}
+
+}  // namespace
+}  // namespace kvscope
