@@ -9,6 +9,8 @@ packages=(
   build-essential cmake ninja-build ccache pkg-config git python3 python3-pip python3-venv
   libsentencepiece-dev libpcre2-dev libcli11-dev nlohmann-json3-dev libfmt-dev libspdlog-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  # fetching the default model from the installed programs (app/fetch): HTTP, SHA-256, zip
+  libcurl4-openssl-dev libssl-dev libzip-dev
   # desktop app (KVSCOPE_GUI): Qt 6 Widgets/Sql/Test, QCustomPlot, SQLite driver, GL headers Qt6Gui needs
   qt6-base-dev libqcustomplot-dev libqt6sql6-sqlite libgl-dev
 )

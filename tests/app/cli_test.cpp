@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/cli_runner.h"
+#include "support/require_data.h"
 #include "support/test_paths.h"
 
 namespace kvscope {
@@ -21,8 +22,7 @@ std::string starcoder() {
   return dir.empty() ? std::string() : dir + "/ggml-vocab-starcoder.gguf";
 }
 
-#define REQUIRE_FIXTURES(path) \
-  if ((path).empty()) GTEST_SKIP() << "tokenizer fixtures not found (set KVSCOPE_FIXTURES_DIR)"
+#define REQUIRE_FIXTURES(path) KVSCOPE_REQUIRE_DATA(!(path).empty(), test::TestData::kTokenizerFixtures)
 
 TEST(CliTokenize, PrintsIds) {
   const std::string vocab = starcoder();
@@ -97,7 +97,7 @@ TEST(CliModel, MissingDefaultModelSaysHowToFetchIt) {
   auto r = run_cli({"generate", "-p", "hello"});
   ::unsetenv("KVSCOPE_MODEL_DIR");
   EXPECT_EQ(r.exit_code, 1) << r.err;
-  EXPECT_THAT(r.err, HasSubstr("scripts/fetch_model.py"));
+  EXPECT_THAT(r.err, HasSubstr("kvscope-cli fetch-model"));
 }
 
 TEST(CliModel, VocabularyOnlyFileCannotGenerate) {

