@@ -5,15 +5,14 @@
 
 namespace kvscope::cli {
 
-std::string cpu_model_name() {
-  std::ifstream in("/proc/cpuinfo");
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("model name", 0) == 0 && line.find(':') != std::string::npos) {
-      const size_t v = line.find_first_not_of(' ', line.find(':') + 1);
-      return v == std::string::npos ? "" : line.substr(v);
-    }
-  }
-  return "unknown";
+nlohmann::ordered_json cpu_json(const CpuDescription& cpu, int threads) {
+  return {{"model_name", cpu.model_name},
+          {"num_cpus_online", cpu.num_cpus_online},
+          {"num_cpus_usable", cpu.num_cpus_usable},
+          {"threads_used", threads},
+          {"isa", cpu.isa},
+          {"isa_detail", cpu.isa_detail},
+          {"isa_detected", cpu.isa_detected}};
 }
 
 std::optional<std::vector<double>> load_average() {

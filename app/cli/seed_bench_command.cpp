@@ -1,9 +1,9 @@
-// `kvscope-cli bench-seeds`: the tables of the lab report in
-// ../shared/seeds/001 (Transformers vs vLLM; paged attention on/off across
-// batch sizes; KV waste) plus prefix sharing, measured with this engine on the
-// default model. One engine, one knob changed per row, so the comparison is
-// honest: static batching + contiguous KV is the Hugging Face generate
-// baseline, continuous batching + paged KV is vLLM's design.
+// `kvscope-cli bench-seeds`: the tables of a student lab report on vLLM
+// (Transformers generate vs vLLM at batch 16; vLLM with paged attention on/off
+// across batch sizes; KV cache waste) plus prefix sharing, measured with this
+// engine on the default model. One engine, one knob changed per row, so the
+// comparison is honest: static batching + contiguous KV is the Hugging Face
+// generate baseline, continuous batching + paged KV is vLLM's design.
 //
 //   kvscope-cli bench-seeds [--quick] [--only 2] [--threads 2] [--out-dir DIR]
 //
@@ -18,7 +18,6 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
-#include <thread>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -482,6 +481,7 @@ int run_seed_bench(const SeedBenchOptions& o) {
   const ModelFacts facts{*path, summary->config->vocab_size, static_cast<int64_t>(summary->kv_bytes_per_token)};
   const Scale scale = o.quick ? quick_scale() : full_scale();
   const json load_start = load_average_json();
+  const CpuDescription cpu = describe_cpu();
   const std::string started = utc_now();
 
   std::vector<RunSpec> specs;
@@ -528,14 +528,14 @@ int run_seed_bench(const SeedBenchOptions& o) {
       {"seed", kSeed},
       {"model", {{"path", facts.path}, {"name", summary->config->name},
                  {"kv_bytes_per_token", facts.kv_bytes_per_token}, {"weight_bytes", summary->weight_bytes}}},
-      {"machine", {{"cpu", cpu_model_name()}, {"num_cpus", std::thread::hardware_concurrency()},
-                   {"threads", o.threads}, {"load_average_start", load_start}, {"load_average_end", load_average_json()}}},
+      {"machine", {{"cpu", cpu_json(cpu, o.threads)}, {"threads", o.threads},
+                   {"load_average_start", load_start}, {"load_average_end", load_average_json()}}},
       {"runs", runs_json},
       {"goals", goals},
   };
 
   const std::string md = render_tables(runs, o.only, scale.t2_num_reservations) + render_goals(goals);
-  write_stdout(fmt::format("## kvscope bench-seeds: {} on {} ({} threads{})\n{}", summary->config->name, cpu_model_name(),
+  write_stdout(fmt::format("## kvscope bench-seeds: {} on {} ({} threads{})\n{}", summary->config->name, cpu_summary(cpu),
                            o.threads, o.quick ? ", quick" : "", md));
   if (!o.out_dir.empty()) {
     std::error_code ec;

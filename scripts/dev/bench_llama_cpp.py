@@ -8,10 +8,11 @@ One sequence, CPU only:
     eval calls are timed (argmax and logits copies are outside the timer).
 A warmup (one prefill + 8 decode steps) runs once before the timed runs.
 llama.cpp's own counters (llama_perf_context: t_p_eval_ms / t_eval_ms) are
-reported next to the Python-side wall times.  With OpenMP threads, another
-busy process on the same cores slows llama.cpp down by up to 30x, so the
-output also has the best run and the load averages; compare only runs taken
-on an idle machine.
+reported next to the Python-side wall times; the record's "cpu" names the
+CPU and the SIMD path this llama.cpp build uses (bench_cpu.py).  With OpenMP
+threads, another busy process on the same cores slows llama.cpp down by up to
+30x, so the output also has the best run and the load averages; compare only
+runs taken on an idle machine.
 
 Development-only; llama-cpp-python lives outside the project:
 
@@ -33,6 +34,8 @@ import sys
 import time
 
 import numpy as np
+
+from bench_cpu import cpu_record, llama_cpp_isa
 
 DEFAULT_MODEL = os.path.expanduser(
     "~/.local/share/kvscope/models/SmolLM2-135M-Instruct.Q4_1.gguf")
@@ -130,12 +133,17 @@ def main() -> int:
     one_run(llm, llama_cpp, ids, 8)  # warmup (page in weights, allocate buffers)
     runs = [one_run(llm, llama_cpp, ids, GEN_TOKENS) for _ in range(args.repeats)]
 
+    system_info = llama_cpp.llama_print_system_info().decode().strip()
     med = lambda k: statistics.median(r[k] for r in runs if k in r) if any(k in r for r in runs) else None
     out = {
         "engine": "llama.cpp",
         "version": llama_cpp.__version__,
         "model": os.path.basename(args.model),
+        "cpu": cpu_record(args.threads, llama_cpp_isa(system_info)),
         "threads": args.threads,
+        # llm.reset() before each run: llama.cpp recomputes the whole prompt
+        # (Llama.eval has no prefix reuse), as kvscope's fresh prompts do.
+        "prefill_prompts": "the same prompt each run, KV cleared by llm.reset()",
         "prompt_tokens": PROMPT_TOKENS,
         "gen_tokens": GEN_TOKENS,
         "repeats": args.repeats,
@@ -149,7 +157,7 @@ def main() -> int:
         # 1/5/15-min load averages before and after; > threads means contention.
         "loadavg_before": [round(x, 2) for x in load_before],
         "loadavg_after": [round(x, 2) for x in os.getloadavg()],
-        "system_info": llama_cpp.llama_print_system_info().decode().strip(),
+        "system_info": system_info,
         "runs": runs,
     }
     json.dump(out, sys.stdout, indent=1)

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/cli_runner.h"
+#include "support/require_data.h"
 #include "support/test_paths.h"
 
 namespace kvscope {
@@ -32,7 +33,7 @@ std::string read_text(const fs::path& path) {
 
 TEST(CliSeedBench, QuickTableTwoWritesEveryOutput) {
   const std::string model = test::default_model_path();
-  if (model.empty()) GTEST_SKIP() << "default model not found (python3 scripts/fetch_model.py)";
+  KVSCOPE_REQUIRE_DATA(!model.empty(), test::TestData::kDefaultModel);
   const fs::path dir = fs::temp_directory_path() / ("kvscope-seed-bench-" + std::to_string(::getpid()));
   fs::remove_all(dir);
 
@@ -45,7 +46,9 @@ TEST(CliSeedBench, QuickTableTwoWritesEveryOutput) {
   ASSERT_FALSE(j.is_discarded());
   EXPECT_EQ(j["command"], "bench-seeds");
   EXPECT_EQ(j["quick"], true);
-  EXPECT_FALSE(j["machine"]["cpu"].get<std::string>().empty());
+  EXPECT_FALSE(j["machine"]["cpu"]["model_name"].get<std::string>().empty());
+  EXPECT_EQ(j["machine"]["cpu"]["threads_used"], j["machine"]["threads"]);
+  EXPECT_FALSE(j["machine"]["cpu"]["isa"].get<std::string>().empty());
   EXPECT_EQ(j["machine"]["load_average_start"].size(), 3u);
   EXPECT_EQ(j["machine"]["load_average_end"].size(), 3u);
   EXPECT_GT(j["model"]["kv_bytes_per_token"].get<int64_t>(), 0);

@@ -2,12 +2,14 @@
 // model, beside the decode step it would accompany (the inspector takes one
 // per step at most). Google Benchmark:
 //   build/tests/engine/bench/snapshot_bench --benchmark_repetitions=5 --benchmark_format=json
-// Skips (with a message) when the default model is absent.
+// Skips (with a message) when the default model is absent. The context block
+// names the CPU and the kernels' ISA path (tests/kernels/bench/cpu_context.h).
 #include <benchmark/benchmark.h>
 
 #include <memory>
 
 #include "kvscope/engine.h"
+#include "kernels/bench/cpu_context.h"
 #include "support/test_paths.h"
 
 namespace kvscope {
@@ -67,4 +69,5 @@ BENCHMARK(BM_DecodeStepAt64Requests)->Unit(benchmark::kMillisecond)->Iterations(
 }  // namespace
 }  // namespace kvscope
 
-BENCHMARK_MAIN();
+// BENCHMARK_MAIN() plus the CPU in the run's context (cpu_context.h).
+int main(int argc, char** argv) { return kvscope::bench::run_benchmarks(argc, argv); }

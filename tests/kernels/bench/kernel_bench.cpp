@@ -9,13 +9,15 @@
 // from L3 as in a real decode step; l3:0 reuses one copy (L2-hot when small).
 //   ./kernel_bench --benchmark_filter='Packed|Parts' --benchmark_repetitions=5
 //   ./kernel_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
-// KVSCOPE_CPU=avx2 measures the AVX2 path.
+// KVSCOPE_CPU=avx2 measures the AVX2 path. The context block (and the JSON
+// "context") names the CPU and the ISA path in use (cpu_context.h).
 #include <benchmark/benchmark.h>
 
 #include <ctime>
 #include <memory>
 #include <vector>
 
+#include "kernels/bench/cpu_context.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/packed_matmul.h"
 #include "kernels/reference/matmul.h"
@@ -212,4 +214,5 @@ BENCHMARK(BM_MatmulRef)->ArgNames({"shape", "tokens"})->Args({0, 1})->Args({4, 1
 }  // namespace
 }  // namespace kvscope
 
-BENCHMARK_MAIN();
+// BENCHMARK_MAIN() plus the CPU in the run's context (cpu_context.h).
+int main(int argc, char** argv) { return kvscope::bench::run_benchmarks(argc, argv); }

@@ -1,0 +1,73 @@
+// `kvscope-cli bench` on a tiny random model: the record names the CPU it ran
+// on and its prefill figure was computed, not read from the prefix cache
+// (every run gets a fresh prompt; before, the warm-up's prompt was reused and
+// its cached blocks made prefill look ~5x faster). Label: unit.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "app/cli_runner.h"
+#include "support/tiny_model.h"
+
+namespace kvscope {
+namespace {
+
+using test::run_cli;
+
+class BenchRecord : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = test::tiny_model_temp_path("bench_record");
+    ASSERT_TRUE(test::write_tiny_gguf(test::TinyModelSpec{}, path_).ok());
+  }
+  void TearDown() override { std::remove(path_.c_str()); }
+  std::string path_;
+};
+
+TEST_F(BenchRecord, NamesTheCpuAndNoPrefillTokenCameFromTheCache) {
+  // 40 prompt tokens at the default block size (16): with one prompt reused,
+  // 32 of them would be prefix-cache hits in every measured run.
+  auto r = run_cli({"bench", "--model", path_, "--threads", "1", "--prompt-tokens", "40",
+                    "--gen-tokens", "3", "--repeats", "3"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out, nullptr, /*allow_exceptions=*/false);
+  ASSERT_TRUE(j.is_object()) << r.out;
+
+  const auto& cpu = j["cpu"];
+  ASSERT_TRUE(cpu.is_object()) << r.out;
+  EXPECT_FALSE(cpu["model_name"].get<std::string>().empty());
+  EXPECT_GE(cpu["num_cpus_online"].get<int>(), 1);
+  EXPECT_GE(cpu["num_cpus_usable"].get<int>(), 1);
+  EXPECT_EQ(cpu["threads_used"], 1);
+  const std::set<std::string> levels = {"scalar", "avx2", "avx512"};
+  EXPECT_TRUE(levels.count(cpu["isa"].get<std::string>())) << cpu.dump();
+  EXPECT_FALSE(cpu["isa_detail"].get<std::string>().empty());
+
+  // The cache was on, so the 0 below is a measurement, not a setting.
+  EXPECT_EQ(j["prefix_caching"], true);
+  EXPECT_EQ(j["prefill_cached_prompt_tokens"], 0);
+  ASSERT_EQ(j["runs"].size(), 3u);
+  std::set<int> first_tokens;
+  for (const auto& run : j["runs"]) {
+    EXPECT_EQ(run["cached_prompt_tokens"], 0) << run.dump();
+    first_tokens.insert(run["first_prompt_token"].get<int>());
+  }
+  EXPECT_EQ(first_tokens.size(), 3u) << "every measured run starts with a token of its own";
+  EXPECT_EQ(j["prompt_tokens"], 40);
+  EXPECT_GT(j["prefill_tok_s_median"].get<double>(), 0.0);
+}
+
+TEST_F(BenchRecord, TooManyRepeatsForDistinctPromptsIsRefusedWithAReason) {
+  // The paragraph has a few dozen distinct bytes in the tiny byte-level vocabulary.
+  auto r = run_cli({"bench", "--model", path_, "--threads", "1", "--prompt-tokens", "8", "--gen-tokens", "1",
+                    "--repeats", "5000"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("distinct first tokens"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--repeats"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace kvscope
