@@ -26,6 +26,7 @@
 
 #include "models/markdown_code_blocks.h"
 #include "models/message_stats.h"
+#include "models/sampling_sources.h"
 
 namespace kvscope::ui {
 namespace {
@@ -116,9 +117,15 @@ QString ChatWidget::statusText() const { return status_->text(); }
 void ChatWidget::setStatus(const QString& text) { status_->setText(text); }
 
 void ChatWidget::setConversationSettings(const ConversationSettings& settings) {
-  settings_ = settings;
+  settings_ = withModelDefaults(settings);
   updateHeader();
 }
+
+ConversationSettings ChatWidget::withModelDefaults(const ConversationSettings& settings) const {
+  return settings.withDefaults(sampling_defaults_.params);
+}
+
+QString ChatWidget::headerText() const { return header_->text(); }
 
 bool ChatWidget::eventFilter(QObject* watched, QEvent* event) {
   if (watched == input_ && event->type() == QEvent::KeyPress) {
@@ -249,6 +256,11 @@ void ChatWidget::onModelLoaded(const kvscope::ModelInfo& info) {
   awaiting_start_ = false;
   active_id_ = 0;
   context_length_ = info.context_length;
+  // A reply being written keeps what it was sent with; the next one follows
+  // the new model's recommendation in every field the user has not chosen.
+  sampling_defaults_ = kvscope::resolve_sampling_defaults(info.recommended_sampling);
+  settings_ = withModelDefaults(settings_);
+  updateHeader();
   setStatus(tr("%1 loaded · %2 KV blocks of %3 tokens · context %4")
                 .arg(QString::fromStdString(info.name))
                 .arg(QLocale().toString(info.num_kv_blocks))
@@ -497,13 +509,18 @@ void ChatWidget::updateHeader() {
   if (prompt.size() > 90) prompt = prompt.left(89) + QStringLiteral("…");
   QStringList parts;
   parts << (prompt.isEmpty() ? tr("No system prompt") : tr("System: “%1”").arg(prompt.toHtmlEscaped()));
-  parts << (s.temperature == 0.0f ? tr("greedy") : tr("temperature %1").arg(s.temperature, 0, 'g', 3));
-  if (s.temperature != 0.0f && s.top_k > 0) parts << tr("top-k %1").arg(s.top_k);
-  if (s.temperature != 0.0f && s.top_p < 1.0f) parts << tr("top-p %1").arg(s.top_p, 0, 'g', 3);
+  // Which sampling values are in force and where each came from, so that a
+  // reply that loops or rambles can be traced to a setting.
+  for (const QString& entry : samplingSummary(settings_, sampling_defaults_)) parts << entry.toHtmlEscaped();
   parts << tr("max %1 tokens").arg(s.max_tokens);
   if (settings_.n > 1) parts << tr("%1 replies").arg(settings_.n);
   parts << QStringLiteral("<a href=\"settings\">%1</a>").arg(tr("Conversation settings…"));
   header_->setText(parts.join(QStringLiteral(" · ")));
+  const QString model_source = QString::fromStdString(sampling_defaults_.model_source);
+  header_->setToolTip(
+      tr("Sampling: values set in this conversation's settings come first, then the model file's "
+         "recommendation%1, then kvscope's defaults (llama.cpp's, with a repeat penalty of 1.1 over 64 tokens).")
+          .arg(model_source.isEmpty() ? tr(" (this model file recommends none)") : tr(" (%1)").arg(model_source)));
 }
 
 void ChatWidget::updateButtons() {

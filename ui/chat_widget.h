@@ -2,7 +2,8 @@
 // as links (edit an earlier user message and resend, regenerate the last
 // reply, flip through n alternative replies, copy a reply or a code block),
 // a stats line under each reply, a header with the conversation's settings
-// (system prompt, sampling, n), an input box (Ctrl+Enter sends, Esc stops or
+// (system prompt, the sampling values in force and where each came from: this
+// conversation, the model file or kvscope's defaults; n), an input box (Ctrl+Enter sends, Esc stops or
 // leaves editing) and a status line ("loading model 43%", "processing prompt
 // 340 / 1,200 tokens", tok/s, context usage).
 //
@@ -43,8 +44,17 @@ class ChatWidget : public QWidget {
   QString statusText() const;
   QString renderedMarkdown() const { return markdown_; }
   QPlainTextEdit* input() const { return input_; }
+  // The conversation's settings with the loaded model's sampling defaults
+  // filled into the fields the user has not chosen (what a reply is sent with).
   const ConversationSettings& conversationSettings() const { return settings_; }
   void setConversationSettings(const ConversationSettings& settings);
+  // `settings` resolved as this widget resolves its own (for dialogs that
+  // show, say, the app's chat defaults against the loaded model).
+  ConversationSettings withModelDefaults(const ConversationSettings& settings) const;
+  // kvscope's sampling defaults with the loaded model file's recommendation.
+  const kvscope::SamplingDefaults& samplingDefaults() const { return sampling_defaults_; }
+  // The header as shown (rich text).
+  QString headerText() const;
 
  public slots:
   // Sends `text` as the next user turn (after the edited turn's predecessors
@@ -125,6 +135,7 @@ class ChatWidget : public QWidget {
 
   ChatTurns turns_;
   ConversationSettings settings_;
+  kvscope::SamplingDefaults sampling_defaults_ = kvscope::resolve_sampling_defaults({});
   PendingReply pending_;
   QString markdown_;             // what the view shows
   QString markdown_head_;        // all of it but the reply being written

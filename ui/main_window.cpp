@@ -330,6 +330,14 @@ void MainWindow::onModelLoaded(const kvscope::ModelInfo& info) {
   chat_->onModelLoaded(info);
   plots_->clear();
   acceptConfig(info);
+  showSettingWarnings(info);
+}
+
+void MainWindow::showSettingWarnings(const kvscope::ModelInfo& info) {
+  if (info.setting_warnings.empty()) return;
+  QStringList warnings;
+  for (const std::string& w : info.setting_warnings) warnings.append(QString::fromStdString(w));
+  statusBar()->showMessage(tr("Note: %1").arg(warnings.join(QStringLiteral("; "))), 15000);
 }
 
 void MainWindow::onReconfigured(const kvscope::ModelInfo& info) {
@@ -338,6 +346,7 @@ void MainWindow::onReconfigured(const kvscope::ModelInfo& info) {
                                .arg(info.num_kv_blocks)
                                .arg(info.block_size),
                            8000);
+  showSettingWarnings(info);
 }
 
 void MainWindow::showModelLabel(const kvscope::ModelInfo& info) {
@@ -493,7 +502,8 @@ void MainWindow::onAlternativeSelected(int message_index, int alternative) {
 
 void MainWindow::showConversationSettings() {
   const QString title = conversation_id_ >= 0 ? conversations_->currentTitle() : tr("New chat");
-  ConversationSettingsDialog dialog(title, chat_->conversationSettings(), chat_defaults_, this);
+  // "Reset to defaults" shows the chat defaults as they apply to the loaded model.
+  ConversationSettingsDialog dialog(title, chat_->conversationSettings(), chat_->withModelDefaults(chat_defaults_), this);
   if (dialog.exec() != QDialog::Accepted) return;
   chat_->setConversationSettings(dialog.settings());
   if (conversation_id_ >= 0 && store_->is_open() &&

@@ -1,5 +1,6 @@
-// `kvscope-cli chat`: an interactive conversation in the terminal, rendered
-// with the model's chat template. Commands: /reset, /exit (and end of input).
+// `kvscope-cli chat`: an interactive conversation in the terminal. Each turn
+// hands the engine the whole history as messages; the engine renders the
+// model's chat template and tokenises. Commands: /reset, /exit (and end of input).
 // Ctrl-C while a reply streams stops that reply (the history keeps what was
 // produced); Ctrl-C at the prompt, or twice during a reply, quits.
 //
@@ -49,6 +50,7 @@ struct ChatOptions {
   EngineOptions engine;
   SamplingParams sampling;
   std::string system;
+  const CLI::App* cmd = nullptr;  // to tell which sampling options were typed
 };
 
 struct Reply {
@@ -60,11 +62,10 @@ struct Reply {
   bool quit = false;  // Ctrl-C pressed twice while streaming
 };
 
-Reply stream_reply(Engine& engine, const TextTokenizer& tokenizer, const std::vector<ChatMessage>& history,
-                   const SamplingParams& sampling) {
+Reply stream_reply(Engine& engine, const std::vector<ChatMessage>& history, const SamplingParams& sampling) {
   Reply reply;
   GenerationRequest request;
-  request.prompt_tokens = prompt_ids(engine, tokenizer, engine.render_chat(history, true));
+  request.messages = history;
   request.sampling = sampling;
   request.on_event = [&reply](const TokenEvent& ev) {
     reply.text += ev.text;
@@ -75,12 +76,14 @@ Reply stream_reply(Engine& engine, const TextTokenizer& tokenizer, const std::ve
       reply.stats = ev.stats;
     }
   };
-  auto id = engine.submit(std::move(request));
+  SubmittedPrompt submitted;
+  auto id = engine.submit(std::move(request), &submitted);
   if (!id.ok()) {
     reply.error = id.error();
     return reply;
   }
   reply.submitted = true;
+  for (const std::string& w : submitted.warnings) fmt::print(stderr, "kvscope-cli: warning: {}\n", w);
   int seen = g_num_interrupts.load();
   int num_pressed = 0;
   while (engine.has_work()) {
@@ -113,20 +116,19 @@ std::string trim(const std::string& s) {
   return s.substr(b, s.find_last_not_of(" \t\r\n") - b + 1);
 }
 
-int run_chat(const ChatOptions& o) {
-  if (!check_sampling(o.sampling)) return kExitUsage;
+int run_chat(const ChatOptions& options) {
+  ChatOptions o = options;
   int rc = kExitOk;
   std::unique_ptr<Engine> engine = open_engine(o.engine, rc);
   if (!engine) return rc;
-  auto tokenizer = TextTokenizer::open(engine->model_info().path);
-  if (!tokenizer.ok()) {
-    print_error(tokenizer.error());
-    return kExitRuntime;
-  }
+  // What the user did not type comes from the model file, else kvscope's chat defaults.
+  const std::string defaults = apply_chat_sampling_defaults(*o.cmd, engine->model_info(), o.sampling);
+  if (!check_sampling(o.sampling)) return kExitUsage;
   const bool interactive = isatty(STDIN_FILENO) != 0;
   if (interactive) {
     fmt::print(stderr, "kvscope chat with {} ({} template). /reset clears the history, /exit or Ctrl-D quits; "
-               "Ctrl-C stops a reply.\n", engine->model_info().name, engine->model_info().chat_template_family);
+               "Ctrl-C stops a reply.\nsampling: {}\n", engine->model_info().name,
+               engine->model_info().chat_template_family, defaults);
   }
   SigintGuard guard;
   std::vector<ChatMessage> history;
@@ -155,7 +157,7 @@ int run_chat(const ChatOptions& o) {
       continue;
     }
     history.push_back({"user", input});
-    const Reply reply = stream_reply(*engine, **tokenizer, history, o.sampling);
+    const Reply reply = stream_reply(*engine, history, o.sampling);
     if (!reply.submitted || reply.finish == FinishReason::Error) {
       if (reply.submitted) write_stdout("\n");
       print_error(reply.error + (reply.submitted ? "" : " (/reset starts a new conversation)"));
@@ -178,6 +180,7 @@ Command add_chat_command(CLI::App& parent) {
   cmd->add_option("--system", o->system, "system message");
   add_engine_options(*cmd, o->engine);
   add_sampling_options(*cmd, o->sampling);
+  o->cmd = cmd;
   return {cmd, [o] { return run_chat(*o); }};
 }
 

@@ -1,7 +1,9 @@
 // ConversationSettings: JSON round trip of every field, defaults for missing
 // keys, refusal of bad JSON / wrong types / out-of-range values with the field
 // named, the validate() message -> field mapping the editors rely on, and the
-// QSettings "chat" group round trip with per-field fallback on garbage.
+// QSettings "chat" group round trip with per-field fallback on garbage; the
+// sampling defaults in force (the model file's recommendation over kvscope's,
+// the user's choices over both) and the header line naming their sources.
 //   ctest --test-dir build -R conversation_settings_test
 #include <QFile>
 #include <QSettings>
@@ -9,8 +11,10 @@
 #include <QtTest>
 
 #include "models/conversation_settings.h"
+#include "models/sampling_sources.h"
 
 using kvscope::ui::ConversationSettings;
+using kvscope::ui::SamplingSource;
 
 namespace {
 
@@ -44,8 +48,15 @@ class ConversationSettingsTest : public QObject {
  private slots:
   void chatDefaults() {
     const ConversationSettings c;
-    QCOMPARE(c.sampling.temperature, 0.7f);
+    // llama.cpp's defaults plus a repetition penalty (the default model loops without one).
+    QCOMPARE(c.sampling.temperature, 0.8f);
+    QCOMPARE(c.sampling.top_k, 40);
+    QCOMPARE(c.sampling.top_p, 0.95f);
+    QCOMPARE(c.sampling.min_p, 0.05f);
+    QCOMPARE(c.sampling.repetition_penalty, 1.1f);
+    QCOMPARE(c.sampling.repeat_last_n, 64);
     QCOMPARE(c.sampling.max_tokens, 512);
+    QVERIFY(c.chosenFields().isEmpty());
     QCOMPARE(c.n, 1);
     QVERIFY(c.system_prompt.isEmpty());
     QVERIFY(c.sampling.stop.empty());
@@ -190,6 +201,91 @@ class ConversationSettingsTest : public QObject {
     const QString all = problems.join(QLatin1Char('\n'));
     for (const char* key : {"temperature", "top_p", "n must", "seed", "ignore_eos"})
       QVERIFY2(all.contains(QLatin1String(key)), qPrintable(all));
+  }
+
+  // The model file's recommendation wins over kvscope's defaults; what the
+  // user set wins over both, and keeps winning on another model.
+  void modelRecommendationWinsOverBuiltInDefaults() {
+    kvscope::RecommendedSampling r;
+    r.temperature = 0.6f;
+    r.top_k = 20;
+    r.source = "GGUF general.sampling.*";
+    const kvscope::SamplingDefaults model = kvscope::resolve_sampling_defaults(r);
+
+    const ConversationSettings fresh = ConversationSettings().withDefaults(model.params);
+    QCOMPARE(fresh.sampling.temperature, 0.6f);
+    QCOMPARE(fresh.sampling.top_k, 20);
+    QCOMPARE(fresh.sampling.top_p, 0.95f);              // kvscope's
+    QCOMPARE(fresh.sampling.repetition_penalty, 1.1f);  // kvscope's
+    QVERIFY(fresh.chosenFields().isEmpty());
+    QCOMPARE(kvscope::ui::samplingSourceOf(fresh, QStringLiteral("temperature"), model), SamplingSource::ModelFile);
+    QCOMPARE(kvscope::ui::samplingSourceOf(fresh, QStringLiteral("top_p"), model), SamplingSource::Kvscope);
+    QCOMPARE(kvscope::ui::samplingSummary(fresh, model),
+             (QStringList{QStringLiteral("model file: temperature 0.6, top-k 20"),
+                          QStringLiteral("kvscope defaults: top-p 0.95, min-p 0.05, repeat penalty 1.1, "
+                                         "over the last 64 tokens")}));
+
+    // The user sets temperature 1.2 (as a dialog or a test would: by value).
+    ConversationSettings mine = fresh;
+    mine.sampling.temperature = 1.2f;
+    QCOMPARE(mine.chosenFields(), QStringList{QStringLiteral("temperature")});
+    // Saved and reopened on a model with no recommendation: 1.2 stays, top-k
+    // goes back to kvscope's.
+    QString error;
+    const auto stored = ConversationSettings::fromJson(mine.toJson(), &error);
+    QVERIFY2(stored.has_value(), qPrintable(error));
+    const kvscope::SamplingDefaults plain = kvscope::resolve_sampling_defaults({});
+    const ConversationSettings other = stored->withDefaults(plain.params);
+    QCOMPARE(other.sampling.temperature, 1.2f);
+    QCOMPARE(other.sampling.top_k, 40);
+    QCOMPARE(kvscope::ui::samplingSourceOf(other, QStringLiteral("temperature"), plain), SamplingSource::Conversation);
+    QCOMPARE(kvscope::ui::samplingSummary(other, plain).first(), QStringLiteral("this conversation: temperature 1.2"));
+    // A field put back to the default in force follows the defaults again.
+    ConversationSettings back = other;
+    back.chosen.clear();
+    back.sampling.temperature = back.applied_defaults.temperature;
+    QVERIFY(back.chosenFields().isEmpty());
+  }
+
+  void greedyLeavesOutTheFiltersItIgnores() {
+    ConversationSettings c;
+    c.sampling.temperature = 0.0f;
+    const kvscope::SamplingDefaults plain = kvscope::resolve_sampling_defaults({});
+    QCOMPARE(kvscope::ui::samplingSummary(c.withDefaults(plain.params), plain),
+             (QStringList{QStringLiteral("this conversation: greedy"),
+                          QStringLiteral("kvscope defaults: repeat penalty 1.1, over the last 64 tokens")}));
+  }
+
+  // Settings stored before "chosen" existed held every value; the chat's
+  // old defaults among them (temperature 0.7, no repetition penalty: the
+  // ones that looped) must not count as the user's choice.
+  void oldStoredDefaultsFollowTheNewOnes() {
+    QString error;
+    const auto old = ConversationSettings::fromJson(
+        QStringLiteral(R"({"temperature": 0.7, "top_k": 40, "top_p": 0.95, "min_p": 0.05,
+                           "repetition_penalty": 1, "repeat_last_n": 64, "max_tokens": 512})"),
+        &error);
+    QVERIFY2(old.has_value(), qPrintable(error));
+    QVERIFY(old->chosenFields().isEmpty());
+    const ConversationSettings now = old->withDefaults(kvscope::kvscope_sampling_defaults());
+    QCOMPARE(now.sampling.temperature, 0.8f);
+    QCOMPARE(now.sampling.repetition_penalty, 1.1f);
+    const auto hot = ConversationSettings::fromJson(QStringLiteral(R"({"temperature": 1.3, "top_k": 40})"), &error);
+    QVERIFY2(hot.has_value(), qPrintable(error));
+    QCOMPARE(hot->chosenFields(), QStringList{QStringLiteral("temperature")});
+    QVERIFY(!ConversationSettings::fromJson(QStringLiteral(R"({"chosen": ["seed"]})"), &error));
+    QVERIFY2(error.contains(QStringLiteral("chosen")), qPrintable(error));
+
+    QTemporaryDir dir;
+    const QString path = dir.filePath(QStringLiteral("old.ini"));
+    QFile file(path);
+    QVERIFY(file.open(QIODevice::WriteOnly));
+    file.write("[chat]\ntemperature=0.7\nrepetition_penalty=1\ntop_k=12\n");
+    file.close();
+    QSettings settings(path, QSettings::IniFormat);
+    const ConversationSettings loaded = kvscope::ui::loadChatDefaults(settings);
+    QCOMPARE(loaded.chosenFields(), QStringList{QStringLiteral("top_k")});
+    QCOMPARE(loaded.withDefaults(kvscope::kvscope_sampling_defaults()).sampling.temperature, 0.8f);
   }
 };
 

@@ -11,6 +11,8 @@
 #include <QJsonObject>
 #include <QSettings>
 
+#include "models/sampling_sources.h"
+
 namespace kvscope::ui {
 namespace {
 
@@ -46,6 +48,13 @@ bool sameSampling(const kvscope::SamplingParams& a, const kvscope::SamplingParam
 bool resetField(ConversationSettings& c, const QString& field) {
   const ConversationSettings d;
   kvscope::SamplingParams& s = c.sampling;
+  if (ConversationSettings::recommendableFields().contains(field)) {
+    // Back to following the defaults.
+    kvscope::copy_sampling_field(field.toStdString(), d.sampling, s);
+    kvscope::copy_sampling_field(field.toStdString(), d.sampling, c.applied_defaults);
+    c.chosen.removeAll(field);
+    return true;
+  }
   if (field == QLatin1String("n")) c.n = d.n;
   else if (field == QLatin1String("temperature")) s.temperature = d.sampling.temperature;
   else if (field == QLatin1String("top_k")) s.top_k = d.sampling.top_k;
@@ -148,8 +157,7 @@ void addProblem(QStringList* problems, const QString& problem) {
 }  // namespace
 
 kvscope::SamplingParams ConversationSettings::chatSampling() {
-  kvscope::SamplingParams s;
-  s.temperature = 0.7f;
+  kvscope::SamplingParams s = kvscope::kvscope_sampling_defaults();
   s.max_tokens = 512;
   return s;
 }
@@ -166,7 +174,8 @@ kvscope::Status ConversationSettings::validate() const {
 }
 
 bool ConversationSettings::operator==(const ConversationSettings& other) const {
-  return system_prompt == other.system_prompt && n == other.n && sameSampling(sampling, other.sampling);
+  return system_prompt == other.system_prompt && n == other.n && sameSampling(sampling, other.sampling) &&
+         chosenFields() == other.chosenFields();
 }
 
 QString ConversationSettings::toJson() const {
@@ -191,6 +200,7 @@ QString ConversationSettings::toJson() const {
   o.insert(QStringLiteral("max_tokens"), s.max_tokens);
   o.insert(QStringLiteral("stop"), stop);
   o.insert(QStringLiteral("ignore_eos"), s.ignore_eos);
+  o.insert(QStringLiteral("chosen"), QJsonArray::fromStringList(chosenFields()));
   return QString::fromUtf8(QJsonDocument(o).toJson(QJsonDocument::Compact));
 }
 
@@ -220,6 +230,24 @@ std::optional<ConversationSettings> ConversationSettings::fromJson(const QString
                     r.readBool("ignore_eos", s.ignore_eos);
   if (!read) return std::nullopt;
   c.n = n;
+  std::vector<std::string> chosen;
+  if (!r.readStringList("chosen", chosen)) return std::nullopt;
+  if (!doc.object().contains(QStringLiteral("chosen"))) {
+    QStringList stored;
+    for (const QString& f : recommendableFields())
+      if (doc.object().contains(f)) stored << f;
+    c.chosen = legacyChosenFields(s, stored);
+  } else {
+    for (const std::string& field : chosen) {
+      const QString f = QString::fromStdString(field);
+      if (!recommendableFields().contains(f)) {
+        if (error) *error = QStringLiteral("chosen: \"%1\" is not one of %2").arg(f, recommendableFields().join(QStringLiteral(", ")));
+        return std::nullopt;
+      }
+      c.chosen << f;
+    }
+  }
+  c.applied_defaults = s;  // the stored values of fields not chosen are the defaults of their time
   if (const kvscope::Status status = c.validate(); !status.ok()) {
     if (error) *error = QString::fromStdString(status.error());
     return std::nullopt;
@@ -290,6 +318,22 @@ ConversationSettings loadChatDefaults(QSettings& settings, QStringList* problems
     s.stop.clear();
     for (const QString& stop : settings.value(QStringLiteral("stop")).toStringList()) s.stop.push_back(stop.toStdString());
   }
+  if (has("chosen")) {
+    c.chosen = settings.value(QStringLiteral("chosen")).toStringList();
+  } else {
+    // Stored and read (a value that could not be read kept the default).
+    QStringList stored;
+    for (const QString& f : ConversationSettings::recommendableFields())
+      if (has(qPrintable(f)) && samplingFieldDiffers(f, s, ConversationSettings().sampling)) stored << f;
+    c.chosen = legacyChosenFields(s, stored);
+  }
+  for (const QString& field : QStringList(c.chosen)) {
+    if (!ConversationSettings::recommendableFields().contains(field)) {
+      addProblem(problems, QStringLiteral("chat/chosen names \"%1\", which is not a sampling field; ignored").arg(field));
+      c.chosen.removeAll(field);
+    }
+  }
+  c.applied_defaults = s;  // values not chosen are the defaults of their time; withDefaults() renews them
   if (has("ignore_eos")) {
     const QString value = text("ignore_eos").toLower();
     if (value == QLatin1String("true") || value == QLatin1String("false")) s.ignore_eos = value == QLatin1String("true");
@@ -327,6 +371,7 @@ void saveChatDefaults(QSettings& settings, const ConversationSettings& c) {
   settings.setValue(QStringLiteral("max_tokens"), s.max_tokens);
   settings.setValue(QStringLiteral("stop"), stop);
   settings.setValue(QStringLiteral("ignore_eos"), s.ignore_eos);
+  settings.setValue(QStringLiteral("chosen"), c.chosenFields());
   settings.endGroup();
 }
 

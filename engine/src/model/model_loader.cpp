@@ -3,6 +3,7 @@
 #include "model/gguf_file.h"
 #include "model/gguf_model_loader.h"
 #include "model/hf_model_loader.h"
+#include "model/recommended_sampling.h"
 #include "tokenizer/read_vocab.h"
 
 namespace kvscope {
@@ -11,7 +12,8 @@ Result<LoadedModel> load_model(const std::string& path) {
   if (is_hf_directory(path)) {
     auto hf = load_hf_directory(path);
     if (!hf.ok()) return Error{hf.error()};
-    return LoadedModel{std::move(hf->weights), std::move(hf->vocab), std::move(hf->architecture)};
+    return LoadedModel{std::move(hf->weights), std::move(hf->vocab), std::move(hf->architecture),
+                       read_generation_config(path)};
   }
   auto opened = GgufFile::open(path);
   if (!opened.ok()) return Error{opened.error()};
@@ -20,9 +22,10 @@ Result<LoadedModel> load_model(const std::string& path) {
   if (!weights.ok()) return Error{weights.error()};
   auto vocab = read_vocab(*file);
   if (!vocab.ok()) return Error{vocab.error()};
-  LoadedModel m{std::move(weights).value(), std::move(vocab).value(), {}};
+  LoadedModel m{std::move(weights).value(), std::move(vocab).value(), {}, {}};
   const char* fallback = m.weights->config.arch == Architecture::Gemma3 ? "gemma3" : "llama";
   m.architecture = file->get_string("general.architecture").value_or(fallback);
+  m.sampling = read_gguf_sampling(*file);
   return m;
 }
 

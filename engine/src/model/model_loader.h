@@ -6,6 +6,7 @@
 #include <string>
 
 #include "kvscope/result.h"
+#include "kvscope/sampling_defaults.h"
 #include "model/model_weights.h"
 #include "tokenizer/vocab_data.h"
 
@@ -15,6 +16,7 @@ struct LoadedModel {
   std::shared_ptr<const ModelWeights> weights;  // keeps its file(s) alive
   VocabData vocab;
   std::string architecture;  // for ModelInfo: "llama", "qwen2", "gemma3", ...
+  RecommendedSampling sampling;  // for ModelInfo: general.sampling.* or generation_config.json
 };
 
 Result<LoadedModel> load_model(const std::string& path);

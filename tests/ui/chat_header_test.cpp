@@ -1,0 +1,61 @@
+// The chat's conversation header names the sampling values in force and where
+// each came from (this conversation, the model file, kvscope's defaults), and
+// a reply is sent with exactly those values. No engine: ModelInfo is given by
+// hand as the worker would deliver it. Offscreen.
+//   ctest --test-dir build -R chat_header_test
+#include <QSignalSpy>
+#include <QtTest>
+
+#include "chat_widget.h"
+#include "engine_types.h"
+
+using kvscope::ui::ChatWidget;
+using kvscope::ui::ConversationSettings;
+
+class ChatHeaderTest : public QObject {
+  Q_OBJECT
+ private slots:
+  void initTestCase() { kvscope::ui::registerEngineMetaTypes(); }
+
+  void headerNamesTheSourceOfEachSamplingValue() {
+    ChatWidget chat;
+    chat.setConversationSettings(ConversationSettings());
+    // Before a model: kvscope's defaults only.
+    QVERIFY2(chat.headerText().contains(QStringLiteral("kvscope defaults: temperature 0.8, top-k 40, top-p 0.95, "
+                                                       "min-p 0.05, repeat penalty 1.1, over the last 64 tokens")),
+             qPrintable(chat.headerText()));
+    QVERIFY(!chat.headerText().contains(QStringLiteral("model file")));
+
+    kvscope::ModelInfo info;
+    info.name = "tiny";
+    info.context_length = 512;
+    info.recommended_sampling.temperature = 0.6f;
+    info.recommended_sampling.top_p = 0.9f;
+    info.recommended_sampling.source = "GGUF general.sampling.*";
+    chat.onModelLoaded(info);
+    const QString header = chat.headerText();
+    QVERIFY2(header.contains(QStringLiteral("model file: temperature 0.6, top-p 0.9")), qPrintable(header));
+    QVERIFY2(header.contains(QStringLiteral("kvscope defaults: top-k 40, min-p 0.05, repeat penalty 1.1")),
+             qPrintable(header));
+    QVERIFY(chat.conversationSettings().chosenFields().isEmpty());
+
+    // The user's own value is named as the conversation's and is what is sent.
+    ConversationSettings mine = chat.conversationSettings();
+    mine.sampling.temperature = 1.2f;
+    chat.setConversationSettings(mine);
+    QVERIFY2(chat.headerText().contains(QStringLiteral("this conversation: temperature 1.2")),
+             qPrintable(chat.headerText()));
+    QVERIFY2(chat.headerText().contains(QStringLiteral("model file: top-p 0.9")), qPrintable(chat.headerText()));
+    QSignalSpy sent(&chat, &ChatWidget::sendRequested);
+    chat.sendPrompt(QStringLiteral("Write a limerick about memory blocks."));
+    QCOMPARE(sent.count(), 1);
+    const auto sampling = sent.first().at(1).value<kvscope::SamplingParams>();
+    QCOMPARE(sampling.temperature, 1.2f);
+    QCOMPARE(sampling.top_p, 0.9f);
+    QCOMPARE(sampling.repetition_penalty, 1.1f);
+    QCOMPARE(sampling.repeat_last_n, 64);
+  }
+};
+
+QTEST_MAIN(ChatHeaderTest)
+#include "chat_header_test.moc"
