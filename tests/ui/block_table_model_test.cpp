@@ -43,8 +43,8 @@ class BlockTableModelTest : public QObject {
     BlockTableModel model;
     QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
     model.setSnapshot(makeSnapshot(2, 3, 1));
-    QCOMPARE(model.data(model.index(0, BlockTableModel::Sequence)).toString(), QStringLiteral("100.0"));
-    QCOMPARE(model.data(model.index(1, BlockTableModel::Sequence)).toString(), QStringLiteral("101.0"));
+    QCOMPARE(model.data(model.index(0, BlockTableModel::Sequence)).toString(), QStringLiteral("100"));
+    QCOMPARE(model.data(model.index(1, BlockTableModel::Sequence)).toString(), QStringLiteral("101"));
     QCOMPARE(model.data(model.index(0, BlockTableModel::State)).toString(), QStringLiteral("running"));
     QCOMPARE(model.data(model.index(0, BlockTableModel::Prompt)).toInt(), 40);
     QCOMPARE(model.data(model.index(1, BlockTableModel::Cached)).toInt(), 16);
@@ -52,6 +52,41 @@ class BlockTableModelTest : public QObject {
     QCOMPARE(model.data(model.index(0, BlockTableModel::Blocks)).toString(), QStringLiteral("0 1 2"));
     QCOMPARE(model.data(model.index(1, BlockTableModel::Blocks)).toString(), QStringLiteral("0 3 4"));
     QCOMPARE(model.data(model.index(1, 0), BlockTableModel::RequestIdRole).value<quint64>(), quint64{101});
+  }
+
+  // Ids were shown as "1.0, 2.0, ..." (id.index) and read as decimals. Now:
+  // an integer (a number, so a sorting proxy orders 9 before 10), the
+  // completion number only for the n > 1 completions of one request, and
+  // rows in (id, index) order whatever order the scheduler lists them in.
+  void idsAreIntegersInNumericOrder() {
+    BlockTableModel model;
+    QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    auto s = std::make_shared<EngineSnapshot>();
+    const std::pair<kvscope::RequestId, int32_t> listed[] = {{10, 0}, {9, 0}, {100, 0}, {11, 1}, {11, 0}};
+    for (const auto& [id, index] : listed) {
+      kvscope::SequenceSnapshot seq;
+      seq.id = id;
+      seq.index = index;
+      s->sequences.push_back(seq);
+    }
+    model.setSnapshot(s);
+    QStringList shown;
+    for (int row = 0; row < model.rowCount(); ++row) shown << model.index(row, BlockTableModel::Sequence).data().toString();
+    QCOMPARE(shown, (QStringList{"9", "10", "11 #1", "11 #2", "100"}));
+    const QVariant nine = model.index(0, BlockTableModel::Sequence).data();
+    QCOMPARE(nine.typeId(), int(QMetaType::ULongLong));
+    QVERIFY(QVariant::compare(nine, model.index(1, BlockTableModel::Sequence).data()) == QPartialOrdering::Less);
+    // The id and index roles follow the row's sequence, not the snapshot's order.
+    QCOMPARE(model.index(3, 0).data(BlockTableModel::RequestIdRole).value<quint64>(), quint64{11});
+    QCOMPARE(model.index(3, 0).data(BlockTableModel::SequenceIndexRole).toInt(), 1);
+    QCOMPARE(model.index(4, 0).data(BlockTableModel::RequestIdRole).value<quint64>(), quint64{100});
+
+    // 11's sibling finished: 11 is a single sequence now, but its index 1
+    // still says it was one of several.
+    s = std::make_shared<EngineSnapshot>(*s);
+    s->sequences.erase(s->sequences.begin() + 4);
+    model.setSnapshot(s);
+    QCOMPARE(model.index(2, BlockTableModel::Sequence).data().toString(), QStringLiteral("11 #2"));
   }
 
   void longBlockListIsCut() {
@@ -99,7 +134,7 @@ class BlockTableModelTest : public QObject {
     model.setTokenBytes(table);
     QCOMPARE(changed.count(), 1);
     const QString tip = model.data(model.index(1, BlockTableModel::Sequence), Qt::ToolTipRole).toString();
-    QVERIFY2(tip.contains(QStringLiteral("<b>101.0</b>, %1 tokens").arg(text.size())), qPrintable(tip));
+    QVERIFY2(tip.contains(QStringLiteral("<b>101</b>, %1 tokens").arg(text.size())), qPrintable(tip));
     QVERIFY2(tip.contains(QStringLiteral("&lt;|im_start|&gt;user\u21B5Hé  &lt;b&gt;")), qPrintable(tip));
     QVERIFY(tip.contains(QStringLiteral("white-space:pre-wrap")));
   }

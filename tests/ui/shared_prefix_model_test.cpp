@@ -110,7 +110,7 @@ class SharedPrefixModelTest : public QObject {
     QCOMPARE(model.rowCount(), 3);
     QCOMPARE(model.totalTokensSaved(), int64_t{108});  // 96 + 5 + 7: no block counted twice
     QCOMPARE(model.index(1, SharedPrefixModel::Blocks).data().toString(), QStringLiteral("0 1 | 2"));
-    QCOMPARE(model.index(0, SharedPrefixModel::Requests).data().toString(), QStringLiteral("10.0, 10.1, 11.0, 11.1"));
+    QCOMPARE(model.index(0, SharedPrefixModel::Requests).data().toString(), QStringLiteral("10 #1, 10 #2, 11 #1, 11 #2"));
     QCOMPARE(model.index(0, SharedPrefixModel::NumSequences).data().toInt(), 4);
     QCOMPARE(model.index(0, SharedPrefixModel::TokensSaved).data().toLongLong(), 96);
     QCOMPARE(model.index(0, SharedPrefixModel::BytesSaved).data().toString(), QStringLiteral("—"));
@@ -122,11 +122,24 @@ class SharedPrefixModelTest : public QObject {
     QCOMPARE(totals.last().at(1).toLongLong(), 108 * 46080);
   }
 
+  // Request ids as integers, in numeric order (9 before 10, not after it as
+  // text would put it), completion numbers only for parallel completions.
+  void requestIdsAreIntegersInNumericOrder() {
+    SharedPrefixModel model;
+    QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    model.setSnapshot(snapshotOf({{10, 0, {0, 1, 2}}, {9, 0, {0, 1, 3}}, {100, 0, {0, 1, 4}}, {12, 0, {0, 5}},
+                                  {12, 1, {0, 6}}}));
+    QCOMPARE(model.rowCount(), 2);
+    QCOMPARE(model.index(0, SharedPrefixModel::Requests).data().toString(),
+             QStringLiteral("9, 10, 12 #1, 12 #2, 100"));
+    QCOMPARE(model.index(1, SharedPrefixModel::Requests).data().toString(), QStringLiteral("9, 10, 100"));
+  }
+
   void rowsKeepTheirPlace() {
     SharedPrefixModel model;
     QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
     model.setSnapshot(nestedSnapshot());
-    // Sibling 10.1 finishes; request 14 joins the system prompt with 2 siblings.
+    // Sibling 10 #2 finishes; request 14 joins the system prompt with 2 siblings.
     const auto next = snapshotOf({{10, 0, {0, 1, 2, 3}},
                                   {11, 0, {0, 1, 5, 6}},
                                   {11, 1, {0, 1, 5, 7}},
@@ -135,15 +148,15 @@ class SharedPrefixModelTest : public QObject {
     QSignalSpy removed(&model, &QAbstractItemModel::rowsRemoved);
     QSignalSpy inserted(&model, &QAbstractItemModel::rowsInserted);
     model.setSnapshot(next);
-    QCOMPARE(removed.count(), 1);  // 10's group: only 10.0 is left
+    QCOMPARE(removed.count(), 1);  // 10's group: only 10 is left
     QCOMPARE(removed.first().at(1).toInt(), 1);
     QCOMPARE(inserted.count(), 1);
     QCOMPARE(model.rowCount(), 3);
     // The system prompt's row stays first, with its new members.
     QCOMPARE(model.index(0, SharedPrefixModel::Requests).data().toString(),
-             QStringLiteral("10.0, 11.0, 11.1, 14.0, 14.1"));
-    QCOMPARE(model.index(1, SharedPrefixModel::Requests).data().toString(), QStringLiteral("11.0, 11.1"));
-    QCOMPARE(model.index(2, SharedPrefixModel::Requests).data().toString(), QStringLiteral("14.0, 14.1"));
+             QStringLiteral("10, 11 #1, 11 #2, 14 #1, 14 #2"));
+    QCOMPARE(model.index(1, SharedPrefixModel::Requests).data().toString(), QStringLiteral("11 #1, 11 #2"));
+    QCOMPARE(model.index(2, SharedPrefixModel::Requests).data().toString(), QStringLiteral("14 #1, 14 #2"));
     model.setSnapshot(nullptr);
     QCOMPARE(model.rowCount(), 0);
     QCOMPARE(model.totalTokensSaved(), int64_t{0});

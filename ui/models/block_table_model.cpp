@@ -1,33 +1,54 @@
 // BlockTableModel (see block_table_model.h).
 #include "block_table_model.h"
 
+#include <algorithm>
+#include <numeric>
+
 #include <QColor>
 
 #include "models/marked_row_colors.h"
+#include "models/sequence_label.h"
 
 namespace kvscope::ui {
 
 BlockTableModel::BlockTableModel(QObject* parent) : QAbstractTableModel(parent) {}
 
-int BlockTableModel::numRows() const { return snapshot_ ? static_cast<int>(snapshot_->sequences.size()) : 0; }
+int BlockTableModel::numRows() const { return num_rows_; }
+
+const SequenceSnapshot& BlockTableModel::sequenceAt(int row) const {
+  return snapshot_->sequences[static_cast<size_t>(order_[static_cast<size_t>(row)])];
+}
 
 void BlockTableModel::setSnapshot(SnapshotPtr snapshot) {
-  const int old_rows = numRows();
-  const int new_rows = snapshot ? static_cast<int>(snapshot->sequences.size()) : 0;
-  if (new_rows < old_rows) {
-    beginRemoveRows({}, new_rows, old_rows - 1);
-    snapshot_ = std::move(snapshot);
-    endRemoveRows();
-  } else if (new_rows > old_rows) {
-    beginInsertRows({}, old_rows, new_rows - 1);
-    snapshot_ = std::move(snapshot);
-    endInsertRows();
-  } else {
-    snapshot_ = std::move(snapshot);
+  // The engine lists sequences in scheduler order; a table reads best by id.
+  std::vector<int> order(snapshot ? snapshot->sequences.size() : 0);
+  std::iota(order.begin(), order.end(), 0);
+  if (snapshot) {
+    const auto& seqs = snapshot->sequences;
+    std::sort(order.begin(), order.end(), [&](int a, int b) {
+      const SequenceSnapshot &x = seqs[static_cast<size_t>(a)], &y = seqs[static_cast<size_t>(b)];
+      return x.id != y.id ? x.id < y.id : x.index < y.index;
+    });
   }
+  const int new_rows = static_cast<int>(order.size());
+  // Rows leave at the end while they still show the old snapshot, and arrive
+  // at the end after the kept rows show the new one, so that no row changes
+  // its values inside an insert or remove (QAbstractItemModelTester checks).
+  if (new_rows < num_rows_) {
+    beginRemoveRows({}, new_rows, num_rows_ - 1);
+    num_rows_ = new_rows;
+    endRemoveRows();
+  }
+  parallel_ = snapshot ? parallelRequests(*snapshot) : QSet<quint64>{};
+  snapshot_ = std::move(snapshot);
+  order_ = std::move(order);
   // Rows that stayed hold another step's values (or another sequence).
-  const int kept = std::min(old_rows, new_rows);
-  if (kept > 0) emit dataChanged(index(0, 0), index(kept - 1, NumColumns - 1));
+  if (num_rows_ > 0) emit dataChanged(index(0, 0), index(num_rows_ - 1, NumColumns - 1));
+  if (new_rows > num_rows_) {
+    beginInsertRows({}, num_rows_, new_rows - 1);
+    num_rows_ = new_rows;
+    endInsertRows();
+  }
 }
 
 void BlockTableModel::setHighlightedRequests(const QList<quint64>& ids) {
@@ -59,11 +80,12 @@ QString BlockTableModel::blockList(const std::vector<int32_t>& block_table, int 
 
 QVariant BlockTableModel::data(const QModelIndex& index, int role) const {
   if (!checkIndex(index, CheckIndexOption::IndexIsValid | CheckIndexOption::ParentIsInvalid)) return {};
-  const SequenceSnapshot& seq = snapshot_->sequences[static_cast<size_t>(index.row())];
+  const SequenceSnapshot& seq = sequenceAt(index.row());
+  const bool parallel = parallel_.contains(quint64{seq.id});
   if (role == RequestIdRole) return QVariant::fromValue<quint64>(seq.id);
   if (role == SequenceIndexRole) return seq.index;
   if (role == Qt::TextAlignmentRole) {
-    const bool numeric = index.column() >= Prompt && index.column() <= Preemptions;
+    const bool numeric = index.column() == Sequence || (index.column() >= Prompt && index.column() <= Preemptions);
     return QVariant::fromValue(Qt::AlignVCenter | (numeric ? Qt::AlignRight : Qt::AlignLeft));
   }
   if (role == Qt::BackgroundRole || role == Qt::ForegroundRole) {
@@ -75,15 +97,16 @@ QVariant BlockTableModel::data(const QModelIndex& index, int role) const {
     // Rich text: the escaped text keeps its spaces, and a literal
     // "<|im_start|>" is not taken for a tag.
     const QString text = visibleText(tokenText(*token_bytes_, seq.tokens), kTooltipChars);
-    return tr("<b>%1.%2</b>, %3 tokens<br>%4")
-        .arg(seq.id)
-        .arg(seq.index)
+    return tr("<b>%1</b>, %2 tokens<br>%3")
+        .arg(sequenceLabel(seq.id, seq.index, parallel))
         .arg(seq.tokens.size())
         .arg(preservedSpacesHtml(text));
   }
   if (role != Qt::DisplayRole) return {};
   switch (index.column()) {
-    case Sequence: return QStringLiteral("%1.%2").arg(seq.id).arg(seq.index);
+    // A plain integer where it can be one, so that a sorting proxy orders 9 before 10.
+    case Sequence:
+      return parallel ? QVariant(sequenceLabel(seq.id, seq.index, true)) : QVariant::fromValue<quint64>(seq.id);
     case State: return QString::fromLatin1(sequence_state_name(seq.state));
     case Prompt: return seq.num_prompt_tokens;
     case Computed: return seq.num_computed_tokens;

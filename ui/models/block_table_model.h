@@ -1,15 +1,19 @@
 // BlockTableModel: one row per sequence of the latest EngineSnapshot (waiting,
-// running, swapped): id.index, state, prompt / computed / cached tokens,
+// running, swapped), ordered by request id then completion index: the
+// request id (models/sequence_label.h: "12", or "12 #2" for parallel
+// completions), state, prompt / computed / cached tokens,
 // preemptions and the block table ("12 7 33 ..."); the Seq cell's tooltip is
 // the sequence's text once a token table is set (setTokenBytes, see
 // models/token_text.h). Fed by setSnapshot() from
 // the GUI thread; rows are kept, appended or removed at the end so views keep
-// their scroll position at 20 Hz. Checked with QAbstractItemModelTester in
-// tests/ui/block_table_model_test.cpp.
+// their scroll position at 20 Hz (a sequence leaving from the middle shows as
+// the rows after it taking new values and the last row leaving). Checked
+// with QAbstractItemModelTester in tests/ui/block_table_model_test.cpp.
 #pragma once
 
 #include <QAbstractTableModel>
 #include <QList>
+#include <QSet>
 
 #include "engine_types.h"
 #include "models/token_text.h"
@@ -48,7 +52,11 @@ class BlockTableModel : public QAbstractTableModel {
 
  private:
   int numRows() const;
+  const SequenceSnapshot& sequenceAt(int row) const;
   SnapshotPtr snapshot_;
+  std::vector<int> order_;  // [snapshot's sequences] row -> index into snapshot_->sequences, by (id, index)
+  QSet<quint64> parallel_;  // requests shown with their completion number
+  int num_rows_ = 0;        // rows the views know of; <= order_.size() while rows come and go
   QList<quint64> highlighted_;
   TokenBytesTable token_bytes_;
 };

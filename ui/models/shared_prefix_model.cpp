@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <map>
 
+#include "models/sequence_label.h"
+
 namespace kvscope::ui {
 namespace {
 
@@ -106,6 +108,7 @@ SharedPrefixModel::SharedPrefixModel(QObject* parent) : QAbstractTableModel(pare
 
 void SharedPrefixModel::setSnapshot(const SnapshotPtr& snapshot) {
   std::vector<SharedPrefixGroup> fresh = snapshot ? findSharedPrefixes(*snapshot) : std::vector<SharedPrefixGroup>{};
+  parallel_ = snapshot ? parallelRequests(*snapshot) : QSet<quint64>{};
   std::map<std::pair<int32_t, int32_t>, size_t> fresh_by_key;
   for (size_t i = 0; i < fresh.size(); ++i) fresh_by_key.emplace(keyOf(fresh[i]), i);
 
@@ -175,7 +178,8 @@ QVariant SharedPrefixModel::data(const QModelIndex& index, int role) const {
   switch (index.column()) {
     case Requests: {
       QStringList ids;
-      for (const auto& [id, seq_index] : g.sequences) ids << QStringLiteral("%1.%2").arg(id).arg(seq_index);
+      // g.sequences is sorted by (id, index) as numbers, not as text.
+      for (const auto& [id, seq_index] : g.sequences) ids << sequenceLabel(id, seq_index, parallel_.contains(id));
       return ids.join(QStringLiteral(", "));
     }
     case NumSequences: return static_cast<int>(g.sequences.size());

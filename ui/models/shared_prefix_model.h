@@ -12,6 +12,8 @@
 // no block is counted twice. Swapped sequences are left out: their tables
 // hold swap-space ids, not pool blocks.
 //
+// The Requests column lists request ids as integers in numeric order ("9, 10,
+// 11 #1, 11 #2": a completion number only for parallel completions).
 // Rows keep their place while their group lives (keyed by where the group's
 // own blocks start), so a view does not jump at 20 Hz. Checked with
 // QAbstractItemModelTester in tests/ui/shared_prefix_model_test.cpp.
@@ -22,6 +24,7 @@
 #include <vector>
 
 #include <QAbstractTableModel>
+#include <QSet>
 
 #include "engine_types.h"
 
@@ -73,6 +76,7 @@ class SharedPrefixModel : public QAbstractTableModel {
 
  private:
   std::vector<SharedPrefixGroup> groups_;
+  QSet<quint64> parallel_;  // requests shown with their completion number (models/sequence_label.h)
   qint64 kv_bytes_per_token_ = 0;
 };
 
