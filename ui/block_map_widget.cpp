@@ -11,6 +11,7 @@
 #include <QToolTip>
 
 #include "block_cell_style.h"
+#include "models/sequence_label.h"
 #include "palette_colors.h"
 
 namespace kvscope::ui {
@@ -209,11 +210,11 @@ QString BlockMapWidget::tooltipFor(int block) const {
     // Positions in the first owner's tokens (a shared block holds the same
     // tokens for all), then their text: a character cut by the block's edge
     // shows as U+FFFD.
-    text += tr("<br>tokens %1–%2 of %3.%4")
+    text += tr("<br>tokens %1–%2 of %3")
                 .arg(held.first_token)
                 .arg(held.first_token + static_cast<int>(held.ids.size()) - 1)
-                .arg(held.sequence->id)
-                .arg(held.sequence->index);
+                .arg(sequenceLabel(held.sequence->id, held.sequence->index,
+                                   parallelRequests(s).contains(held.sequence->id)));
     if (token_bytes_) {
       const QString words = visibleText(tokenText(*token_bytes_, held.ids), kTooltipChars);
       text += QStringLiteral("<br>“%1”").arg(preservedSpacesHtml(words));

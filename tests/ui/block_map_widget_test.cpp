@@ -154,7 +154,8 @@ class BlockMapWidgetTest : public QObject {
     QVERIFY2(tip4.contains(QStringLiteral(">\uFFFD a&lt;b&gt;&amp;c</span>”")), qPrintable(tip4));
     // A shared block names its first owner's slots; a free or cached-free
     // block holds no sequence's tokens.
-    QVERIFY(w.tooltipFor(0).contains(QStringLiteral("tokens 0–15 of 100.0")));
+    QVERIFY(w.tooltipFor(0).contains(QStringLiteral("tokens 0–15 of 100")));
+    QVERIFY(!w.tooltipFor(0).contains(QStringLiteral("100.0")));  // an id, not a decimal number
     QVERIFY(!w.tooltipFor(20).contains(QStringLiteral("tokens")));
     QVERIFY(!w.tooltipFor(63).contains(QStringLiteral("tokens")));
     QVERIFY(w.tooltipFor(-1).isEmpty());
