@@ -5,13 +5,23 @@ The model's weights are dequantised with the `gguf` package and run through a
 plain float64 NumPy forward pass (no activation quantisation, f64 KV, exact
 softmax): the arithmetic both kvscope and llama.cpp approximate. For every
 prompt in tests/data/smollm2_llamacpp_reference.json it runs llama.cpp's own
-sequence (prompt + its 32 greedy tokens, teacher-forced) and stores, at the
-steps where llama.cpp's top-5 was recorded, the exact logits of those ids.
+sequence (prompt + its 32 greedy tokens, teacher-forced) and stores:
+
+- `top2`: at EVERY generated position, the exact argmax id, the exact
+  runner-up id and the exact top-two gap (logit of the first minus the
+  second). llama.cpp's own argmax at a position is its next greedy token, so
+  the test can count where each engine parts from the exact model, and weigh
+  every disagreement by how close a call it was.
+- `top5_exact`: at the steps where llama.cpp's top-5 was recorded, the exact
+  logits of those five ids (to measure each engine's logit error).
 
   python3 -m venv /opt/refenv && /opt/refenv/bin/pip install gguf numpy
   /opt/refenv/bin/python scripts/dev/record_exact_reference.py
 
-Writes tests/data/smollm2_exact_reference.json. Development tool only.
+Takes a few minutes on two cores. Writes tests/data/smollm2_exact_reference.json,
+one line per list so the file stays small and diffs stay readable. Logits and
+gaps are rounded to 1e-4: far below the tenths of a logit the test resolves,
+and far above float64's own error. Development tool only.
 """
 import json
 from pathlib import Path
@@ -22,6 +32,7 @@ from gguf.quants import dequantize
 
 ROOT = Path(__file__).resolve().parents[2]
 MODEL = Path.home() / ".local/share/kvscope/models/SmolLM2-135M-Instruct.Q4_1.gguf"
+DIGITS = 4
 
 
 class ExactLlama:
@@ -81,26 +92,59 @@ class ExactLlama:
         return self.rms(x, self.w["output_norm.weight"]) @ self.out.T
 
 
+def top2(row):
+    """(argmax, runner-up, gap); ties go to the lowest id, as np.argmax does."""
+    first = int(row.argmax())
+    rest = row.copy()
+    rest[first] = -np.inf
+    second = int(rest.argmax())
+    return [first, second, round(float(row[first] - row[second]), DIGITS)]
+
+
+def record_prompt(model, p):
+    tokens = p["prompt_ids"] + p["greedy_ids"][:-1]
+    logits = model.logits(np.array(tokens))
+    rows = logits[len(p["prompt_ids"]) - 1:]  # row i predicts generated step i
+    entry = {"name": p["name"], "top2": [top2(row) for row in rows], "top5_exact": {}}
+    for step, top in p["top5"].items():
+        entry["top5_exact"][step] = [[i, round(float(rows[int(step)][i]), DIGITS)] for i, _ in top]
+    return entry
+
+
+def compact_dump(out):
+    """Indented JSON whose innermost values (lists, top-5 maps) sit on one line each."""
+    one = lambda v: json.dumps(v, separators=(",", ":"))
+    lines = ["{"]
+    for key in ("model", "method"):
+        lines.append(f" {json.dumps(key)}: {json.dumps(out[key])},")
+    lines.append(' "prompts": [')
+    for n, e in enumerate(out["prompts"]):
+        lines.append("  {")
+        lines.append(f'   "name": {json.dumps(e["name"])},')
+        lines.append(f'   "top2": {one(e["top2"])},')
+        lines.append(f'   "top5_exact": {one(e["top5_exact"])}')
+        lines.append("  }" + ("," if n + 1 < len(out["prompts"]) else ""))
+    lines += [" ]", "}", ""]
+    return "\n".join(lines)
+
+
 def main():
     ref = json.loads((ROOT / "tests/data/smollm2_llamacpp_reference.json").read_text())
     model = ExactLlama(MODEL)
     out = {"model": ref["model"], "method": "float64 NumPy forward over gguf-dequantised weights, "
-           "teacher-forced on llama.cpp's prompt + greedy tokens", "prompts": []}
+           "teacher-forced on llama.cpp's prompt + greedy tokens; top2 = [argmax id, runner-up id, "
+           "top-two logit gap] at every generated step", "prompts": []}
+    agree = 0
     for p in ref["prompts"]:
-        tokens = p["prompt_ids"] + p["greedy_ids"][:-1]
-        logits = model.logits(np.array(tokens))
-        n = len(p["prompt_ids"])
-        entry = {"name": p["name"], "top5_exact": {}, "argmax": []}
-        for step, top in p["top5"].items():
-            row = logits[n - 1 + int(step)]
-            entry["top5_exact"][step] = [[i, round(float(row[i]), 5)] for i, _ in top]
-        for step in range(len(p["greedy_ids"])):
-            row = logits[n - 1 + step]
-            top2 = np.sort(row)[-2:]
-            entry["argmax"].append([int(row.argmax()), round(float(top2[1] - top2[0]), 5)])
+        entry = record_prompt(model, p)
+        agree += sum(t[0] == g for t, g in zip(entry["top2"], p["greedy_ids"]))
         out["prompts"].append(entry)
         print(p["name"], "done", flush=True)
-    (ROOT / "tests/data/smollm2_exact_reference.json").write_text(json.dumps(out, indent=1))
+    text = compact_dump(out)
+    assert json.loads(text) == out
+    (ROOT / "tests/data/smollm2_exact_reference.json").write_text(text)
+    total = sum(len(p["greedy_ids"]) for p in ref["prompts"])
+    print(f"llama.cpp's greedy token is the exact argmax at {agree} of {total} positions")
 
 
 if __name__ == "__main__":

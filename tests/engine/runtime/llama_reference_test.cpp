@@ -7,23 +7,28 @@
 // and tests/data/smollm2_exact_reference.json (scripts/dev/
 // record_exact_reference.py: a float64 NumPy forward over the dequantised
 // weights, teacher-forced on llama.cpp's sequences: what both engines
-// approximate).
+// approximate; the exact argmax, runner-up and top-two gap at every one of
+// the 640 positions, and the exact logits of llama.cpp's top-5 at 4 steps).
 //
-// Why exact token agreement with llama.cpp cannot be asked everywhere: both
-// engines quantise activations to 8 bits before the quantised matmuls, and
-// any tiny upstream difference (llama.cpp rounds its KV cache, Q and the
-// attention probabilities to f16; accumulation orders differ) flips a few
-// roundings, which after 30 layers leaves each engine with its own noise of a
-// few tenths of a logit around the exact values. This small model is full of
-// near-ties: in 19 of the 20 prompts llama.cpp's own top-2 gap falls below
-// 0.15 somewhere in the 32 steps. So the tests pin (1) our closeness to the
-// exact model, and (2) that we part from llama.cpp only where its top two
-// candidates are within kTieMargin.
+// Why exact token agreement with llama.cpp cannot be asked: both engines
+// quantise activations to 8 bits before the quantised matmuls, and any tiny
+// upstream difference (llama.cpp rounds its KV cache, Q and the attention
+// probabilities to f16; accumulation orders differ) flips a few roundings,
+// which after 30 layers leaves each engine with its own noise of a few tenths
+// of a logit around the exact values. This small model is full of near-ties:
+// the exact top-two gap is below 0.75 at 208 of the 640 positions. So where
+// the engines part, neither is "the reference": the exact forward decides. The
+// tests ask that kvscope part from the exact model's token no more often than
+// llama.cpp does (a sign test: see below), and only where the exact call is
+// close (gap <= kMaxFlipGap). An earlier version excused any difference from
+// llama.cpp where llama.cpp's own top-two gap was below 0.75, which waved
+// through about a third of all positions without asking who was right.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "kv/block_pool.h"
@@ -34,6 +39,7 @@
 #include "model/gguf_model_loader.h"
 #include "runtime/model_runner.h"
 #include "support/greedy.h"
+#include "support/require_data.h"
 #include "support/test_paths.h"
 #include "tokenizer/read_vocab.h"
 #include "tokenizer/tokenizer.h"
@@ -41,29 +47,70 @@
 namespace kvscope {
 namespace {
 
-// Measured on identical inputs (TeacherForcedLogits prints them): llama.cpp's
-// top-5 logits lie up to 0.69 from the exact ones (mean 0.159), ours up to
-// 0.83 (mean 0.159), so the engines can differ by up to ~1.4, and a gap below
-// kTieMargin between the top two candidates may flip either engine's argmax.
-// Each single logit must stay within 1.0 of exact, and our mean error may
-// exceed llama.cpp's by at most 10% (8-bit activation noise moves the mean by
-// a few percent whenever a kernel's accumulation order changes).
+// Measured (TeacherForcedLogits prints them; Xeon, AVX-512) on the 640
+// teacher-forced positions: kvscope's argmax differs from the exact one at 17
+// (largest exact gap there 0.38), llama.cpp's at 16 (largest 0.36); 8 of them
+// are shared (both engines quantise activations to 8 bits; the exact forward
+// does not), 9 are kvscope's alone, 8 llama.cpp's alone. Counts this small
+// cannot order two engines of equal accuracy ("ours <= llama.cpp's" is a coin
+// flip: it failed 17 vs 16), so the comparison is a sign test on the 17
+// positions where only one engine parts (fails at 14 of them); as a check of
+// power, Gaussian noise of sigma 0.2 added to our logits makes kvscope part
+// alone at 36 positions vs llama.cpp's 10 and flip where the exact gap is 1.11,
+// failing both checks (sigma 0.1 passes: 14 vs 10). Logits
+// (llama.cpp's top-5 at 80 rows): ours lie within 0.67 of exact (mean 0.151),
+// llama.cpp's within 0.69 (mean 0.159); their distance below the top
+// candidate is off by 0.119 on average for us, 0.124 for llama.cpp. Each
+// single logit must stay within 1.0 of exact, and our mean errors may exceed
+// llama.cpp's by at most 10% (8-bit activation noise moves the mean by a few
+// percent whenever a kernel's accumulation order changes).
+constexpr float kMaxFlipGap = 1.0f;       // exact top-two gap above which no engine may pick another token
 constexpr float kExactTolerance = 1.0f;   // ours vs exact, any top-5 logit
 constexpr float kLlamaTolerance = 1.5f;   // ours vs llama.cpp, any top-5 logit
-constexpr float kTieMargin = 0.75f;       // top-2 gap below which a flip is a near-tie
 constexpr double kMeanErrorSlack = 1.10;  // our mean error vs exact / llama.cpp's
+constexpr double kSignTestAlpha = 0.01;   // chance of failing an engine exactly as good as llama.cpp
 
 nlohmann::json load_json(const std::string& name) {
   std::ifstream in(test::test_data_dir() + "/" + name);
   return nlohmann::json::parse(in);
 }
 
+// The exact model's verdict at one generated position of llama.cpp's sequence.
+struct ExactCall {
+  int32_t argmax = 0;
+  int32_t runner_up = 0;
+  float gap = 0;  // exact logit of argmax minus that of runner_up
+};
+
+ExactCall exact_call(const nlohmann::json& exact_prompt, size_t step) {
+  const auto& t = exact_prompt["top2"][step];
+  return {t[0].get<int32_t>(), t[1].get<int32_t>(), t[2].get<float>()};
+}
+
+// The largest k such that, were kvscope and llama.cpp equally likely to be the
+// one that parts from the exact model at each of n positions where exactly one
+// does, kvscope parting alone at more than k of them has probability below
+// kSignTestAlpha (one-sided binomial tail with p = 1/2).
+int most_of_n_by_chance(int n) {
+  double tail = 0;  // P(X >= k), accumulated from k = n downwards
+  for (int k = n; k >= 0; --k) {
+    tail += std::exp(std::lgamma(n + 1.0) - std::lgamma(k + 1.0) - std::lgamma(n - k + 1.0) - n * std::log(2.0));
+    if (tail > kSignTestAlpha) return k;
+  }
+  return n;
+}
+
 class LlamaReference : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (test::default_model_path().empty()) GTEST_SKIP() << "default model not found (run scripts/fetch_model.py)";
+    KVSCOPE_REQUIRE_DATA(!test::default_model_path().empty(), test::TestData::kDefaultModel);
     ref_ = load_json("smollm2_llamacpp_reference.json");
     exact_ = load_json("smollm2_exact_reference.json");
+    ASSERT_EQ(ref_["prompts"].size(), exact_["prompts"].size());
+    for (size_t pi = 0; pi < ref_["prompts"].size(); ++pi) {
+      ASSERT_EQ(ref_["prompts"][pi]["name"], exact_["prompts"][pi]["name"]);
+      ASSERT_EQ(ref_["prompts"][pi]["greedy_ids"].size(), exact_["prompts"][pi]["top2"].size());
+    }
   }
   nlohmann::json ref_, exact_;
 };
@@ -81,16 +128,20 @@ TEST_F(LlamaReference, TokenizerGivesLlamaCppPromptIds) {
   }
 }
 
-TEST_F(LlamaReference, GreedyTokensMatchExceptAtNearTies) {
+// The engine path (paged prefill, then one decode step per token). Up to the
+// first token where we part from llama.cpp both ran the same sequence, so the
+// exact data (teacher-forced on llama.cpp's sequence) still applies there: our
+// token must be the exact argmax, or the exact call must be close.
+TEST_F(LlamaReference, GreedyTokensPartFromLlamaCppOnlyAtExactNearTies) {
   EngineConfig config;
   config.model_path = test::default_model_path();
   config.num_threads = 2;
   auto engine = Engine::create(config);
   ASSERT_TRUE(engine.ok()) << engine.error();
-  int num_exact = 0;
-  for (const auto& p : ref_["prompts"]) {
+  int num_exact = 0, ours_right = 0;
+  for (size_t pi = 0; pi < ref_["prompts"].size(); ++pi) {
+    const auto& p = ref_["prompts"][pi];
     const auto expected = p["greedy_ids"].get<std::vector<int32_t>>();
-    const auto margins = p["margins"].get<std::vector<float>>();
     const std::vector<int32_t> got = test::greedy_tokens(
         **engine, {p["prompt_ids"].get<std::vector<int32_t>>()}, static_cast<int32_t>(expected.size()))[0];
     ASSERT_EQ(got.size(), expected.size()) << p["name"];
@@ -100,13 +151,21 @@ TEST_F(LlamaReference, GreedyTokensMatchExceptAtNearTies) {
       continue;
     }
     const size_t at = static_cast<size_t>(diverge.first - got.begin());
-    EXPECT_LT(margins[at], kTieMargin) << p["name"] << ": diverges at token " << at << " where llama.cpp's top-2 margin is "
-                                       << margins[at];
+    const ExactCall exact = exact_call(exact_["prompts"][pi], at);
+    if (got[at] == exact.argmax) {
+      ++ours_right;  // llama.cpp is the one that left the exact model here
+    } else {
+      EXPECT_LE(exact.gap, kMaxFlipGap) << p["name"] << ": at token " << at << " we pick " << got[at]
+                                        << ", the exact model " << exact.argmax << " by " << exact.gap;
+    }
   }
-  // Not 18 of 20: see the top of the file. A floor still catches a regression.
+  // Free-running sequences part for good at the first flip, so most prompts
+  // run into one of the many near-ties; a floor still catches a regression.
   EXPECT_GE(num_exact, 6) << "prompts with all 32 tokens equal to llama.cpp's";
   std::cout << "[          ] " << num_exact << " of " << ref_["prompts"].size()
-            << " prompts match llama.cpp on all 32 greedy tokens\n";
+            << " prompts match llama.cpp on all 32 greedy tokens; of the rest, we hold the exact argmax at the "
+               "first difference in "
+            << ours_right << "\n";
 }
 
 // Runs llama.cpp's own sequence (prompt + its greedy tokens) through our runner
@@ -127,6 +186,24 @@ std::vector<float> teacher_forced_logits(ModelRunner& runner, BlockPool& pool, i
   return logits;
 }
 
+// Disagreements with the exact argmax over all teacher-forced positions.
+struct FlipCount {
+  int count = 0;
+  int at_runner_up = 0;  // of which the engine picked the exact runner-up
+  float max_gap = 0;     // largest exact top-two gap at a disagreement
+  void add(int32_t picked, const ExactCall& exact) {
+    if (picked == exact.argmax) return;
+    ++count;
+    if (picked == exact.runner_up) ++at_runner_up;
+    max_gap = std::max(max_gap, exact.gap);
+  }
+};
+
+std::ostream& operator<<(std::ostream& out, const FlipCount& f) {
+  return out << f.count << " (" << f.at_runner_up << " of them the exact runner-up; largest exact gap " << f.max_gap
+             << ")";
+}
+
 TEST_F(LlamaReference, TeacherForcedLogits) {
   auto file = GgufFile::open(test::default_model_path());
   ASSERT_TRUE(file.ok()) << file.error();
@@ -140,16 +217,14 @@ TEST_F(LlamaReference, TeacherForcedLogits) {
   ModelRunner runner(*weights, kv, threads);
 
   float worst_exact = 0, worst_llama = 0, worst_llama_exact = 0;
-  double sum_ours_exact = 0, sum_llama_exact = 0;
-  int num_logits = 0, flips_vs_exact = 0, flips_vs_llama = 0;
-  ASSERT_EQ(ref_["prompts"].size(), exact_["prompts"].size());
+  double sum_ours_exact = 0, sum_llama_exact = 0, sum_ours_gap = 0, sum_llama_gap = 0;
+  int num_logits = 0, num_gaps = 0, num_positions = 0, ours_vs_llama = 0, ours_alone = 0, llama_alone = 0;
+  FlipCount ours_flips, llama_flips;
   for (size_t pi = 0; pi < ref_["prompts"].size(); ++pi) {
     const auto& p = ref_["prompts"][pi];
     const auto& e = exact_["prompts"][pi];
-    ASSERT_EQ(p["name"], e["name"]);
     auto tokens = p["prompt_ids"].get<std::vector<int32_t>>();
     const auto gen = p["greedy_ids"].get<std::vector<int32_t>>();
-    const auto margins = p["margins"].get<std::vector<float>>();
     const size_t num_prompt = tokens.size();
     tokens.insert(tokens.end(), gen.begin(), gen.end() - 1);
     const std::vector<float> logits = teacher_forced_logits(runner, pool, block_size, tokens);
@@ -157,15 +232,19 @@ TEST_F(LlamaReference, TeacherForcedLogits) {
     for (size_t step = 0; step < gen.size(); ++step) {
       const float* row = row_at(step);
       const int32_t ours = static_cast<int32_t>(std::max_element(row, row + c.vocab_size) - row);
-      const int32_t exact_id = e["argmax"][step][0].get<int32_t>();
-      const float exact_margin = e["argmax"][step][1].get<float>();
-      if (ours != exact_id) {
-        ++flips_vs_exact;
-        EXPECT_LT(exact_margin, kTieMargin) << p["name"] << " step " << step << ": argmax differs from the exact model's";
-      }
-      if (ours != gen[step]) {
-        ++flips_vs_llama;
-        EXPECT_LT(margins[step], kTieMargin) << p["name"] << " step " << step << ": argmax differs from llama.cpp's";
+      const ExactCall exact = exact_call(e, step);
+      ours_flips.add(ours, exact);
+      llama_flips.add(gen[step], exact);  // llama.cpp's argmax here is its next greedy token
+      ours_vs_llama += ours != gen[step];
+      ours_alone += ours != exact.argmax && gen[step] == exact.argmax;
+      llama_alone += ours == exact.argmax && gen[step] != exact.argmax;
+      ++num_positions;
+      if (ours != exact.argmax) {
+        std::cout << "[          ] " << p["name"].get<std::string>() << " step " << step << ": kvscope picks " << ours
+                  << ", exact " << exact.argmax << " (runner-up " << exact.runner_up << ", gap " << exact.gap
+                  << "), llama.cpp " << gen[step] << "\n";
+        EXPECT_LE(exact.gap, kMaxFlipGap) << p["name"] << " step " << step << ": we pick " << ours
+                                          << ", the exact model " << exact.argmax << " by " << exact.gap;
       }
     }
     for (const auto& [step_text, top5] : p["top5"].items()) {
@@ -182,20 +261,38 @@ TEST_F(LlamaReference, TeacherForcedLogits) {
         sum_llama_exact += std::fabs(llama - exact);
         worst_llama_exact = std::max(worst_llama_exact, std::fabs(llama - exact));
         ++num_logits;
+        if (k > 0) {  // the distance below the top candidate: what decides the argmax
+          const int32_t top = top5[0][0].get<int32_t>();
+          const float exact_gap = exact - exact_top5[0][1].get<float>();
+          sum_ours_gap += std::fabs((row[id] - row[top]) - exact_gap);
+          sum_llama_gap += std::fabs((llama - top5[0][1].get<float>()) - exact_gap);
+          ++num_gaps;
+        }
         EXPECT_LT(d_exact, kExactTolerance) << p["name"] << " step " << step_text << " token " << id;
         EXPECT_LT(d_llama, kLlamaTolerance) << p["name"] << " step " << step_text << " token " << id;
       }
     }
   }
-  // We must be about as close to the exact model as llama.cpp is.
+  // We must not part from the exact model's token more often than llama.cpp
+  // does (a sign test on the positions where only one of the two parts), and
+  // be about as close to its logits and to its gaps below the top candidate.
+  const int max_alone = most_of_n_by_chance(ours_alone + llama_alone);
+  EXPECT_LE(ours_alone, max_alone) << "positions where only kvscope parts from the exact argmax, vs " << llama_alone
+                                   << " where only llama.cpp does";
   EXPECT_LE(sum_ours_exact, sum_llama_exact * kMeanErrorSlack);
+  EXPECT_LE(sum_ours_gap, sum_llama_gap * kMeanErrorSlack);
   EXPECT_LE(worst_exact, std::max(worst_llama_exact, kExactTolerance));
   std::cout << "[          ] top-5 logits over " << num_logits << " values: mean |kvscope - exact| "
             << sum_ours_exact / num_logits << " (max " << worst_exact << "), mean |llama.cpp - exact| "
             << sum_llama_exact / num_logits << " (max " << worst_llama_exact << "); max |kvscope - llama.cpp| "
             << worst_llama << "\n"
-            << "[          ] argmax differs at 640 positions: from exact " << flips_vs_exact
-            << ", from llama.cpp " << flips_vs_llama << " (all at near-ties)\n";
+            << "[          ] argmax differs from the exact model's at " << num_positions
+            << " teacher-forced positions: kvscope " << ours_flips << ", llama.cpp " << llama_flips
+            << "; kvscope from llama.cpp at " << ours_vs_llama << "\n"
+            << "[          ] only kvscope parts from the exact argmax at " << ours_alone << ", only llama.cpp at "
+            << llama_alone << " (sign test allows kvscope up to " << max_alone << ")\n"
+            << "[          ] gap below the top candidate over " << num_gaps << " values: mean |kvscope - exact| "
+            << sum_ours_gap / num_gaps << ", mean |llama.cpp - exact| " << sum_llama_gap / num_gaps << "\n";
 }
 
 }  // namespace
