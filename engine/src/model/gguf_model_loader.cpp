@@ -168,6 +168,15 @@ Result<std::shared_ptr<const ModelWeights>> load_gguf_weights(std::shared_ptr<co
   KVSCOPE_ASSIGN(w->output_norm, r.vector("output_norm.weight", hidden));
 
   const bool gemma = c.arch == Architecture::Gemma3;
+  // Every layer has at least 9 tensors (two norms, Q, K, V, O, gate, up,
+  // down). Checked before the layers are allocated, so that a block_count
+  // the file cannot back (found by the loader fuzzer: 2^24 layers asked for
+  // a 7 GB allocation) is an error, not an out-of-memory abort.
+  constexpr size_t kMinTensorsPerLayer = 9;
+  if (static_cast<size_t>(c.num_layers) * kMinTensorsPerLayer > f.tensors().size()) {
+    return Error{fmt::format("the model says it has {} layers, but the file holds only {} tensors (each layer "
+                             "needs at least {})", c.num_layers, f.tensors().size(), kMinTensorsPerLayer)};
+  }
   w->layers.resize(static_cast<size_t>(c.num_layers));
   for (int32_t i = 0; i < c.num_layers; ++i) {
     LayerWeights& L = w->layers[static_cast<size_t>(i)];

@@ -14,6 +14,8 @@
 #include <fstream>
 #include <sstream>
 
+#include <unistd.h>
+
 #include "kernels/cpu/thread_pool.h"
 #include "kernels/reference/dequantize.h"
 #include "kv/kv_storage.h"
@@ -383,6 +385,29 @@ std::vector<uint8_t> raw_file(const std::string& header, size_t num_data_bytes, 
 std::string open_error(const std::vector<uint8_t>& bytes) {
   auto f = SafetensorsFile::from_memory(bytes.data(), bytes.size(), "test.safetensors");
   return f.ok() ? std::string("(opened)") : f.error();
+}
+
+// A block_count the file cannot back is refused before the layers are
+// allocated (the weight-loader fuzzer found 2^24 layers asking for 7 GB).
+TEST(TinyModel, LayerCountBeyondTheTensorsIsAnError) {
+  const std::string path = (fs::temp_directory_path() / ("kvscope_layers_" + std::to_string(::getpid()) + ".gguf")).string();
+  test::TinyModelSpec spec;
+  spec.layers = 2;
+  ASSERT_TRUE(test::write_tiny_gguf(spec, path).ok());
+  // The value follows the key and its u32 type tag.
+  std::string bytes = read_text(path);
+  const std::string key = "llama.block_count";
+  const size_t at = bytes.find(key);
+  ASSERT_NE(at, std::string::npos);
+  const uint32_t huge = 1u << 24;
+  std::memcpy(&bytes[at + key.size() + 4], &huge, sizeof huge);
+  write_text(path, bytes);
+  auto file = GgufFile::open(path);
+  ASSERT_TRUE(file.ok()) << file.error();
+  auto w = load_gguf_weights(std::shared_ptr<const GgufFile>(std::move(file).value()));
+  ASSERT_FALSE(w.ok());
+  EXPECT_NE(w.error().find("says it has 16777216 layers"), std::string::npos) << w.error();
+  fs::remove(path);
 }
 
 TEST(Safetensors, ReadsValidFile) {
