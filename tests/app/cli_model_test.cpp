@@ -10,6 +10,7 @@
 
 #include "app/cli_runner.h"
 #include "kvscope/model_file.h"
+#include "support/require_data.h"
 #include "support/test_paths.h"
 
 namespace kvscope {
@@ -20,7 +21,7 @@ using ::testing::HasSubstr;
 
 #define REQUIRE_MODEL(path)                                              \
   const std::string path = test::default_model_path();                   \
-  if (path.empty()) GTEST_SKIP() << "default model not found (python3 scripts/fetch_model.py)"
+  KVSCOPE_REQUIRE_DATA(!path.empty(), test::TestData::kDefaultModel)
 
 nlohmann::json parse_json(const std::string& text) {
   auto j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "support/gguf_writer.h"
+#include "support/require_data.h"
 #include "support/test_paths.h"
 
 namespace kvscope {
@@ -119,7 +120,7 @@ std::string fixture(const std::string& name) {
 
 TEST(TextTokenizer, EncodesWithAVocabularyOnlyBpeFile) {
   const std::string path = fixture("ggml-vocab-starcoder.gguf");
-  if (path.empty()) GTEST_SKIP() << "tokenizer fixtures not found (set KVSCOPE_FIXTURES_DIR)";
+  KVSCOPE_REQUIRE_DATA(!path.empty(), test::TestData::kTokenizerFixtures);
   auto tok = TextTokenizer::open(path);
   ASSERT_TRUE(tok.ok()) << tok.error();
   // Expected ids from the fixture's .out file (llama.cpp's tokenizer tests).
@@ -134,7 +135,7 @@ TEST(TextTokenizer, EncodesWithAVocabularyOnlyBpeFile) {
 
 TEST(TextTokenizer, RoundTripsTextWithGpt2) {
   const std::string path = fixture("ggml-vocab-gpt-2.gguf");
-  if (path.empty()) GTEST_SKIP() << "tokenizer fixtures not found (set KVSCOPE_FIXTURES_DIR)";
+  KVSCOPE_REQUIRE_DATA(!path.empty(), test::TestData::kTokenizerFixtures);
   auto tok = TextTokenizer::open(path);
   ASSERT_TRUE(tok.ok()) << tok.error();
   const std::string text = "Paged attention, 16 tokens per block: ça marche!\n";
@@ -143,7 +144,7 @@ TEST(TextTokenizer, RoundTripsTextWithGpt2) {
 
 TEST(TextTokenizer, AddsBosForSentencePieceVocabularies) {
   const std::string path = fixture("ggml-vocab-llama-spm.gguf");
-  if (path.empty()) GTEST_SKIP() << "tokenizer fixtures not found (set KVSCOPE_FIXTURES_DIR)";
+  KVSCOPE_REQUIRE_DATA(!path.empty(), test::TestData::kTokenizerFixtures);
   auto tok = TextTokenizer::open(path);
   ASSERT_TRUE(tok.ok()) << tok.error();
   const std::vector<int32_t> plain = (*tok)->encode("Hello world", false, false);

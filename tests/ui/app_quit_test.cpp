@@ -14,6 +14,7 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include "support/require_data_qt.h"
 #include "support/test_paths.h"
 
 namespace {
@@ -30,7 +31,7 @@ class AppQuitTest : public QObject {
  private slots:
   void quitMidGenerationExitsCleanly() {
     const std::string model = kvscope::test::default_model_path();
-    if (model.empty()) QSKIP("default model not installed (python3 scripts/fetch_model.py)");
+    KVSCOPE_QREQUIRE_DATA(!model.empty(), kvscope::test::TestData::kDefaultModel);
     QTemporaryDir home;
     QVERIFY(home.isValid());
     const QString shot = home.filePath(QStringLiteral("shot.png"));

@@ -14,6 +14,7 @@
 #include <QtTest>
 
 #include "engine_host.h"
+#include "support/require_data_qt.h"
 #include "support/test_paths.h"
 
 using namespace kvscope;
@@ -76,7 +77,7 @@ class EngineWorkerTest : public QObject {
   }
 
   void chatStreamsTokensAndFinishes() {
-    if (model_.empty()) QSKIP("default model not installed (python3 scripts/fetch_model.py)");
+    KVSCOPE_QREQUIRE_DATA(!model_.empty(), test::TestData::kDefaultModel);
     EngineHost host;
     EngineWorker* w = host.worker();
     QSignalSpy loaded(w, &EngineWorker::modelLoaded);
@@ -114,7 +115,7 @@ class EngineWorkerTest : public QObject {
   }
 
   void parallelRepliesStreamEachCompletion() {
-    if (model_.empty()) QSKIP("default model not installed (python3 scripts/fetch_model.py)");
+    KVSCOPE_QREQUIRE_DATA(!model_.empty(), test::TestData::kDefaultModel);
     EngineHost host;
     EngineWorker* w = host.worker();
     QSignalSpy tokens(w, &EngineWorker::tokens);
@@ -137,7 +138,7 @@ class EngineWorkerTest : public QObject {
   }
 
   void workloadSharesPrefixBlocks() {
-    if (model_.empty()) QSKIP("default model not installed (python3 scripts/fetch_model.py)");
+    KVSCOPE_QREQUIRE_DATA(!model_.empty(), test::TestData::kDefaultModel);
     EngineHost host;
     EngineWorker* w = host.worker();
     QSignalSpy finished(w, &EngineWorker::finished);
@@ -154,7 +155,7 @@ class EngineWorkerTest : public QObject {
   }
 
   void workloadArrivesAtItsRateAndStops() {
-    if (model_.empty()) QSKIP("default model not installed (python3 scripts/fetch_model.py)");
+    KVSCOPE_QREQUIRE_DATA(!model_.empty(), test::TestData::kDefaultModel);
     EngineHost host;
     EngineWorker* w = host.worker();
     QSignalSpy started(w, &EngineWorker::requestStarted);
@@ -176,7 +177,7 @@ class EngineWorkerTest : public QObject {
   }
 
   void shutdownWhileGeneratingIsQuick() {
-    if (model_.empty()) QSKIP("default model not installed (python3 scripts/fetch_model.py)");
+    KVSCOPE_QREQUIRE_DATA(!model_.empty(), test::TestData::kDefaultModel);
     auto host = std::make_unique<EngineHost>();
     QSignalSpy tokens(host->worker(), &EngineWorker::tokens);
     QSignalSpy errors(host->worker(), &EngineWorker::error);

@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "model/gguf_file.h"
+#include "support/require_data.h"
 #include "support/test_paths.h"
 
 namespace kvscope {
@@ -11,7 +12,7 @@ namespace {
 
 TEST(GgufFileModel, DefaultModelLoads) {
   const std::string path = test::default_model_path();
-  if (path.empty()) GTEST_SKIP() << "default model absent (set KVSCOPE_MODEL_DIR)";
+  KVSCOPE_REQUIRE_DATA(!path.empty(), test::TestData::kDefaultModel);
   const auto t0 = std::chrono::steady_clock::now();
   auto r = GgufFile::open(path);
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -34,7 +35,7 @@ TEST(GgufFileModel, DefaultModelLoads) {
 
 TEST(GgufFileModel, GemmaLoads) {
   const std::string path = test::gemma_model_path();
-  if (path.empty()) GTEST_SKIP() << "Gemma 3 270M file absent (set KVSCOPE_MODEL_DIR)";
+  KVSCOPE_REQUIRE_DATA(!path.empty(), test::TestData::kGemmaModel);
   auto r = GgufFile::open(path);
   ASSERT_TRUE(r.ok()) << r.error();
   EXPECT_EQ((*r)->get_string("general.architecture"), "gemma3");

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "support/gguf_writer.h"
+#include "support/require_data.h"
 #include "support/test_paths.h"
 
 namespace kvscope {
@@ -486,7 +487,7 @@ TEST(GgufFileSweep, RandomByteFlipsNeverCrash) {
 TEST(GgufFileFixture, StarcoderVocab) {
   const std::string dir = test::tokenizer_fixtures_dir();
   const std::string path = dir + "/ggml-vocab-starcoder.gguf";
-  if (dir.empty() || !std::filesystem::exists(path)) GTEST_SKIP() << "fixture absent: " << path;
+  KVSCOPE_REQUIRE_DATA(!dir.empty() && std::filesystem::exists(path), test::TestData::kTokenizerFixtures);
   auto r = GgufFile::open(path);
   ASSERT_TRUE(r.ok()) << r.error();
   const std::vector<std::string>* tokens = (*r)->get_string_array("tokenizer.ggml.tokens");

@@ -1,6 +1,6 @@
 // Invariance on the default model: greedy tokens are identical whatever the
 // block size, prefill chunking, thread count, or which other requests share
-// the batch (DESIGN.md, "Invariance"). Label `model`: skipped without the model.
+// the batch (docs/architecture.md, "Invariance"). Label `model`: skipped without the model.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -9,6 +9,7 @@
 
 #include "kvscope/engine.h"
 #include "support/greedy.h"
+#include "support/require_data.h"
 #include "support/test_paths.h"
 
 namespace kvscope {
@@ -40,7 +41,7 @@ std::vector<std::vector<int32_t>> generate_all(Engine& engine, const std::vector
 class EngineEquivalence : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (test::default_model_path().empty()) GTEST_SKIP() << "default model not found (run scripts/fetch_model.py)";
+    KVSCOPE_REQUIRE_DATA(!test::default_model_path().empty(), test::TestData::kDefaultModel);
   }
 
   // Reference: each prompt alone, block size 16, whole prefill, 2 threads.

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "kvscope/engine.h"
+#include "support/require_data.h"
 #include "support/test_paths.h"
 #include "support/tiny_model.h"
 
@@ -97,7 +98,7 @@ TEST_F(TokenBytesTiny, ControlTokensOnlyWhenRendered) {
 }
 
 TEST(TokenBytesDefaultModel, PromptIdsGiveBackTheText) {
-  if (test::default_model_path().empty()) GTEST_SKIP() << "default model not found (run scripts/fetch_model.py)";
+  KVSCOPE_REQUIRE_DATA(!test::default_model_path().empty(), test::TestData::kDefaultModel);
   auto engine = create_engine(test::default_model_path());
   ASSERT_TRUE(engine);
   for (const std::string& text : {kAscii, kNonAscii}) {

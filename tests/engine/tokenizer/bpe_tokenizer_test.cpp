@@ -6,6 +6,7 @@
 
 #include "engine/tokenizer/tiny_vocabs.h"
 #include "model/gguf_file.h"
+#include "support/require_data.h"
 #include "support/test_paths.h"
 #include "tokenizer/byte_level.h"
 #include "tokenizer/pre_tokenizer.h"
@@ -108,7 +109,7 @@ TEST(BpeTokenizer, RejectsUnknownNames) {
 
 TEST(BpeTokenizer, EncodesTenThousandCharactersQuickly) {
   const std::string dir = test::tokenizer_fixtures_dir();
-  if (dir.empty()) GTEST_SKIP() << "shared/fixtures/tokenizer not found";
+  KVSCOPE_REQUIRE_DATA(!dir.empty(), test::TestData::kTokenizerFixtures);
   auto file = GgufFile::open(dir + "/ggml-vocab-starcoder.gguf");
   ASSERT_TRUE(file) << file.error();
   auto vocab = read_vocab(**file);

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "model/gguf_file.h"
+#include "support/require_data.h"
 #include "support/test_paths.h"
 #include "tokenizer/read_vocab.h"
 #include "tokenizer/sentencepiece_proto.h"
@@ -18,7 +19,7 @@ class LlamaSpm : public ::testing::Test {
  protected:
   void SetUp() override {
     const std::string dir = test::tokenizer_fixtures_dir();
-    if (dir.empty()) GTEST_SKIP() << "shared/fixtures/tokenizer not found";
+    KVSCOPE_REQUIRE_DATA(!dir.empty(), test::TestData::kTokenizerFixtures);
     auto file = GgufFile::open(dir + "/ggml-vocab-llama-spm.gguf");
     ASSERT_TRUE(file) << file.error();
     auto vocab = read_vocab(**file);

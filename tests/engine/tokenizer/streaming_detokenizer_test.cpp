@@ -5,6 +5,7 @@
 
 #include "engine/tokenizer/tiny_vocabs.h"
 #include "model/gguf_file.h"
+#include "support/require_data.h"
 #include "support/test_paths.h"
 #include "tokenizer/read_vocab.h"
 #include "tokenizer/streaming_detokenizer.h"
@@ -75,7 +76,7 @@ TEST(StreamingDetokenizer, ControlTokensHiddenUnlessAsked) {
 
 TEST(StreamingDetokenizer, SentencePieceByteFallbackAndLeadingSpace) {
   const std::string dir = test::tokenizer_fixtures_dir();
-  if (dir.empty()) GTEST_SKIP() << "shared/fixtures/tokenizer not found";
+  KVSCOPE_REQUIRE_DATA(!dir.empty(), test::TestData::kTokenizerFixtures);
   auto file = GgufFile::open(dir + "/ggml-vocab-llama-spm.gguf");
   ASSERT_TRUE(file) << file.error();
   auto vocab = read_vocab(**file);

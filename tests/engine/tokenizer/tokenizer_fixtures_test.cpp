@@ -1,12 +1,14 @@
-// llama.cpp's tokenizer test suite (shared/fixtures/tokenizer): every input
+// llama.cpp's tokenizer test suite (scripts/fetch_test_data.py): every input
 // must give exactly llama.cpp's ids (raw text, no special parsing, no BOS),
-// and byte-level BPE must round-trip. Skips when the fixtures are absent.
+// and byte-level BPE must round-trip. Needs the fetched fixtures
+// (support/require_data.h: skips, or fails when test data is required).
 #include <gtest/gtest.h>
 
 #include <fstream>
 #include <sstream>
 
 #include "model/gguf_file.h"
+#include "support/require_data.h"
 #include "support/test_paths.h"
 #include "tokenizer/read_vocab.h"
 #include "tokenizer/tokenizer.h"
@@ -54,7 +56,7 @@ class FixtureTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(FixtureTest, MatchesLlamaCpp) {
   const std::string dir = test::tokenizer_fixtures_dir();
-  if (dir.empty()) GTEST_SKIP() << "shared/fixtures/tokenizer not found (set KVSCOPE_FIXTURES_DIR)";
+  KVSCOPE_REQUIRE_DATA(!dir.empty(), test::TestData::kTokenizerFixtures);
   const std::string base = dir + "/" + GetParam();
   auto file = GgufFile::open(base);
   ASSERT_TRUE(file) << file.error();

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "model/gguf_file.h"
+#include "support/require_data.h"
 #include "support/test_paths.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/read_vocab.h"
@@ -34,7 +35,7 @@ Loaded load(const std::string& path) {
 
 TEST(SmolLm2Tokenizer, SplitsDigitsOneByOne) {
   const std::string path = test::default_model_path();
-  if (path.empty()) GTEST_SKIP() << "default model SmolLM2-135M-Instruct.Q4_1.gguf not found";
+  KVSCOPE_REQUIRE_DATA(!path.empty(), test::TestData::kDefaultModel);
   Loaded m = load(path);
   ASSERT_TRUE(m.tok);
   EXPECT_EQ(m.tok->vocab_size(), 49152);
@@ -49,7 +50,7 @@ TEST(SmolLm2Tokenizer, SplitsDigitsOneByOne) {
 
 TEST(SmolLm2Tokenizer, ParsesChatMlSpecialTokens) {
   const std::string path = test::default_model_path();
-  if (path.empty()) GTEST_SKIP() << "default model SmolLM2-135M-Instruct.Q4_1.gguf not found";
+  KVSCOPE_REQUIRE_DATA(!path.empty(), test::TestData::kDefaultModel);
   Loaded m = load(path);
   ASSERT_TRUE(m.tok);
   const auto start = m.tok->token_id("<|im_start|>"), end = m.tok->token_id("<|im_end|>");
@@ -66,7 +67,7 @@ TEST(SmolLm2Tokenizer, ParsesChatMlSpecialTokens) {
 
 TEST(SmolLm2Tokenizer, ChatTemplateMatchesTheModelsJinja) {
   const std::string path = test::default_model_path();
-  if (path.empty()) GTEST_SKIP() << "default model SmolLM2-135M-Instruct.Q4_1.gguf not found";
+  KVSCOPE_REQUIRE_DATA(!path.empty(), test::TestData::kDefaultModel);
   Loaded m = load(path);
   ASSERT_TRUE(m.tok);
   const ChatTemplate t = ChatTemplate::from_vocab(m.vocab, *m.tok);
@@ -80,7 +81,7 @@ TEST(SmolLm2Tokenizer, ChatTemplateMatchesTheModelsJinja) {
 
 TEST(GemmaTokenizer, LoadsWithBosTwo) {
   const std::string path = test::gemma_model_path();
-  if (path.empty()) GTEST_SKIP() << "Gemma 3 270M file not found";
+  KVSCOPE_REQUIRE_DATA(!path.empty(), test::TestData::kGemmaModel);
   Loaded m = load(path);
   ASSERT_TRUE(m.tok);
   EXPECT_EQ(m.tok->bos_id(), 2);
