@@ -1,53 +1,103 @@
 #!/usr/bin/env bash
-# Fuzzes the GGUF reader with libFuzzer + AddressSanitizer.
+# Fuzzes kvscope's input boundaries with libFuzzer + AddressSanitizer:
+#   gguf_fuzzer            the GGUF reader
+#   model_loader_fuzzer    GGUF -> weights checked against the architecture
+#   bpe_tokenizer_fuzzer   byte-level BPE: bytes -> encode/decode
+#   spm_tokenizer_fuzzer   SentencePiece: bytes -> encode/decode
 #
-#   scripts/run_fuzz.sh [SECONDS]      (default 60)
+#   scripts/run_fuzz.sh [SECONDS]      (default 60, shared equally by the four)
 #
-# Configures a clang build in build-fuzz (-DKVSCOPE_FUZZ=ON), builds gguf_fuzzer
-# and the seed writer, seeds a corpus from the shared tokenizer fixtures
-# (../shared/fixtures/tokenizer/*.gguf, when present) plus a few GgufWriter-made
-# files, and runs for SECONDS. Exits non-zero if the fuzzer finds a crash, a
-# leak or a hang; the reproducer is left in build-fuzz/fuzz-artifacts/.
-# Environment: FUZZ_MAX_LEN (default 65536) caps input size; the fixture seeds
-# are megabytes, and their first 64 KiB holds all the structure worth mutating.
+# Configures a clang build in build-fuzz (-DKVSCOPE_FUZZ=ON, -Werror), builds
+# the fuzzers and the seed writer, and runs each for its share of SECONDS.
+# Seeds: GgufWriter-made files and tiny models (gguf_fuzz_seeds), the fetched
+# tokenizer fixtures (scripts/fetch_test_data.py: their .gguf files for the
+# reader, their .inp texts for the tokenizers). The tokenizer fuzzers run on
+# real vocabularies when present: the default model's byte-level BPE (whose
+# byte symbols have gaps) and the fixtures' Llama SentencePiece; else on small
+# built-in ones. Exits non-zero if any fuzzer finds a crash, a leak, a hang or
+# an unbounded allocation; reproducers are left in build-fuzz/fuzz-artifacts/
+# (replay one with: build-fuzz/tests/NAME_fuzzer FILE).
+# Environment: FUZZ_MAX_LEN (default 65536) caps GGUF input size; the fixture
+# seeds are megabytes, and their first 64 KiB holds all the structure worth
+# mutating. KVSCOPE_MODEL_DIR as for the tests.
 set -euo pipefail
 
 seconds="${1:-60}"
 max_len="${FUZZ_MAX_LEN:-65536}"
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="$root/build-fuzz"
-fixtures="${KVSCOPE_FIXTURES_DIR:-$root/../shared/fixtures/tokenizer}"
 
 if ! command -v clang++ >/dev/null; then
-  echo "run_fuzz.sh: clang++ not found (libFuzzer needs clang)" >&2
+  echo "run_fuzz.sh: clang++ not found (libFuzzer needs clang; KVSCOPE_FUZZ=1 scripts/bootstrap.sh installs it)" >&2
   exit 2
 fi
 
+# Where the fetched tokenizer fixtures are (none is fine: fewer seeds).
+fixtures="${KVSCOPE_FIXTURES_DIR:-}"
+if [[ -f "$root/scripts/fetch_test_data.py" ]]; then
+  fixtures="$(python3 "$root/scripts/fetch_test_data.py" --print-dir)"
+fi
+model_dir="${KVSCOPE_MODEL_DIR:-${XDG_DATA_HOME:-$HOME/.local/share}/kvscope/models}"
+
 cmake -S "$root" -B "$build" -G Ninja \
   -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
-  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKVSCOPE_FUZZ=ON -DKVSCOPE_CUDA=OFF >/dev/null
-ninja -C "$build" -j2 gguf_fuzzer gguf_fuzz_seeds
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKVSCOPE_FUZZ=ON -DKVSCOPE_WERROR=ON -DKVSCOPE_CUDA=OFF >/dev/null
+fuzzers=(gguf_fuzzer model_loader_fuzzer bpe_tokenizer_fuzzer spm_tokenizer_fuzzer)
+ninja -C "$build" -j"$(nproc)" "${fuzzers[@]}" gguf_fuzz_seeds
 
-seeds="$build/fuzz-seeds/gguf"
-corpus="$build/fuzz-corpus/gguf"
-artifacts="$build/fuzz-artifacts/"
-mkdir -p "$seeds" "$corpus" "$artifacts"
-if compgen -G "$fixtures/*.gguf" >/dev/null; then
-  cp -f "$fixtures"/*.gguf "$seeds/"
-fi
-"$build/tests/gguf_fuzz_seeds" "$seeds"
-echo "run_fuzz.sh: $(ls "$seeds" | wc -l) seeds, fuzzing for ${seconds}s"
-
-# New inputs go to $corpus (kept between runs); $seeds is read only.
-# libFuzzer's progress lines go to build-fuzz/fuzz.log; on failure its tail is shown.
-log="$build/fuzz.log"
-if "$build/tests/gguf_fuzzer" "$corpus" "$seeds" \
-    -max_total_time="$seconds" -max_len="$max_len" -timeout=10 -rss_limit_mb=2048 \
-    -print_final_stats=1 -artifact_prefix="$artifacts" >"$log" 2>&1; then
-  echo "run_fuzz.sh: no crash, leak or hang; $(grep -m1 -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$') inputs in ${seconds}s"
+# Seed folders are rewritten each run and only read by the fuzzers; new
+# inputs go to fuzz-corpus/NAME, kept between runs.
+seeds="$build/fuzz-seeds"
+rm -rf "$seeds"
+mkdir -p "$seeds/gguf" "$seeds/model" "$seeds/text" "$build/fuzz-artifacts"
+"$build/tests/gguf_fuzz_seeds" "$seeds/gguf" "$seeds/model"
+if [[ -n "$fixtures" ]] && compgen -G "$fixtures/*.gguf" >/dev/null; then
+  cp -f "$fixtures"/*.gguf "$seeds/gguf/"
+  for inp in "$fixtures"/*.inp; do cp -f "$inp" "$seeds/text/$(basename "$inp")"; done
 else
-  status=$?
-  tail -n 60 "$log" >&2
-  echo "run_fuzz.sh: the fuzzer failed (exit $status); reproducer in $artifacts" >&2
-  exit "$status"
+  echo "run_fuzz.sh: no tokenizer fixtures (python3 scripts/fetch_test_data.py); fewer seeds"
+fi
+printf 'Hello, world! 12345\n' >"$seeds/text/ascii"
+printf 'ça marche, 日本語 \xf0\x9f\x98\x80 \xff\xfe\x04\x1d <|im_start|> <s>\n' >"$seeds/text/mixed"
+
+# The vocabularies the tokenizer fuzzers load (fuzz_vocab.h); unset: built-in.
+export KVSCOPE_FUZZ_BPE_VOCAB="" KVSCOPE_FUZZ_SPM_VOCAB=""
+if [[ -f "$model_dir/SmolLM2-135M-Instruct.Q4_1.gguf" ]]; then
+  KVSCOPE_FUZZ_BPE_VOCAB="$model_dir/SmolLM2-135M-Instruct.Q4_1.gguf"
+fi
+if [[ -n "$fixtures" && -f "$fixtures/ggml-vocab-llama-spm.gguf" ]]; then
+  KVSCOPE_FUZZ_SPM_VOCAB="$fixtures/ggml-vocab-llama-spm.gguf"
+fi
+
+share=$((seconds / ${#fuzzers[@]}))
+((share > 0)) || share=1
+echo "run_fuzz.sh: ${#fuzzers[@]} fuzzers, ${share}s each"
+failed=()
+for name in "${fuzzers[@]}"; do
+  case "$name" in
+    gguf_fuzzer) seed_dir="$seeds/gguf" len="$max_len" ;;
+    model_loader_fuzzer) seed_dir="$seeds/model" len="$max_len" ;;
+    *) seed_dir="$seeds/text" len=4096 ;;
+  esac
+  corpus="$build/fuzz-corpus/${name%_fuzzer}"
+  artifacts="$build/fuzz-artifacts/${name%_fuzzer}-"
+  log="$build/fuzz-${name%_fuzzer}.log"
+  mkdir -p "$corpus"
+  # -timeout: one input taking over 10 s is a hang; -rss_limit_mb also caps
+  # any single allocation (malloc_limit_mb defaults to it).
+  if "$build/tests/$name" "$corpus" "$seed_dir" \
+      -max_total_time="$share" -max_len="$len" -timeout=10 -rss_limit_mb=2048 \
+      -print_final_stats=1 -artifact_prefix="$artifacts" >"$log" 2>&1; then
+    runs="$(grep -m1 -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || true)"
+    echo "run_fuzz.sh: $name: no crash, leak or hang; ${runs:-?} inputs in ${share}s"
+  else
+    status=$?
+    tail -n 40 "$log" >&2
+    echo "run_fuzz.sh: $name failed (exit $status); log $log, reproducer ${artifacts}*" >&2
+    failed+=("$name")
+  fi
+done
+if ((${#failed[@]})); then
+  echo "run_fuzz.sh: failed: ${failed[*]}" >&2
+  exit 1
 fi

@@ -1,18 +1,63 @@
-// Writes a few small, valid GGUF files made with the test GgufWriter into the
-// directory given as argv[1], as seeds for gguf_fuzzer (scripts/run_fuzz.sh).
+// Writes seeds for the fuzzers (scripts/run_fuzz.sh):
+//   gguf_fuzz_seeds GGUF_DIR [MODEL_DIR]
+// GGUF_DIR gets a few small, valid GGUF files made with the test GgufWriter
+// (gguf_fuzzer); MODEL_DIR, when given, gets complete tiny models of each
+// architecture and weight type the loader accepts (model_loader_fuzzer), each
+// small enough for the fuzzer's input limit.
 #include <cstdio>
 #include <string>
 #include <vector>
 
 #include "support/gguf_writer.h"
+#include "support/tiny_model.h"
 
 using kvscope::GgufValueType;
 using kvscope::TensorType;
 using kvscope::test::GgufWriter;
 
+namespace {
+
+// Tiny models under 64 KiB: one layer, hidden 32, vocabulary 259 (the
+// smallest tiny_model.h writes).
+int write_model_seeds(const std::string& dir) {
+  using kvscope::Architecture;
+  using kvscope::test::TinyModelSpec;
+  std::vector<TinyModelSpec> specs;
+  for (TensorType type : {TensorType::F16, TensorType::Q8_0, TensorType::Q4_1}) {
+    TinyModelSpec s;
+    s.layers = 1;
+    s.hidden = 32;
+    s.ffn = 32;
+    s.heads = 2;
+    s.kv_heads = 1;
+    s.head_dim = 16;
+    s.vocab = 259;
+    s.context_length = 64;
+    s.matrix_type = type;
+    specs.push_back(s);
+  }
+  specs[1].qkv_bias = true;  // written as qwen2
+  specs[2].tied = false;
+  TinyModelSpec gemma = specs[0];
+  gemma.arch = Architecture::Gemma3;
+  gemma.sliding_window = 16;
+  specs.push_back(gemma);
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const std::string path = dir + "/tiny-model-" + std::to_string(i) + ".gguf";
+    kvscope::Status s = kvscope::test::write_tiny_gguf(specs[i], path);
+    if (!s.ok()) {
+      std::fprintf(stderr, "%s\n", s.error().c_str());
+      return 1;
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
-  if (argc != 2) {
-    std::fprintf(stderr, "usage: %s OUT_DIR\n", argv[0]);
+  if (argc != 2 && argc != 3) {
+    std::fprintf(stderr, "usage: %s GGUF_DIR [MODEL_DIR]\n", argv[0]);
     return 2;
   }
   const std::string dir = argv[1];
@@ -49,5 +94,5 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
-  return 0;
+  return argc == 3 ? write_model_seeds(argv[2]) : 0;
 }
