@@ -1,16 +1,34 @@
 #!/usr/bin/env bash
 # One command from a fresh Debian 12 machine to the whole test suite:
-# install dependencies, fetch the models (model-labelled tests need them),
-# fuzz the GGUF reader briefly, build with warnings as errors and run every
-# test (ctest last, so its summary closes the output). Set
-# KVSCOPE_FUZZ_SECONDS=0 to skip fuzzing.
+#   1. install dependencies (scripts/bootstrap.sh, clang for the fuzzers);
+#   2. fetch the models and the tokenizer test data;
+#   3. fuzz the GGUF reader, the weight loader and both tokenizers briefly
+#      (scripts/run_fuzz.sh);
+#   4. run the unit and ui tests under ASan + UBSan (scripts/sanitize.sh);
+#   5. build with warnings as errors and run every test: ctest last, so its
+#      summary closes the output.
+# KVSCOPE_REQUIRE_TEST_DATA=1 is set for all of it: a test whose model or data
+# is missing fails with the fetch command instead of skipping
+# (tests/support/require_data.h), so the run cannot pass by skipping.
+# Environment: KVSCOPE_FUZZ_SECONDS (default 120, 0 skips fuzzing),
+# KVSCOPE_SANITIZE_TESTS=0 skips step 4.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+export KVSCOPE_REQUIRE_TEST_DATA=1
+jobs="$(nproc)"
+
 KVSCOPE_FUZZ=1 scripts/bootstrap.sh
 python3 scripts/fetch_model.py --quiet --gemma
-if [[ "${KVSCOPE_FUZZ_SECONDS:-60}" != 0 ]]; then
-  scripts/run_fuzz.sh "${KVSCOPE_FUZZ_SECONDS:-60}"
+python3 scripts/fetch_test_data.py --quiet
+
+fuzz_seconds="${KVSCOPE_FUZZ_SECONDS:-120}"
+if [[ "$fuzz_seconds" != 0 ]]; then
+  scripts/run_fuzz.sh "$fuzz_seconds"
 fi
+if [[ "${KVSCOPE_SANITIZE_TESTS:-1}" != 0 ]]; then
+  scripts/sanitize.sh
+fi
+
 cmake -S . -B build-test -G Ninja -DCMAKE_BUILD_TYPE=Release -DKVSCOPE_CUDA=OFF -DKVSCOPE_WERROR=ON >/dev/null
-cmake --build build-test -j"$(nproc)"
-ctest --test-dir build-test --output-on-failure -j"$(nproc)" --timeout 900
+cmake --build build-test -j"$jobs"
+ctest --test-dir build-test --output-on-failure -j"$jobs" --timeout 900
