@@ -15,6 +15,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export KVSCOPE_REQUIRE_TEST_DATA=1
+# ccache hits across clones of the repository (CI runs in a fresh one): paths
+# under the checkout are hashed relative to it, and -g builds (fuzz, ASan) do
+# not hash the working directory.
+export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1
 jobs="$(nproc)"
 
 KVSCOPE_FUZZ=1 scripts/bootstrap.sh
