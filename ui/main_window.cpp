@@ -305,6 +305,8 @@ void MainWindow::openModel() {
 void MainWindow::showSettings() {
   QSettings settings;
   SettingsDialog dialog(config_, chat_defaults_, recentModels(settings), this);
+  if (!model_info_.name.empty() || model_info_.num_layers > 0)
+    dialog.setModelShape(QString::fromStdString(config_.model_path), kvscope::model_shape(model_info_));
   if (dialog.exec() != QDialog::Accepted) return;
   if (dialog.chatDefaultsChanged()) {
     chat_defaults_ = dialog.chatDefaults();

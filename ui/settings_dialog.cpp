@@ -288,13 +288,25 @@ void SettingsDialog::browseModel() {
   if (!chosen.isEmpty()) path->setText(chosen);
 }
 
+void SettingsDialog::setModelShape(const QString& model_path, const kvscope::ModelShape& shape) {
+  shape_model_path_ = model_path;
+  shape_ = shape;
+  revalidate();
+}
+
 void SettingsDialog::revalidate() {
   if (loading_ || !buttons_) return;
   const kvscope::EngineConfig c = config();
   for (const kvscope::SettingSpec& spec : kvscope::engine_settings()) {
     if (spec.applies) controls_.value(qs(spec.key))->setEnabled(spec.applies(c));
   }
-  const QList<EngineProblem> problems = engineConfigProblems(c, /*check_model_file=*/true);
+  QList<EngineProblem> problems = engineConfigProblems(c, /*check_model_file=*/true);
+  // The memory plan only once the settings are valid on their own (it assumes
+  // their ranges), and only for the model whose shape it knows.
+  if (problems.isEmpty() && !shape_model_path_.isEmpty() && qs(c.model_path) == shape_model_path_) {
+    for (const kvscope::SettingProblem& p : kvscope::plan_kv(shape_, c, kvscope::physical_memory_bytes()).problems)
+      problems.append({qs(p.field), qs(p.message)});
+  }
   for (auto it = messages_.begin(); it != messages_.end(); ++it) {
     QStringList here;
     for (const EngineProblem& p : problems) {

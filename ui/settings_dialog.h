@@ -25,6 +25,7 @@
 
 #include "engine_settings.h"
 #include "kvscope/engine_config.h"
+#include "kvscope/kv_plan.h"
 #include "models/conversation_settings.h"
 
 class QComboBox;
@@ -57,6 +58,12 @@ class SettingsDialog : public QDialog {
   bool engineChanged() const;
   bool chatDefaultsChanged() const;
 
+  // The loaded model's shape: while the model path is that model's, every
+  // edit is also checked by the engine's memory plan (plan_kv), so "the KV
+  // budget holds no block" or "does not fit in this machine's memory" shows
+  // next to its setting before OK, not as a load error after it.
+  void setModelShape(const QString& model_path, const kvscope::ModelShape& shape);
+
   bool isValid() const { return problem_.isEmpty(); }
   // The first problem, "Tab: message"; empty when valid.
   QString problem() const { return problem_; }
@@ -77,6 +84,8 @@ class SettingsDialog : public QDialog {
   void revalidate();
 
   kvscope::EngineConfig given_;
+  QString shape_model_path_;  // the model `shape_` describes; empty: none
+  kvscope::ModelShape shape_;
   std::optional<ConversationSettings> chat_given_;  // nullopt: no chat tab
   QString problem_;
   bool loading_ = true;              // no revalidate() while controls are built and filled

@@ -191,6 +191,41 @@ class SettingsDialogTest : public QObject {
     }
   }
 
+  // With the loaded model's shape, the engine's memory plan checks every
+  // edit: a budget that holds no block shows under KV budget and disables
+  // OK; a block count that fits clears it; another model path is not judged
+  // by this model's shape.
+  void memoryPlanProblemsShowNextToTheirSetting() {
+    kvscope::ModelShape smol;  // SmolLM2-135M: 46,080 bytes of K/V per token
+    smol.num_layers = 30;
+    smol.hidden_size = 576;
+    smol.ffn_size = 1536;
+    smol.num_heads = 9;
+    smol.num_kv_heads = 3;
+    smol.head_dim = 64;
+    smol.vocab_size = 49152;
+    smol.context_length = 8192;
+    EngineConfig c;
+    c.model_path = model_.toStdString();
+    SettingsDialog dialog(c, ConversationSettings(), {}, nullptr);
+    dialog.setModelShape(model_, smol);
+    QVERIFY2(dialog.isValid(), qPrintable(dialog.problem()));
+    child<QSpinBox>(&dialog, "block_size")->setValue(2048);  // 90 MiB per block
+    child<QSpinBox>(&dialog, "kv_budget")->setValue(64);
+    QVERIFY(!dialog.isValid());
+    QVERIFY(!okButton(&dialog)->isEnabled());
+    auto* message = child<QLabel>(&dialog, "kv_budget_message");
+    QVERIFY2(message->text().contains(QStringLiteral("holds no block of 2048 tokens")), qPrintable(message->text()));
+    QVERIFY(!message->isHidden());
+    child<QSpinBox>(&dialog, "num_blocks")->setValue(2);  // an exact count: the budget no longer applies
+    QVERIFY2(dialog.isValid(), qPrintable(dialog.problem()));
+    QVERIFY(message->isHidden());
+    child<QSpinBox>(&dialog, "num_blocks")->setValue(0);
+    QVERIFY(!dialog.isValid());
+    dialog.setModelShape(QStringLiteral("/elsewhere/other.gguf"), smol);
+    QVERIFY2(dialog.isValid(), qPrintable(dialog.problem()));
+  }
+
   // Every row away from its default, and Bytes values that are not whole
   // MiB (or below the box's 1 MiB) come back exactly while untouched.
   void unusualConfigRoundTrips() {
