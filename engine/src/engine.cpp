@@ -80,20 +80,6 @@ void Engine::Impl::update_memory_info() {
   info.workspace_bytes = runner->workspace_bytes() + logits.capacity() * sizeof(float);
 }
 
-ModelShape Engine::Impl::shape() const {
-  const ModelConfig& mc = weights->config;
-  ModelShape s;
-  s.num_layers = mc.num_layers;
-  s.hidden_size = mc.hidden_size;
-  s.ffn_size = mc.ffn_size;
-  s.num_heads = mc.num_heads;
-  s.num_kv_heads = mc.num_kv_heads;
-  s.head_dim = mc.head_dim;
-  s.vocab_size = mc.vocab_size;
-  s.context_length = mc.context_length;
-  return s;
-}
-
 Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config) { return create(config, {}); }
 
 Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config, const LoadProgress& progress) {
@@ -111,6 +97,16 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config, const
   if (!model.ok()) return Error{model.error()};
   impl->weights = std::move(model->weights);
   const ModelConfig& mc = impl->weights->config;
+  // The shape first: plan_kv reads it (model_shape(info)) before the pool exists.
+  ModelInfo& shape = impl->info;
+  shape.num_layers = mc.num_layers;
+  shape.hidden_size = mc.hidden_size;
+  shape.ffn_size = mc.ffn_size;
+  shape.num_heads = mc.num_heads;
+  shape.num_kv_heads = mc.num_kv_heads;
+  shape.head_dim = mc.head_dim;
+  shape.vocab_size = mc.vocab_size;
+  shape.context_length = mc.context_length;
 
   if (!report(0.04, "loading tokenizer")) return cancelled;
   auto tok = create_tokenizer(model->vocab);
@@ -124,7 +120,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config, const
 
   // The pool before the slow repacking, so that a budget that cannot work fails at once.
   if (!report(0.07, "allocating KV pool")) return cancelled;
-  const KvPlan plan = plan_kv(impl->shape(), impl->config, physical_memory_bytes());
+  const KvPlan plan = plan_kv(model_shape(impl->info), impl->config, physical_memory_bytes());
   if (Status s = problems_status(plan.problems); !s.ok()) return Error{s.error()};
   impl->config.max_model_len = plan.max_model_len;
   impl->info.setting_warnings = Impl::config_warnings(config, plan);
@@ -148,16 +144,8 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config, const
   info.path = config.model_path;
   info.name = mc.name;
   info.architecture = model->architecture;
-  info.num_layers = mc.num_layers;
-  info.hidden_size = mc.hidden_size;
-  info.ffn_size = mc.ffn_size;
-  info.num_heads = mc.num_heads;
-  info.num_kv_heads = mc.num_kv_heads;
-  info.head_dim = mc.head_dim;
-  info.vocab_size = mc.vocab_size;
-  info.context_length = mc.context_length;
   info.weight_bytes = impl->weights->matrix_bytes();
-  info.kv_bytes_per_token = KvStorage::bytes_per_block(mc.num_layers, 1, mc.kv_size());
+  info.kv_bytes_per_token = static_cast<size_t>(plan.kv_bytes_per_token);
   info.chat_template_family = impl->chat_template->family_name();
   info.recommended_sampling = model->sampling;
   impl->update_memory_info();

@@ -70,8 +70,6 @@ struct Engine::Impl {
   // What has to be said about a config that loads (plan_kv's warnings, a
   // thread count lowered to the CPUs there are).
   static std::vector<std::string> config_warnings(const EngineConfig& config, const KvPlan& plan);
-  // The model as plan_kv sees it.
-  ModelShape shape() const;
   // Builds what `plan` (plan_kv of `resolved`, which has max_model_len filled
   // in) describes. Errors say which setting to change.
   Result<KvSetup> make_kv_setup(const EngineConfig& resolved, const KvPlan& plan);

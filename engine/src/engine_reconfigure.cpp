@@ -38,7 +38,7 @@ Status Engine::reconfigure(const EngineConfig& config) {
                              m.config.model_path, config.model_path)};
   }
   // Everything that can fail comes first, so that a failure changes nothing.
-  const KvPlan plan = plan_kv(m.shape(), config, physical_memory_bytes());
+  const KvPlan plan = plan_kv(model_shape(m.info), config, physical_memory_bytes());
   if (Status s = problems_status(plan.problems); !s.ok()) return s;
   EngineConfig resolved = config;
   resolved.max_model_len = plan.max_model_len;
