@@ -6,6 +6,7 @@
 #include <QtTest>
 
 #include "models/memory_estimate.h"
+#include "support/smollm2_shape.h"
 
 using namespace kvscope;
 using namespace kvscope::ui;
@@ -14,18 +15,7 @@ namespace {
 
 constexpr int64_t kBytesPerToken = 46080;
 
-ModelShape smolShape() {
-  ModelShape m;
-  m.num_layers = 30;
-  m.hidden_size = 576;
-  m.ffn_size = 1536;
-  m.num_heads = 9;
-  m.num_kv_heads = 3;
-  m.head_dim = 64;
-  m.vocab_size = 49152;
-  m.context_length = 8192;
-  return m;
-}
+ModelShape smolShape() { return kvscope::test::smollm2_shape(); }
 
 WhatIfInput request(int32_t prompt, int32_t output, int32_t max_tokens, int32_t max_model_len = 2048) {
   WhatIfInput in;

@@ -4,23 +4,13 @@
 #include <gtest/gtest.h>
 
 #include "kvscope/kv_plan.h"
+#include "support/smollm2_shape.h"
 
 namespace kvscope {
 namespace {
 
-// SmolLM2-135M's shape: 30 layers, 3 KV heads of 64 -> 2*4*30*3*64 = 46,080 bytes per token.
-ModelShape smollm2() {
-  ModelShape m;
-  m.num_layers = 30;
-  m.hidden_size = 576;
-  m.ffn_size = 1536;
-  m.num_heads = 9;
-  m.num_kv_heads = 3;
-  m.head_dim = 64;
-  m.vocab_size = 49152;
-  m.context_length = 8192;
-  return m;
-}
+// 30 layers, 3 KV heads of 64 -> 2*4*30*3*64 = 46,080 bytes per token.
+ModelShape smollm2() { return test::smollm2_shape(); }
 
 EngineConfig config() {
   EngineConfig c;
