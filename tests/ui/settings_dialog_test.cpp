@@ -1,4 +1,4 @@
-// SettingsDialog, SamplingEditor and ConversationSettingsDialog offscreen:
+// SettingsDialog offscreen (SamplingEditor and ConversationSettingsDialog: sampling_editor_test.cpp):
 // config in -> config() out unchanged; every row of the engine's setting
 // table has a control named after its key, with the row's range, a message
 // label under it, and a value that reaches config(); an invalid value
@@ -27,64 +27,27 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
-#include "conversation_settings_dialog.h"
+#include "dialog_test_util.h"
 #include "sampling_editor.h"
 #include "settings_dialog.h"
 #include "setting_values.h"
+#include "support/smollm2_shape.h"
 
 using kvscope::EngineConfig;
 using kvscope::SettingSpec;
 using kvscope::SettingType;
 using kvscope::SettingValue;
 using kvscope::test::changedText;
+using kvscope::test::child;
+using kvscope::test::expectAccessibleNames;
+using kvscope::test::expectMessageAt;
 using kvscope::test::kMiB;
+using kvscope::test::okButton;
 using kvscope::ui::ConversationSettings;
-using kvscope::ui::ConversationSettingsDialog;
 using kvscope::ui::SamplingEditor;
 using kvscope::ui::SettingsDialog;
 
 namespace {
-
-QPushButton* okButton(QWidget* dialog) {
-  return dialog->findChild<QDialogButtonBox*>()->button(QDialogButtonBox::Ok);
-}
-
-template <typename T>
-T* child(QWidget* parent, const char* name) {
-  T* w = parent->findChild<T*>(QLatin1String(name));
-  if (!w) qFatal("no child %s", name);
-  return w;
-}
-
-// The message label is shown (on the current tab), says something, and sits
-// right under the control.
-void expectMessageAt(QWidget* root, QWidget* control, const char* message_name, const QString& contains) {
-  auto* message = child<QLabel>(root, message_name);
-  QVERIFY2(message->isVisible(), message_name);
-  QVERIFY2(message->text().contains(contains), qPrintable(message->text()));
-  const QPoint control_at = control->mapTo(root, QPoint(0, control->height()));
-  const QPoint message_at = message->mapTo(root, QPoint(0, 0));
-  QVERIFY2(message_at.y() >= control_at.y() && message_at.y() - control_at.y() < 40,
-           qPrintable(QStringLiteral("message at y=%1, control ends at y=%2").arg(message_at.y()).arg(control_at.y())));
-}
-
-void expectAccessibleNames(QWidget* root) {
-  for (QWidget* w : root->findChildren<QWidget*>()) {
-    const bool input = qobject_cast<QAbstractSpinBox*>(w) || qobject_cast<QLineEdit*>(w) ||
-                       qobject_cast<QPlainTextEdit*>(w) || qobject_cast<QComboBox*>(w) ||
-                       qobject_cast<QAbstractButton*>(w);
-    if (!input) continue;
-    // Parts of a compound control (a spin box's or combo's line edit, tab
-    // scroll buttons) are named through their owner.
-    if (qobject_cast<QAbstractSpinBox*>(w->parentWidget()) || qobject_cast<QComboBox*>(w->parentWidget()) ||
-        qobject_cast<QTabBar*>(w->parentWidget()))
-      continue;
-    auto* button = qobject_cast<QAbstractButton*>(w);
-    const bool named = !w->accessibleName().isEmpty() || (button && !button->text().isEmpty());
-    QVERIFY2(named, qPrintable(QStringLiteral("%1 %2 has no accessible name")
-                                   .arg(QLatin1String(w->metaObject()->className()), w->objectName())));
-  }
-}
 
 QString qs(const std::string& text) { return QString::fromStdString(text); }
 
@@ -196,15 +159,7 @@ class SettingsDialogTest : public QObject {
   // OK; a block count that fits clears it; another model path is not judged
   // by this model's shape.
   void memoryPlanProblemsShowNextToTheirSetting() {
-    kvscope::ModelShape smol;  // SmolLM2-135M: 46,080 bytes of K/V per token
-    smol.num_layers = 30;
-    smol.hidden_size = 576;
-    smol.ffn_size = 1536;
-    smol.num_heads = 9;
-    smol.num_kv_heads = 3;
-    smol.head_dim = 64;
-    smol.vocab_size = 49152;
-    smol.context_length = 8192;
+    const kvscope::ModelShape smol = kvscope::test::smollm2_shape();  // 46,080 bytes of K/V per token
     EngineConfig c;
     c.model_path = model_.toStdString();
     SettingsDialog dialog(c, ConversationSettings(), {}, nullptr);
@@ -537,82 +492,11 @@ class SettingsDialogTest : public QObject {
     QVERIFY(dialog.engineChanged());
   }
 
-  void samplingEditorMessagesPerField_data() {
-    QTest::addColumn<QString>("field");
-    QTest::newRow("top_p") << "top_p";
-    QTest::newRow("repetition_penalty") << "repetition_penalty";
-  }
-  void samplingEditorMessagesPerField() {
-    QFETCH(QString, field);
-    SamplingEditor editor;
-    editor.show();
-    QVERIFY(QTest::qWaitForWindowExposed(&editor));
-    QSignalSpy validity(&editor, &SamplingEditor::validityChanged);
-    auto* box = editor.findChild<QDoubleSpinBox*>(field);
-    QVERIFY(box);
-    const double good = box->value();
-    box->setValue(0.0);  // both must be > 0
-    QVERIFY(!editor.isValid());
-    QCOMPARE(validity.count(), 1);
-    QCOMPARE(validity.last().at(0).toBool(), false);
-    expectMessageAt(&editor, box, qPrintable(field + QStringLiteral("_message")), field);
-    box->setValue(good);
-    QVERIFY(editor.isValid());
-    QCOMPARE(validity.count(), 2);
-    QCOMPARE(validity.last().at(0).toBool(), true);
-    QVERIFY(!editor.findChild<QLabel*>(field + QStringLiteral("_message"))->isVisible());
-  }
-
-  void seedMustBeAWholeNumber() {
-    SamplingEditor editor;
-    editor.show();
-    QVERIFY(QTest::qWaitForWindowExposed(&editor));
-    auto* seed = child<QLineEdit>(&editor, "seed");
-    seed->setText(QStringLiteral("12x"));
-    QVERIFY(!editor.isValid());
-    expectMessageAt(&editor, seed, "seed_message", QStringLiteral("seed"));
-    seed->setText(QStringLiteral("123"));
-    QVERIFY(editor.isValid());
-    QCOMPARE(editor.settings().sampling.seed, uint64_t{123});
-    seed->clear();
-    QCOMPARE(editor.settings().sampling.seed, uint64_t{0});  // random
-  }
-
-  void stopStringsEscapes() {
-    const std::vector<std::string> stop = {"\n\nUser:", "a\\b", "\t", "plain"};
-    const QString text = SamplingEditor::stopStringsToText(stop);
-    QCOMPARE(text, QStringLiteral("\\n\\nUser:\na\\\\b\n\\t\nplain"));
-    QVERIFY(SamplingEditor::stopStringsFromText(text) == stop);
-    QVERIFY(SamplingEditor::stopStringsFromText(QStringLiteral("x\n\n\ny\n")) ==
-            (std::vector<std::string>{"x", "y"}));  // blank lines are skipped
-  }
-
-  void conversationDialog() {
-    ConversationSettings mine;
-    mine.system_prompt = QStringLiteral("Pirate voice.");
-    mine.sampling.temperature = 1.1f;
-    ConversationSettings defaults;
-    defaults.sampling.max_tokens = 300;
-    ConversationSettingsDialog dialog(QStringLiteral("Trip to Paris"), mine, defaults, nullptr);
-    QVERIFY(dialog.windowTitle().contains(QStringLiteral("Trip to Paris")));
-    QVERIFY(dialog.settings() == mine);
-    QVERIFY(okButton(&dialog)->isEnabled());
-
-    child<QDoubleSpinBox>(&dialog, "top_p")->setValue(0.0);
-    QVERIFY(!okButton(&dialog)->isEnabled());
-    child<QPushButton>(&dialog, "reset_to_defaults")->click();
-    QVERIFY(dialog.settings() == defaults);
-    QVERIFY(okButton(&dialog)->isEnabled());
-  }
-
   void everyControlHasAnAccessibleName() {
     EngineConfig c;
     c.model_path = model_.toStdString();
     SettingsDialog dialog(c, ConversationSettings(), {model_}, nullptr);
     expectAccessibleNames(&dialog);
-    ConversationSettingsDialog conversation(QStringLiteral("t"), ConversationSettings(), ConversationSettings(),
-                                            nullptr);
-    expectAccessibleNames(&conversation);
   }
 
  private:
