@@ -25,6 +25,7 @@
 
 #include "bench_util.h"
 #include "common_options.h"
+#include "kvscope/setting_table.h"
 #include "workload.h"
 
 namespace kvscope::cli {
@@ -557,7 +558,11 @@ Command add_seed_bench_command(CLI::App& parent) {
       "bench-seeds", "Reproduce the seed report's tables: static vs continuous batching, paged KV on/off, "
                      "KV waste, prefix sharing");
   cmd->add_option("--model", o->model, "GGUF model file (default: " + std::string(kDefaultModelFile) + ")");
-  cmd->add_option("--threads", o->threads, "CPU threads")->check(CLI::Range(1, 1024))->capture_default_str();
+  // The range of the engine's own threads setting (0, "one per core", is not
+  // offered: the lab's tables name their thread count).
+  cmd->add_option("--threads", o->threads, "CPU threads")
+      ->check(CLI::Range(int64_t{1}, find_setting("threads")->max))
+      ->capture_default_str();
   cmd->add_flag("--quick", o->quick, "small workloads (CI smoke test): 16 output tokens, batch sizes 1 and 4");
   cmd->add_option("--out-dir", o->out_dir, "write seeds.json, seeds.csv and seeds.md here");
   cmd->add_option("--only", o->only, "run one table (1-4); table 3 comes from table 2's runs, shown with it")->check(CLI::Range(1, 4));
