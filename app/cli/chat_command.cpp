@@ -127,9 +127,10 @@ int run_chat(const ChatOptions& options) {
   const bool interactive = isatty(STDIN_FILENO) != 0;
   if (interactive) {
     fmt::print(stderr, "kvscope chat with {} ({} template). /reset clears the history, /exit or Ctrl-D quits; "
-               "Ctrl-C stops a reply.\nsampling: {}\n", engine->model_info().name,
-               engine->model_info().chat_template_family, defaults);
+               "Ctrl-C stops a reply.\n", engine->model_info().name, engine->model_info().chat_template_family);
   }
+  // On stderr also when piped: a log of a scripted chat says what sampled it.
+  fmt::print(stderr, "sampling: {}\n", defaults);
   SigintGuard guard;
   std::vector<ChatMessage> history;
   if (!o.system.empty()) history.push_back({"system", o.system});

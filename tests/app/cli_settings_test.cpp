@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdio>
 
 #include "app/cli_runner.h"
 #include "kvscope/setting_table.h"
@@ -98,6 +99,26 @@ TEST(CliSettings, ModelInfoShowsThePlanForTheOptionsGiven) {
   ASSERT_EQ(tiny.exit_code, 0) << tiny.err;
   EXPECT_THAT(tiny.out, HasSubstr("\"ok\": false"));
   EXPECT_THAT(tiny.out, HasSubstr("holds no block"));
+}
+
+// chat: sampling options not typed come from the model file's
+// general.sampling.* keys, else kvscope's chat defaults; typed ones win; the
+// line on stderr says which is which.
+TEST(CliSettings, ChatTakesUntypedSamplingFromTheModelFile) {
+  const std::string path = test::tiny_model_temp_path("cli_settings_sampling");
+  test::TinyModelSpec spec;
+  spec.gguf_u32["general.sampling.top_k"] = 7;
+  ASSERT_TRUE(test::write_tiny_gguf(spec, path).ok());
+  const test::CliResult r = test::run_cli({"chat", "--model", path, "-n", "2"}, "hello\n");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("top-k 7"));
+  EXPECT_THAT(r.err, HasSubstr("from GGUF general.sampling.*: --top-k"));
+  EXPECT_THAT(r.err, HasSubstr("repeat penalty 1.1 over 64 tokens")) << "kvscope's chat default";
+  const test::CliResult typed = test::run_cli({"chat", "--model", path, "-n", "2", "--top-k", "3"}, "hello\n");
+  ASSERT_EQ(typed.exit_code, 0) << typed.err;
+  EXPECT_THAT(typed.err, HasSubstr("top-k 3"));
+  EXPECT_THAT(typed.err, HasSubstr("typed: --top-k"));
+  std::remove(path.c_str());
 }
 
 }  // namespace

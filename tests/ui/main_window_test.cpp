@@ -16,6 +16,7 @@
 #include <QTableView>
 #include <QTextBrowser>
 #include <QTemporaryDir>
+#include <QStatusBar>
 #include <QtTest>
 
 #include "block_map_widget.h"
@@ -83,6 +84,26 @@ class MainWindowTest : public QObject {
     QTRY_VERIFY(window.findChild<QMessageBox*>() != nullptr);
     QVERIFY(window.findChild<QMessageBox*>()->text().contains(QStringLiteral("type 99")));
     QVERIFY(window.isVisible());
+  }
+
+  // The engine's warnings about the settings in force (threads lowered, a
+  // context above the trained one) reach the status line, on load and on
+  // reconfigure.
+  void settingWarningsReachTheStatusLine() {
+    ui::MainWindow window;
+    window.show();
+    kvscope::ModelInfo info;
+    info.name = "tiny";
+    info.num_kv_blocks = 8;
+    info.block_size = 16;
+    info.setting_warnings = {"threads = 64 is more than the 2 CPUs this process may use; using 2"};
+    window.onModelLoaded(info);
+    QVERIFY2(window.statusBar()->currentMessage().contains(QStringLiteral("threads = 64 is more than")),
+             qPrintable(window.statusBar()->currentMessage()));
+    info.setting_warnings = {"max model length 99999 is above the model's trained context of 2048 tokens"};
+    window.onReconfigured(info);
+    QVERIFY2(window.statusBar()->currentMessage().contains(QStringLiteral("above the model's trained context")),
+             qPrintable(window.statusBar()->currentMessage()));
   }
 
   void chatSendsTheHistory() {
