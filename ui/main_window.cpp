@@ -1,4 +1,6 @@
-// MainWindow (see main_window.h).
+// MainWindow (see main_window.h). Just over 600 lines on purpose: it is the one
+// place where the docks, menus, settings and the worker's results meet; what has
+// logic of its own lives in its widget, its dialog or models/.
 #include "main_window.h"
 
 #include <QAction>
