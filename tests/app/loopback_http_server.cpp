@@ -167,8 +167,13 @@ void LoopbackHttpServer::handle(int fd) {
   const size_t step = chunk > 0 ? chunk : body.size();
   for (size_t at = from; at < body.size() && !stop_.load(); at += step) {
     const size_t n = std::min(step, body.size() - at);
-    if (!send_all(fd, body.data() + at, n)) return;
+    // Counted before the send: the client can have every byte and the test
+    // read the count before send() returns here (seen under load).
     body_bytes_sent_ += n;
+    if (!send_all(fd, body.data() + at, n)) {
+      body_bytes_sent_ -= n;
+      return;
+    }
     if (delay.count() > 0) std::this_thread::sleep_for(delay);
   }
 }
