@@ -178,6 +178,7 @@ Result<RequestId> Engine::submit(GenerationRequest request, SubmittedPrompt* sub
   seq->max_total_tokens = static_cast<int32_t>(
       std::min<int64_t>(max_len, static_cast<int64_t>(seq->tokens.size()) + request.sampling.max_tokens));
   seq->num_forks_pending = request.n - 1;
+  seq->on_logits = std::move(request.on_logits);
   seq->hash_seed = prefix_hash_seed(request.cache_salt);
   const int32_t need = seq->table.num_blocks_needed(seq->max_total_tokens);
   if (need > m.info.num_kv_blocks) {

@@ -61,6 +61,7 @@ struct Engine::Impl {
   std::vector<float> logits;
   std::vector<int64_t> slots;
   StepStats stats;
+  std::vector<CascadeGroupSnapshot> last_cascade;  // the last step's shared passes
   uint64_t num_steps = 0;
   std::shared_ptr<const EngineSnapshot> last_snapshot;
   std::vector<StepStats> steps_since_snapshot;  // handed to the next snapshot
@@ -81,6 +82,9 @@ struct Engine::Impl {
   void finish(Sequence& s, FinishReason reason, std::string error = {});
   // Samples s's next token from `logits` and publishes it.
   void sample_and_publish(Sequence& s, const float* logits);
+  // Fills batch's cascade groups (config.cascade) and last_cascade, and
+  // counts them in stats.
+  void plan_cascade_groups(const std::vector<ScheduledSequence>& work, StepStats& stats);
   // Parallel sampling: creates s's siblings, sharing its blocks.
   std::vector<Sequence*> fork_siblings(Sequence& s);
   // Also hands over (and clears) steps_since_snapshot.

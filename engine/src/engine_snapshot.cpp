@@ -30,6 +30,15 @@ const char* scheduling_policy_name(SchedulingPolicy policy) {
   return policy == SchedulingPolicy::Static ? "static" : "continuous";
 }
 
+const char* cascade_mode_name(CascadeMode mode) {
+  switch (mode) {
+    case CascadeMode::Off: return "off";
+    case CascadeMode::Auto: return "auto";
+    case CascadeMode::On: return "on";
+  }
+  return "unknown";
+}
+
 const char* preemption_mode_name(PreemptionMode mode) {
   return mode == PreemptionMode::Swap ? "swap" : "recompute";
 }
@@ -53,6 +62,7 @@ std::shared_ptr<const EngineSnapshot> Engine::Impl::build_snapshot() {
   snap->recent_steps = std::move(steps_since_snapshot);
   steps_since_snapshot.clear();
   snap->kv = kv_stats();
+  snap->cascade_groups = last_cascade;
 
   // Owners per device block (swapped tables hold swap ids: not device blocks).
   std::vector<std::vector<RequestId>> owners(static_cast<size_t>(pool.num_blocks()));

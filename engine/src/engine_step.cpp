@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "engine_impl.h"
+#include "runtime/cascade_plan.h"
 
 namespace kvscope {
 namespace {
@@ -71,6 +72,7 @@ std::vector<Sequence*> Engine::Impl::fork_siblings(Sequence& s) {
     child->max_total_tokens = s.max_total_tokens;
     child->num_cached_tokens = s.num_cached_tokens;
     child->hash_seed = s.hash_seed;
+    child->on_logits = s.on_logits;
     child->submitted_at = s.submitted_at;
     kv_manager->fork(s.table, child->table);
     siblings.push_back(child.get());
@@ -83,6 +85,7 @@ std::vector<Sequence*> Engine::Impl::fork_siblings(Sequence& s) {
 
 void Engine::Impl::sample_and_publish(Sequence& s, const float* row) {
   const int32_t vocab = weights->config.vocab_size;
+  if (s.on_logits) s.on_logits(s.index, static_cast<int32_t>(s.tokens.size()), row, vocab);
   const int32_t token = s.sampler.sample(row, vocab, s.tokens);
   s.tokens.push_back(token);
   if (s.num_generated() == 1) s.first_token_at = Sequence::Clock::now();
@@ -104,6 +107,28 @@ void Engine::Impl::sample_and_publish(Sequence& s, const float* row) {
   } else if (static_cast<int32_t>(s.tokens.size()) >= config.max_model_len) {
     finish(s, FinishReason::ContextFull);
   }
+}
+
+void Engine::Impl::plan_cascade_groups(const std::vector<ScheduledSequence>& work, StepStats& stats) {
+  plan_cascade(batch, config.cascade, config.block_size);
+  last_cascade.clear();
+  for (int32_t g = 0; g < batch.num_cascade_groups(); ++g) {
+    CascadeGroupSnapshot group;
+    group.num_shared_tokens = batch.cascade_prefix_len[static_cast<size_t>(g)];
+    for (int32_t i = batch.cascade_seq_start[static_cast<size_t>(g)]; i < batch.cascade_seq_start[g + 1]; ++i) {
+      const Sequence& s = *work[static_cast<size_t>(batch.cascade_seqs[static_cast<size_t>(i)])].seq;
+      group.request_ids.push_back(s.id);
+      group.indices.push_back(s.index);
+      if (group.blocks.empty()) {
+        const int32_t num_blocks = (group.num_shared_tokens + config.block_size - 1) / config.block_size;
+        group.blocks.assign(s.table.blocks().begin(), s.table.blocks().begin() + num_blocks);
+      }
+    }
+    stats.num_cascade_seqs += static_cast<int32_t>(group.request_ids.size());
+    stats.num_cascade_tokens += group.num_shared_tokens;
+    last_cascade.push_back(std::move(group));
+  }
+  stats.num_cascade_groups = batch.num_cascade_groups();
 }
 
 void Engine::step() {
@@ -130,6 +155,7 @@ void Engine::step() {
       (decode ? stats.num_decode_tokens : stats.num_prefill_tokens) += w.num_rows;
       m.events.record(EngineEventType::Schedule, s.id, s.index, w.num_rows);
     }
+    m.plan_cascade_groups(work, stats);
     // Interrupted: the engine is about to be destroyed, so the half-done
     // step (blocks allocated, nothing computed committed) is left as it is.
     if (!m.runner->forward(m.batch, m.logits, &m.interrupted)) return;
@@ -147,6 +173,10 @@ void Engine::step() {
       for (Sequence* sib : siblings) m.sample_and_publish(*sib, logits);
     }
     stats.num_seqs = static_cast<int32_t>(work.size());
+    stats.attention_time_s = m.runner->last_attention_stats().time_s;
+    stats.cascade_kv_bytes_saved = m.runner->last_attention_stats().cascade_kv_bytes_saved;
+  } else {
+    m.last_cascade.clear();
   }
   m.num_pending -= static_cast<int32_t>(m.scheduler->reap_finished().size());
   const BlockPool& blocks = m.kv_manager->pool();

@@ -158,6 +158,13 @@ std::vector<SettingSpec> make_table() {
                                "When KV blocks run out: recompute frees a request's blocks (costs compute), "
                                "swap copies them to host memory (costs memory).");
   preempt.choice_labels = {"Recompute", "Swap to host memory"};
+
+  SettingSpec& cascade = words(add(choice_row("cascade", &EngineConfig::cascade, {"off", "auto", "on"})),
+                               "Attention", "Cascade attention", "",
+                               "Sequences sharing a prefix (a system prompt) attend to it in one pass that "
+                               "reads its KV once: faster with many such sequences, same answers either way. "
+                               "Auto uses it where it pays.");
+  cascade.choice_labels = {"Off", "Auto (where it pays)", "On (whenever a prefix is shared)"};
   return t;
 }
 

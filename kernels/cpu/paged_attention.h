@@ -42,13 +42,40 @@ struct PagedAttentionBatch {
   const int32_t* block_ids = nullptr;          // [sum of table lengths] physical block ids
 };
 
+// Cascade attention groups (CSR; num_groups 0: none). The sequences of group
+// g hold the same physical blocks for positions [0, prefix_len[g]), and every
+// query row of them is at a position >= prefix_len[g] (all of the prefix is
+// visible to all of them). prefix_len[g] is a positive multiple of
+// kAttentionTile, so the shared pass covers whole tiles and the per-sequence
+// pass starts on a tile boundary: the fold over tiles is the flat one.
+struct CascadeGroups {
+  int32_t num_groups = 0;
+  const int32_t* prefix_len = nullptr;  // [num_groups] shared positions, multiple of kAttentionTile
+  const int32_t* seq_start = nullptr;   // [num_groups + 1] offsets into seqs
+  const int32_t* seqs = nullptr;        // [seq_start[num_groups]] sequence indices into the batch
+};
+
+inline constexpr int32_t kAttentionTile = 32;  // absolute-position tile; see the top of this file
+
 // out[t] = softmax(scale * q[t] . K) V over keys at positions
 // [max(0, pos - window + 1), pos] of t's sequence. K/V of every attended
 // position, including this step's own tokens, must already be stored.
 // q, out: [num_tokens][num_heads * head_dim].
-void paged_attention(const AttentionShape& shape, const PagedKvLayer& kv,
+//
+// With cascade groups (ignored when sliding_window > 0, where the prefix is
+// not visible to every row), each group's shared prefix is attended in one
+// pass for all its rows, reading each K/V tile once per chunk of rows rather
+// than once per sequence; each row's state then continues over the
+// sequence's own blocks. The tiles and the merge order are those of the flat
+// pass, so the bits are the same with and without cascade.
+//
+// Returns how many (position, KV head) K/V row pairs the shared passes did
+// not load from memory because several query rows shared one load: what the
+// flat pass loads for those rows (rows x prefix x KV heads) minus what the
+// shared pass loads (0 without cascade). The inspector shows it.
+int64_t paged_attention(const AttentionShape& shape, const PagedKvLayer& kv,
                      const PagedAttentionBatch& batch, const float* q, float* out,
-                     ThreadPool& pool);
+                     ThreadPool& pool, const CascadeGroups& cascade = {});
 
 // The attention states of the num_heads / num_kv_heads query heads that share
 // KV head `kv_head`, over the keys at positions [begin, end) of one sequence

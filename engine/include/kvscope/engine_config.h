@@ -26,7 +26,18 @@ enum class PreemptionMode {
   Swap,       // copy its blocks to host swap space, bring them back later
 };
 
+// Cascade attention: when running sequences share the physical blocks of a
+// prefix, attend to that prefix once for all their query rows (each K/V tile
+// read once per step instead of once per sequence), then to each sequence's
+// own blocks, merging the partial states. Bitwise the same logits as off.
+enum class CascadeMode {
+  Off,   // every sequence reads its whole table itself
+  Auto,  // only where it pays (runtime/cascade_plan.h says when)
+  On,    // for every group of two or more sequences sharing a tile-aligned prefix
+};
+
 const char* scheduling_policy_name(SchedulingPolicy policy);
+const char* cascade_mode_name(CascadeMode mode);
 const char* preemption_mode_name(PreemptionMode mode);
 
 struct EngineConfig {
@@ -47,6 +58,7 @@ struct EngineConfig {
   SchedulingPolicy policy = SchedulingPolicy::Continuous;
   PreemptionMode preemption = PreemptionMode::Recompute;
   int64_t swap_space_bytes = 256ll << 20;  // host swap pool for PreemptionMode::Swap
+  CascadeMode cascade = CascadeMode::Auto;
   bool record_snapshots = false;   // build an EngineSnapshot after every step
 
   // Every problem: each setting against its table row's range, then the

@@ -80,6 +80,23 @@ struct StepStats {
   double step_time_s = 0.0;
   int32_t num_used_blocks = 0;
   int32_t num_total_blocks = 0;
+  // Attention kernels, all layers, this step (wall time on the stepping thread).
+  double attention_time_s = 0.0;
+  // Cascade attention in this step (CascadeGroupSnapshot has the detail).
+  int32_t num_cascade_groups = 0;
+  int32_t num_cascade_seqs = 0;        // sequences whose shared prefix had a cascade pass
+  int32_t num_cascade_tokens = 0;      // shared prefix tokens, summed over groups
+  int64_t cascade_kv_bytes_saved = 0;  // K/V bytes not read because members shared one read
+};
+
+// One shared-prefix pass of cascade attention in the last step: the sequences
+// whose first `num_shared_tokens` positions live in the same physical blocks
+// attended to them together.
+struct CascadeGroupSnapshot {
+  int32_t num_shared_tokens = 0;      // a multiple of the attention tile (32)
+  std::vector<int32_t> blocks;        // the physical blocks the shared pass read
+  std::vector<RequestId> request_ids;  // [members] with the completion index beside
+  std::vector<int32_t> indices;
 };
 
 struct EngineSnapshot {
@@ -98,6 +115,7 @@ struct EngineSnapshot {
   // still plot each step's batch.
   static constexpr size_t kMaxRecentSteps = 1024;
   std::vector<StepStats> recent_steps;
+  std::vector<CascadeGroupSnapshot> cascade_groups;  // last step's shared passes
   KvStats kv;
 };
 

@@ -72,6 +72,12 @@ struct GenerationRequest {
   // Called on the thread that runs Engine::step(), once per new token and once
   // with finish != None, for each of the n completions (TokenEvent::index).
   std::function<void(const TokenEvent&)> on_event;
+  // Called on the stepping thread with the raw logits ([vocab] floats, before
+  // penalties and temperature) each new token of completion `index` is sampled
+  // from, just before on_event; `position` is where that token will sit in the
+  // sequence. For tools that compare runs (the invariance checker); unset
+  // costs nothing.
+  std::function<void(int32_t index, int32_t position, const float* logits, int32_t vocab)> on_logits;
 };
 
 // What Engine::submit made of a request's prompt.

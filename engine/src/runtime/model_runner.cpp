@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <chrono>
 #include <cstring>
 
 #include "kernels/cpu/add.h"
@@ -109,6 +110,7 @@ bool ModelRunner::forward(const StepBatch& batch, std::vector<float>& logits, co
   assert(T > 0 && static_cast<int32_t>(batch.positions.size()) == T);
   ensure_capacity(T);
   const int64_t H = c.hidden_size;
+  attention_stats_ = {};
 
   for (int32_t t = 0; t < T; ++t) {
     float* row = x_.data() + t * H;
@@ -178,7 +180,13 @@ void ModelRunner::attention_block(int32_t layer, const StepBatch& batch) {
   pb.positions = batch.positions.data();
   pb.block_table_start = batch.block_table_start.data();
   pb.block_ids = batch.block_ids.data();
-  paged_attention(shape, kv_->layer_view(layer), pb, q_.data(), attn_.data(), *pool_);
+  const CascadeGroups cascade{batch.num_cascade_groups(), batch.cascade_prefix_len.data(),
+                              batch.cascade_seq_start.data(), batch.cascade_seqs.data()};
+  const auto start = std::chrono::steady_clock::now();
+  const int64_t rows_saved = paged_attention(shape, kv_->layer_view(layer), pb, q_.data(), attn_.data(), *pool_, cascade);
+  attention_stats_.time_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  // A K row and a V row of head_dim floats per (position, KV head).
+  attention_stats_.cascade_kv_bytes_saved += rows_saved * 2 * c.head_dim * static_cast<int64_t>(sizeof(float));
 
   lin.wo.run(attn_.data(), T, o_.data(), *pool_, scratch_);
   if (c.post_norms) norm_rows(o_.data(), L.post_attn_norm, T, c.rms_eps, o_.data());

@@ -52,6 +52,13 @@ class ModelRunner {
   // false, with logits unset, when `interrupt` is set at a layer boundary.
   bool forward(const StepBatch& batch, std::vector<float>& logits, const std::atomic<bool>* interrupt = nullptr);
 
+  // The attention kernels of the last forward(), all layers.
+  struct AttentionStats {
+    double time_s = 0.0;                 // wall time in paged_attention
+    int64_t cascade_kv_bytes_saved = 0;  // K/V bytes a shared pass read once instead of once per member
+  };
+  const AttentionStats& last_attention_stats() const { return attention_stats_; }
+
  private:
   struct NoPacking {};
   ModelRunner(std::shared_ptr<const ModelWeights> weights, KvStorage& kv, ThreadPool& pool, NoPacking);
@@ -73,6 +80,7 @@ class ModelRunner {
   KvStorage* kv_;     // not owned
   ThreadPool* pool_;  // not owned
   MatmulScratch scratch_;
+  AttentionStats attention_stats_;
   int32_t capacity_ = 0;
   // Activations, [capacity_][width] each.
   // qkv_ holds Q|K|V side by side per token; q_ is Q alone (what attention reads).

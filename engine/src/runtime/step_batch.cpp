@@ -12,6 +12,9 @@ void StepBatch::clear() {
   block_table_start.assign(1, 0);
   block_ids.clear();
   logits_rows.clear();
+  cascade_prefix_len.clear();
+  cascade_seq_start.assign(1, 0);
+  cascade_seqs.clear();
 }
 
 void StepBatch::add_sequence(const int32_t* tokens, int32_t num_rows, int32_t first_pos,

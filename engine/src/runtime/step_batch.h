@@ -22,6 +22,14 @@ struct StepBatch {
   std::vector<int32_t> block_ids;          // [block_table_start[num_seqs]] physical blocks, logical order
   std::vector<int32_t> logits_rows;        // [num_logits] rows whose next-token logits are wanted
 
+  // Cascade attention groups, CSR (runtime/cascade_plan.h fills them; empty:
+  // none). The sequences of group g hold the same physical blocks for
+  // positions [0, cascade_prefix_len[g]), all their rows at or after it.
+  std::vector<int32_t> cascade_prefix_len;  // [num_groups] a multiple of the attention tile
+  std::vector<int32_t> cascade_seq_start;   // [num_groups + 1] offsets into cascade_seqs
+  std::vector<int32_t> cascade_seqs;        // [cascade_seq_start[num_groups]] sequence indices
+  int32_t num_cascade_groups() const { return static_cast<int32_t>(cascade_prefix_len.size()); }
+
   void clear();
   // Appends one sequence: its rows (tokens at consecutive positions starting
   // at first_pos, written to `slots`), its block table, and whether its last

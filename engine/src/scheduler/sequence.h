@@ -43,6 +43,7 @@ struct Sequence {
 
   Sampler sampler;
   std::function<void(const TokenEvent&)> on_event;
+  std::function<void(int32_t, int32_t, const float*, int32_t)> on_logits;  // GenerationRequest::on_logits
   StreamingDetokenizer detokenizer;
   StopMatcher stop;
   BlockTable table;  // device block ids, or swap block ids while Swapped
