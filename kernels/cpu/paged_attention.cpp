@@ -1,15 +1,16 @@
 // Paged attention, CPU. See paged_attention.h for the invariance contract.
-// Work is split over (query token, KV head) pairs; the query heads of one
-// grouped-query group are computed together so each K and V row is loaded
-// once per tile for all of them (decode at large batch is bound by these
-// reads). Each pair is computed by exactly one thread with the same code, so
-// thread count cannot change the result, and every head's operations run in
-// the same order whether it is alone or in a group.
+// Work is split over (query token, KV head) pairs. A tile of keys is loaded
+// once (K transposed so that vector lanes are keys, V by address) and used by
+// every query head of the grouped-query group, and in the shared pass of
+// cascade attention by every row of a task. Each (row, head) is computed by
+// one thread with the same code, so thread count cannot change the result,
+// and a score's arithmetic never depends on what is computed beside it.
 #include "kernels/cpu/paged_attention.h"
 
 #include <algorithm>
 #include <cassert>
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #include "kernels/cpu/thread_pool.h"
@@ -22,23 +23,46 @@ namespace {
 constexpr int32_t kMaxHeadDim = 512;
 constexpr int32_t kMaxGroup = 16;       // query heads per KV head
 
-// exp(x[i] - m) for i < n, 8 lanes at a time (a value's result never depends
-// on its neighbours), then the sum in index order.
-float exp_and_sum(const float* x, float m, int32_t n, float* w) {
+// A tile's scores become softmax weights: s[j] = exp(s[j] - max) for j < n,
+// 0 for the lanes after n; returns the state (max, sum of the weights). The
+// sum is a fixed tree over the 32 lanes (4 vectors of 8 added pairwise, then
+// the 8 lanes halved three times), the same whatever n, so it neither waits
+// on a 32-add chain nor depends on anything but the tile's scores.
+AttentionState softmax_weights(float* s, int32_t n) {
+  AttentionState state;
 #if defined(__AVX2__) && defined(__FMA__)
-  float padded[kAttentionTile];
-  std::copy(x, x + n, padded);
-  std::fill(padded + n, padded + (n + 7) / 8 * 8, m);
-  for (int32_t i = 0; i < n; i += 8) {
-    _mm256_storeu_ps(padded + i, detail::exp8(_mm256_sub_ps(_mm256_loadu_ps(padded + i), _mm256_set1_ps(m))));
+  const __m256 lane = _mm256_setr_ps(0, 1, 2, 3, 4, 5, 6, 7);
+  __m256 valid[4];
+  __m256 mx = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+  for (int v = 0; v < 4; ++v) {
+    valid[v] = _mm256_cmp_ps(_mm256_add_ps(lane, _mm256_set1_ps(8.0f * v)), _mm256_set1_ps(float(n)), _CMP_LT_OQ);
+    mx = _mm256_max_ps(mx, _mm256_blendv_ps(mx, _mm256_loadu_ps(s + 8 * v), valid[v]));
   }
-  std::copy(padded, padded + n, w);
+  __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(mx), _mm256_extractf128_ps(mx, 1));
+  m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+  m4 = _mm_max_ss(m4, _mm_shuffle_ps(m4, m4, 1));
+  state.max = _mm_cvtss_f32(m4);
+  const __m256 m = _mm256_set1_ps(state.max);
+  __m256 w[4];
+  for (int v = 0; v < 4; ++v) {
+    w[v] = _mm256_and_ps(detail::exp8(_mm256_sub_ps(_mm256_loadu_ps(s + 8 * v), m)), valid[v]);
+    _mm256_storeu_ps(s + 8 * v, w[v]);
+  }
+  const __m256 total = _mm256_add_ps(_mm256_add_ps(w[0], w[1]), _mm256_add_ps(w[2], w[3]));
+  __m128 h = _mm_add_ps(_mm256_castps256_ps128(total), _mm256_extractf128_ps(total, 1));
+  h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+  h = _mm_add_ss(h, _mm_shuffle_ps(h, h, 1));
+  state.sum = _mm_cvtss_f32(h);
 #else
-  for (int32_t i = 0; i < n; ++i) w[i] = std::exp(x[i] - m);
+  state.max = *std::max_element(s, s + n);
+  for (int32_t j = 0; j < kAttentionTile; ++j) s[j] = j < n ? std::exp(s[j] - state.max) : 0.0f;
+  float lanes[8];
+  for (int l = 0; l < 8; ++l) lanes[l] = (s[l] + s[8 + l]) + (s[16 + l] + s[24 + l]);
+  for (int l = 0; l < 4; ++l) lanes[l] += lanes[l + 4];
+  for (int l = 0; l < 2; ++l) lanes[l] += lanes[l + 2];
+  state.sum = lanes[0] + lanes[1];
 #endif
-  float sum = 0.0f;
-  for (int32_t i = 0; i < n; ++i) sum += w[i];
-  return sum;
+  return state;
 }
 
 // Calls fn(first position, run length, pointer to the run's first row) for each
@@ -80,29 +104,110 @@ void weighted_row_sum(const float* w, const float* const* rows, int32_t n, int32
   }
 }
 
-// The states of one tile's keys [lo, hi) (inside one absolute tile) for a group of heads.
-void attend_tile(const AttentionShape& shape, const PagedKvLayer& kv, const int32_t* block_ids, int32_t kv_head,
-                 const float* q_group, int32_t group, int32_t lo, int32_t hi, AttentionState* states, float* o) {
+// One tile's keys [lo, hi) of one KV head, ready for any number of query
+// heads: K transposed to [head_dim][kAttentionTile] so that a vector lane is
+// a key, and the V rows' addresses. Loading it once and using it for many
+// query rows is what makes the shared pass of cascade attention cheap.
+struct KvTile {
+  int32_t n = 0;                        // keys in the tile
+  alignas(32) float kt[kMaxHeadDim * kAttentionTile];  // kt[d * kAttentionTile + j] = K[lo + j][d]
+  const float* v_rows[kAttentionTile];
+};
+
+alignas(32) const float kZeroRow[kMaxHeadDim] = {};
+
+void load_tile(const AttentionShape& shape, const PagedKvLayer& kv, const int32_t* block_ids, int32_t kv_head,
+               int32_t lo, int32_t hi, KvTile& tile) {
   const int32_t hd = shape.head_dim;
   const int64_t row_stride = static_cast<int64_t>(shape.num_kv_heads) * hd;
   const int64_t head_offset = static_cast<int64_t>(kv_head) * hd;
-  float scores[kMaxGroup][kAttentionTile];
-  const float* v_rows[kAttentionTile];
+  const float* k_rows[kAttentionTile];
+  tile.n = hi - lo;
   for_each_run(kv.k, kv, block_ids, lo, hi, row_stride, head_offset, [&](int32_t p, int32_t run, const float* k) {
-    for (int32_t j = 0; j < run; ++j, k += row_stride) {
-      for (int32_t g = 0; g < group; ++g) scores[g][p - lo + j] = shape.scale * dot_f32(q_group + g * hd, k, hd);
-    }
+    for (int32_t j = 0; j < run; ++j, k += row_stride) k_rows[p - lo + j] = k;
   });
   for_each_run(kv.v, kv, block_ids, lo, hi, row_stride, head_offset, [&](int32_t p, int32_t run, const float* v) {
-    for (int32_t j = 0; j < run; ++j, v += row_stride) v_rows[p - lo + j] = v;
+    for (int32_t j = 0; j < run; ++j, v += row_stride) tile.v_rows[p - lo + j] = v;
   });
-  const int32_t n = hi - lo;
-  for (int32_t g = 0; g < group; ++g) {
-    const float m = *std::max_element(scores[g], scores[g] + n);
-    states[g].max = m;
-    states[g].sum = exp_and_sum(scores[g], m, n, scores[g]);  // scores become weights
+  for (int32_t j = tile.n; j < kAttentionTile; ++j) k_rows[j] = kZeroRow;  // lanes past n score 0
+  int32_t d = 0;
+#if defined(__AVX2__) && defined(__FMA__)
+  // 8 keys x 8 dims at a time: the usual unpack / shuffle / permute transpose.
+  for (; d + 8 <= hd; d += 8) {
+    for (int32_t j = 0; j < kAttentionTile; j += 8) {
+      __m256 r[8], t[8];
+      for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(k_rows[j + i] + d);
+      for (int i = 0; i < 8; i += 2) {
+        t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+      }
+      for (int i = 0; i < 8; i += 4) {
+        r[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
+        r[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xEE);
+        r[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+        r[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+      }
+      for (int i = 0; i < 4; ++i) {
+        _mm256_store_ps(tile.kt + (d + i) * kAttentionTile + j, _mm256_permute2f128_ps(r[i], r[i + 4], 0x20));
+        _mm256_store_ps(tile.kt + (d + i + 4) * kAttentionTile + j, _mm256_permute2f128_ps(r[i], r[i + 4], 0x31));
+      }
+    }
   }
-  for (int32_t g = 0; g < group; ++g) weighted_row_sum(scores[g], v_rows, n, hd, o + g * hd);
+#endif
+  for (; d < hd; ++d) {
+    for (int32_t j = 0; j < kAttentionTile; ++j) tile.kt[d * kAttentionTile + j] = k_rows[j][d];
+  }
+}
+
+// s[j] = scale * (q . K[j]) for all 32 lanes of the tile, for kCount (1 or 2) query
+// heads at once. Each score is an FMA chain over d in index order, one lane
+// per key, so its bits depend on nothing but q and K[j]: not on the lane, the
+// tile's fill, or which heads are computed together (two at a time only to
+// give the FMA units independent chains).
+template <int kCount>
+void tile_scores(const KvTile& tile, const float* const* q, int32_t hd, float scale, float (*s)[kAttentionTile]) {
+#if defined(__AVX2__) && defined(__FMA__)
+  __m256 acc[kCount][4];
+  for (int c = 0; c < kCount; ++c) {
+    for (int v = 0; v < 4; ++v) acc[c][v] = _mm256_setzero_ps();
+  }
+  for (int32_t d = 0; d < hd; ++d) {
+    const float* row = tile.kt + d * kAttentionTile;
+    for (int c = 0; c < kCount; ++c) {
+      const __m256 qd = _mm256_set1_ps(q[c][d]);
+      for (int v = 0; v < 4; ++v) acc[c][v] = _mm256_fmadd_ps(qd, _mm256_load_ps(row + 8 * v), acc[c][v]);
+    }
+  }
+  const __m256 sc = _mm256_set1_ps(scale);
+  for (int c = 0; c < kCount; ++c) {
+    for (int v = 0; v < 4; ++v) _mm256_storeu_ps(s[c] + 8 * v, _mm256_mul_ps(sc, acc[c][v]));
+  }
+#else
+  for (int c = 0; c < kCount; ++c) {
+    for (int32_t j = 0; j < kAttentionTile; ++j) {
+      float acc = 0.0f;
+      for (int32_t d = 0; d < hd; ++d) acc = std::fma(q[c][d], tile.kt[d * kAttentionTile + j], acc);
+      s[c][j] = scale * acc;
+    }
+  }
+#endif
+}
+
+// The states of a loaded tile for a group of query heads (q_group: [group][head_dim]).
+void attend_tile(const AttentionShape& shape, const KvTile& tile, const float* q_group, int32_t group,
+                 AttentionState* states, float* o) {
+  const int32_t hd = shape.head_dim;
+  float scores[kMaxGroup][kAttentionTile];
+  for (int32_t g = 0; g < group; g += 2) {
+    const float* qs[2] = {q_group + g * hd, q_group + (g + 1) * hd};
+    if (g + 1 < group) {
+      tile_scores<2>(tile, qs, hd, shape.scale, scores + g);
+    } else {
+      tile_scores<1>(tile, qs, hd, shape.scale, scores + g);
+    }
+  }
+  for (int32_t g = 0; g < group; ++g) states[g] = softmax_weights(scores[g], tile.n);
+  for (int32_t g = 0; g < group; ++g) weighted_row_sum(scores[g], tile.v_rows, tile.n, hd, o + g * hd);
 }
 
 }  // namespace
@@ -113,10 +218,12 @@ void attend_range(const AttentionShape& shape, const PagedKvLayer& kv, const int
   const int32_t hd = shape.head_dim;
   float tile_o[kMaxGroup * kMaxHeadDim];
   AttentionState tile_states[kMaxGroup];
+  KvTile kv_tile;
   for (int32_t tile = begin - begin % kAttentionTile; tile < end; tile += kAttentionTile) {
     const int32_t lo = std::max(begin, tile);
     const int32_t hi = std::min(end, tile + kAttentionTile);
-    attend_tile(shape, kv, block_ids, kv_head, q_group, group, lo, hi, tile_states, tile_o);
+    load_tile(shape, kv, block_ids, kv_head, lo, hi, kv_tile);
+    attend_tile(shape, kv_tile, q_group, group, tile_states, tile_o);
     for (int32_t g = 0; g < group; ++g) {
       merge_attention_state(states[g], o_group + g * hd, tile_states[g], tile_o + g * hd, hd);
     }
@@ -187,6 +294,7 @@ int64_t shared_prefix_pass(const AttentionShape& shape, const PagedKvLayer& kv, 
   pool.parallel_for(static_cast<int64_t>(tasks.size()), [&](int64_t begin, int64_t end) {
     float tile_o[kMaxGroup * kMaxHeadDim];
     AttentionState tile_states[kMaxGroup];
+    KvTile kv_tile;
     for (int64_t k = begin; k < end; ++k) {
       const SharedPassTask& task = task_list[k];
       // Every member holds the same blocks for the prefix: read the first one's table.
@@ -196,11 +304,11 @@ int64_t shared_prefix_pass(const AttentionShape& shape, const PagedKvLayer& kv, 
         std::fill(out + t * row + task.kv_head * group_floats, out + t * row + (task.kv_head + 1) * group_floats, 0.0f);
       }
       for (int32_t tile = 0; tile < cascade.prefix_len[task.group]; tile += kAttentionTile) {
+        load_tile(shape, kv, block_ids, task.kv_head, tile, tile + kAttentionTile, kv_tile);
         for (int32_t r = task.row_begin; r < task.row_end; ++r) {
           const int32_t t = row_list[r];
           const int64_t at = t * row + task.kv_head * group_floats;
-          attend_tile(shape, kv, block_ids, task.kv_head, q + at, group, tile, tile + kAttentionTile, tile_states,
-                      tile_o);
+          attend_tile(shape, kv_tile, q + at, group, tile_states, tile_o);
           AttentionState* states = carried + static_cast<int64_t>(t) * shape.num_heads + task.kv_head * group;
           for (int32_t g = 0; g < group; ++g) {
             merge_attention_state(states[g], out + at + g * hd, tile_states[g], tile_o + g * hd, hd);
