@@ -28,6 +28,7 @@ namespace kvscope::cli {
 constexpr int kExitOk = 0;
 constexpr int kExitRuntime = 1;  // the model cannot be loaded or run
 constexpr int kExitUsage = 2;    // a bad option value
+constexpr int kExitDiverged = 3;  // check: a prompt's output differs between the two configurations
 
 inline constexpr const char* kDefaultModelFile = "SmolLM2-135M-Instruct.Q4_1.gguf";
 

@@ -1,0 +1,285 @@
+// `kvscope-cli check`: the invariance checker (kvscope/invariance_check.h)
+// from the terminal. Runs the same prompts under two engine configurations
+// and reports, per prompt, identical or where the greedy output first
+// diverges. docs/invariance.md describes the keys and the exit codes.
+//
+//   kvscope-cli check --prompts prompts.txt --a "block_size=16" --b "block_size=1,concurrency=8"
+//   kvscope-cli check -p "The capital of France is" --a "cascade=off,concurrency=16" --b "cascade=on,concurrency=16" --json
+#include <cmath>
+#include <cstdio>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <unistd.h>
+
+#include "common_options.h"
+#include "file_args.h"
+#include "kvscope/invariance_check.h"
+#include "kvscope/setting_table.h"
+
+namespace kvscope::cli {
+namespace {
+
+// engine_config_from's stand-in for "no --model given", replaced by the default model's path.
+constexpr const char* kDefaultModelPlaceholder = "(default model)";
+
+struct CheckOptions {
+  EngineOptions engine;  // the base both sides start from
+  std::string spec_a, spec_b;
+  std::string prompts_file;
+  std::vector<std::string> prompts;  // -p, repeatable
+  int32_t max_tokens = 32;
+  float temperature = 0.0f;
+  uint64_t seed = 0;
+  bool json = false;
+};
+
+// Blocks of lines separated by one or more blank lines; each block is one
+// prompt, its lines joined with '\n' (so a prompt may span lines). Lines
+// holding only spaces count as blank; a trailing '\r' is dropped.
+std::vector<std::string> split_prompt_blocks(const std::string& text) {
+  std::vector<std::string> prompts;
+  std::string block;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    std::string line = text.substr(start, end - start);
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.find_first_not_of(" \t") == std::string::npos) {
+      if (!block.empty()) prompts.push_back(std::move(block));
+      block.clear();
+    } else {
+      if (!block.empty()) block += '\n';
+      block += line;
+    }
+    start = end + 1;
+  }
+  if (!block.empty()) prompts.push_back(std::move(block));
+  return prompts;
+}
+
+// Text for one terminal line: newlines, tabs, quotes and control bytes escaped.
+std::string escaped(std::string_view text, size_t max_chars = std::string::npos) {
+  std::string out;
+  for (char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '\n') out += "\\n";
+    else if (c == '\t') out += "\\t";
+    else if (c == '\r') out += "\\r";
+    else if (c == '\\') out += "\\\\";
+    else if (c == '\'') out += "\\'";
+    else if (u < 0x20 || u == 0x7f) out += fmt::format("\\x{:02x}", u);
+    else out += c;
+    if (out.size() >= max_chars) {
+      out += "...";
+      break;
+    }
+  }
+  return out;
+}
+
+std::string token_label(int32_t token, const std::string& text) {
+  if (token < 0) return "<finished>";
+  return fmt::format("<{} '{}'>", token, escaped(text));
+}
+
+// "0", "3.8e-07", "inf".
+std::string logit_diff_text(float diff) {
+  if (diff == 0.0f) return "0";
+  if (std::isinf(diff)) return "inf";
+  return fmt::format("{:.3g}", diff);
+}
+
+void print_text_report(const InvarianceReport& report, const std::string& model) {
+  std::string out = fmt::format("model: {}\na: {}\nb: {}\n\n", model, report.a.spec.empty() ? "(base)" : report.a.spec,
+                                report.b.spec.empty() ? "(base)" : report.b.spec);
+  const size_t total = report.prompts.size();
+  for (size_t i = 0; i < total; ++i) {
+    const PromptVerdict& v = report.prompts[i];
+    out += fmt::format("[{}/{}] '{}'\n", i + 1, total, escaped(v.prompt, 70));
+    if (v.identical) {
+      out += fmt::format("  identical ({} tokens, max logit diff {}{})\n", v.tokens_a.size(),
+                         logit_diff_text(v.max_logit_diff),
+                         v.logits_identical ? "" : "; the logits are not bitwise equal");
+      out += fmt::format("  text: '{}'\n", escaped(v.text_a));
+    } else {
+      out += fmt::format("  DIVERGES at generated token {} (position {}): a={} b={}, max logit diff {}\n",
+                         v.first_divergence, v.divergence_position, token_label(v.token_a, v.token_text_a),
+                         token_label(v.token_b, v.token_text_b), logit_diff_text(v.max_logit_diff));
+      out += fmt::format("  a: '{}' ({})\n", escaped(v.text_a), v.finish_a);
+      out += fmt::format("  b: '{}' ({})\n", escaped(v.text_b), v.finish_b);
+    }
+  }
+  out += fmt::format("\n{} of {} prompts identical{}\n", report.num_identical(), total,
+                     report.all_identical() ? "" : "; the outputs DIVERGE");
+  write_stdout(out);
+}
+
+nlohmann::ordered_json side_json(const InvarianceSide& side, const std::string& model) {
+  nlohmann::ordered_json settings = nlohmann::ordered_json::object();
+  for (const SettingSpec& s : engine_settings()) settings[s.key] = s.format(s.get(side.config));
+  settings["model_path"] = side.config.model_path == kDefaultModelPlaceholder ? model : side.config.model_path;
+  return {{"spec", side.spec}, {"concurrency", side.concurrency}, {"settings", settings}};
+}
+
+void print_json_report(const InvarianceReport& report, const CheckOptions& o, const std::string& model) {
+  nlohmann::ordered_json prompts = nlohmann::ordered_json::array();
+  for (const PromptVerdict& v : report.prompts) {
+    nlohmann::ordered_json p = {
+        {"prompt", v.prompt},
+        {"identical", v.identical},
+        {"logits_identical", v.logits_identical},
+        {"first_divergence", v.first_divergence},
+        {"divergence_position", v.divergence_position},
+        {"token_a", v.token_a},
+        {"token_b", v.token_b},
+        {"token_text_a", v.token_text_a},
+        {"token_text_b", v.token_text_b},
+        // JSON has no infinity: a NaN on one side only is written as null.
+        {"max_logit_diff", std::isinf(v.max_logit_diff) ? nlohmann::ordered_json(nullptr)
+                                                        : nlohmann::ordered_json(v.max_logit_diff)},
+        {"num_prompt_tokens", v.num_prompt_tokens},
+        {"tokens_a", v.tokens_a},
+        {"tokens_b", v.tokens_b},
+        {"text_a", v.text_a},
+        {"text_b", v.text_b},
+        {"finish_a", v.finish_a},
+        {"finish_b", v.finish_b},
+    };
+    prompts.push_back(std::move(p));
+  }
+  const nlohmann::ordered_json j = {
+      {"model", model},
+      {"a", side_json(report.a, model)},
+      {"b", side_json(report.b, model)},
+      {"max_tokens", o.max_tokens},
+      {"temperature", o.temperature},
+      {"seed", o.seed},
+      {"all_identical", report.all_identical()},
+      {"num_identical", report.num_identical()},
+      {"num_prompts", report.prompts.size()},
+      {"prompts", prompts},
+  };
+  write_stdout(dump_json(j) + "\n");
+}
+
+int run_check(const CheckOptions& o) {
+  std::vector<std::string> prompts = o.prompts;
+  if (!o.prompts_file.empty()) {
+    Result<std::string> file = read_file_arg(o.prompts_file);
+    if (!file.ok()) {
+      print_error(fmt::format("--prompts: {}", file.error()));
+      return kExitUsage;
+    }
+    for (std::string& p : split_prompt_blocks(*file)) prompts.push_back(std::move(p));
+  }
+  if (prompts.empty()) {
+    print_error("no prompts: give --prompts FILE (prompts separated by blank lines) or -p TEXT");
+    return kExitUsage;
+  }
+
+  Result<EngineConfig> base = engine_config_from(o.engine);
+  if (!base.ok()) {
+    print_error(base.error());
+    return kExitUsage;
+  }
+  Result<InvarianceSide> a = parse_invariance_side(o.spec_a, *base);
+  if (!a.ok()) {
+    print_error(fmt::format("--a: {}", a.error()));
+    return kExitUsage;
+  }
+  Result<InvarianceSide> b = parse_invariance_side(o.spec_b, *base);
+  if (!b.ok()) {
+    print_error(fmt::format("--b: {}", b.error()));
+    return kExitUsage;
+  }
+
+  InvarianceOptions options;
+  options.max_tokens = o.max_tokens;
+  options.sampling.temperature = o.temperature;
+  options.sampling.seed = o.seed;
+  if (o.temperature != 0.0f && o.seed == 0) {
+    print_error("--temp above 0 needs --seed N (N >= 1): with a random seed the two sides would differ anyway");
+    return kExitUsage;
+  }
+  if (!check_sampling(options.sampling)) return kExitUsage;
+
+  // The model last: a mistyped key is a usage error whether or not a model is installed.
+  std::string shown_model;
+  for (InvarianceSide* side : {&*a, &*b}) {
+    const std::string requested =
+        side->config.model_path == kDefaultModelPlaceholder ? std::string() : side->config.model_path;
+    const std::optional<std::string> path = resolve_model_path(requested);
+    if (!path) return kExitRuntime;
+    side->config.model_path = *path;
+    if (shown_model.empty()) shown_model = *path;
+    else if (shown_model != *path) shown_model += " | " + *path;
+  }
+
+  const bool show_progress = isatty(STDERR_FILENO) != 0;
+  auto progress = [show_progress](int32_t done, int32_t total) {
+    if (show_progress) fmt::print(stderr, "\rchecking: {}/{} runs", done, total);
+    return true;
+  };
+  Result<InvarianceReport> report = check_invariance(*a, *b, prompts, options, progress);
+  if (show_progress) fmt::print(stderr, "\r\033[K");
+  if (!report.ok()) {
+    print_error(report.error());
+    return kExitRuntime;
+  }
+  if (o.json) {
+    print_json_report(*report, o, shown_model);
+  } else {
+    print_text_report(*report, shown_model);
+  }
+  return report->all_identical() ? kExitOk : kExitDiverged;
+}
+
+}  // namespace
+
+Command add_check_command(CLI::App& parent) {
+  auto o = std::make_shared<CheckOptions>();
+  CLI::App* cmd = parent.add_subcommand(
+      "check", "Invariance check: run the same prompts under two engine configurations and compare the greedy "
+               "output token by token (exit 0: all identical, 3: a prompt diverges)");
+  std::vector<std::string> setting_keys, aliases;
+  for (const SettingSpec& s : engine_settings()) setting_keys.push_back(s.key);
+  for (const InvarianceAlias& alias : invariance_aliases()) {
+    std::vector<std::string> values;
+    for (const auto& [name, row_text] : alias.values) values.push_back(name);
+    aliases.push_back(fmt::format("{}={} ({})", alias.key, values.empty() ? "..." : fmt::format("{}", fmt::join(values, "|")),
+                                  alias.setting));
+  }
+  cmd->footer(fmt::format(
+      "--a and --b take \"key=value,key=value\" applied over the engine options: any setting key ({}), "
+      "concurrency=N (the checked request plus N-1 companions sharing its prompt, 1..{}), and the aliases "
+      "{}.\n"
+      "--prompts FILE: prompts separated by blank lines (a prompt may span lines).\n"
+      "Exit codes: 0 all identical, 1 runtime error, 2 usage error, 3 a prompt diverges.",
+      fmt::join(setting_keys, ", "),
+      kMaxInvarianceConcurrency, fmt::join(aliases, ", ")));
+  cmd->add_option("--a", o->spec_a, "side a: key=value,... over the engine options (\"\" for them as given)")
+      ->required();
+  cmd->add_option("--b", o->spec_b, "side b: key=value,... over the engine options")->required();
+  cmd->add_option("--prompts", o->prompts_file, "file of prompts separated by blank lines");
+  cmd->add_option("-p,--prompt", o->prompts, "a prompt (repeatable; added after --prompts)")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  cmd->add_option("-n,--max-tokens", o->max_tokens, "tokens generated per prompt")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
+  cmd->add_option("--temp,--temperature", o->temperature, "the checked request's temperature (0: greedy)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cmd->add_option_function<std::string>(
+         "--seed", [o](const std::string& text) { o->seed = parse_seed(text); },
+         "sampling seed, needed with --temp above 0")
+      ->type_name("INT");
+  cmd->add_flag("--json", o->json, "print one JSON object instead of text");
+  add_engine_options(*cmd, o->engine);
+  return {cmd, [o] { return run_check(*o); }};
+}
+
+}  // namespace kvscope::cli

@@ -1,0 +1,374 @@
+// The invariance checker (kvscope/invariance_check.h): parse the two sides,
+// run every prompt on each, compare token by token and logit by logit.
+//   tested by tests/engine/runtime/invariance_check_test.cpp
+#include "kvscope/invariance_check.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <set>
+#include <fmt/format.h>
+
+#include "kvscope/engine.h"
+#include "kvscope/request.h"
+#include "kvscope/setting_table.h"
+
+namespace kvscope {
+namespace {
+
+constexpr std::string_view kConcurrencyKey = "concurrency";
+// Companions are sampled, so they leave the checked request's path at once
+// and keep the batch varied; fixed seeds keep a side reproducible.
+constexpr float kCompanionTemperature = 0.8f;
+constexpr uint64_t kCompanionSeedBase = 1000;
+
+std::string trim(std::string_view text) {
+  size_t b = 0, e = text.size();
+  while (b < e && std::isspace(static_cast<unsigned char>(text[b]))) ++b;
+  while (e > b && std::isspace(static_cast<unsigned char>(text[e - 1]))) --e;
+  return std::string(text.substr(b, e - b));
+}
+
+std::vector<std::string> split(std::string_view text, char sep) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  while (true) {
+    const size_t end = text.find(sep, start);
+    parts.emplace_back(text.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start));
+    if (end == std::string_view::npos) return parts;
+    start = end + 1;
+  }
+}
+
+const InvarianceAlias* find_alias(std::string_view key) {
+  for (const InvarianceAlias& a : invariance_aliases()) {
+    if (a.key == key) return &a;
+  }
+  return nullptr;
+}
+
+// The alias's value as the text its table row parses.
+Result<std::string> alias_value(const InvarianceAlias& alias, const std::string& value) {
+  if (alias.values.empty()) return value;
+  std::vector<std::string> names;
+  for (const auto& [name, row_text] : alias.values) {
+    if (name == value) return row_text;
+    names.push_back(name);
+  }
+  return Error{fmt::format("{}: '{}' is not one of {}", alias.key, value, fmt::join(names, ", "))};
+}
+
+Result<int32_t> parse_concurrency(const std::string& text) {
+  char* end = nullptr;
+  errno = 0;
+  const long long v = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || errno == ERANGE) {
+    return Error{fmt::format("{}: '{}' is not a whole number", kConcurrencyKey, text)};
+  }
+  if (v < 1 || v > kMaxInvarianceConcurrency) {
+    return Error{fmt::format("{} = {} is out of range [1, {}]", kConcurrencyKey, v, kMaxInvarianceConcurrency)};
+  }
+  return static_cast<int32_t>(v);
+}
+
+// |a - b| where a NaN on one side only is infinitely far and NaN on both is equal.
+float logit_distance(float a, float b) {
+  const bool nan_a = std::isnan(a), nan_b = std::isnan(b);
+  if (nan_a || nan_b) return nan_a == nan_b ? 0.0f : std::numeric_limits<float>::infinity();
+  if (a == b) return 0.0f;  // also +inf == +inf
+  return std::fabs(a - b);
+}
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
+}
+
+// Whether the sampler picks argmax(raw logits): greedy with no penalty that
+// changes the logits first (sampler.cpp copy_and_penalise).
+bool picks_raw_argmax(const SamplingParams& p) {
+  return p.temperature == 0.0f && p.repetition_penalty == 1.0f && p.presence_penalty == 0.0f &&
+         p.frequency_penalty == 0.0f;
+}
+
+// One engine step, counted into `stats`.
+void step_counted(Engine& engine, InvarianceRunStats& stats) {
+  engine.step();
+  const StepStats step = engine.last_step_stats();
+  if (step.num_seqs == 0) return;
+  ++stats.num_steps;
+  stats.max_batch_seqs = std::max(stats.max_batch_seqs, step.num_seqs);
+  if (step.num_prefill_tokens > 0 && step.num_decode_tokens > 0) ++stats.num_mixed_steps;
+  if (step.num_cascade_groups > 0) ++stats.num_cascade_steps;
+}
+
+struct PromptRun {
+  GenerationRecord record;
+  int32_t num_prompt_tokens = 0;
+};
+
+// Runs one prompt (plus its companions) to idle on `engine`.
+Result<PromptRun> run_prompt(Engine& engine, const InvarianceSide& side, const std::string& prompt,
+                             const InvarianceOptions& options, const std::function<bool()>& keep_going,
+                             InvarianceRunStats& stats) {
+  PromptRun run;
+  GenerationRecord& rec = run.record;
+  bool checked_finished = false;
+  std::string error;
+
+  GenerationRequest checked;
+  checked.prompt = prompt;
+  checked.sampling = options.sampling;
+  checked.sampling.max_tokens = options.max_tokens;
+  checked.on_logits = [&rec](int32_t index, int32_t position, const float* logits, int32_t vocab) {
+    if (index != 0) return;
+    rec.positions.push_back(position);
+    rec.logits.emplace_back(logits, logits + vocab);
+  };
+  checked.on_event = [&](const TokenEvent& ev) {
+    if (ev.index != 0) return;
+    if (ev.token >= 0) {
+      rec.tokens.push_back(ev.token);
+      rec.token_texts.push_back(engine.token_bytes(ev.token, true));
+    }
+    rec.text += ev.text;
+    if (ev.finish != FinishReason::None) {
+      checked_finished = true;
+      rec.finish = finish_reason_name(ev.finish);
+      if (ev.finish == FinishReason::Error) error = ev.error;
+    }
+  };
+  SubmittedPrompt submitted;
+  Result<RequestId> id = engine.submit(std::move(checked), &submitted);
+  if (!id.ok()) return Error{id.error()};
+  run.num_prompt_tokens = static_cast<int32_t>(submitted.tokens.size());
+
+  // Prefill first, alone: the companions then find the prompt's blocks in
+  // the prefix cache and their prefill shares steps with its decode.
+  while (engine.has_work() && rec.logits.empty() && !checked_finished) {
+    if (!keep_going()) return Error{"cancelled"};
+    step_counted(engine, stats);
+  }
+  for (int32_t i = 1; i < side.concurrency && !checked_finished; ++i) {
+    GenerationRequest companion;
+    companion.prompt = prompt;
+    companion.sampling.temperature = kCompanionTemperature;
+    companion.sampling.seed = kCompanionSeedBase + static_cast<uint64_t>(i);
+    companion.sampling.max_tokens = options.max_tokens;
+    companion.sampling.ignore_eos = options.sampling.ignore_eos;
+    Result<RequestId> cid = engine.submit(std::move(companion));
+    if (!cid.ok()) return Error{fmt::format("companion request {}: {}", i, cid.error())};
+  }
+  while (engine.has_work()) {
+    if (!keep_going()) return Error{"cancelled"};
+    step_counted(engine, stats);
+  }
+  if (!error.empty()) return Error{error};
+  if (!checked_finished) return Error{"the engine stopped before the request finished"};
+
+  // An end-of-generation token finishes the request without a token event,
+  // leaving one logits row more than tokens. Under greedy sampling its id is
+  // the argmax of that row (what the sampler picked); otherwise it stays
+  // unnamed and only its logits are compared.
+  if (rec.logits.size() == rec.tokens.size() + 1 && picks_raw_argmax(options.sampling)) {
+    const std::vector<float>& row = rec.logits.back();
+    const int32_t eog = static_cast<int32_t>(std::max_element(row.begin(), row.end()) - row.begin());
+    rec.tokens.push_back(eog);
+    rec.token_texts.push_back(engine.token_bytes(eog, true));
+  }
+  return run;
+}
+
+}  // namespace
+
+const std::vector<InvarianceAlias>& invariance_aliases() {
+  static const std::vector<InvarianceAlias> aliases = {
+      {"kv_mode", "paged", {{"paged", "true"}, {"contiguous", "false"}}},
+      {"prefix_cache", "prefix_caching", {}},
+      {"chunk", "max_batched_tokens", {}},
+  };
+  return aliases;
+}
+
+std::vector<std::string> invariance_keys() {
+  std::vector<std::string> keys;
+  for (const SettingSpec& s : engine_settings()) keys.push_back(s.key);
+  keys.emplace_back(kConcurrencyKey);
+  for (const InvarianceAlias& a : invariance_aliases()) keys.push_back(a.key);
+  return keys;
+}
+
+Result<InvarianceSide> parse_invariance_side(std::string_view spec, const EngineConfig& base) {
+  InvarianceSide side;
+  side.config = base;
+  side.spec = trim(spec);
+  std::set<std::string> seen;  // table keys (aliases resolved) and "concurrency"
+  if (side.spec.empty()) return side;
+  for (const std::string& raw : split(side.spec, ',')) {
+    const std::string item = trim(raw);
+    const size_t eq = item.find('=');
+    if (eq == std::string::npos || eq == 0) return Error{fmt::format("'{}' is not key=value", item)};
+    const std::string key = trim(std::string_view(item).substr(0, eq));
+    std::string value = trim(std::string_view(item).substr(eq + 1));
+
+    std::string setting_key = key;
+    if (const InvarianceAlias* alias = find_alias(key)) {
+      setting_key = alias->setting;
+      KVSCOPE_ASSIGN(value, alias_value(*alias, value));
+    }
+    if (!seen.insert(setting_key).second) {
+      return Error{setting_key == key ? fmt::format("'{}' is given twice", key)
+                                      : fmt::format("'{}' is given twice (as {})", setting_key, key)};
+    }
+    if (key == kConcurrencyKey) {
+      KVSCOPE_ASSIGN(side.concurrency, parse_concurrency(value));
+      continue;
+    }
+    const SettingSpec* row = find_setting(setting_key);
+    if (!row) {
+      return Error{fmt::format("unknown setting '{}' (known: {})", key, fmt::join(invariance_keys(), ", "))};
+    }
+    Result<SettingValue> parsed = row->parse(value);
+    if (!parsed.ok()) return Error{parsed.error()};
+    row->set(side.config, *parsed);
+  }
+  Status valid = problems_status(side.config.validate());
+  if (!valid.ok()) return Error{valid.error()};
+  return side;
+}
+
+bool InvarianceReport::all_identical() const {
+  return std::all_of(prompts.begin(), prompts.end(), [](const PromptVerdict& v) { return v.identical; });
+}
+
+int32_t InvarianceReport::num_identical() const {
+  return static_cast<int32_t>(
+      std::count_if(prompts.begin(), prompts.end(), [](const PromptVerdict& v) { return v.identical; }));
+}
+
+PromptVerdict compare_runs(const GenerationRecord& a, const GenerationRecord& b) {
+  PromptVerdict v;
+  v.tokens_a = a.tokens;
+  v.tokens_b = b.tokens;
+  v.text_a = a.text;
+  v.text_b = b.text;
+  v.finish_a = a.finish;
+  v.finish_b = b.finish;
+
+  const size_t common = std::min(a.tokens.size(), b.tokens.size());
+  size_t first = common;
+  for (size_t i = 0; i < common; ++i) {
+    if (a.tokens[i] != b.tokens[i]) {
+      first = i;
+      break;
+    }
+  }
+  v.identical = first == common && a.tokens.size() == b.tokens.size();
+  // Logit rows compared: every position up to and including the divergence
+  // (a run that ended on an unnamed end-of-generation token has one row more).
+  const size_t last_row = v.identical ? std::max(a.logits.size(), b.logits.size()) : first + 1;
+  v.logits_identical = true;
+  for (size_t i = 0; i < last_row; ++i) {
+    const bool in_a = i < a.logits.size(), in_b = i < b.logits.size();
+    if (!in_a && !in_b) break;
+    if (!in_a || !in_b) {  // one side had finished: nothing to measure, but not the same
+      v.logits_identical = false;
+      continue;
+    }
+    if (a.logits[i].size() != b.logits[i].size()) {  // different vocabularies
+      v.logits_identical = false;
+      v.max_logit_diff = std::numeric_limits<float>::infinity();
+      continue;
+    }
+    if (!same_bits(a.logits[i], b.logits[i])) v.logits_identical = false;
+    for (size_t k = 0; k < a.logits[i].size(); ++k) {
+      v.max_logit_diff = std::max(v.max_logit_diff, logit_distance(a.logits[i][k], b.logits[i][k]));
+    }
+  }
+  if (v.identical) return v;
+
+  v.first_divergence = static_cast<int32_t>(first);
+  auto token_at = [first](const GenerationRecord& r, int32_t& token, std::string& text) {
+    if (first < r.tokens.size()) {
+      token = r.tokens[first];
+      if (first < r.token_texts.size()) text = r.token_texts[first];
+    }
+  };
+  token_at(a, v.token_a, v.token_text_a);
+  token_at(b, v.token_b, v.token_text_b);
+  if (first < a.positions.size()) {
+    v.divergence_position = a.positions[first];
+  } else if (first < b.positions.size()) {
+    v.divergence_position = b.positions[first];
+  }
+  return v;
+}
+
+Result<InvarianceReport> check_invariance(const InvarianceSide& a, const InvarianceSide& b,
+                                          const std::vector<std::string>& prompts, const InvarianceOptions& options,
+                                          const std::function<bool(int32_t done, int32_t total)>& progress) {
+  if (options.max_tokens < 1) return Error{fmt::format("max tokens = {} must be at least 1", options.max_tokens)};
+  SamplingParams checked_sampling = options.sampling;
+  checked_sampling.max_tokens = options.max_tokens;
+  if (Status s = checked_sampling.validate(); !s.ok()) return Error{"sampling parameters: " + s.error()};
+  if (checked_sampling.temperature != 0.0f && checked_sampling.seed == 0) {
+    return Error{"a sampled check needs a fixed seed (seed 0 picks a different random seed on each side)"};
+  }
+  for (const InvarianceSide* side : {&a, &b}) {
+    if (side->concurrency < 1 || side->concurrency > kMaxInvarianceConcurrency) {
+      return Error{fmt::format("{} = {} is out of range [1, {}]", kConcurrencyKey, side->concurrency,
+                               kMaxInvarianceConcurrency)};
+    }
+  }
+
+  const int32_t total = 2 * static_cast<int32_t>(prompts.size());
+  int32_t done = 0;
+  const std::function<bool()> keep_going = [&] { return !progress || progress(done, total); };
+  if (!keep_going()) return Error{"cancelled"};
+
+  std::vector<PromptRun> runs[2];
+  InvarianceRunStats stats[2];
+  const InvarianceSide* sides[2] = {&a, &b};
+  for (int s = 0; s < 2; ++s) {
+    const char* name = s == 0 ? "a" : "b";
+    // Loading is cancellable too: the app's Cancel should not wait for a model load.
+    bool cancelled = false;
+    Result<std::unique_ptr<Engine>> engine =
+        Engine::create(sides[s]->config, [&](double, std::string_view) {
+          cancelled = !keep_going();
+          return !cancelled;
+        });
+    if (cancelled) return Error{"cancelled"};
+    if (!engine.ok()) return Error{fmt::format("{}: {}", name, engine.error())};
+    for (const std::string& prompt : prompts) {
+      Result<PromptRun> run = run_prompt(**engine, *sides[s], prompt, options, keep_going, stats[s]);
+      if (!run.ok()) {
+        if (run.error() == "cancelled") return Error{"cancelled"};
+        return Error{fmt::format("{}: {}", name, run.error())};
+      }
+      runs[s].push_back(std::move(run).value());
+      ++done;
+      if (!keep_going()) return Error{"cancelled"};
+    }
+    stats[s].num_prefix_hit_tokens = (*engine)->kv_stats().num_prefix_hit_tokens;
+  }
+
+  InvarianceReport report;
+  report.a = a;
+  report.b = b;
+  report.stats_a = stats[0];
+  report.stats_b = stats[1];
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    PromptVerdict v = compare_runs(runs[0][i].record, runs[1][i].record);
+    v.prompt = prompts[i];
+    v.num_prompt_tokens = runs[0][i].num_prompt_tokens;
+    report.prompts.push_back(std::move(v));
+  }
+  return report;
+}
+
+}  // namespace kvscope

@@ -1,0 +1,128 @@
+// `kvscope-cli check` on random tiny models (label `unit`): identical sides
+// exit 0 and say so, another model's weights exit 3 with where they diverge,
+// --json carries the verdicts, the prompts file splits on blank lines, and
+// bad input is a usage error (exit 2) with the message. The default-model
+// case is check_cli_model_test.cpp.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "app/cli_runner.h"
+#include "support/tiny_model.h"
+
+namespace kvscope {
+namespace {
+
+namespace fs = std::filesystem;
+using test::run_cli;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+class CheckCli : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    model_ = test::tiny_model_temp_path("check_cli");
+    other_ = test::tiny_model_temp_path("check_cli_other");
+    prompts_ = model_ + ".prompts.txt";
+    test::TinyModelSpec spec;
+    spec.matrix_type = TensorType::Q8_0;
+    spec.seed = 3;
+    ASSERT_TRUE(test::write_tiny_gguf(spec, model_).ok());
+    spec.seed = 4;
+    ASSERT_TRUE(test::write_tiny_gguf(spec, other_).ok());
+    // Two prompts: the first spans two lines; blank lines (one with spaces) separate them.
+    std::ofstream(prompts_) << "The quick brown fox\njumps over the lazy dog.\n\n  \n\nOnce upon a time\n";
+  }
+  static void TearDownTestSuite() {
+    fs::remove(model_);
+    fs::remove(other_);
+    fs::remove(prompts_);
+  }
+  static std::vector<std::string> args(std::vector<std::string> extra) {
+    std::vector<std::string> a = {"check", "--model", model_, "--prompts", prompts_, "-n", "8", "--threads", "1"};
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  }
+  static inline std::string model_, other_, prompts_;
+};
+
+TEST_F(CheckCli, IdenticalSidesExitZero) {
+  const test::CliResult r = run_cli(args({"--a", "block_size=16", "--b", "block_size=1,concurrency=8,chunk=7"}));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("a: block_size=16"));
+  EXPECT_THAT(r.out, HasSubstr("b: block_size=1,concurrency=8,chunk=7"));
+  EXPECT_THAT(r.out, HasSubstr("identical (8 tokens, max logit diff 0)"));
+  EXPECT_THAT(r.out, HasSubstr("2 of 2 prompts identical"));
+  EXPECT_THAT(r.out, Not(HasSubstr("DIVERGES")));
+}
+
+TEST_F(CheckCli, OtherWeightsDivergeWithExitThree) {
+  const test::CliResult r = run_cli(args({"--a", "", "--b", "model_path=" + other_}));
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("DIVERGES at generated token "));
+  EXPECT_THAT(r.out, HasSubstr("max logit diff"));
+  EXPECT_THAT(r.out, HasSubstr("0 of 2 prompts identical; the outputs DIVERGE"));
+}
+
+TEST_F(CheckCli, JsonCarriesTheVerdicts) {
+  const test::CliResult r = run_cli(args({"--a", "paged=on", "--b", "kv_mode=contiguous", "--json"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["all_identical"], true);
+  EXPECT_EQ(j["num_prompts"], 2);
+  EXPECT_EQ(j["a"]["settings"]["paged"], "true");
+  EXPECT_EQ(j["b"]["settings"]["paged"], "false");
+  EXPECT_EQ(j["b"]["settings"]["model_path"], model_);
+  ASSERT_EQ(j["prompts"].size(), 2u);
+  EXPECT_EQ(j["prompts"][0]["prompt"], "The quick brown fox\njumps over the lazy dog.");
+  EXPECT_EQ(j["prompts"][1]["prompt"], "Once upon a time");
+  EXPECT_EQ(j["prompts"][0]["first_divergence"], -1);
+  EXPECT_EQ(j["prompts"][0]["max_logit_diff"], 0.0);
+  EXPECT_EQ(j["prompts"][0]["tokens_a"], j["prompts"][0]["tokens_b"]);
+
+  const test::CliResult d = run_cli(args({"--a", "", "--b", "model_path=" + other_, "--json"}));
+  ASSERT_EQ(d.exit_code, 3) << d.err;
+  const nlohmann::json dj = nlohmann::json::parse(d.out);
+  EXPECT_EQ(dj["all_identical"], false);
+  EXPECT_GE(dj["prompts"][0]["first_divergence"].get<int>(), 0);
+  EXPECT_NE(dj["prompts"][0]["token_a"], dj["prompts"][0]["token_b"]);
+}
+
+TEST_F(CheckCli, BadInputIsAUsageError) {
+  struct Case {
+    std::vector<std::string> args;
+    const char* message;
+  };
+  const Case cases[] = {
+      {args({"--a", "kv_type=q8", "--b", ""}), "--a: unknown setting 'kv_type' (known: model_path, threads"},
+      {args({"--a", "", "--b", "block_size=zero"}), "--b: block_size: 'zero' is not a whole number"},
+      {args({"--a", "", "--b", "concurrency=300"}), "--b: concurrency = 300 is out of range [1, 256]"},
+      {args({"--a", "", "--b", "", "--temp", "0.7"}), "needs --seed"},
+      {{"check", "--model", model_, "--a", "", "--b", ""}, "no prompts"},
+      {{"check", "--model", model_, "--prompts", model_ + ".missing", "--a", "", "--b", ""}, "--prompts: "},
+      {{"check", "--model", model_, "-p", "hi", "--b", ""}, "--a is required"},
+  };
+  for (const Case& c : cases) {
+    const test::CliResult r = run_cli(c.args);
+    EXPECT_EQ(r.exit_code, 2) << c.message << "\n" << r.err;
+    EXPECT_THAT(r.err, HasSubstr(c.message));
+  }
+}
+
+// A bad key is a usage error even where the model is missing (checked first).
+TEST_F(CheckCli, BadKeyBeforeMissingModel) {
+  const test::CliResult r =
+      run_cli({"check", "--model", model_ + ".missing", "-p", "hi", "--a", "tp=2", "--b", ""});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("unknown setting 'tp'"));
+  const test::CliResult missing = run_cli({"check", "--model", model_ + ".missing", "-p", "hi", "--a", "", "--b", ""});
+  EXPECT_EQ(missing.exit_code, 1) << missing.err;
+  EXPECT_THAT(missing.err, HasSubstr("does not exist"));
+}
+
+}  // namespace
+}  // namespace kvscope
