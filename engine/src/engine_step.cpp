@@ -119,6 +119,8 @@ void Engine::Impl::plan_cascade_groups(const std::vector<ScheduledSequence>& wor
       const Sequence& s = *work[static_cast<size_t>(batch.cascade_seqs[static_cast<size_t>(i)])].seq;
       group.request_ids.push_back(s.id);
       group.indices.push_back(s.index);
+      events.record(EngineEventType::Cascade, s.id, s.index, group.num_shared_tokens,
+                    batch.cascade_seq_start[g + 1] - batch.cascade_seq_start[static_cast<size_t>(g)]);
       if (group.blocks.empty()) {
         const int32_t num_blocks = (group.num_shared_tokens + config.block_size - 1) / config.block_size;
         group.blocks.assign(s.table.blocks().begin(), s.table.blocks().begin() + num_blocks);

@@ -121,6 +121,9 @@ QString TraceEventModel::describe(const EngineEvent& e) {
     case EngineEventType::Finish: return QStringLiteral("finished: %1").arg(finishReasonText(e.value));
     case EngineEventType::KvUsage:
       return QStringLiteral("KV: %1 used, %2 cached-free").arg(blocks(e.value), blocks(e.value2));
+    case EngineEventType::Cascade:
+      return QStringLiteral("cascade: %1 of shared prefix read once for %2")
+          .arg(tokens(e.value), count(e.value2, "sequence", "sequences"));
   }
   return QStringLiteral("event type %1").arg(static_cast<int>(e.type));
 }

@@ -22,6 +22,8 @@ enum class EngineEventType : uint8_t {
   Evict,        // value: cached-free blocks whose prefix hash was dropped for reuse
   Finish,       // value: FinishReason
   KvUsage,      // counter sample: value used blocks, value2 cached-free blocks
+  Cascade,      // request's rows attended a shared prefix in one pass with others;
+                // value: shared tokens, value2: sequences in the pass
 };
 
 const char* engine_event_type_name(EngineEventType type);

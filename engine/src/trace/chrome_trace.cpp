@@ -203,6 +203,9 @@ class TraceBuilder {
         push_counter(e.time_s, seq, "KV blocks", {{"used", e.value}, {"cached_free", e.value2}});
         if (!attach_to_step(e, seq)) push_instant(e, seq, {{"used", e.value}, {"cached_free", e.value2}});
         return;
+      case EngineEventType::Cascade:
+        push_instant(e, seq, {{"shared_tokens", e.value}, {"seqs", e.value2}});
+        return;
       case EngineEventType::Schedule:
       case EngineEventType::Allocate:
         if (!attach_to_step(e, seq)) push_instant(e, seq, {{"value", e.value}});

@@ -21,6 +21,7 @@ const char* engine_event_type_name(EngineEventType type) {
     case EngineEventType::Evict: return "evict";
     case EngineEventType::Finish: return "finish";
     case EngineEventType::KvUsage: return "kv_usage";
+    case EngineEventType::Cascade: return "cascade";
   }
   return "unknown";
 }

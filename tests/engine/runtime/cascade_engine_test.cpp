@@ -20,6 +20,8 @@ struct Recorded {
   int32_t max_group_members = 0;
   int32_t max_shared_tokens = 0;
   int64_t kv_bytes_saved = 0;
+  int64_t cascade_seqs = 0;    // summed over steps (StepStats)
+  int64_t cascade_events = 0;  // EngineEventType::Cascade in the trace
   bool snapshot_blocks_match = true;
 };
 
@@ -36,6 +38,7 @@ Recorded run(const std::string& model, CascadeMode mode, int32_t block_size) {
   EXPECT_TRUE(created.ok()) << (created.ok() ? "" : created.error());
   if (!created.ok()) return {};
   Engine& engine = **created;
+  engine.set_tracing(true);
   std::vector<int32_t> prefix;
   for (int32_t i = 0; i < 200; ++i) prefix.push_back(3 + (i * 37) % 250);
   Recorded rec;
@@ -65,6 +68,8 @@ Recorded run(const std::string& model, CascadeMode mode, int32_t block_size) {
   while (engine.has_work()) {
     engine.step();
     const auto snap = engine.snapshot();
+    for (const EngineEvent& e : engine.take_events()) rec.cascade_events += e.type == EngineEventType::Cascade;
+    rec.cascade_seqs += engine.last_step_stats().num_cascade_seqs;
     if (!snap || snap->cascade_groups.empty()) continue;
     ++rec.steps_with_cascade;
     rec.kv_bytes_saved += snap->last_step.cascade_kv_bytes_saved;
@@ -103,6 +108,7 @@ TEST(CascadeEngine, SharedPassRunsAndChangesNoBit) {
     EXPECT_GE(on.max_group_members, 9) << "the prefix-cache hits and the parallel samples share the prefix";
     EXPECT_EQ(on.max_shared_tokens, 192) << "200 shared tokens rounded down to whole tiles";
     EXPECT_GT(on.kv_bytes_saved, 0);
+    EXPECT_EQ(on.cascade_events, on.cascade_seqs) << "one trace event per sequence in a shared pass";
     EXPECT_TRUE(on.snapshot_blocks_match);
     ASSERT_EQ(off.logits.size(), on.logits.size());
     ASSERT_EQ(off.logits.size(), 12u);  // the first request, 8 singles and 3 samples

@@ -81,6 +81,7 @@ TEST(EngineEventTypeName, NamesAreLowercaseUniqueAndInvert) {
   EXPECT_STREQ(engine_event_type_name(EngineEventType::Admit), "admit");
   EXPECT_STREQ(engine_event_type_name(EngineEventType::CacheHit), "cache_hit");
   EXPECT_STREQ(engine_event_type_name(EngineEventType::KvUsage), "kv_usage");
+  EXPECT_STREQ(engine_event_type_name(EngineEventType::Cascade), "cascade");
   std::set<std::string> names;
   for (int i = 0; i < kNumEngineEventTypes; ++i) {
     const auto type = static_cast<EngineEventType>(i);

@@ -1,6 +1,7 @@
 // cascade_bench: the attention of one decode step on SmolLM2-135M's shapes
 // (30 layers, 9 query / 3 KV heads of 64, block size 16, f32 K/V) for N
-// sequences sharing a 2,000-token prefix, flat vs cascade (the shared pass of
+// sequences sharing a prefix (2,000 tokens; shorter ones for the Auto rule),
+// flat vs cascade (the shared pass of
 // paged_attention). Every layer has its own K/V pool, as in the engine, so a
 // step streams ~N x 92 MB (flat) or ~92 MB (cascade) of prefix K/V and
 // nothing is served from a cache warmed by the previous iteration's layer.
@@ -13,6 +14,7 @@
 #include <memory>
 #include <numeric>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "kernels/bench/cpu_context.h"
@@ -23,7 +25,6 @@ namespace kvscope {
 namespace {
 
 constexpr int32_t kLayers = 30, kHeads = 9, kKvHeads = 3, kHeadDim = 64, kBlockSize = 16;
-constexpr int32_t kPrefix = 2000;
 constexpr int32_t kKvRow = kKvHeads * kHeadDim;
 
 // One decode step's batch: sequence i holds the prefix's blocks, then its own
@@ -35,14 +36,14 @@ struct DecodeStep {
   std::vector<float> q;
   std::vector<int32_t> prefix_len, seq_start{0}, seqs;  // one cascade group of every sequence
 
-  explicit DecodeStep(int32_t num_seqs) {
+  DecodeStep(int32_t num_seqs, int32_t prefix) {
     std::mt19937 rng(42);
-    const int32_t prefix_blocks = (kPrefix + kBlockSize - 1) / kBlockSize;
+    const int32_t prefix_blocks = (prefix + kBlockSize - 1) / kBlockSize;
     std::vector<int32_t> prefix_table(static_cast<size_t>(prefix_blocks));
     std::iota(prefix_table.begin(), prefix_table.end(), 0);
     num_blocks = prefix_blocks;
     for (int32_t s = 0; s < num_seqs; ++s) {
-      const int32_t length = kPrefix + 40 + (s * 7) % 32;
+      const int32_t length = prefix + 40 + (s * 7) % 32;
       std::vector<int32_t> table = prefix_table;
       while (static_cast<int32_t>(table.size()) * kBlockSize < length) table.push_back(num_blocks++);
       block_ids.insert(block_ids.end(), table.begin(), table.end());
@@ -52,7 +53,7 @@ struct DecodeStep {
       seqs.push_back(s);
     }
     seq_start.push_back(num_seqs);
-    prefix_len.push_back(kPrefix / kAttentionTile * kAttentionTile);
+    prefix_len.push_back(prefix / kAttentionTile * kAttentionTile);
     std::normal_distribution<float> nd;
     const size_t pool_floats = static_cast<size_t>(num_blocks) * kBlockSize * kKvRow;
     for (int32_t l = 0; l < kLayers; ++l) {
@@ -70,11 +71,12 @@ void BM_DecodeStepAttention(benchmark::State& state) {
   const int32_t num_seqs = static_cast<int32_t>(state.range(0));
   const bool cascade_on = state.range(1) != 0;
   const int threads = static_cast<int>(state.range(2));
+  const int32_t prefix = static_cast<int32_t>(state.range(3));
   static std::unique_ptr<DecodeStep> step;
-  static int32_t step_seqs = 0;
-  if (step_seqs != num_seqs) {
-    step = std::make_unique<DecodeStep>(num_seqs);
-    step_seqs = num_seqs;
+  static std::pair<int32_t, int32_t> built{0, 0};
+  if (built != std::make_pair(num_seqs, prefix)) {
+    step = std::make_unique<DecodeStep>(num_seqs, prefix);
+    built = {num_seqs, prefix};
   }
   ThreadPool pool(threads);
   const AttentionShape shape{kHeads, kKvHeads, kHeadDim, 1.0f / std::sqrt(float(kHeadDim)), 0};
@@ -92,14 +94,21 @@ void BM_DecodeStepAttention(benchmark::State& state) {
     benchmark::DoNotOptimize(out.data());
   }
   state.counters["prefix_GB_per_step"] =
-      static_cast<double>(num_seqs) * kPrefix * kKvRow * 2 * sizeof(float) * kLayers / 1e9;
+      static_cast<double>(num_seqs) * prefix * kKvRow * 2 * sizeof(float) * kLayers / 1e9;
   state.counters["threads"] = threads;
   state.SetLabel(cascade_on ? "cascade" : "flat");
 }
 
+// The case: a 2,000-token system prompt.
 BENCHMARK(BM_DecodeStepAttention)
-    ->ArgNames({"seqs", "cascade", "threads"})
-    ->ArgsProduct({{8, 32, 64}, {0, 1}, {1, 2}})
+    ->ArgNames({"seqs", "cascade", "threads", "prefix"})
+    ->ArgsProduct({{8, 32, 64}, {0, 1}, {1, 2}, {2000}})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+// Where cascade starts to pay (CascadeMode::Auto's rule): few sequences, short prefixes.
+BENCHMARK(BM_DecodeStepAttention)
+    ->ArgNames({"seqs", "cascade", "threads", "prefix"})
+    ->ArgsProduct({{2, 4, 8}, {0, 1}, {1, 2}, {32, 128, 512}})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
