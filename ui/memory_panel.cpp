@@ -169,11 +169,12 @@ void MemoryPanel::setModel(const ModelInfo& info, const EngineConfig& config) {
   config_ = config;
   snapshot_.reset();
   breakdown_ = memoryBreakdown(info, config);
-  header_->setText(tr("<b>%1</b> · backend: CPU · %2 KV blocks of %3 tokens · %4 KiB of K/V per token")
+  header_->setText(tr("<b>%1</b> · backend: CPU · %2 KV blocks of %3 tokens · %4 KiB of %5 K/V per token")
                        .arg(QString::fromStdString(info.name).toHtmlEscaped())
                        .arg(info.num_kv_blocks)
                        .arg(info.block_size)
-                       .arg(static_cast<double>(info.kv_bytes_per_token) / 1024.0, 0, 'f', 1));
+                       .arg(static_cast<double>(info.kv_bytes_per_token) / 1024.0, 0, 'f', 1)
+                       .arg(QLatin1String(kv_cache_type_name(config.kv_cache_type))));
   const QSignalBlocker b1(block_size_), b2(budget_mib_), b3(prompt_tokens_), b4(output_tokens_), b5(max_tokens_);
   for (QSpinBox* s : {block_size_, budget_mib_, prompt_tokens_, output_tokens_, max_tokens_}) s->setEnabled(true);
   block_size_->setValue(info.block_size > 0 ? info.block_size : config.block_size);

@@ -24,7 +24,7 @@ struct ModelInfoOptions {
   bool json = false;
 };
 
-nlohmann::ordered_json plan_json(const KvPlan& p) {
+nlohmann::ordered_json plan_json(const KvPlan& p, const EngineConfig& c) {
   nlohmann::ordered_json problems = nlohmann::ordered_json::array();
   for (const SettingProblem& problem : p.problems) problems.push_back({{"field", problem.field}, {"message", problem.message}});
   return {{"ok", p.ok()},
@@ -32,6 +32,7 @@ nlohmann::ordered_json plan_json(const KvPlan& p) {
           {"warnings", p.warnings},
           {"max_model_len", p.max_model_len},
           {"kv_bytes_per_token", p.kv_bytes_per_token},
+          {"kv_cache_type", kv_cache_type_name(c.kv_cache_type)},
           {"bytes_per_block", p.bytes_per_block},
           {"num_blocks", p.num_blocks},
           {"num_swap_blocks", p.num_swap_blocks},
@@ -47,6 +48,8 @@ std::string plan_text(const KvPlan& p, const EngineConfig& c) {
   out += fmt::format("KV plan     {} blocks of {} tokens ({} each) = {}, {} tokens; max model length {}\n",
                      p.num_blocks, c.block_size, human_bytes(static_cast<uint64_t>(p.bytes_per_block)),
                      human_bytes(static_cast<uint64_t>(p.pool_bytes)), p.num_blocks * c.block_size, p.max_model_len);
+  out += fmt::format("KV type     {}: {} per token\n", kv_cache_type_name(c.kv_cache_type),
+                     human_bytes(static_cast<uint64_t>(p.kv_bytes_per_token)));
   if (p.num_swap_blocks > 0)
     out += fmt::format("swap        {} blocks = {}\n", p.num_swap_blocks, human_bytes(static_cast<uint64_t>(p.swap_bytes)));
   out += fmt::format("workspace   {} ({} tokens per step, {} sequences)\n",
@@ -162,7 +165,7 @@ int run_model_info(const ModelInfoOptions& o) {
   if (summary->config) plan = plan_kv(summary->config->shape(), *config, physical_memory_bytes());
   if (o.json) {
     nlohmann::ordered_json j = summary_json(*summary);
-    j["kv_plan"] = plan ? plan_json(*plan) : nlohmann::ordered_json(nullptr);
+    j["kv_plan"] = plan ? plan_json(*plan, *config) : nlohmann::ordered_json(nullptr);
     write_stdout(dump_json(j) + "\n");
   } else {
     std::string text = summary_text(*summary);

@@ -52,7 +52,8 @@ Result<KvSetup> Engine::Impl::make_kv_setup(const EngineConfig& c, const KvPlan&
   const int64_t total = plan.pool_bytes + plan.swap_bytes;
   KvSetup setup;
   try {
-    setup.kv = std::make_unique<KvStorage>(mc.num_layers, static_cast<int32_t>(num_blocks), bs, mc.kv_size());
+    setup.kv = std::make_unique<KvStorage>(mc.num_layers, static_cast<int32_t>(num_blocks), bs, mc.kv_size(),
+                                           c.kv_cache_type);
     KvCacheConfig kc;
     kc.block_size = bs;
     kc.num_blocks = static_cast<int32_t>(num_blocks);

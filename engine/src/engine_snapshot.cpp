@@ -55,6 +55,8 @@ std::shared_ptr<const EngineSnapshot> Engine::Impl::build_snapshot() {
   snap->step = num_steps;
   snap->time_s = now_s();
   snap->block_size = config.block_size;
+  snap->kv_cache_type = config.kv_cache_type;
+  snap->kv_bytes_per_token = static_cast<int64_t>(info.kv_bytes_per_token);
   snap->num_waiting = scheduler->num_waiting();
   snap->num_running = scheduler->num_running();
   snap->num_swapped = scheduler->num_swapped();

@@ -190,6 +190,7 @@ const std::vector<InvarianceAlias>& invariance_aliases() {
       {"kv_mode", "paged", {{"paged", "true"}, {"contiguous", "false"}}},
       {"prefix_cache", "prefix_caching", {}},
       {"chunk", "max_batched_tokens", {}},
+      {"kv_type", "kv_cache_type", {}},
   };
   return aliases;
 }

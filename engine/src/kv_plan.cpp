@@ -13,8 +13,8 @@ std::string mib(int64_t bytes) { return fmt::format("{} MiB", bytes >> 20); }
 
 }  // namespace
 
-int64_t ModelShape::kv_bytes_per_token() const {
-  return int64_t{2} * static_cast<int64_t>(sizeof(float)) * num_layers * num_kv_heads * head_dim;
+int64_t ModelShape::kv_bytes_per_token(KvCacheType type) const {
+  return int64_t{2} * num_layers * static_cast<int64_t>(kv_row_bytes(type, int64_t{num_kv_heads} * head_dim));
 }
 
 ModelShape model_shape(const ModelInfo& info) {
@@ -44,7 +44,14 @@ KvPlan plan_kv(const ModelShape& m, const EngineConfig& c, int64_t machine_memor
                                      "replies past {} tokens are unlikely to make sense",
                                      c.max_model_len, m.context_length, m.context_length));
   }
-  p.kv_bytes_per_token = m.kv_bytes_per_token();
+  if (!kv_type_fits_head_dim(c.kv_cache_type, m.head_dim)) {
+    p.problems.push_back({"kv_cache_type", fmt::format("the {} KV cache stores blocks of {} values per head; this "
+                                                       "model's heads have {}: choose f16 or bf16",
+                                                       kv_cache_type_name(c.kv_cache_type), kQ8BlockElems,
+                                                       m.head_dim)});
+    return p;
+  }
+  p.kv_bytes_per_token = m.kv_bytes_per_token(c.kv_cache_type);
   if (p.kv_bytes_per_token <= 0 || c.block_size < 1) {
     p.problems.push_back({"", "the model's shape is unknown: no layers or KV heads"});
     return p;

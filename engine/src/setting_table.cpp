@@ -124,6 +124,13 @@ std::vector<SettingSpec> make_table() {
                              "reserves its whole maximum length up front in one piece.");
   paged.cli_name = "paging";
   paged.cli_negation = "no-paging";
+  SettingSpec& kv_type = words(add(choice_row("kv_cache_type", &EngineConfig::kv_cache_type,
+                                               {"f32", "f16", "bf16", "q8_0"})),
+                               "KV cache", "KV cache type", "",
+                               "How cached keys and values are stored: f16 and bf16 hold twice the tokens of f32 "
+                               "in the same memory, q8_0 almost four times, each a little less exactly.");
+  kv_type.choice_labels = {"f32 (exact)", "f16 (half the memory)", "bf16 (half the memory)",
+                           "q8_0 (about a quarter)"};
   SettingSpec& prefix = words(add(bool_row("prefix_caching", &EngineConfig::prefix_caching)), "KV cache",
                               "Prefix caching", "",
                               "Reuse the KV blocks of prompts that start the same instead of computing them "

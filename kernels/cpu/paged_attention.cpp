@@ -112,6 +112,9 @@ struct KvTile {
   int32_t n = 0;                        // keys in the tile
   alignas(32) float kt[kMaxHeadDim * kAttentionTile];  // kt[d * kAttentionTile + j] = K[lo + j][d]
   const float* v_rows[kAttentionTile];
+  // A cache type other than f32: the tile's rows converted ([j][head_dim]).
+  float k_rows_f32[kAttentionTile * kMaxHeadDim];
+  float v_rows_f32[kAttentionTile * kMaxHeadDim];
 };
 
 alignas(32) const float kZeroRow[kMaxHeadDim] = {};
@@ -123,12 +126,30 @@ void load_tile(const AttentionShape& shape, const PagedKvLayer& kv, const int32_
   const int64_t head_offset = static_cast<int64_t>(kv_head) * hd;
   const float* k_rows[kAttentionTile];
   tile.n = hi - lo;
-  for_each_run(kv.k, kv, block_ids, lo, hi, row_stride, head_offset, [&](int32_t p, int32_t run, const float* k) {
-    for (int32_t j = 0; j < run; ++j, k += row_stride) k_rows[p - lo + j] = k;
-  });
-  for_each_run(kv.v, kv, block_ids, lo, hi, row_stride, head_offset, [&](int32_t p, int32_t run, const float* v) {
-    for (int32_t j = 0; j < run; ++j, v += row_stride) tile.v_rows[p - lo + j] = v;
-  });
+  if (kv.type == KvCacheType::F32) {
+    const float* k_pool = static_cast<const float*>(kv.k);
+    const float* v_pool = static_cast<const float*>(kv.v);
+    for_each_run(k_pool, kv, block_ids, lo, hi, row_stride, head_offset, [&](int32_t p, int32_t run, const float* k) {
+      for (int32_t j = 0; j < run; ++j, k += row_stride) k_rows[p - lo + j] = k;
+    });
+    for_each_run(v_pool, kv, block_ids, lo, hi, row_stride, head_offset, [&](int32_t p, int32_t run, const float* v) {
+      for (int32_t j = 0; j < run; ++j, v += row_stride) tile.v_rows[p - lo + j] = v;
+    });
+  } else {
+    const size_t slot_bytes = kv_row_bytes(kv.type, row_stride);
+    const size_t head_bytes = kv_row_bytes(kv.type, head_offset);
+    const uint8_t* k_pool = static_cast<const uint8_t*>(kv.k);
+    const uint8_t* v_pool = static_cast<const uint8_t*>(kv.v);
+    for (int32_t j = 0; j < tile.n; ++j) {
+      const int32_t p = lo + j;
+      const size_t at = static_cast<size_t>(int64_t{block_ids[p / kv.block_size]} * kv.block_size + p % kv.block_size) *
+                            slot_bytes + head_bytes;
+      load_kv_row(kv.type, k_pool + at, hd, tile.k_rows_f32 + j * hd);
+      load_kv_row(kv.type, v_pool + at, hd, tile.v_rows_f32 + j * hd);
+      k_rows[j] = tile.k_rows_f32 + j * hd;
+      tile.v_rows[j] = tile.v_rows_f32 + j * hd;
+    }
+  }
   for (int32_t j = tile.n; j < kAttentionTile; ++j) k_rows[j] = kZeroRow;  // lanes past n score 0
   int32_t d = 0;
 #if defined(__AVX2__) && defined(__FMA__)

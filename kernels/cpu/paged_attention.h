@@ -13,16 +13,20 @@
 #include <cstdint>
 
 #include "kernels/cpu/attention_state.h"
+#include "kernels/cpu/kv_cache_type.h"
 
 namespace kvscope {
 
 class ThreadPool;
 
-// One layer's paged KV cache, pure data.
+// One layer's paged KV cache, pure data. A slot holds one token's row of
+// num_kv_heads * head_dim elements in `type` (kv_row_bytes of them); attention
+// converts a tile's rows to f32 once and uses them for every query head.
 struct PagedKvLayer {
-  const float* k = nullptr;  // [num_blocks][block_size][num_kv_heads][head_dim]
-  const float* v = nullptr;  // [num_blocks][block_size][num_kv_heads][head_dim]
+  const void* k = nullptr;  // [num_blocks][block_size][num_kv_heads][head_dim] in `type`
+  const void* v = nullptr;  // [num_blocks][block_size][num_kv_heads][head_dim] in `type`
   int32_t block_size = 0;
+  KvCacheType type = KvCacheType::F32;
 };
 
 struct AttentionShape {

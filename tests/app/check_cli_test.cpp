@@ -98,7 +98,8 @@ TEST_F(CheckCli, BadInputIsAUsageError) {
     const char* message;
   };
   const Case cases[] = {
-      {args({"--a", "kv_type=q8", "--b", ""}), "--a: unknown setting 'kv_type' (known: model_path, threads"},
+      {args({"--a", "kv_dtype=q8", "--b", ""}), "--a: unknown setting 'kv_dtype' (known: model_path, threads"},
+      {args({"--a", "kv_type=q8", "--b", ""}), "--a: kv_cache_type: 'q8' is not one of f32, f16, bf16, q8_0"},
       {args({"--a", "", "--b", "block_size=zero"}), "--b: block_size: 'zero' is not a whole number"},
       {args({"--a", "", "--b", "concurrency=300"}), "--b: concurrency = 300 is out of range [1, 256]"},
       {args({"--a", "", "--b", "", "--temp", "0.7"}), "needs --seed"},

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/cpu/kv_cache_type.h"
 #include "kvscope/result.h"
 #include "kvscope/setting_table.h"
 
@@ -55,6 +56,7 @@ struct EngineConfig {
   // piece, as static engines do. Same kernels; only allocation differs.
   bool paged = true;
   bool prefix_caching = true;      // reuse KV blocks of identical prompt prefixes
+  KvCacheType kv_cache_type = KvCacheType::F32;  // element type of cached K and V
   SchedulingPolicy policy = SchedulingPolicy::Continuous;
   PreemptionMode preemption = PreemptionMode::Recompute;
   int64_t swap_space_bytes = 256ll << 20;  // host swap pool for PreemptionMode::Swap

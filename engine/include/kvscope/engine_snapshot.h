@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "kernels/cpu/kv_cache_type.h"
 #include "kvscope/request.h"
 
 namespace kvscope {
@@ -103,6 +104,8 @@ struct EngineSnapshot {
   uint64_t step = 0;
   double time_s = 0.0;  // since the engine was created
   int32_t block_size = 0;
+  KvCacheType kv_cache_type = KvCacheType::F32;
+  int64_t kv_bytes_per_token = 0;  // K and V over every layer, in kv_cache_type
   std::vector<BlockSnapshot> blocks;     // [num_blocks] by physical id
   std::vector<RequestId> block_owners;   // owners of each block (CSR, see BlockSnapshot)
   std::vector<SequenceSnapshot> sequences;  // waiting, running and swapped

@@ -30,8 +30,9 @@ struct ModelShape {
   int32_t vocab_size = 0;
   int32_t context_length = 0;  // trained maximum
 
-  // K and V of one token over every layer: 2 * layers * kv_heads * head_dim floats.
-  int64_t kv_bytes_per_token() const;
+  // K and V of one token over every layer: 2 * layers * kv_heads * head_dim
+  // elements of `type`.
+  int64_t kv_bytes_per_token(KvCacheType type = KvCacheType::F32) const;
 };
 
 ModelShape model_shape(const ModelInfo& info);

@@ -22,7 +22,7 @@ struct ModelInfo {
   int32_t vocab_size = 0;
   int32_t context_length = 0;
   size_t weight_bytes = 0;     // matrices read per decode step
-  size_t kv_bytes_per_token = 0;  // K and V, f32, every layer
+  size_t kv_bytes_per_token = 0;  // K and V, every layer, in the cache type (EngineConfig::kv_cache_type)
   // The memory below follows Engine::reconfigure. The pools are calloc'd: pages
   // count against the process only once written.
   size_t kv_pool_bytes = 0;    // the KV pool as allocated: num_kv_blocks * block_size * kv_bytes_per_token

@@ -13,7 +13,7 @@ KvCacheManager::KvCacheManager(const KvCacheConfig& config, KvStorage& storage, 
       swap_pool_(config.num_swap_blocks) {
   if (config.num_swap_blocks > 0) {
     swap_storage_ = std::make_unique<KvStorage>(storage.num_layers(), config.num_swap_blocks, config.block_size,
-                                                storage.kv_size());
+                                                storage.kv_size(), storage.type());
   }
 }
 

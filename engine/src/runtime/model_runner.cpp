@@ -164,8 +164,7 @@ void ModelRunner::attention_block(int32_t layer, const StepBatch& batch) {
     const float* row = qkv_.data() + t * QKV;
     const int64_t slot = batch.slot_mapping[t];
     std::memcpy(q_.data() + t * Q, row, Q * sizeof(float));
-    std::memcpy(kv_->k(layer, slot), row + Q, KV * sizeof(float));
-    std::memcpy(kv_->v(layer, slot), row + Q + KV, KV * sizeof(float));
+    kv_->store(layer, slot, row + Q, row + Q + KV);
   }
 
   AttentionShape shape;

@@ -75,7 +75,7 @@ TEST(InvarianceSide, AliasesMapOntoTableRows) {
 }
 
 TEST(InvarianceSide, UnknownKeyListsTheKnownOnes) {
-  for (const char* key : {"kv_type", "spec", "tp", "backend"}) {
+  for (const char* key : {"kv_dtype", "spec", "tp", "backend"}) {
     auto side = parse_invariance_side(std::string(key) + "=1", with_model());
     ASSERT_FALSE(side.ok()) << key;
     EXPECT_NE(side.error().find("unknown setting '" + std::string(key) + "'"), std::string::npos) << side.error();
@@ -301,6 +301,12 @@ TEST_F(InvarianceCheck, ServingModesGiveIdenticalGreedyOutput) {
       {"max_batched_tokens=512", "max_batched_tokens=7,concurrency=8",
        [](const Stats&, const Stats& b) { return b.num_mixed_steps > 0; }},
       {"threads=1", "threads=2,concurrency=8", any},
+      // Invariance holds within each KV cache type.
+      {"kv_type=f16", "kv_type=f16,block_size=1,concurrency=8,cascade=on",
+       [](const Stats&, const Stats& b) { return b.num_cascade_steps > 0; }},
+      {"kv_cache_type=bf16,max_batched_tokens=7", "kv_cache_type=bf16,concurrency=8", any},
+      {"kv_type=f16,paged=off", "kv_type=f16,concurrency=8,threads=1", any},
+      // (q8_0 needs heads of a multiple of 32 dims: the default model's pairs have it.)
   };
   for (const Pair& pair : pairs) {
     SCOPED_TRACE(std::string(pair.a) + " vs " + pair.b);

@@ -53,6 +53,8 @@ TEST(InvarianceModel, ServingModesGiveIdenticalGreedyOutput) {
       {"cascade=off,concurrency=16", "cascade=auto,concurrency=16", any},
       {"chunk=512", "chunk=7,concurrency=4", [](const Stats&, const Stats& b) { return b.num_mixed_steps > 0; }},
       {"threads=1", "threads=2", any},
+      {"kv_type=q8_0", "kv_type=q8_0,cascade=on,concurrency=16,block_size=1",
+       [](const Stats&, const Stats& b) { return b.num_cascade_steps > 0; }},
   };
   for (const Pair& pair : pairs) {
     SCOPED_TRACE(std::string(pair.a) + " vs " + pair.b);
