@@ -3,13 +3,14 @@
 // the prefix cache), cascade off vs on. One iteration is one Engine::step()
 // (N decode rows); counters: tok_per_s (N / step time), attention_ms (the
 // step's attention kernels, StepStats::attention_time_s), cascade_seqs (the
-// sequences in a shared pass, 0 when off). KV cache f32 (the only type yet).
+// sequences in a shared pass, 0 when off). KV cache f32 (kv_type 0) or f16 (1).
 //   build/tests/engine/bench/cascade_engine_bench --benchmark_repetitions=3 --benchmark_format=json
 // The context block names the CPU (tests/kernels/bench/cpu_context.h).
 #include <benchmark/benchmark.h>
 
 #include <memory>
 #include <random>
+#include <string>
 
 #include "kernels/bench/cpu_context.h"
 #include "kvscope/engine.h"
@@ -30,7 +31,7 @@ GenerationRequest request(std::vector<int32_t> prompt, int32_t max_tokens) {
 }
 
 // An engine with num_requests requests decoding after a shared system prompt.
-std::unique_ptr<Engine> decoding_engine(int32_t num_requests, CascadeMode cascade) {
+std::unique_ptr<Engine> decoding_engine(int32_t num_requests, CascadeMode cascade, KvCacheType kv_type) {
   EngineConfig c;
   c.model_path = test::default_model_path();
   c.num_threads = 2;
@@ -38,6 +39,7 @@ std::unique_ptr<Engine> decoding_engine(int32_t num_requests, CascadeMode cascad
   c.max_batched_tokens = 2048;
   c.kv_budget_bytes = 2ll << 30;
   c.cascade = cascade;
+  c.kv_cache_type = kv_type;
   auto engine = Engine::create(c);
   if (!engine.ok()) return nullptr;
   Engine& e = **engine;
@@ -67,7 +69,8 @@ void BM_SharedPromptDecodeStep(benchmark::State& state) {
   }
   const int32_t num_requests = static_cast<int32_t>(state.range(0));
   const CascadeMode cascade = state.range(1) ? CascadeMode::On : CascadeMode::Off;
-  auto engine = decoding_engine(num_requests, cascade);
+  const auto kv_type = static_cast<KvCacheType>(state.range(2));
+  auto engine = decoding_engine(num_requests, cascade, kv_type);
   if (!engine) {
     state.SkipWithError("engine setup failed");
     return;
@@ -85,11 +88,12 @@ void BM_SharedPromptDecodeStep(benchmark::State& state) {
   state.counters["attention_ms"] = 1e3 * attention_s / steps;
   state.counters["cascade_seqs"] = static_cast<double>(cascade_seqs) / steps;
   state.counters["decode_rows"] = engine->last_step_stats().num_decode_tokens;
-  state.SetLabel(cascade == CascadeMode::On ? "cascade on" : "cascade off");
+  state.SetLabel(std::string(cascade == CascadeMode::On ? "cascade on, " : "cascade off, ") +
+                 kv_cache_type_name(kv_type));
 }
 BENCHMARK(BM_SharedPromptDecodeStep)
-    ->ArgNames({"requests", "cascade"})
-    ->ArgsProduct({{8, 32, 64}, {0, 1}})
+    ->ArgNames({"requests", "cascade", "kv_type"})
+    ->ArgsProduct({{8, 32, 64}, {0, 1}, {0, 1}})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime()
     ->Iterations(12);

@@ -1,5 +1,5 @@
 // cascade_bench: the attention of one decode step on SmolLM2-135M's shapes
-// (30 layers, 9 query / 3 KV heads of 64, block size 16, f32 K/V) for N
+// (30 layers, 9 query / 3 KV heads of 64, block size 16, f32 or f16 K/V) for N
 // sequences sharing a prefix (2,000 tokens; shorter ones for the Auto rule),
 // flat vs cascade (the shared pass of
 // paged_attention). Every layer has its own K/V pool, as in the engine, so a
@@ -14,7 +14,8 @@
 #include <memory>
 #include <numeric>
 #include <random>
-#include <utility>
+#include <string>
+#include <tuple>
 #include <vector>
 
 #include "kernels/bench/cpu_context.h"
@@ -31,12 +32,13 @@ constexpr int32_t kKvRow = kKvHeads * kHeadDim;
 // 3-5 blocks of suffix; its one query row is its last position.
 struct DecodeStep {
   int32_t num_blocks = 0;
-  std::vector<std::vector<float>> k, v;  // [layer] pool [num_blocks][block_size][kv_row]
+  KvCacheType type;
+  std::vector<std::vector<uint8_t>> k, v;  // [layer] pool [num_blocks][block_size][kv_row] in `type`
   std::vector<int32_t> query_start{0}, positions, block_table_start{0}, block_ids;
   std::vector<float> q;
   std::vector<int32_t> prefix_len, seq_start{0}, seqs;  // one cascade group of every sequence
 
-  DecodeStep(int32_t num_seqs, int32_t prefix) {
+  DecodeStep(int32_t num_seqs, int32_t prefix, KvCacheType type_) : type(type_) {
     std::mt19937 rng(42);
     const int32_t prefix_blocks = (prefix + kBlockSize - 1) / kBlockSize;
     std::vector<int32_t> prefix_table(static_cast<size_t>(prefix_blocks));
@@ -55,12 +57,17 @@ struct DecodeStep {
     seq_start.push_back(num_seqs);
     prefix_len.push_back(prefix / kAttentionTile * kAttentionTile);
     std::normal_distribution<float> nd;
-    const size_t pool_floats = static_cast<size_t>(num_blocks) * kBlockSize * kKvRow;
+    const size_t row_bytes = kv_row_bytes(type, kKvRow);
+    const size_t num_slots = static_cast<size_t>(num_blocks) * kBlockSize;
+    float row[kKvRow];
     for (int32_t l = 0; l < kLayers; ++l) {
-      k.emplace_back(pool_floats);
-      v.emplace_back(pool_floats);
-      for (float& x : k.back()) x = nd(rng);
-      for (float& x : v.back()) x = nd(rng);
+      for (auto* pool : {&k, &v}) {
+        pool->emplace_back(num_slots * row_bytes);
+        for (size_t slot = 0; slot < num_slots; ++slot) {
+          for (float& x : row) x = nd(rng);
+          store_kv_row(type, row, kKvRow, pool->back().data() + slot * row_bytes);
+        }
+      }
     }
     q.resize(static_cast<size_t>(num_seqs) * kHeads * kHeadDim);
     for (float& x : q) x = nd(rng);
@@ -72,11 +79,13 @@ void BM_DecodeStepAttention(benchmark::State& state) {
   const bool cascade_on = state.range(1) != 0;
   const int threads = static_cast<int>(state.range(2));
   const int32_t prefix = static_cast<int32_t>(state.range(3));
+  const auto type = static_cast<KvCacheType>(state.range(4));
   static std::unique_ptr<DecodeStep> step;
-  static std::pair<int32_t, int32_t> built{0, 0};
-  if (built != std::make_pair(num_seqs, prefix)) {
-    step = std::make_unique<DecodeStep>(num_seqs, prefix);
-    built = {num_seqs, prefix};
+  static std::tuple<int32_t, int32_t, KvCacheType> built{0, 0, KvCacheType::F32};
+  if (!step || built != std::make_tuple(num_seqs, prefix, type)) {
+    step.reset();
+    step = std::make_unique<DecodeStep>(num_seqs, prefix, type);
+    built = {num_seqs, prefix, type};
   }
   ThreadPool pool(threads);
   const AttentionShape shape{kHeads, kKvHeads, kHeadDim, 1.0f / std::sqrt(float(kHeadDim)), 0};
@@ -88,27 +97,28 @@ void BM_DecodeStepAttention(benchmark::State& state) {
   std::vector<float> out(step->q.size());
   for (auto _ : state) {
     for (int32_t l = 0; l < kLayers; ++l) {
-      const PagedKvLayer kv{step->k[static_cast<size_t>(l)].data(), step->v[static_cast<size_t>(l)].data(), kBlockSize};
+      const PagedKvLayer kv{step->k[static_cast<size_t>(l)].data(), step->v[static_cast<size_t>(l)].data(), kBlockSize,
+                            type};
       paged_attention(shape, kv, batch, step->q.data(), out.data(), pool, groups);
     }
     benchmark::DoNotOptimize(out.data());
   }
   state.counters["prefix_GB_per_step"] =
-      static_cast<double>(num_seqs) * prefix * kKvRow * 2 * sizeof(float) * kLayers / 1e9;
+      static_cast<double>(num_seqs) * prefix * kv_row_bytes(type, kKvRow) * 2 * kLayers / 1e9;
   state.counters["threads"] = threads;
-  state.SetLabel(cascade_on ? "cascade" : "flat");
+  state.SetLabel(std::string(cascade_on ? "cascade " : "flat ") + kv_cache_type_name(type));
 }
 
-// The case: a 2,000-token system prompt.
+// The case: a 2,000-token system prompt, f32 (0) and f16 (1) caches.
 BENCHMARK(BM_DecodeStepAttention)
-    ->ArgNames({"seqs", "cascade", "threads", "prefix"})
-    ->ArgsProduct({{8, 32, 64}, {0, 1}, {1, 2}, {2000}})
+    ->ArgNames({"seqs", "cascade", "threads", "prefix", "kv_type"})
+    ->ArgsProduct({{8, 32, 64}, {0, 1}, {1, 2}, {2000}, {0, 1}})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 // Where cascade starts to pay (CascadeMode::Auto's rule): few sequences, short prefixes.
 BENCHMARK(BM_DecodeStepAttention)
-    ->ArgNames({"seqs", "cascade", "threads", "prefix"})
-    ->ArgsProduct({{2, 4, 8}, {0, 1}, {1, 2}, {32, 128, 512}})
+    ->ArgNames({"seqs", "cascade", "threads", "prefix", "kv_type"})
+    ->ArgsProduct({{2, 4, 8}, {0, 1}, {1, 2}, {32, 128, 512}, {0}})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
