@@ -7,11 +7,11 @@
 #include <fmt/format.h>
 #include <limits>
 #include <new>
-#include <sched.h>
 #include <thread>
 #include <unistd.h>
 
 #include "engine_impl.h"
+#include "kernels/cpu/usable_cpus.h"
 #include "kv/prefix_hash.h"
 #include "model/model_loader.h"
 #include "tokenizer/prompt_builder.h"
@@ -19,14 +19,8 @@
 namespace kvscope {
 namespace {
 
-// Threads the kernels may really run at once: the CPUs this process may use.
-// The thread pool's workers spin between phases, so more threads than CPUs
-// do not just fail to help, they stall every step.
-int32_t usable_cpus() {
-  cpu_set_t set;
-  if (sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
-  return static_cast<int32_t>(std::max(1u, std::thread::hardware_concurrency()));
-}
+// Threads the kernels may really run at once (affinity and cgroup quota).
+int32_t usable_cpus() { return usable_cpu_count(); }
 
 }  // namespace
 

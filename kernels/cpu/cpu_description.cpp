@@ -1,12 +1,12 @@
 // describe_cpu(): see cpu_description.h.
 #include "kernels/cpu/cpu_description.h"
 
-#include <sched.h>
 #include <unistd.h>
 
 #include <fstream>
 
 #include "kernels/cpu/cpu_features.h"
+#include "kernels/cpu/usable_cpus.h"
 
 namespace kvscope {
 namespace {
@@ -46,9 +46,7 @@ CpuDescription describe_cpu() {
   }
   if (d.model_name.empty()) d.model_name = "unknown";
   d.num_cpus_online = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  d.num_cpus_usable = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : d.num_cpus_online;
+  d.num_cpus_usable = usable_cpu_count();
   const CpuLevel level = cpu_level();
   d.isa = std::string(cpu_level_name(level));
   d.isa_detail = std::string(level_detail(level));

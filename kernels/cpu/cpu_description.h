@@ -13,7 +13,7 @@ namespace kvscope {
 struct CpuDescription {
   std::string model_name;     // /proc/cpuinfo "model name" (x86) or "Model"/"CPU part" (ARM); "unknown"
   int num_cpus_online = 0;    // logical CPUs the machine has
-  int num_cpus_usable = 0;    // logical CPUs this process may run on (its affinity mask)
+  int num_cpus_usable = 0;    // CPUs this process may keep busy (affinity mask, cgroup quota: usable_cpus.h)
   std::string isa;            // the kernels' level in use: "scalar", "avx2" or "avx512"
   std::string isa_detail;     // what that level means, e.g. "AVX-512 F/BW/DQ/VL + VNNI"
   std::string isa_detected;   // the highest level this CPU supports ($KVSCOPE_CPU may lower `isa`)
