@@ -25,6 +25,10 @@ CellPalette CellPalette::fromPalette(const QPalette& palette) {
   // edge, so it shows on pale and deep fills on both themes.
   c.mark_fill = c.dark ? text : base;
   c.mark_edge = c.dark ? base : text;
+  // Amber for the cascade mark: deeper on a light theme, lighter on a dark
+  // one, so the triangle itself stands off the background either way.
+  c.cascade_fill = c.dark ? QColor(255, 190, 60) : QColor(230, 135, 0);
+  c.cascade_edge = c.mark_edge;
   return c;
 }
 

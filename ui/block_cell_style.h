@@ -18,6 +18,7 @@ struct CellStyle {
   CellKind kind = CellKind::Free;
   QColor fill;            // the cell's colour
   bool shared = false;    // ref_count > 1: drawn with a mark
+  bool cascade = false;   // read once by the last step's cascade pass: a second mark
   bool highlighted = false;  // owned by a selected request
   bool dimmed = false;    // a selection exists and this block is not part of it
   double fill_fraction = 0.0;  // fill / block_size, 0..1
@@ -34,6 +35,10 @@ struct CellPalette {
   QColor cached_free_edge = QColor(100, 130, 170);
   QColor mark_fill = QColor(255, 255, 255);     // the shared-block corner triangle
   QColor mark_edge = QColor(30, 30, 30);
+  // The cascade mark (bottom-right triangle): amber, unlike any theme colour
+  // the map uses, with the shared mark's edge so it reads on any fill.
+  QColor cascade_fill = QColor(240, 150, 0);
+  QColor cascade_edge = QColor(30, 30, 30);
 
   static CellPalette fromPalette(const QPalette& palette);
 };

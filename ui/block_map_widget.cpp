@@ -54,6 +54,7 @@ void BlockMapWidget::setSnapshot(SnapshotPtr snapshot) {
   snapshot_ = std::move(snapshot);
   if (!snapshot_ || snapshot_->blocks.size() != old_blocks) relayout();
   refocus();
+  indexCascadeGroups();
   update();
 }
 
@@ -83,6 +84,28 @@ void BlockMapWidget::refocus() {
     focus_shown_ = true;
     return;
   }
+}
+
+void BlockMapWidget::indexCascadeGroups() {
+  // Once per snapshot, so painting and hovering look a block's group up in O(1).
+  const size_t n = snapshot_ ? snapshot_->blocks.size() : 0;
+  cascade_group_.assign(n, -1);
+  if (!snapshot_) return;
+  const std::vector<CascadeGroupSnapshot>& groups = snapshot_->cascade_groups;
+  // Only blocks still in use: when the step's requests ended with it, their
+  // blocks are free or cached-free now, and no pass reads them any more.
+  for (size_t g = 0; g < groups.size(); ++g) {
+    for (int32_t b : groups[g].blocks) {
+      if (b < 0 || static_cast<size_t>(b) >= n) continue;
+      if (snapshot_->blocks[static_cast<size_t>(b)].state != BlockState::Used) continue;
+      cascade_group_[static_cast<size_t>(b)] = static_cast<int32_t>(g);
+    }
+  }
+}
+
+int BlockMapWidget::cascadeGroupOf(int block) const {
+  if (block < 0 || static_cast<size_t>(block) >= cascade_group_.size()) return -1;
+  return cascade_group_[static_cast<size_t>(block)];
 }
 
 int BlockMapWidget::focusedPosition(int block) const {
@@ -167,6 +190,7 @@ void BlockMapWidget::paintEvent(QPaintEvent* event) {
     } else {
       style = cellStyleFor(b, ownersOf(s, b), s.block_size, selected_, colours);
     }
+    style.cascade = cascadeMarked(i);
     p.fillRect(r, style.fill);
     if (style.kind == CellKind::CachedFree && r.width() >= 6) drawInnerFrame(p, r, colours.cached_free_edge);
     if (style.shared) {
@@ -177,6 +201,17 @@ void BlockMapWidget::paintEvent(QPaintEvent* event) {
       const QPoint tri[3] = {r.topLeft(), r.topLeft() + QPoint(t, 0), r.topLeft() + QPoint(0, t)};
       p.setPen(style.dimmed ? Qt::NoPen : QPen(colours.mark_edge, 1));
       p.setBrush(colours.mark_fill);
+      p.drawPolygon(tri, 3);
+      p.setBrush(Qt::NoBrush);
+    }
+    if (style.cascade) {
+      // The opposite corner from the shared mark, in amber: this block's K/V
+      // was read once for the whole group in the last step.
+      const int t = std::max(3, r.width() / 2);
+      const QPoint corner = r.bottomRight();
+      const QPoint tri[3] = {corner, corner - QPoint(t, 0), corner - QPoint(0, t)};
+      p.setPen(style.dimmed ? Qt::NoPen : QPen(colours.cascade_edge, 1));
+      p.setBrush(colours.cascade_fill);
       p.drawPolygon(tri, 3);
       p.setBrush(Qt::NoBrush);
     }
@@ -219,6 +254,12 @@ QString BlockMapWidget::tooltipFor(int block) const {
       const QString words = visibleText(tokenText(*token_bytes_, held.ids), kTooltipChars);
       text += QStringLiteral("<br>“%1”").arg(preservedSpacesHtml(words));
     }
+  }
+  if (const int g = cascadeGroupOf(block); g >= 0) {
+    const CascadeGroupSnapshot& group = s.cascade_groups[static_cast<size_t>(g)];
+    text += tr("<br>read once by the cascade pass for %1 sequences (%2 shared tokens)")
+                .arg(static_cast<int>(group.request_ids.size()))
+                .arg(group.num_shared_tokens);
   }
   if (const int position = focusedPosition(block); position >= 0) {
     text += tr("<br>logical block %1 of %2.%3").arg(position).arg(focus_id_).arg(focus_index_);

@@ -8,7 +8,10 @@
 // cell clears the selection. A focused sequence (setFocusedSequence, e.g. the
 // row picked in the Sequences table) has its blocks outlined and, in cells of
 // kNumberedCell pixels or more, numbered with their logical position in its
-// block table (0, 1, 2, ...); every other block is washed out.
+// block table (0, 1, 2, ...); every other block is washed out. Blocks that the
+// last step's cascade attention read once for a group of sequences
+// (EngineSnapshot::cascade_groups) carry an amber bottom-right triangle, and
+// their tooltip says for how many sequences and how many shared tokens.
 // Background, free cells, marks and outlines come from the widget's palette
 // at each paint (CellPalette), so a light or dark theme, or a switch between
 // them at run time, needs nothing more than a repaint. Everything is drawn
@@ -52,6 +55,11 @@ class BlockMapWidget : public QWidget {
   int cellSize() const { return layout_.cell; }
   // The block under a widget position, or -1.
   int blockAt(QPoint pos) const;
+  // The last step's cascade group (index into the snapshot's cascade_groups)
+  // whose shared pass read physical `block`, or -1 (also when the block is
+  // no longer in use: its requests ended with that step).
+  int cascadeGroupOf(int block) const;
+  bool cascadeMarked(int block) const { return cascadeGroupOf(block) >= 0; }
   // The rich text shown when hovering block `block`.
   QString tooltipFor(int block) const;
   // Where block `block` is painted (gap excluded).
@@ -77,6 +85,7 @@ class BlockMapWidget : public QWidget {
   };
   void relayout();
   void refocus();
+  void indexCascadeGroups();
 
   SnapshotPtr snapshot_;
   TokenBytesTable token_bytes_;
@@ -85,6 +94,7 @@ class BlockMapWidget : public QWidget {
   int focus_index_ = 0;
   bool focus_shown_ = false;          // the focused sequence holds pool blocks in snapshot_
   std::vector<int32_t> focus_position_;  // [num_blocks] logical index in its table, or -1
+  std::vector<int32_t> cascade_group_;   // [num_blocks] cascade group that read it, or -1
   Layout layout_;
 };
 

@@ -28,6 +28,7 @@
 #include "chat_widget.h"
 #include "conversation_list_widget.h"
 #include "conversation_settings_dialog.h"
+#include "invariance_panel.h"
 #include "engine_settings.h"
 #include "models/block_table_model.h"
 #include "models/chat_store.h"
@@ -173,9 +174,11 @@ void MainWindow::createDocks() {
   kv_summary_ = new QLabel(map_panel);
   kv_summary_->setWordWrap(true);
   auto* legend = new QLabel(tr("colour = request · deeper = fuller · ◤ shared · "
+                               "<span style='color:#e68700'>◢</span> read once by cascade attention · "
                                "<span style='color:#6482aa'>■</span> cached-free · "
                                "<span style='color:#bbbbbb'>■</span> free · click a block to pick its requests"),
                             map_panel);
+  legend->setObjectName(QStringLiteral("blockMapLegend"));
   legend->setWordWrap(true);
   map_layout->addWidget(kv_summary_);
   map_layout->addWidget(block_map_, 1);
@@ -205,9 +208,17 @@ void MainWindow::createDocks() {
   memory_panel_ = new MemoryPanel(this);
   connect(memory_panel_, &MemoryPanel::applyRequested, this, &MainWindow::loadEngine);
   shared_prefixes_ = new SharedPrefixPanel(this);
+  invariance_panel_ = new InvariancePanel(this);
+  invariance_panel_->setPromptSource([this] {  // the last thing the user asked, as typed
+    const ChatTurns& turns = chat_->turns();
+    for (auto t = turns.rbegin(); t != turns.rend(); ++t) {
+      if (t->role == "user") return t->content;
+    }
+    return QString();
+  });
   conversations_ = new ConversationListWidget(this);
 
-  // Tall panels (four plot strips, the trace, memory with its what-if) scroll
+  // Tall panels (the plot strips, the trace, memory with its what-if) scroll
   // in a short dock rather than making the window taller than a laptop screen.
   auto scrollable = [this](QWidget* w) {
     auto* area = new QScrollArea(this);
@@ -232,6 +243,7 @@ void MainWindow::createDocks() {
   tabifyDockWidget(table_dock, prefixes_dock);
   tabifyDockWidget(plots_dock, memory_dock);
   tabifyDockWidget(plots_dock, trace_dock);
+  tabifyDockWidget(plots_dock, addDock(tr("Invariance"), QStringLiteral("invariance_dock"), scrollable(invariance_panel_)));
   table_dock->raise();
   plots_dock->raise();
   auto* list_dock = new QDockWidget(tr("Conversations"), this);
@@ -266,6 +278,7 @@ void MainWindow::acceptConfig(const kvscope::ModelInfo& info) {
   showModelLabel(info);
   memory_panel_->setModel(info, config_);
   shared_prefixes_->setModelInfo(info);
+  invariance_panel_->setBaseConfig(config_);
 }
 
 bool MainWindow::showPanel(const QString& name) {
@@ -274,7 +287,8 @@ bool MainWindow::showPanel(const QString& name) {
                                               {QStringLiteral("prefixes"), QStringLiteral("shared_prefixes_dock")},
                                               {QStringLiteral("plots"), QStringLiteral("plots_dock")},
                                               {QStringLiteral("memory"), QStringLiteral("memory_dock")},
-                                              {QStringLiteral("trace"), QStringLiteral("trace_dock")}};
+                                              {QStringLiteral("trace"), QStringLiteral("trace_dock")},
+                                              {QStringLiteral("invariance"), QStringLiteral("invariance_dock")}};
   const QString object_name = kDocks.value(name.toLower());
   if (object_name.isEmpty()) return false;  // findChild("") would match any dock
   auto* dock = findChild<QDockWidget*>(object_name);

@@ -29,6 +29,7 @@ class BlockTableModel;
 class ChatStore;
 class ChatWidget;
 class ConversationListWidget;
+class InvariancePanel;
 class MemoryPanel;
 class PlotsWidget;
 class SharedPrefixPanel;
@@ -57,6 +58,7 @@ class MainWindow : public QMainWindow {
   MemoryPanel* memoryPanel() const { return memory_panel_; }
   SharedPrefixPanel* sharedPrefixPanel() const { return shared_prefixes_; }
   BlockMapWidget* blockMap() const { return block_map_; }
+  InvariancePanel* invariancePanel() const { return invariance_panel_; }
   // The settings of the engine loaded (or last asked for, when none is).
   const kvscope::EngineConfig& engineConfig() const { return config_; }
   // The loaded model; name empty when none is.
@@ -66,7 +68,7 @@ class MainWindow : public QMainWindow {
   void loadEngine(const kvscope::EngineConfig& config);
   void startWorkload(const WorkloadSpec& spec);
   // Raises the inspector dock called `name` (sequences, prefixes, plots,
-  // memory, trace, blocks); false if there is none.
+  // memory, trace, invariance, blocks); false if there is none.
   bool showPanel(const QString& name);
   // Off: engine settings and chat defaults changed in this session are not
   // saved (the app was started with --settings FILE, a state for this run).
@@ -137,6 +139,7 @@ class MainWindow : public QMainWindow {
   TracePanel* trace_panel_ = nullptr;
   MemoryPanel* memory_panel_ = nullptr;
   SharedPrefixPanel* shared_prefixes_ = nullptr;
+  InvariancePanel* invariance_panel_ = nullptr;
   QLabel* model_label_ = nullptr;
   QLabel* step_label_ = nullptr;
 

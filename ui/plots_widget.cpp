@@ -20,7 +20,8 @@ PlotsWidget::PlotsWidget(QWidget* parent) : QWidget(parent) {
   kv_ = makePlot(tr("KV blocks"));
   tokens_ = makePlot(tr("Tokens / step"));
   throughput_ = makePlot(tr("Throughput"));
-  for (QCustomPlot* plot : {queues_, kv_, tokens_, throughput_}) layout->addWidget(plot);
+  attention_ = makePlot(tr("Attention / step"));
+  for (QCustomPlot* plot : plots()) layout->addWidget(plot);
 
   queue_graphs_ = {addGraph(queues_, tr("running"), QColor(40, 120, 200), false),
                    addGraph(queues_, tr("waiting"), QColor(230, 140, 30), false),
@@ -44,12 +45,28 @@ PlotsWidget::PlotsWidget(QWidget* parent) : QWidget(parent) {
   waste_graph_ = addGraph(kv_, tr("waste %"), QColor(200, 60, 60), false, kv_->yAxis2);
   tokens_per_s_graph_ = addGraph(throughput_, tr("tokens/s"), QColor(40, 120, 200), true);
   ms_per_step_graph_ = addGraph(throughput_, tr("ms/step"), QColor(230, 140, 30), false, throughput_->yAxis2);
+  // Dots, not lines: the two kinds of step interleave when cascade runs on
+  // some steps only (auto), and a line would bridge the other kind's steps.
+  flat_attention_graph_ = addGraph(attention_, tr("flat ms"), QColor(40, 120, 200), false);
+  cascade_attention_graph_ = addGraph(attention_, tr("cascade ms"), CellPalette{}.cascade_fill, false);
+  for (QCPGraph* graph : {flat_attention_graph_, cascade_attention_graph_}) {
+    graph->setLineStyle(QCPGraph::lsNone);
+    graph->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, 4));
+    graph->setAdaptiveSampling(false);  // keeps every dot of a short window
+  }
+  // Logarithmic: a prefill step's attention (quadratic in its chunk) can take
+  // 20x a decode step's, which on a linear axis would flatten the decode
+  // steps, and with them the cascade-on / cascade-off difference, to a line.
+  attention_->yAxis->setScaleType(QCPAxis::stLogarithmic);
+  attention_->yAxis->setTicker(QSharedPointer<QCPAxisTickerLog>::create());
+  attention_->yAxis->ticker()->setTickCount(3);
+  attention_->yAxis->setRange(0.1, 10);
   applyPalette();
 }
 
 void PlotsWidget::applyPalette() {
   const QPalette pal = palette();
-  for (QCustomPlot* plot : {queues_, kv_, tokens_, throughput_}) applyPaletteToPlot(plot, pal);
+  for (QCustomPlot* plot : plots()) applyPaletteToPlot(plot, pal);
   // Free and cached-free blocks look as they do in the block map; a fixed
   // light grey "free" area would glare on a dark theme.
   const CellPalette cells = CellPalette::fromPalette(pal);
@@ -61,10 +78,14 @@ void PlotsWidget::applyPalette() {
   };
   recolour(kv_graphs_[0], cells.free);
   recolour(kv_graphs_[1], cells.cached_free);
+  // Cascade steps in the block map's cascade amber for this palette.
+  QPen cascade_pen = cascade_attention_graph_->pen();
+  cascade_pen.setColor(cells.cascade_fill);
+  cascade_attention_graph_->setPen(cascade_pen);
   // The buffers are redrawn now, only the repaint is queued: a palette
   // change can arrive while the window is being painted or grabbed, after
   // which a queued replot would come too late.
-  for (QCustomPlot* plot : {queues_, kv_, tokens_, throughput_}) plot->replot(QCustomPlot::rpQueuedRefresh);
+  for (QCustomPlot* plot : plots()) plot->replot(QCustomPlot::rpQueuedRefresh);
 }
 
 void PlotsWidget::changeEvent(QEvent* event) {
@@ -76,14 +97,14 @@ bool PlotsWidget::event(QEvent* event) {
   // Sent down to every widget when the window changes screen (and so maybe
   // its device pixel ratio).
   if (event->type() == QEvent::ScreenChangeInternal) {
-    for (QCustomPlot* plot : {queues_, kv_, tokens_, throughput_}) syncPlotPixelRatio(plot);
+    for (QCustomPlot* plot : plots()) syncPlotPixelRatio(plot);
   }
   return QWidget::event(event);
 }
 
 void PlotsWidget::showEvent(QShowEvent* event) {
   QWidget::showEvent(event);
-  for (QCustomPlot* plot : {queues_, kv_, tokens_, throughput_}) syncPlotPixelRatio(plot);
+  for (QCustomPlot* plot : plots()) syncPlotPixelRatio(plot);
 }
 
 QCustomPlot* PlotsWidget::makePlot(const QString& title) {
@@ -127,7 +148,7 @@ QCPGraph* PlotsWidget::addGraph(QCustomPlot* plot, const QString& name, const QC
 }
 
 void PlotsWidget::clear() {
-  for (QCustomPlot* plot : {queues_, kv_, tokens_, throughput_}) {
+  for (QCustomPlot* plot : plots()) {
     for (int i = 0; i < plot->graphCount(); ++i) plot->graph(i)->data()->clear();
     plot->replot(QCustomPlot::rpQueuedReplot);
   }
@@ -137,10 +158,14 @@ void PlotsWidget::clear() {
 
 int PlotsWidget::numPoints() const {
   int n = 0;
-  for (QCustomPlot* plot : {queues_, kv_, tokens_, throughput_}) {
+  for (QCustomPlot* plot : plots()) {
     for (int i = 0; i < plot->graphCount(); ++i) n += plot->graph(i)->data()->size();
   }
   return n;
+}
+
+int PlotsWidget::numAttentionPoints(bool cascade) const {
+  return (cascade ? cascade_attention_graph_ : flat_attention_graph_)->data()->size();
 }
 
 namespace {
@@ -150,6 +175,13 @@ double windowMax(QCPGraph* graph, double floor) {
   bool found = false;
   const QCPRange range = graph->getValueRange(found);
   return found ? std::max(range.upper, floor) : floor;
+}
+
+// The smallest value a graph holds (after the window's trim), or `none`.
+double windowMin(QCPGraph* graph, double none) {
+  bool found = false;
+  const QCPRange range = graph->getValueRange(found);
+  return found ? range.lower : none;
 }
 
 }  // namespace
@@ -204,6 +236,10 @@ void PlotsWidget::addSnapshot(const SnapshotPtr& snapshot) {
       tokens_per_s_graph_->addData(x, (prefill + decode) / st.step_time_s);
       ms_per_step_graph_->addData(x, st.step_time_s * 1000.0);
     }
+    if (st.attention_time_s > 0) {
+      (st.num_cascade_groups > 0 ? cascade_attention_graph_ : flat_attention_graph_)
+          ->addData(x, st.attention_time_s * 1000.0);
+    }
   }
 
   slide(queues_, step, max_seqs_seen_);
@@ -212,6 +248,13 @@ void PlotsWidget::addSnapshot(const SnapshotPtr& snapshot) {
   // Rates swing (a prefill step moves far more tokens than a decode step), so
   // this strip scales to what its window holds now, not the largest ever.
   slide(throughput_, step, windowMax(tokens_per_s_graph_, 1), windowMax(ms_per_step_graph_, 1));
+  // The attention strip spans what its window holds (after the slide's
+  // trim), log-scaled, with a decade of head room above for the legend.
+  slide(attention_, step, 1);
+  const double attention_max = std::max(windowMax(flat_attention_graph_, 0.1), windowMax(cascade_attention_graph_, 0.1));
+  const double attention_min =
+      std::min(windowMin(flat_attention_graph_, attention_max), windowMin(cascade_attention_graph_, attention_max));
+  attention_->yAxis->setRange(std::max(attention_min / 2.0, 1e-3), attention_max * 10.0);
 }
 
 }  // namespace kvscope::ui

@@ -5,7 +5,11 @@
 //                KV waste (reserved but unwritten slots, %);
 //   tokens     - prefill and decode tokens in the step;
 //   throughput - tokens per second of the step (its batch tokens / its time)
-//                and, on the right axis, milliseconds per step.
+//                and, on the right axis, milliseconds per step;
+//   attention  - milliseconds of attention kernels per step, as dots in two
+//                colours: steps where cascade attention ran (amber, the block
+//                map's cascade mark) and steps that attended flat, so turning
+//                cascade on or off mid-run shows its effect at once.
 // Redraws are coalesced with QCustomPlot::rpQueuedReplot; points older than
 // the window are dropped, so memory stays bounded however long it runs.
 // Backgrounds, axes, grids and legends follow the widget's palette (restyled
@@ -37,6 +41,8 @@ class PlotsWidget : public QWidget {
 
   // For tests: points held by every graph together (bounded by the window).
   int numPoints() const;
+  // For tests: points of the attention strip's cascade or flat steps.
+  int numAttentionPoints(bool cascade) const;
 
  protected:
   void changeEvent(QEvent* event) override;
@@ -44,6 +50,8 @@ class PlotsWidget : public QWidget {
   void showEvent(QShowEvent* event) override;
 
  private:
+  static constexpr int kNumPlots = 5;
+  std::array<QCustomPlot*, kNumPlots> plots() const { return {queues_, kv_, tokens_, throughput_, attention_}; }
   // Colours every strip from palette() and replots.
   void applyPalette();
   QCustomPlot* makePlot(const QString& title);
@@ -63,6 +71,9 @@ class PlotsWidget : public QWidget {
   std::array<QCPGraph*, 2> token_graphs_{};
   QCPGraph* tokens_per_s_graph_ = nullptr;
   QCPGraph* ms_per_step_graph_ = nullptr;  // right axis
+  QCustomPlot* attention_ = nullptr;
+  QCPGraph* flat_attention_graph_ = nullptr;     // ms, steps without a cascade pass
+  QCPGraph* cascade_attention_graph_ = nullptr;  // ms, steps with one
   double last_step_ = -1;
   double max_seqs_seen_ = 1;
   double max_tokens_seen_ = 1;

@@ -15,6 +15,9 @@ SharedPrefixPanel::SharedPrefixPanel(QWidget* parent) : QWidget(parent) {
   layout->setContentsMargins(0, 0, 0, 0);
   total_ = new QLabel(this);
   total_->setObjectName(QStringLiteral("sharedPrefixTotal"));
+  attention_ = new QLabel(this);
+  attention_->setObjectName(QStringLiteral("attentionSummary"));
+  attention_->setWordWrap(true);
   model_ = new SharedPrefixModel(this);
   view_ = new QTableView(this);
   view_->setAccessibleName(tr("Shared prefixes"));
@@ -23,23 +26,54 @@ SharedPrefixPanel::SharedPrefixPanel(QWidget* parent) : QWidget(parent) {
   view_->setAlternatingRowColors(true);
   view_->verticalHeader()->setVisible(false);
   view_->horizontalHeader()->setStretchLastSection(false);
+  // Numbers as wide as they need, the two lists share the rest.
+  view_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
   view_->horizontalHeader()->setSectionResizeMode(SharedPrefixModel::Requests, QHeaderView::Stretch);
   view_->horizontalHeader()->setSectionResizeMode(SharedPrefixModel::Blocks, QHeaderView::Stretch);
   layout->addWidget(total_);
+  layout->addWidget(attention_);
   layout->addWidget(view_, 1);
   connect(model_, &SharedPrefixModel::totalsChanged, this, &SharedPrefixPanel::showTotals);
   showTotals(0, 0);
+  showAttention();
 }
 
-void SharedPrefixPanel::setSnapshot(const SnapshotPtr& snapshot) { model_->setSnapshot(snapshot); }
+void SharedPrefixPanel::setSnapshot(const SnapshotPtr& snapshot) {
+  model_->setSnapshot(snapshot);
+  showAttention();
+}
 
 void SharedPrefixPanel::setModelInfo(const ModelInfo& info) {
   model_->setKvBytesPerToken(static_cast<qint64>(info.kv_bytes_per_token));
 }
 
-void SharedPrefixPanel::clear() { model_->setSnapshot(nullptr); }
+void SharedPrefixPanel::clear() {
+  model_->setSnapshot(nullptr);
+  showAttention();
+}
 
 QString SharedPrefixPanel::totalText() const { return total_->text(); }
+QString SharedPrefixPanel::attentionText() const { return attention_->text(); }
+
+void SharedPrefixPanel::showAttention() {
+  const StepStats& st = model_->lastStep();
+  // A step that ran no attention (none yet, or an engine that does not time
+  // it) reports 0 s: say so rather than "0.00 ms".
+  const QString time = st.attention_time_s > 0
+                           ? tr("attention %1 ms").arg(st.attention_time_s * 1000.0, 0, 'f', 2)
+                           : tr("attention time not measured");
+  if (st.num_cascade_groups == 0) {
+    attention_->setText(tr("Last step: %1 · no cascade pass (each sequence read its whole prefix).").arg(time));
+    return;
+  }
+  attention_->setText(tr("Last step: %1 · cascade: %2 pass(es) for %3 sequences, %4 shared tokens, "
+                         "%5 of K/V not read.")
+                          .arg(time)
+                          .arg(st.num_cascade_groups)
+                          .arg(st.num_cascade_seqs)
+                          .arg(st.num_cascade_tokens)
+                          .arg(SharedPrefixModel::formatBytes(st.cascade_kv_bytes_saved)));
+}
 
 void SharedPrefixPanel::showTotals(qint64 tokens_saved, qint64 bytes_saved) {
   if (model_->rowCount() == 0) {

@@ -1,10 +1,14 @@
 // WorkloadDialog (see workload_dialog.h).
 #include "workload_dialog.h"
 
+#include <QComboBox>
 #include <QDialogButtonBox>
 #include <QDoubleSpinBox>
 #include <QFormLayout>
+#include <QSignalBlocker>
 #include <QSpinBox>
+
+#include "models/workload_prompts.h"
 
 namespace kvscope::ui {
 
@@ -36,16 +40,58 @@ WorkloadDialog::WorkloadDialog(const WorkloadSpec& spec, QWidget* parent) : QDia
   shared_prefix_len_->setAccessibleName(tr("Shared prefix length"));
   arrival_rate_->setAccessibleName(tr("Arrival rate"));
 
+  preset_ = new QComboBox(this);
+  preset_->setObjectName(QStringLiteral("workloadPreset"));
+  preset_->setAccessibleName(tr("Preset"));
+  preset_->addItem(tr("Custom"));
+  for (const WorkloadPreset& preset : workloadPresets()) preset_->addItem(preset.label, preset.key);
+  connect(preset_, &QComboBox::activated, this, [this](int item) {
+    if (item > 0) applyPreset(item - 1);
+  });
+  for (QSpinBox* box : {prompt_len_, output_len_, shared_prefix_len_}) {
+    connect(box, &QSpinBox::valueChanged, this, &WorkloadDialog::showMatchingPreset);
+  }
+  connect(arrival_rate_, &QDoubleSpinBox::valueChanged, this, &WorkloadDialog::showMatchingPreset);
+  showMatchingPreset();
+
   auto* buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel, this);
   connect(buttons, &QDialogButtonBox::accepted, this, &QDialog::accept);
   connect(buttons, &QDialogButtonBox::rejected, this, &QDialog::reject);
   auto* form = new QFormLayout(this);
+  form->addRow(tr("Preset:"), preset_);
   form->addRow(tr("Requests:"), num_requests_);
   form->addRow(tr("Prompt length:"), prompt_len_);
   form->addRow(tr("Shared prefix:"), shared_prefix_len_);
   form->addRow(tr("Output length:"), output_len_);
   form->addRow(tr("Arrival rate:"), arrival_rate_);
   form->addRow(buttons);
+}
+
+void WorkloadDialog::applyPreset(int index) {
+  const std::vector<WorkloadPreset> presets = workloadPresets();
+  if (index < 0 || static_cast<size_t>(index) >= presets.size()) return;
+  const WorkloadSpec& p = presets[static_cast<size_t>(index)].spec;
+  num_requests_->setValue(p.num_requests);
+  prompt_len_->setValue(p.prompt_len);  // first: it bounds the shared prefix
+  shared_prefix_len_->setValue(p.shared_prefix_len);
+  output_len_->setValue(p.output_len);
+  arrival_rate_->setValue(p.arrival_rate_per_s);
+  showMatchingPreset();
+}
+
+void WorkloadDialog::showMatchingPreset() {
+  const WorkloadSpec now = spec();
+  const std::vector<WorkloadPreset> presets = workloadPresets();
+  int item = 0;
+  for (size_t i = 0; i < presets.size(); ++i) {
+    const WorkloadSpec& p = presets[i].spec;
+    if (p.prompt_len == now.prompt_len && p.shared_prefix_len == now.shared_prefix_len &&
+        p.output_len == now.output_len && p.arrival_rate_per_s == now.arrival_rate_per_s) {
+      item = static_cast<int>(i) + 1;
+    }
+  }
+  const QSignalBlocker quiet(preset_);
+  preset_->setCurrentIndex(item);
 }
 
 WorkloadSpec WorkloadDialog::spec() const {

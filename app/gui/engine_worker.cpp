@@ -8,22 +8,9 @@
 #include <QTimer>
 
 #include "kvscope/engine.h"
+#include "models/workload_prompts.h"
 
 namespace kvscope::gui {
-namespace {
-
-// Token ids for synthetic prompts: above the control and byte tokens at the
-// start of a vocabulary, below its rarest merges (as kvscope-cli's workloads).
-std::vector<int32_t> seeded_ids(std::mt19937_64& rng, int n, int32_t vocab_size) {
-  int32_t lo = vocab_size >= 1024 ? vocab_size / 64 + 256 : std::min(4, vocab_size - 1);
-  int32_t hi = vocab_size >= 1024 ? vocab_size - vocab_size / 8 : vocab_size;
-  std::uniform_int_distribution<int32_t> dist(lo, std::max(lo, hi - 1));
-  std::vector<int32_t> ids(static_cast<size_t>(std::max(n, 0)));
-  for (int32_t& id : ids) id = dist(rng);
-  return ids;
-}
-
-}  // namespace
 
 EngineWorker::EngineWorker(QObject* parent) : QObject(parent) {
   ui::registerEngineMetaTypes();
@@ -161,11 +148,11 @@ void EngineWorker::startWorkload(const kvscope::ui::WorkloadSpec& spec) {
     emit error(tr("No model is loaded."));
     return;
   }
-  const int32_t vocab = engine_->model_info().vocab_size;
-  std::mt19937_64 rng(0x6b7673636f7065ull + engine_->last_step_stats().step);
-  const int prefix_len = std::clamp(spec.shared_prefix_len, 0, spec.prompt_len);
-  const std::vector<int32_t> prefix = seeded_ids(rng, prefix_len, vocab);
+  const uint64_t seed = 0x6b7673636f7065ull + engine_->last_step_stats().step;
+  std::vector<std::vector<int32_t>> prompts = ui::workloadPrompts(spec, engine_->model_info().vocab_size, seed);
+  std::mt19937_64 rng(seed + 1);
   pending_workload_.clear();
+  workload_leader_ready_ = false;
   num_workload_requests_ = spec.num_requests;
   // Arrival times: the first request at once, the others after exponential
   // gaps (a Poisson process at the given rate), or all right after it.
@@ -176,9 +163,7 @@ void EngineWorker::startWorkload(const kvscope::ui::WorkloadSpec& spec) {
     if (i > 0 && spec.arrival_rate_per_s > 0.0) due_s += gap(rng);
     due_ms.push_back(static_cast<qint64>(due_s * 1000.0));
     GenerationRequest request;
-    request.prompt_tokens = prefix;
-    const std::vector<int32_t> suffix = seeded_ids(rng, std::max(1, spec.prompt_len - prefix_len), vocab);
-    request.prompt_tokens.insert(request.prompt_tokens.end(), suffix.begin(), suffix.end());
+    request.prompt_tokens = std::move(prompts[static_cast<size_t>(i)]);
     request.sampling.temperature = 0.0f;
     request.sampling.ignore_eos = true;
     request.sampling.max_tokens = std::max(1, spec.output_len);
@@ -197,6 +182,7 @@ void EngineWorker::startWorkload(const kvscope::ui::WorkloadSpec& spec) {
       return;
     }
     workload_ids_.insert(*id);
+    workload_leader_ = *id;
     emit requestStarted(*id, false);
   }
   scheduleStep();
@@ -211,6 +197,11 @@ void EngineWorker::stopWorkload() {
 }
 
 void EngineWorker::submitPendingWorkload() {
+  // The others wait for the leader's first token: its whole prompt is then
+  // computed and its full blocks hashed, however many steps a long shared
+  // prefix takes to prefill in chunks. (An engine with nothing to do cannot
+  // be waiting for the leader: it ended or was cancelled.)
+  if (!workload_leader_ready_ && engine_->has_work()) return;
   while (!pending_workload_.empty() && pending_workload_.back().due_ms <= workload_clock_.elapsed()) {
     GenerationRequest request = std::move(pending_workload_.back().request);
     pending_workload_.pop_back();
@@ -230,6 +221,7 @@ void EngineWorker::submitPendingWorkload() {
 }
 
 void EngineWorker::onTokenEvent(const kvscope::TokenEvent& ev) {
+  if (ev.id == workload_leader_) workload_leader_ready_ = true;
   auto chat = chat_requests_.find(ev.id);
   if (chat != chat_requests_.end() && !ev.text.empty()) pending_text_[{ev.id, ev.index}] += ev.text;
   if (ev.finish == FinishReason::None) return;

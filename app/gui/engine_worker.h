@@ -106,16 +106,18 @@ class EngineWorker : public QObject {
   std::mutex engine_mutex_;
   bool tracing_ = false;
   bool step_posted_ = false;
-  // Workload requests not submitted yet. Even at once, they are held back one
-  // step: the first request's prompt is computed (its full blocks hashed)
-  // before the others arrive, so they find the shared prefix in the prefix
-  // cache instead of all computing it at once.
+  // Workload requests not submitted yet. Even at once, they are held back
+  // until the first request (the leader) has its first token: its prompt is
+  // computed (its full blocks hashed) before the others arrive, so they find
+  // the shared prefix in the prefix cache instead of all computing it at once.
   struct PendingWorkloadRequest {
     qint64 due_ms = 0;  // since the workload started
     GenerationRequest request;
   };
   std::vector<PendingWorkloadRequest> pending_workload_;  // last to arrive first
   std::set<RequestId> workload_ids_;                     // submitted, not finished
+  RequestId workload_leader_ = 0;        // the workload's first request
+  bool workload_leader_ready_ = false;   // it has a token (or ended): the others may come
   QElapsedTimer workload_clock_;
   int num_workload_requests_ = 0;
   using CompletionKey = std::pair<RequestId, int>;  // request, completion index

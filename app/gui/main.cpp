@@ -1,6 +1,6 @@
 // kvscope: the desktop app. Chat with a local model while the inspector shows
 // the paged-attention engine's KV blocks, sequences and batches live.
-//   kvscope [--model FILE] [--prompt TEXT] [--workload N] [--settings FILE]
+//   kvscope [--model FILE] [--prompt TEXT] [--workload N] [--workload-preset NAME] [--settings FILE]
 //           [--trace FILE | --record] [--show PANEL] [--screenshot FILE [--screenshot-after-ms N]] [--measure-frames SECONDS]
 // The engine runs in a worker thread (engine_host.h); the window only sends
 // commands and receives value snapshots.
@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <optional>
 
 #include <QApplication>
 #include <QCommandLineParser>
@@ -22,6 +23,7 @@
 #include "first_run.h"
 #include "main_window.h"
 #include "models/frame_time_probe.h"
+#include "models/workload_prompts.h"
 #include "trace_panel.h"
 #include "window_wiring.h"
 
@@ -52,6 +54,11 @@ int main(int argc, char** argv) {
   QCommandLineOption workload_opt(QStringLiteral("workload"),
                                   QStringLiteral("Start N synthetic requests with a shared prefix on start."),
                                   QStringLiteral("N"));
+  QCommandLineOption workload_preset_opt(
+      QStringLiteral("workload-preset"),
+      QStringLiteral("Start a preset workload on start: system-prompt (N requests sharing a 2,000-token system "
+                     "prompt, to watch cascade attention), N from --workload (default 32)."),
+      QStringLiteral("NAME"));
   QCommandLineOption shot_opt(QStringLiteral("screenshot"),
                               QStringLiteral("Save a PNG of the window to FILE, then quit."), QStringLiteral("FILE"));
   QCommandLineOption shot_ms_opt(QStringLiteral("screenshot-after-ms"),
@@ -69,14 +76,15 @@ int main(int argc, char** argv) {
       QStringLiteral("FILE"));
   QCommandLineOption show_opt(
       QStringLiteral("show"),
-      QStringLiteral("Bring inspector panels to the front (repeatable): sequences, prefixes, plots, memory, trace."),
+      QStringLiteral("Bring inspector panels to the front (repeatable): sequences, prefixes, plots, memory, trace, "
+                     "invariance."),
       QStringLiteral("PANEL"));
   QCommandLineOption record_opt(QStringLiteral("record"),
                                 QStringLiteral("Record engine events in the Trace panel from the start."));
   QCommandLineOption trace_opt(QStringLiteral("trace"),
                                QStringLiteral("Open a saved Chrome trace (kvscope's) in the Trace panel for replay."),
                                QStringLiteral("FILE"));
-  parser.addOptions({model_opt, prompt_opt, workload_opt, shot_opt, shot_ms_opt, frames_opt, settings_opt, show_opt, record_opt, trace_opt});
+  parser.addOptions({model_opt, prompt_opt, workload_opt, workload_preset_opt, shot_opt, shot_ms_opt, frames_opt, settings_opt, show_opt, record_opt, trace_opt});
   parser.process(app);
 
   kvscope::ui::registerEngineMetaTypes();
@@ -97,14 +105,25 @@ int main(int argc, char** argv) {
   // Start-up actions run once, after the first successful load.
   const QString prompt = parser.value(prompt_opt);
   const int workload = parser.value(workload_opt).toInt();
+  std::optional<kvscope::ui::WorkloadSpec> workload_spec;
+  if (parser.isSet(workload_preset_opt)) {
+    kvscope::ui::WorkloadSpec spec;
+    if (!kvscope::ui::findWorkloadPreset(parser.value(workload_preset_opt), workload, &spec)) {
+      QStringList known;
+      for (const kvscope::ui::WorkloadPreset& preset : kvscope::ui::workloadPresets()) known << preset.key;
+      std::fprintf(stderr, "kvscope: --workload-preset: no preset called %s (known: %s)\n",
+                   qPrintable(parser.value(workload_preset_opt)), qPrintable(known.join(QStringLiteral(", "))));
+      return 2;
+    }
+    workload_spec = spec;
+  } else if (workload > 0) {
+    workload_spec = kvscope::ui::WorkloadSpec{};
+    workload_spec->num_requests = workload;
+  }
   auto once = std::make_shared<QMetaObject::Connection>();
   *once = QObject::connect(worker, &W::modelLoaded, &window, [&, once] {
     QObject::disconnect(*once);
-    if (workload > 0) {
-      kvscope::ui::WorkloadSpec spec;
-      spec.num_requests = workload;
-      window.startWorkload(spec);
-    }
+    if (workload_spec) window.startWorkload(*workload_spec);
     if (!prompt.isEmpty()) chat->sendPrompt(prompt);
   });
 

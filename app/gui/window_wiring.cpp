@@ -6,6 +6,8 @@
 #include "block_map_widget.h"
 #include "chat_widget.h"
 #include "engine_host.h"
+#include "invariance_panel.h"
+#include "invariance_runner.h"
 #include "main_window.h"
 #include "models/block_table_model.h"
 #include "trace_panel.h"
@@ -40,6 +42,16 @@ void connectWindowToEngine(kvscope::ui::MainWindow& window, EngineHost& host) {
   QObject::connect(worker, &W::tokens, chat, &ChatWidget::onTokens);
   QObject::connect(worker, &W::finished, chat, &ChatWidget::onFinished);
   QObject::connect(worker, &W::traceEvents, window.tracePanel(), &kvscope::ui::TracePanel::appendEvents);
+  QObject::connect(worker, &W::tokenBytesLoaded, window.invariancePanel(), &kvscope::ui::InvariancePanel::setTokenBytes);
+  connectInvariancePanel(*window.invariancePanel(), *new InvarianceRunner(&host));
+}
+
+void connectInvariancePanel(kvscope::ui::InvariancePanel& panel, InvarianceRunner& runner) {
+  using kvscope::ui::InvariancePanel;
+  QObject::connect(&panel, &InvariancePanel::runRequested, &runner, &InvarianceRunner::run);
+  QObject::connect(&panel, &InvariancePanel::cancelRequested, &runner, &InvarianceRunner::cancel);
+  QObject::connect(&runner, &InvarianceRunner::progress, &panel, &InvariancePanel::onProgress);
+  QObject::connect(&runner, &InvarianceRunner::finished, &panel, &InvariancePanel::onFinished);
 }
 
 }  // namespace kvscope::gui

@@ -5,16 +5,24 @@
 #pragma once
 
 namespace kvscope::ui {
+class InvariancePanel;
 class MainWindow;
 }
 
 namespace kvscope::gui {
 
 class EngineHost;
+class InvarianceRunner;
 
 // Commands: window -> host (queued into the worker thread). Results: worker ->
 // window (queued back into the GUI thread). `host` and `window` must outlive
 // the connections (they are destroyed with either).
+// Also gives the window's Invariance panel a runner of its own (a child of
+// `host`, so its checks are cancelled and joined when the host goes).
 void connectWindowToEngine(kvscope::ui::MainWindow& window, EngineHost& host);
+
+// The panel's run / cancel reach the runner; its progress and results reach
+// the panel (both live in the GUI thread; the checks run in the runner's).
+void connectInvariancePanel(kvscope::ui::InvariancePanel& panel, InvarianceRunner& runner);
 
 }  // namespace kvscope::gui

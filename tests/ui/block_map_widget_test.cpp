@@ -1,7 +1,8 @@
 // BlockMapWidget rendered into QImages: a focused sequence's blocks keep
 // their colour and carry their logical numbers, the rest are washed out; the
-// hover tooltip names the block (and its logical position); and the time to
-// paint a 4096-block pool.
+// hover tooltip names the block (and its logical position); blocks the last
+// step's cascade pass read carry the cascade mark and say so on hover; and
+// the time to paint a 4096-block pool.
 //   ctest --test-dir build -R block_map_widget_test --output-on-failure
 #include <algorithm>
 
@@ -11,6 +12,7 @@
 #include <QToolTip>
 #include <QtTest>
 
+#include "block_cell_style.h"
 #include "block_map_widget.h"
 #include "test_snapshots.h"
 
@@ -169,6 +171,51 @@ class BlockMapWidgetTest : public QObject {
     QTRY_VERIFY(QToolTip::isVisible());
     QVERIFY2(QToolTip::text().contains(QStringLiteral("user\u21B5")), qPrintable(QToolTip::text()));
     QToolTip::hideText();
+  }
+
+  void cascadeMarkOnExactlyTheBlocksTheSharedPassRead() {
+    // Sequences 100..102 share blocks 0 and 1 (32 tokens), read once by a
+    // cascade pass; each owns two more blocks.
+    auto s = std::make_shared<EngineSnapshot>(*test::makeCascadeSnapshot(3, 4, 2));
+    BlockMapWidget w;
+    w.resize(400, 300);
+    w.setSnapshot(s);
+    const int n = static_cast<int>(s->blocks.size());
+    for (int b = 0; b < n; ++b) QCOMPARE(w.cascadeMarked(b), b < 2);
+    QCOMPARE(w.cascadeGroupOf(1), 0);
+    QCOMPARE(w.cascadeGroupOf(-1), -1);
+    QCOMPARE(w.cascadeGroupOf(n), -1);
+
+    // Painted: the amber triangle in the bottom-right corner of those cells
+    // and no other; the shared mark (top-left) stays on the shared ones.
+    const ui::CellPalette colours = ui::CellPalette::fromPalette(w.palette());
+    const QImage image = render(w);
+    const auto cornerColour = [&](int block) { return image.pixelColor(w.cellRect(block).bottomRight() - QPoint(2, 2)); };
+    for (int b = 0; b < n; ++b) {
+      QVERIFY2((cornerColour(b) == colours.cascade_fill) == (b < 2), qPrintable(QString::number(b)));
+    }
+    QCOMPARE(image.pixelColor(w.cellRect(0).topLeft() + QPoint(2, 2)), colours.mark_fill);
+
+    // Hover text says who the pass served.
+    QVERIFY2(w.tooltipFor(0).contains(QStringLiteral("read once by the cascade pass for 3 sequences (32 shared tokens)")),
+             qPrintable(w.tooltipFor(0)));
+    QVERIFY(!w.tooltipFor(2).contains(QStringLiteral("cascade")));
+
+    // A block that is no longer in use (its requests ended with the step)
+    // loses the mark.
+    s->blocks[1].state = BlockState::CachedFree;
+    w.setSnapshot(std::make_shared<EngineSnapshot>(*s));
+    QVERIFY(w.cascadeMarked(0) && !w.cascadeMarked(1));
+    s->blocks[1].state = BlockState::Used;
+    // Block ids outside the pool are ignored; the next step without a
+    // cascade pass takes every mark away.
+    s->cascade_groups[0].blocks.push_back(9999);
+    s->cascade_groups[0].blocks.push_back(-3);
+    w.setSnapshot(std::make_shared<EngineSnapshot>(*s));
+    QVERIFY(w.cascadeMarked(0) && w.cascadeMarked(1) && !w.cascadeMarked(2));
+    w.setSnapshot(test::makeSnapshot(3, 4, 2));
+    for (int b = 0; b < n; ++b) QVERIFY(!w.cascadeMarked(b));
+    QVERIFY(render(w).pixelColor(w.cellRect(0).bottomRight() - QPoint(2, 2)) != colours.cascade_fill);
   }
 
   void paints4096BlocksQuickly() {

@@ -1,12 +1,15 @@
 // EngineWorker end to end on the default model (SmolLM2-135M Q4_1): load,
 // chat, streamed tokens, finish, snapshots; a workload; a bad model file;
 // shutdown while generating. Skips with the reason when the model is absent.
+// A workload whose shared prefix takes several steps to prefill runs on the
+// random tiny model (no files needed).
 //   ctest --test-dir build-gui -R engine_worker_test
 #include <atomic>
 #include <map>
 #include <set>
 
 #include <QElapsedTimer>
+#include <QTemporaryDir>
 #ifdef __linux__
 #include <sys/resource.h>
 #include <unistd.h>
@@ -16,6 +19,7 @@
 #include "engine_host.h"
 #include "support/require_data_qt.h"
 #include "support/test_paths.h"
+#include "support/tiny_model.h"
 
 using namespace kvscope;
 using kvscope::gui::EngineHost;
@@ -152,6 +156,35 @@ class EngineWorkerTest : public QObject {
       for (const BlockSnapshot& b : s->blocks) saw_shared |= b.shared();
     }
     QVERIFY2(saw_shared, "no snapshot showed a block shared by the workload's prefix");
+  }
+
+  // A shared prefix longer than one step's batch (prefilled in chunks): the
+  // other requests wait for the first one's first token, so they find the
+  // whole prefix in the prefix cache. Admitted as soon as a step has room
+  // (the first one's last chunk leaves some), they would find only what the
+  // steps before had computed and compute the rest of the prefix again, in
+  // blocks of their own (the system-prompt preset's 2,016 tokens: 1,536 of
+  // 2,000 shared).
+  void workloadWaitsForTheLeadersWholePrefix() {
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    const std::string tiny = dir.filePath(QStringLiteral("tiny.gguf")).toStdString();
+    test::TinyModelSpec spec;
+    QVERIFY(test::write_tiny_gguf(spec, tiny).ok());
+    EngineHost host;
+    QSignalSpy finished(host.worker(), &EngineWorker::finished);
+    EngineConfig config = smallConfig(tiny);
+    config.max_batched_tokens = 128;  // 200 prompt tokens: 128, then 72 with room for 56 more
+    QVERIFY(loadAndWait(host, config));
+    host.startWorkload({4, 200, 4, 192});  // 12 whole blocks of 16 shared
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 4, 30000);
+    int whole_prefix_hits = 0;
+    for (const auto& args : finished) {
+      const auto info = args.at(1).value<ui::FinishInfo>();
+      QCOMPARE(info.reason, FinishReason::Length);
+      whole_prefix_hits += info.stats.num_cached_prompt_tokens >= 192;
+    }
+    QCOMPARE(whole_prefix_hits, 3);  // all but the first, which computed it
   }
 
   void workloadArrivesAtItsRateAndStops() {

@@ -1,7 +1,9 @@
 // MainWindow without an engine: hand-made snapshots reach the block map, the
 // sequence table and the plots; a click on a shared block picks its requests;
 // a load failure leaves the window up; conversations are saved in and opened
-// from a ChatStore, and an unusable store leaves the chat working. Offscreen.
+// from a ChatStore, and an unusable store leaves the chat working; the block
+// map's legend names the cascade mark, and the Invariance panel compares the
+// loaded settings on the conversation's last prompt. Offscreen.
 //   ctest --test-dir build-gui -R main_window_test
 #include <QJsonDocument>
 #include <QAbstractButton>
@@ -22,6 +24,7 @@
 #include "block_map_widget.h"
 #include "chat_widget.h"
 #include "conversation_list_widget.h"
+#include "invariance_panel.h"
 #include "main_window.h"
 #include "models/block_table_model.h"
 #include "models/chat_store.h"
@@ -374,10 +377,38 @@ class MainWindowTest : public QObject {
     QVERIFY(chat->renderedMarkdown().contains(QStringLiteral("kvscope:code/1/0")));
   }
 
+  void cascadeLegendAndInvariancePanel() {
+    ui::MainWindow window(nullptr, QString());
+    auto* legend = window.findChild<QLabel*>(QStringLiteral("blockMapLegend"));
+    QVERIFY(legend);
+    QVERIFY2(legend->text().contains(QStringLiteral("read once by cascade attention")), qPrintable(legend->text()));
+
+    QVERIFY(window.showPanel(QStringLiteral("invariance")));
+    ui::InvariancePanel* panel = window.invariancePanel();
+    QVERIFY(!panel->canRun());  // no model yet
+    EngineConfig config;
+    config.model_path = "/models/tiny.gguf";
+    config.block_size = 32;
+    window.setPersistSettings(false);
+    window.loadEngine(config);
+    ModelInfo info;
+    info.name = "tiny";
+    window.onModelLoaded(info);  // the engine has the settings: they are side A
+    markLoaded(window.chat());
+    chatOnce(window.chat(), QStringLiteral("What is paging?"), 1, QStringLiteral("Blocks."));
+    chatOnce(window.chat(), QStringLiteral("And cascade attention?"), 2, QStringLiteral("One read."));
+    const auto job = panel->buildJob();
+    QVERIFY2(job.ok(), job.ok() ? "" : job.error().c_str());
+    QCOMPARE(job->prompts, (std::vector<std::string>{"And cascade attention?"}));
+    QCOMPARE(job->a.config.model_path, config.model_path);
+    QCOMPARE(job->a.config.block_size, 32);
+    QCOMPARE(job->b.config.block_size, 32);  // B starts from A
+  }
+
   void fitsALaptopScreen() {
     // 1366 x 768 minus a panel bar: every dock shown must still fit.
     ui::MainWindow window;
-    for (const char* panel : {"memory", "trace", "prefixes", "plots", "sequences"}) {
+    for (const char* panel : {"memory", "trace", "invariance", "prefixes", "plots", "sequences"}) {
       QVERIFY(window.showPanel(QString::fromLatin1(panel)));
       const QSize min = window.minimumSizeHint();
       QVERIFY2(min.width() <= 1366 && min.height() <= 720,

@@ -1,13 +1,16 @@
 // MemoryPanel, SharedPrefixPanel and PlotsWidget as widgets (offscreen): the
 // what-if form drives the estimate and the Apply button, bad entries disable
-// it with a message, snapshots feed the panels, and the plots keep a bounded
-// window however many steps arrive.
+// it with a message, snapshots feed the panels (the shared-prefix panel's
+// cascade columns and last-step attention line, the attention strip's cascade
+// and flat steps), and the plots keep a bounded window however many steps
+// arrive.
 //   ctest --test-dir build -R panels_test --output-on-failure
 #include <QLabel>
 #include <QPushButton>
 #include <QSignalSpy>
 #include <QSpinBox>
 #include <QtTest>
+#include <qcustomplot.h>
 
 #include "memory_panel.h"
 #include "models/shared_prefix_model.h"
@@ -122,6 +125,62 @@ class PanelsTest : public QObject {
     QVERIFY2(panel.totalText().contains(QStringLiteral("64 tokens (2.81 MiB)")), qPrintable(panel.totalText()));
     panel.clear();
     QCOMPARE(panel.model()->rowCount(), 0);
+  }
+
+  void sharedPrefixPanelShowsTheLastStepsCascade() {
+    SharedPrefixPanel panel;
+    panel.setModelInfo(smolInfo());
+    QVERIFY2(panel.attentionText().contains(QStringLiteral("no cascade pass")), qPrintable(panel.attentionText()));
+    // Three sequences share blocks 0 and 1 (32 tokens), read once: (3 - 1) x
+    // 32 tokens x 46080 bytes = 2.81 MiB not read, 4 ms of attention.
+    panel.setSnapshot(test::makeCascadeSnapshot(3, 3, 2, 4.0));
+    const QString text = panel.attentionText();
+    QVERIFY2(text.contains(QStringLiteral("attention 4.00 ms")), qPrintable(text));
+    QVERIFY2(text.contains(QStringLiteral("1 pass(es) for 3 sequences, 32 shared tokens, 2.81 MiB of K/V not read")),
+             qPrintable(text));
+    SharedPrefixModel* model = panel.model();
+    QCOMPARE(model->rowCount(), 1);
+    QCOMPARE(model->index(0, SharedPrefixModel::Cascade).data().toString(), QStringLiteral("yes: 32 × 3"));
+    QCOMPARE(model->index(0, SharedPrefixModel::KvNotRead).data().toString(), QStringLiteral("2.81 MiB"));
+    // A flat step, then no engine.
+    panel.setSnapshot(test::makeSnapshot(3, 3, 2));
+    QVERIFY2(panel.attentionText().contains(QStringLiteral("no cascade pass")), qPrintable(panel.attentionText()));
+    QCOMPARE(model->index(0, SharedPrefixModel::Cascade).data().toString(), QStringLiteral("no"));
+    panel.clear();
+    QVERIFY(panel.attentionText().contains(QStringLiteral("not measured")));
+  }
+
+  void attentionStripSplitsCascadeAndFlatSteps() {
+    // Six steps in one snapshot: two with a cascade pass (2 ms), three flat
+    // (5 ms), one that timed no attention (left out).
+    PlotsWidget plots;
+    auto s = std::make_shared<EngineSnapshot>(*test::makeSnapshot(3, 3, 2));
+    s->step = 6;
+    for (uint64_t st = 0; st < 6; ++st) {
+      StepStats stats;
+      stats.step = st;
+      stats.num_decode_tokens = 3;
+      stats.step_time_s = 0.01;
+      const bool cascade = st == 1 || st == 4;
+      stats.num_cascade_groups = cascade ? 1 : 0;
+      stats.attention_time_s = st == 5 ? 0.0 : cascade ? 0.002 : 0.005;
+      s->recent_steps.push_back(stats);
+    }
+    s->last_step = s->recent_steps.back();
+    plots.addSnapshot(s);
+    QCOMPARE(plots.numAttentionPoints(true), 2);
+    QCOMPARE(plots.numAttentionPoints(false), 3);
+    QCOMPARE(plots.numPoints(), 7 + 4 * 6 + 5);
+    // The strip's value axis holds the slowest step.
+    const QList<QCustomPlot*> strips = plots.findChildren<QCustomPlot*>();
+    QCOMPARE(strips.size(), 5);
+    QVERIFY(strips.back()->yAxis->range().upper >= 5.0);
+    QVERIFY(strips.back()->yAxis->range().lower <= 2.0);  // log scale: the fast steps are in view too
+    QCOMPARE(strips.back()->yAxis->scaleType(), QCPAxis::stLogarithmic);
+    QCOMPARE(strips.back()->graph(1)->data()->at(0)->key, 2.0);  // step 1 is plotted at x = 2
+    QCOMPARE(strips.back()->graph(1)->data()->at(0)->value, 2.0);
+    plots.clear();
+    QCOMPARE(plots.numAttentionPoints(true) + plots.numAttentionPoints(false), 0);
   }
 
   void plotsShowEveryStepOfASnapshot() {

@@ -16,6 +16,7 @@
 #include <QDoubleSpinBox>
 #include <QFile>
 #include <QFormLayout>
+#include <QGroupBox>
 #include <QLabel>
 #include <QLineEdit>
 #include <QPlainTextEdit>
@@ -258,6 +259,24 @@ class SettingsDialogTest : public QObject {
         case SettingType::Path: QVERIFY2(qobject_cast<QLineEdit*>(control), qPrintable(key)); break;
       }
     }
+  }
+
+  // The cascade attention row (issue 11) appears, from the table alone, as a
+  // choice in the Engine tab's "Attention" group, and reaches the config.
+  void cascadeShowsUnderAttention() {
+    EngineConfig c;
+    c.model_path = model_.toStdString();
+    SettingsDialog dialog(c, ConversationSettings(), {}, nullptr);
+    auto* box = dialog.findChild<QComboBox*>(QStringLiteral("cascade"));
+    QVERIFY(box);
+    auto* group = qobject_cast<QGroupBox*>(box->parentWidget());
+    QVERIFY(group);
+    QCOMPARE(group->objectName(), QStringLiteral("group_Attention"));
+    QCOMPARE(group->title(), QStringLiteral("Attention"));
+    box->setCurrentIndex(box->findData(QStringLiteral("on")));
+    QCOMPARE(dialog.config().cascade, kvscope::CascadeMode::On);
+    box->setCurrentIndex(box->findData(QStringLiteral("off")));
+    QCOMPARE(dialog.config().cascade, kvscope::CascadeMode::Off);
   }
 
   // No number box takes a value out of its row's range, typed or set: it

@@ -1,7 +1,8 @@
 // SharedPrefixModel / findSharedPrefixes on hand-made snapshots: unrelated
 // sequences, one shared prompt, n > 1 siblings nested inside a shared system
-// prompt, swapped sequences left out, rows that keep their place, and the
-// cost at 64 sequences x 20 blocks. QAbstractItemModelTester watches every
+// prompt, swapped sequences left out, rows that keep their place, the last
+// step's cascade passes attached to their rows, and the cost at 64 sequences
+// x 20 blocks. QAbstractItemModelTester watches every
 // change.
 //   ctest --test-dir build -R shared_prefix_model_test
 #include <map>
@@ -160,6 +161,75 @@ class SharedPrefixModelTest : public QObject {
     model.setSnapshot(nullptr);
     QCOMPARE(model.rowCount(), 0);
     QCOMPARE(model.totalTokensSaved(), int64_t{0});
+  }
+
+  void cascadePassesGoToTheRowWhoseBlocksTheyRead() {
+    // The system prompt (blocks 0, 1: 32 tokens) read once for the four
+    // running siblings; request 10's siblings also share block 2, and a pass
+    // over it alone belongs to their row, not the system prompt's. Blocks
+    // listed in any order; a pass over blocks no row holds is left out.
+    auto s = std::make_shared<EngineSnapshot>(*nestedSnapshot());
+    CascadeGroupSnapshot system_prompt;
+    system_prompt.num_shared_tokens = 32;
+    system_prompt.blocks = {1, 0};
+    system_prompt.request_ids = {10, 10, 11, 11};
+    system_prompt.indices = {0, 1, 0, 1};
+    CascadeGroupSnapshot stray;
+    stray.num_shared_tokens = 32;
+    stray.blocks = {40, 41};
+    stray.request_ids = {50, 51};
+    stray.indices = {0, 0};
+    s->cascade_groups = {system_prompt, stray};
+    s->last_step.attention_time_s = 0.003;
+    s->last_step.num_cascade_groups = 2;
+
+    SharedPrefixModel model;
+    QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    QCOMPARE(model.columnCount(), int(SharedPrefixModel::NumColumns));
+    QCOMPARE(model.headerData(SharedPrefixModel::Cascade, Qt::Horizontal).toString(), QStringLiteral("Cascade"));
+    QCOMPARE(model.headerData(SharedPrefixModel::KvNotRead, Qt::Horizontal).toString(), QStringLiteral("K/V not read"));
+    model.setSnapshot(s);
+    QCOMPARE(model.rowCount(), 3);
+    const auto cell = [&](int row, int column) { return model.index(row, column).data().toString(); };
+    QCOMPARE(cell(0, SharedPrefixModel::Cascade), QStringLiteral("yes: 32 × 4"));
+    QCOMPARE(cell(1, SharedPrefixModel::Cascade), QStringLiteral("no"));
+    QCOMPARE(cell(2, SharedPrefixModel::Cascade), QStringLiteral("no"));
+    QCOMPARE(model.groups()[0].num_cascade_tokens_not_read, int64_t{3 * 32});
+    // Bytes need the model's K/V bytes per token.
+    QCOMPARE(cell(0, SharedPrefixModel::KvNotRead), QStringLiteral("—"));
+    model.setKvBytesPerToken(test::kSmolKvBytesPerToken);
+    QCOMPARE(cell(0, SharedPrefixModel::KvNotRead), QStringLiteral("4.22 MiB"));  // 3 x 32 x 46080 bytes
+    QCOMPARE(cell(1, SharedPrefixModel::KvNotRead), QStringLiteral("—"));
+    QCOMPARE(model.lastStep().num_cascade_groups, 2);
+    QCOMPARE(model.lastStep().attention_time_s, 0.003);
+
+    // With the engine's own count for the step (what the kernel skipped),
+    // that is shared out by (members - 1) x tokens: 96 of the 128 (the stray
+    // pass has 32), so 3/4 of 1 MiB here.
+    s->last_step.cascade_kv_bytes_saved = 1 << 20;
+    model.setSnapshot(std::make_shared<EngineSnapshot>(*s));
+    QCOMPARE(cell(0, SharedPrefixModel::KvNotRead), QStringLiteral("768.0 KiB"));
+    QCOMPARE(model.kvBytesNotRead(model.groups()[0]), int64_t{768 * 1024});
+    QCOMPARE(model.kvBytesNotRead(model.groups()[1]), int64_t{-1});
+    s->last_step.cascade_kv_bytes_saved = 0;
+
+    // A pass over request 10's own prompt block (with the system prompt
+    // before it) is that row's.
+    CascadeGroupSnapshot siblings;
+    siblings.num_shared_tokens = 32;  // whole tiles: 37 positions rounded down
+    siblings.blocks = {0, 1, 2};
+    siblings.request_ids = {10, 10};
+    siblings.indices = {0, 1};
+    s->cascade_groups = {siblings};
+    model.setSnapshot(std::make_shared<EngineSnapshot>(*s));
+    QCOMPARE(cell(0, SharedPrefixModel::Cascade), QStringLiteral("no"));
+    QCOMPARE(cell(1, SharedPrefixModel::Cascade), QStringLiteral("yes: 32 × 2"));
+    QCOMPARE(cell(1, SharedPrefixModel::KvNotRead), SharedPrefixModel::formatBytes(32 * test::kSmolKvBytesPerToken));
+
+    // The next step without cascade clears the columns.
+    s->cascade_groups.clear();
+    model.setSnapshot(std::make_shared<EngineSnapshot>(*s));
+    for (int row = 0; row < model.rowCount(); ++row) QCOMPARE(cell(row, SharedPrefixModel::Cascade), QStringLiteral("no"));
   }
 
   void badBlockIdsEndTheSharedRun() {

@@ -56,4 +56,24 @@ std::shared_ptr<const EngineSnapshot> makeSnapshot(int num_seqs, int blocks_per_
   return s;
 }
 
+std::shared_ptr<const EngineSnapshot> makeCascadeSnapshot(int num_seqs, int blocks_per_seq, int shared_blocks,
+                                                          double attention_ms) {
+  auto s = std::make_shared<EngineSnapshot>(*makeSnapshot(num_seqs, blocks_per_seq, shared_blocks));
+  CascadeGroupSnapshot group;
+  group.num_shared_tokens = shared_blocks * s->block_size;
+  for (int b = 0; b < shared_blocks; ++b) group.blocks.push_back(b);  // makeSnapshot puts the shared blocks first
+  for (const SequenceSnapshot& seq : s->sequences) {
+    group.request_ids.push_back(seq.id);
+    group.indices.push_back(seq.index);
+  }
+  StepStats& st = s->last_step;
+  st.attention_time_s = attention_ms / 1000.0;
+  st.num_cascade_groups = 1;
+  st.num_cascade_seqs = num_seqs;
+  st.num_cascade_tokens = group.num_shared_tokens;
+  st.cascade_kv_bytes_saved = int64_t{num_seqs - 1} * group.num_shared_tokens * kSmolKvBytesPerToken;
+  s->cascade_groups.push_back(std::move(group));
+  return s;
+}
+
 }  // namespace kvscope::test

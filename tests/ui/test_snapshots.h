@@ -2,6 +2,7 @@
 // num_seqs running sequences whose first `shared_blocks` blocks are shared.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 
 #include "kvscope/engine_snapshot.h"
@@ -14,5 +15,15 @@ namespace kvscope::test {
 // Block num_blocks - 1 is cached-free (ref 0, hashed); the rest are free.
 std::shared_ptr<const EngineSnapshot> makeSnapshot(int num_seqs, int blocks_per_seq, int shared_blocks,
                                                    int num_blocks = 64, int block_size = 16);
+
+// K and V bytes per token of SmolLM2-135M (30 layers x 3 KV heads x 64 x 2 x 4 B).
+inline constexpr int64_t kSmolKvBytesPerToken = 46080;
+
+// makeSnapshot's, after a step in which cascade attention read the shared
+// blocks [0, shared_blocks) once for all num_seqs sequences: one
+// CascadeGroupSnapshot, and last_step's cascade totals (K/V bytes at
+// kSmolKvBytesPerToken) with `attention_ms` of attention.
+std::shared_ptr<const EngineSnapshot> makeCascadeSnapshot(int num_seqs, int blocks_per_seq, int shared_blocks,
+                                                          double attention_ms = 4.0);
 
 }  // namespace kvscope::test

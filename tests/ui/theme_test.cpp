@@ -163,6 +163,30 @@ class ThemeTest : public QObject {
     QCOMPARE(image.pixelColor(r3.left(), r3.center().y()), palette.color(QPalette::Highlight));
   }
 
+  // The cascade mark (amber triangle, bottom-right) stands off the
+  // background and carries an edge that contrasts with its own fill, on
+  // either theme, and looks unlike the shared mark.
+  void cascadeMarkReadsOnBothThemes_data() { addThemeRows(); }
+  void cascadeMarkReadsOnBothThemes() {
+    QFETCH(bool, dark);
+    const QPalette palette = paletteFor(dark);
+    BlockMapWidget w;
+    w.setPalette(palette);
+    w.resize(400, 300);
+    w.setSnapshot(test::makeCascadeSnapshot(3, 3, 2));
+    const QImage image = grabbed(w, dark ? "block_map_cascade_dark" : "block_map_cascade_light");
+    const CellPalette colours = CellPalette::fromPalette(palette);
+    const QColor background = palette.color(QPalette::Base);
+    const QRect r = w.cellRect(1);
+    const QColor fill = image.pixelColor(r.bottomRight() - QPoint(2, 2));
+    QCOMPARE(fill, colours.cascade_fill);
+    QVERIFY2(contrastRatio(fill, background) >= 2.5, qPrintable(fill.name()));
+    QVERIFY(fill != colours.mark_fill);
+    // The triangle's right edge.
+    const QRect edge(r.right(), r.bottom() - r.width() / 4, 1, 2);
+    QVERIFY(contrastRatio(mostContrasting(image, edge, fill), fill) >= 3.0);
+  }
+
   void plotsFollowPalette_data() { addThemeRows(); }
   void plotsFollowPalette() {
     QFETCH(bool, dark);
@@ -176,7 +200,7 @@ class ThemeTest : public QObject {
     QCoreApplication::processEvents();  // the queued replots
     const QImage image = grabbed(w, dark ? "plots_dark" : "plots_light");
     const QList<QCustomPlot*> plots = w.findChildren<QCustomPlot*>();
-    QCOMPARE(plots.size(), 4);
+    QCOMPARE(plots.size(), 5);
     for (QCustomPlot* plot : plots) checkPlot(image, &w, plot, palette, dark);
     // The KV strip's free area (between used + cached and the pool size)
     // takes the background's side too: no light grey slab on a dark theme.

@@ -2,6 +2,7 @@
 #include "shared_prefix_model.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 #include "models/sequence_label.h"
@@ -104,10 +105,51 @@ std::vector<SharedPrefixGroup> findSharedPrefixes(const EngineSnapshot& snapshot
   return groups;
 }
 
+void attachCascadePasses(std::vector<SharedPrefixGroup>& groups, const std::vector<CascadeGroupSnapshot>& passes) {
+  for (SharedPrefixGroup& g : groups) {
+    g.num_cascade_passes = g.num_cascade_tokens = g.num_cascade_seqs = 0;
+    g.num_cascade_tokens_not_read = 0;
+  }
+  for (const CascadeGroupSnapshot& pass : passes) {
+    if (pass.blocks.empty()) continue;
+    for (SharedPrefixGroup& g : groups) {
+      // An enclosing group's blocks come first in a nested group's list, so
+      // "holds all" alone would also pick the nested rows: the pass must
+      // reach into this group's own blocks.
+      bool holds_all = true;
+      bool reaches_own = false;
+      for (int32_t b : pass.blocks) {
+        const auto at = std::find(g.blocks.begin(), g.blocks.end(), b);
+        if (at == g.blocks.end()) {
+          holds_all = false;
+          break;
+        }
+        if (at - g.blocks.begin() >= g.first_own_block) reaches_own = true;
+      }
+      if (!holds_all || !reaches_own) continue;
+      const auto members = static_cast<int32_t>(pass.request_ids.size());
+      ++g.num_cascade_passes;
+      g.num_cascade_tokens = std::max(g.num_cascade_tokens, pass.num_shared_tokens);
+      g.num_cascade_seqs = std::max(g.num_cascade_seqs, members);
+      g.num_cascade_tokens_not_read += static_cast<int64_t>(std::max(members - 1, 0)) * pass.num_shared_tokens;
+      break;
+    }
+  }
+}
+
 SharedPrefixModel::SharedPrefixModel(QObject* parent) : QAbstractTableModel(parent) {}
 
 void SharedPrefixModel::setSnapshot(const SnapshotPtr& snapshot) {
   std::vector<SharedPrefixGroup> fresh = snapshot ? findSharedPrefixes(*snapshot) : std::vector<SharedPrefixGroup>{};
+  if (snapshot) attachCascadePasses(fresh, snapshot->cascade_groups);
+  last_step_ = snapshot ? snapshot->last_step : StepStats{};
+  cascade_tokens_not_read_ = 0;
+  if (snapshot) {
+    for (const CascadeGroupSnapshot& pass : snapshot->cascade_groups) {
+      const auto members = static_cast<int64_t>(pass.request_ids.size());
+      cascade_tokens_not_read_ += std::max<int64_t>(members - 1, 0) * pass.num_shared_tokens;
+    }
+  }
   parallel_ = snapshot ? parallelRequests(*snapshot) : QSet<quint64>{};
   std::map<std::pair<int32_t, int32_t>, size_t> fresh_by_key;
   for (size_t i = 0; i < fresh.size(); ++i) fresh_by_key.emplace(keyOf(fresh[i]), i);
@@ -141,8 +183,20 @@ void SharedPrefixModel::setSnapshot(const SnapshotPtr& snapshot) {
 
 void SharedPrefixModel::setKvBytesPerToken(qint64 bytes) {
   kv_bytes_per_token_ = std::max<qint64>(bytes, 0);
-  if (!groups_.empty()) emit dataChanged(index(0, BytesSaved), index(rowCount() - 1, BytesSaved));
+  if (!groups_.empty()) emit dataChanged(index(0, BytesSaved), index(rowCount() - 1, KvNotRead));
   emit totalsChanged(totalTokensSaved(), totalBytesSaved());
+}
+
+int64_t SharedPrefixModel::kvBytesNotRead(const SharedPrefixGroup& group) const {
+  if (group.num_cascade_passes == 0) return -1;
+  // The engine counts what its kernel skipped, which depends on its tiling;
+  // it is the number to trust, shared out by each pass's ideal saving.
+  if (last_step_.cascade_kv_bytes_saved > 0 && cascade_tokens_not_read_ > 0) {
+    return static_cast<int64_t>(std::llround(static_cast<double>(last_step_.cascade_kv_bytes_saved) *
+                                             static_cast<double>(group.num_cascade_tokens_not_read) /
+                                             static_cast<double>(cascade_tokens_not_read_)));
+  }
+  return kv_bytes_per_token_ > 0 ? group.num_cascade_tokens_not_read * kv_bytes_per_token_ : -1;
 }
 
 int64_t SharedPrefixModel::totalTokensSaved() const {
@@ -167,7 +221,7 @@ QVariant SharedPrefixModel::data(const QModelIndex& index, int role) const {
   if (!checkIndex(index, CheckIndexOption::IndexIsValid | CheckIndexOption::ParentIsInvalid)) return {};
   const SharedPrefixGroup& g = groups_[static_cast<size_t>(index.row())];
   if (role == Qt::TextAlignmentRole) {
-    const bool numeric = index.column() != Requests && index.column() != Blocks;
+    const bool numeric = index.column() != Requests && index.column() != Blocks && index.column() != Cascade;
     return QVariant::fromValue(Qt::AlignVCenter | (numeric ? Qt::AlignRight : Qt::AlignLeft));
   }
   if (role == Qt::ToolTipRole && index.column() == Blocks && g.first_own_block > 0) {
@@ -195,6 +249,13 @@ QVariant SharedPrefixModel::data(const QModelIndex& index, int role) const {
     case TokensSaved: return QVariant::fromValue<qint64>(g.num_tokens_saved());
     case BytesSaved:
       return kv_bytes_per_token_ > 0 ? formatBytes(g.num_tokens_saved() * kv_bytes_per_token_) : QStringLiteral("—");
+    case Cascade:
+      if (g.num_cascade_passes == 0) return tr("no");
+      return tr("yes: %1 × %2").arg(g.num_cascade_tokens).arg(g.num_cascade_seqs);
+    case KvNotRead: {
+      const int64_t bytes = kvBytesNotRead(g);
+      return bytes < 0 ? QStringLiteral("—") : formatBytes(bytes);
+    }
     default: return {};
   }
 }
@@ -205,6 +266,14 @@ QVariant SharedPrefixModel::headerData(int section, Qt::Orientation orientation,
     return tr("(sequences - 1) x the tokens of this group's own shared blocks: the K/V that sharing "
               "keeps from being stored again");
   }
+  if (role == Qt::ToolTipRole && section == Cascade) {
+    return tr("Whether the last step's cascade attention read this prefix once for its sequences: "
+              "\"yes: shared tokens (whole attention tiles) × sequences served\"");
+  }
+  if (role == Qt::ToolTipRole && section == KvNotRead) {
+    return tr("K/V the last step did not read thanks to the shared pass: the engine's count for the step, "
+              "shared out over its passes by (sequences - 1) × shared tokens");
+  }
   if (role != Qt::DisplayRole) return {};
   switch (section) {
     case Requests: return tr("Sequences");
@@ -213,6 +282,8 @@ QVariant SharedPrefixModel::headerData(int section, Qt::Orientation orientation,
     case SharedTokens: return tr("Shared tokens");
     case TokensSaved: return tr("Tokens saved");
     case BytesSaved: return tr("Bytes saved");
+    case Cascade: return tr("Cascade");
+    case KvNotRead: return tr("K/V not read");
     default: return {};
   }
 }

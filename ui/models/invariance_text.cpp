@@ -1,0 +1,130 @@
+// Invariance check text (see invariance_text.h).
+#include "invariance_text.h"
+
+#include <algorithm>
+#include <span>
+
+#include <QCoreApplication>
+
+#include "models/token_text.h"
+
+namespace kvscope::ui {
+namespace {
+
+QString tr(const char* text) { return QCoreApplication::translate("kvscope::ui::InvarianceText", text); }
+
+QString escaped(const QString& text) { return text.toHtmlEscaped(); }
+
+struct Cut {
+  QString before, marked, after;
+  bool ended = false;  // this side had no token at the divergence
+};
+
+Cut cutWithTable(const std::vector<int32_t>& tokens, int k, const std::vector<std::string>& table) {
+  const std::span<const int32_t> all(tokens);
+  const auto n = static_cast<int>(tokens.size());
+  const int at = std::clamp(k, 0, n);
+  Cut cut;
+  cut.before = tokenText(table, all.first(static_cast<size_t>(at)));
+  if (at < n) {
+    cut.marked = tokenText(table, all.subspan(static_cast<size_t>(at), 1));
+    cut.after = tokenText(table, all.subspan(static_cast<size_t>(at) + 1));
+  } else {
+    cut.ended = true;
+  }
+  return cut;
+}
+
+Cut cutWithoutTable(const QString& text, const QString& other, const QString& token_text, bool ended) {
+  // The texts agree up to the divergent tokens, and may agree a little into
+  // them (" the" against " then"): the mark starts where this side's token
+  // text, found at or before that point, begins.
+  qsizetype common = 0;
+  while (common < text.size() && common < other.size() && text[common] == other[common]) ++common;
+  Cut cut;
+  if (ended) {
+    cut.before = text;
+    cut.ended = true;
+    return cut;
+  }
+  qsizetype start = common;
+  if (!token_text.isEmpty()) {
+    const qsizetype found = text.lastIndexOf(token_text, common);
+    if (found >= 0 && found + token_text.size() >= common) start = found;
+  }
+  const qsizetype length = token_text.isEmpty() ? std::min<qsizetype>(1, text.size() - start) : token_text.size();
+  cut.before = text.left(start);
+  cut.marked = text.mid(start, length);
+  cut.after = text.mid(start + length);
+  return cut;
+}
+
+}  // namespace
+
+std::vector<std::string> splitPromptBlocks(const std::string& text) {
+  std::vector<std::string> prompts;
+  std::string block;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    std::string line = text.substr(start, end - start);
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.find_first_not_of(" \t") == std::string::npos) {
+      if (!block.empty()) prompts.push_back(std::move(block));
+      block.clear();
+    } else {
+      if (!block.empty()) block += '\n';
+      block += line;
+    }
+    start = end + 1;
+  }
+  if (!block.empty()) prompts.push_back(std::move(block));
+  return prompts;
+}
+
+QString continuationHtml(const PromptVerdict& verdict, bool side_b, const std::vector<std::string>* token_bytes,
+                         const QColor& mark, const QColor& mark_text) {
+  const QString text = QString::fromStdString(side_b ? verdict.text_b : verdict.text_a);
+  const QString open = QStringLiteral("<div style=\"white-space:pre-wrap\">");
+  const QString close = QStringLiteral("</div>");
+  if (verdict.identical || verdict.first_divergence < 0) return open + escaped(text) + close;
+
+  const std::vector<int32_t>& tokens = side_b ? verdict.tokens_b : verdict.tokens_a;
+  const int32_t token = side_b ? verdict.token_b : verdict.token_a;
+  const bool ended = token < 0 || verdict.first_divergence >= static_cast<int32_t>(tokens.size());
+  Cut cut;
+  if (token_bytes && !token_bytes->empty()) {
+    cut = cutWithTable(tokens, verdict.first_divergence, *token_bytes);
+  } else {
+    const QString other = QString::fromStdString(side_b ? verdict.text_a : verdict.text_b);
+    cut = cutWithoutTable(text, other, QString::fromStdString(side_b ? verdict.token_text_b : verdict.token_text_a),
+                          ended);
+  }
+  const QString span = QStringLiteral("<span style=\"background-color:%1; color:%2; font-weight:bold\">")
+                           .arg(mark.name(), mark_text.name());
+  const QString finish = QString::fromStdString(side_b ? verdict.finish_b : verdict.finish_a);
+  const QString marked = cut.ended ? tr("[ended: %1]").arg(finish.isEmpty() ? tr("finished") : finish)
+                                   : escaped(cut.marked);
+  return open + escaped(cut.before) + span + marked + QStringLiteral("</span>") + escaped(cut.after) + close;
+}
+
+QString runStatsText(const InvarianceRunStats& stats) {
+  return tr("%1 steps, up to %2 sequences a step, %3 mixed prefill+decode, %4 with a cascade pass, "
+            "%5 prompt tokens from the prefix cache")
+      .arg(stats.num_steps)
+      .arg(stats.max_batch_seqs)
+      .arg(stats.num_mixed_steps)
+      .arg(stats.num_cascade_steps)
+      .arg(stats.num_prefix_hit_tokens);
+}
+
+QString verdictText(const PromptVerdict& verdict) {
+  if (verdict.identical && verdict.logits_identical) return tr("identical");
+  if (verdict.identical) {
+    return tr("identical tokens (logits differ by %1)").arg(static_cast<double>(verdict.max_logit_diff), 0, 'g', 3);
+  }
+  return tr("diverges at token %1 (position %2)").arg(verdict.first_divergence).arg(verdict.divergence_position);
+}
+
+}  // namespace kvscope::ui
