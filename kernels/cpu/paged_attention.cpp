@@ -258,148 +258,156 @@ namespace {
 struct SharedPassTask {
   int32_t group, kv_head, row_begin, row_end;
 };
+constexpr int32_t kMaxRowsPerTask = 64;
 
-// The shared pass of cascade attention. Tiles are the outer loop and the rows
-// of a task the inner one, so a tile's K/V rows are loaded from memory once
-// per task and served from L1 to the task's other rows; that is the whole
-// saving (the arithmetic per row is the flat pass's, call for call). Rows are
-// split into tasks rather than tiles because splitting the tiles would merge
-// partial states in another order and change the bits. Fills carried[] and
-// out for every row of every group; returns the (position, KV head) rows
-// saved, as paged_attention does.
-int64_t shared_prefix_pass(const AttentionShape& shape, const PagedKvLayer& kv, const PagedAttentionBatch& batch,
-                        const CascadeGroups& cascade, const float* q, float* out, AttentionState* carried,
-                        ThreadPool& pool) {
+// Row t's attention for one KV head over positions [first, pos], continuing
+// from `states` (the heads of the group) and the accumulators already in
+// out; then the division by each head's sum. The flat pass starts it from
+// empty states at the window's start; the shared pass from the prefix's
+// states at the prefix's end.
+void own_pass(const AttentionShape& shape, const PagedKvLayer& kv, const PagedAttentionBatch& batch, int32_t s,
+              int32_t t, int32_t kv_head, int32_t first, AttentionState* states, const float* q, float* out) {
+  const int32_t group = shape.num_heads / shape.num_kv_heads;
+  const int64_t at = static_cast<int64_t>(t) * shape.num_heads * shape.head_dim +
+                     static_cast<int64_t>(kv_head) * group * shape.head_dim;
+  float* o = out + at;
+  attend_range(shape, kv, batch.block_ids + batch.block_table_start[s], kv_head, q + at, first,
+               batch.positions[t] + 1, states, o);
+  for (int32_t g = 0; g < group; ++g) {
+    const float inv = states[g].sum > 0.0f ? 1.0f / states[g].sum : 0.0f;
+    for (int32_t i = 0; i < shape.head_dim; ++i) o[g * shape.head_dim + i] *= inv;
+  }
+}
+
+// A shared-pass task: the group's prefix for the task's rows, tiles outer and
+// rows inner, so a tile is loaded and converted once and served from L1 to
+// every row; then each row's own blocks. The arithmetic per row is the flat
+// pass's, call for call: only the order of loads differs.
+void run_shared_task(const AttentionShape& shape, const PagedKvLayer& kv, const PagedAttentionBatch& batch,
+                     const CascadeGroups& cascade, const SharedPassTask& task, const int32_t* rows,
+                     const int32_t* row_seq, const float* q, float* out) {
   const int32_t group = shape.num_heads / shape.num_kv_heads;
   const int32_t hd = shape.head_dim;
   const int64_t row = static_cast<int64_t>(shape.num_heads) * hd;
   const int64_t group_floats = static_cast<int64_t>(group) * hd;
-  // Reused between calls (no allocation per layer). thread_local because two
-  // engines may step on two threads; the workers below must use the caller's
-  // instances, hence the plain pointers they capture.
-  thread_local std::vector<int32_t> rows, rows_start;  // per group, CSR: the query rows of its sequences
-  thread_local std::vector<SharedPassTask> tasks;
-  rows.clear();
-  rows_start.assign(1, 0);
-  int64_t num_pairs = 0;
-  for (int32_t g = 0; g < cascade.num_groups; ++g) {
-    for (int32_t i = cascade.seq_start[g]; i < cascade.seq_start[g + 1]; ++i) {
-      const int32_t s = cascade.seqs[i];
-      for (int32_t t = batch.query_start[s]; t < batch.query_start[s + 1]; ++t) {
-        assert(batch.positions[t] >= cascade.prefix_len[g]);
-        rows.push_back(t);
-      }
-    }
-    rows_start.push_back(static_cast<int32_t>(rows.size()));
-    num_pairs += static_cast<int64_t>(rows_start[g + 1] - rows_start[g]) * shape.num_kv_heads;
+  const int32_t prefix = cascade.prefix_len[task.group];
+  // Every member holds the same blocks for the prefix: read the first one's table.
+  const int32_t* block_ids = batch.block_ids + batch.block_table_start[cascade.seqs[cascade.seq_start[task.group]]];
+  AttentionState states[kMaxRowsPerTask][kMaxGroup];
+  float tile_o[kMaxGroup * kMaxHeadDim];
+  AttentionState tile_states[kMaxGroup];
+  KvTile kv_tile;
+  const int32_t n = task.row_end - task.row_begin;
+  for (int32_t r = 0; r < n; ++r) {
+    const int64_t at = rows[task.row_begin + r] * row + task.kv_head * group_floats;
+    std::fill(out + at, out + at + group_floats, 0.0f);
+    std::fill(states[r], states[r] + group, AttentionState{});
   }
-  // A few tasks per thread for balance; as few rows per task beyond that as
-  // possible re-read a tile. Any split gives the same bits.
-  const int64_t target_tasks = 4 * static_cast<int64_t>(pool.num_threads());
-  const int32_t rows_per_task =
-      static_cast<int32_t>(std::clamp<int64_t>((num_pairs + target_tasks - 1) / target_tasks, 1, 64));
-  tasks.clear();
-  for (int32_t g = 0; g < cascade.num_groups; ++g) {
-    for (int32_t h = 0; h < shape.num_kv_heads; ++h) {
-      for (int32_t r = rows_start[g]; r < rows_start[g + 1]; r += rows_per_task) {
-        tasks.push_back({g, h, r, std::min(r + rows_per_task, rows_start[g + 1])});
+  for (int32_t tile = 0; tile < prefix; tile += kAttentionTile) {
+    load_tile(shape, kv, block_ids, task.kv_head, tile, tile + kAttentionTile, kv_tile);
+    for (int32_t r = 0; r < n; ++r) {
+      const int64_t at = rows[task.row_begin + r] * row + task.kv_head * group_floats;
+      attend_tile(shape, kv_tile, q + at, group, tile_states, tile_o);
+      for (int32_t g = 0; g < group; ++g) {
+        merge_attention_state(states[r][g], out + at + g * hd, tile_states[g], tile_o + g * hd, hd);
       }
     }
   }
-  int64_t saved = 0;  // each task loads its prefix once for (row_end - row_begin) sequences' rows
-  for (const SharedPassTask& task : tasks) {
-    saved += static_cast<int64_t>(task.row_end - task.row_begin - 1) * cascade.prefix_len[task.group];
+  for (int32_t r = 0; r < n; ++r) {
+    const int32_t t = rows[task.row_begin + r];
+    assert(batch.positions[t] >= prefix);
+    own_pass(shape, kv, batch, row_seq[task.row_begin + r], t, task.kv_head, prefix, states[r], q, out);
   }
-  const SharedPassTask* task_list = tasks.data();
-  const int32_t* row_list = rows.data();
-  pool.parallel_for(static_cast<int64_t>(tasks.size()), [&](int64_t begin, int64_t end) {
-    float tile_o[kMaxGroup * kMaxHeadDim];
-    AttentionState tile_states[kMaxGroup];
-    KvTile kv_tile;
-    for (int64_t k = begin; k < end; ++k) {
-      const SharedPassTask& task = task_list[k];
-      // Every member holds the same blocks for the prefix: read the first one's table.
-      const int32_t* block_ids = batch.block_ids + batch.block_table_start[cascade.seqs[cascade.seq_start[task.group]]];
-      for (int32_t r = task.row_begin; r < task.row_end; ++r) {
-        const int32_t t = row_list[r];
-        std::fill(out + t * row + task.kv_head * group_floats, out + t * row + (task.kv_head + 1) * group_floats, 0.0f);
-      }
-      for (int32_t tile = 0; tile < cascade.prefix_len[task.group]; tile += kAttentionTile) {
-        load_tile(shape, kv, block_ids, task.kv_head, tile, tile + kAttentionTile, kv_tile);
-        for (int32_t r = task.row_begin; r < task.row_end; ++r) {
-          const int32_t t = row_list[r];
-          const int64_t at = t * row + task.kv_head * group_floats;
-          attend_tile(shape, kv_tile, q + at, group, tile_states, tile_o);
-          AttentionState* states = carried + static_cast<int64_t>(t) * shape.num_heads + task.kv_head * group;
-          for (int32_t g = 0; g < group; ++g) {
-            merge_attention_state(states[g], out + at + g * hd, tile_states[g], tile_o + g * hd, hd);
-          }
-        }
-      }
-    }
-  });
-  return saved;
 }
 
 }  // namespace
 
 int64_t paged_attention(const AttentionShape& shape, const PagedKvLayer& kv, const PagedAttentionBatch& batch,
-                     const float* q, float* out, ThreadPool& pool, const CascadeGroups& cascade) {
+                        const float* q, float* out, ThreadPool& pool, const CascadeGroups& cascade) {
   assert(shape.head_dim > 0 && shape.head_dim <= kMaxHeadDim);
   assert(shape.num_kv_heads > 0 && shape.num_heads % shape.num_kv_heads == 0);
   assert(shape.num_heads / shape.num_kv_heads <= kMaxGroup);
   assert(kv.block_size > 0);
   const int32_t num_tokens = batch.query_start[batch.num_seqs];
-  const int32_t group = shape.num_heads / shape.num_kv_heads;
-  const int64_t row = static_cast<int64_t>(shape.num_heads) * shape.head_dim;
-  const int64_t group_floats = static_cast<int64_t>(group) * shape.head_dim;
+  const int32_t num_kv_heads = shape.num_kv_heads;
 
-  // Cascade: the first key position each sequence's own pass covers, and the
-  // states the shared pass leaves for its rows (out holds their accumulators).
-  const bool use_cascade = cascade.num_groups > 0 && shape.sliding_window == 0;
-  thread_local std::vector<int32_t> key_begin_buffer;  // see shared_prefix_pass on thread_local
-  thread_local std::vector<AttentionState> carried_buffer;
-  const int32_t* key_begin = nullptr;
-  const AttentionState* carried = nullptr;
+  // The work, as one list so that one parallel_for (one synchronisation per
+  // layer, as without cascade) runs it: shared-pass tasks first, then a
+  // (row, KV head) pair for every row outside a cascade group. Reused between
+  // calls; thread_local because two engines may step on two threads, and the
+  // workers use the caller's instances through the pointers taken below.
+  thread_local std::vector<int32_t> rows, row_seq, rows_start, flat_rows;
+  thread_local std::vector<SharedPassTask> tasks;
+  rows.clear();
+  row_seq.clear();
+  rows_start.assign(1, 0);
+  flat_rows.clear();
+  tasks.clear();
   int64_t saved = 0;
-  if (use_cascade) {
-    key_begin_buffer.assign(static_cast<size_t>(batch.num_seqs), 0);
-    carried_buffer.assign(static_cast<size_t>(num_tokens) * shape.num_heads, AttentionState{});
+  if (cascade.num_groups > 0 && shape.sliding_window == 0) {
+    std::vector<char> in_group(static_cast<size_t>(batch.num_seqs), 0);
     for (int32_t g = 0; g < cascade.num_groups; ++g) {
       assert(cascade.prefix_len[g] > 0 && cascade.prefix_len[g] % kAttentionTile == 0);
       for (int32_t i = cascade.seq_start[g]; i < cascade.seq_start[g + 1]; ++i) {
-        key_begin_buffer[static_cast<size_t>(cascade.seqs[i])] = cascade.prefix_len[g];
+        const int32_t s = cascade.seqs[i];
+        in_group[static_cast<size_t>(s)] = 1;
+        for (int32_t t = batch.query_start[s]; t < batch.query_start[s + 1]; ++t) {
+          rows.push_back(t);
+          row_seq.push_back(s);
+        }
+      }
+      rows_start.push_back(static_cast<int32_t>(rows.size()));
+    }
+    // A few tasks per thread for balance; beyond that, as many rows per task
+    // as possible, since each task loads the prefix once. Any split gives the
+    // same bits.
+    const int64_t target_tasks = 4 * static_cast<int64_t>(pool.num_threads());
+    const int64_t num_pairs = static_cast<int64_t>(rows.size()) * num_kv_heads;
+    const int32_t rows_per_task = static_cast<int32_t>(
+        std::clamp<int64_t>((num_pairs + target_tasks - 1) / target_tasks, 1, kMaxRowsPerTask));
+    for (int32_t g = 0; g < cascade.num_groups; ++g) {
+      for (int32_t h = 0; h < num_kv_heads; ++h) {
+        for (int32_t r = rows_start[g]; r < rows_start[g + 1]; r += rows_per_task) {
+          const SharedPassTask task{g, h, r, std::min(r + rows_per_task, rows_start[g + 1])};
+          tasks.push_back(task);
+          // The flat pass would load the prefix once per row; this task once.
+          saved += static_cast<int64_t>(task.row_end - task.row_begin - 1) * cascade.prefix_len[g];
+        }
       }
     }
-    saved = shared_prefix_pass(shape, kv, batch, cascade, q, out, carried_buffer.data(), pool);
-    key_begin = key_begin_buffer.data();
-    carried = carried_buffer.data();
+    for (int32_t s = 0; s < batch.num_seqs; ++s) {
+      if (in_group[static_cast<size_t>(s)]) continue;
+      for (int32_t t = batch.query_start[s]; t < batch.query_start[s + 1]; ++t) flat_rows.push_back(t);
+    }
   }
+  const bool all_flat = tasks.empty();
+  const int64_t num_shared = static_cast<int64_t>(tasks.size());
+  const int64_t num_flat = (all_flat ? num_tokens : static_cast<int64_t>(flat_rows.size())) * num_kv_heads;
+  const SharedPassTask* task_list = tasks.data();
+  const int32_t* row_list = rows.data();
+  const int32_t* row_seq_list = row_seq.data();
+  const int32_t* flat_list = flat_rows.data();
 
-  pool.parallel_for(static_cast<int64_t>(num_tokens) * shape.num_kv_heads, [&](int64_t begin, int64_t end) {
-    for (int64_t task = begin; task < end; ++task) {
-      const int32_t t = static_cast<int32_t>(task / shape.num_kv_heads);
-      const int32_t kv_head = static_cast<int32_t>(task % shape.num_kv_heads);
+  pool.parallel_for(num_shared + num_flat, [&](int64_t begin, int64_t end) {
+    for (int64_t k = begin; k < end; ++k) {
+      if (k < num_shared) {
+        run_shared_task(shape, kv, batch, cascade, task_list[k], row_list, row_seq_list, q, out);
+        continue;
+      }
+      const int64_t pair = k - num_shared;
+      const int32_t t = all_flat ? static_cast<int32_t>(pair / num_kv_heads) : flat_list[pair / num_kv_heads];
+      const int32_t kv_head = static_cast<int32_t>(pair % num_kv_heads);
       // The sequence owning row t: the last s with query_start[s] <= t.
       const int32_t* qs_end = batch.query_start + batch.num_seqs + 1;
-      const int32_t s =
-          static_cast<int32_t>(std::upper_bound(batch.query_start, qs_end, t) - batch.query_start) - 1;
-      const int32_t* block_ids = batch.block_ids + batch.block_table_start[s];
+      const int32_t s = static_cast<int32_t>(std::upper_bound(batch.query_start, qs_end, t) - batch.query_start) - 1;
       const int32_t pos = batch.positions[t];
-      float* o = out + t * row + kv_head * group_floats;
+      const int32_t group = shape.num_heads / num_kv_heads;
+      float* o = out + static_cast<int64_t>(t) * shape.num_heads * shape.head_dim +
+                 static_cast<int64_t>(kv_head) * group * shape.head_dim;
+      std::fill(o, o + static_cast<int64_t>(group) * shape.head_dim, 0.0f);
       AttentionState states[kMaxGroup];
-      int32_t first = shape.sliding_window > 0 ? std::max(0, pos - shape.sliding_window + 1) : 0;
-      if (key_begin && key_begin[s] > 0) {
-        first = key_begin[s];  // the shared pass did [0, first)
-        std::copy_n(carried + static_cast<int64_t>(t) * shape.num_heads + kv_head * group, group, states);
-      } else {
-        std::fill(o, o + group_floats, 0.0f);
-      }
-      attend_range(shape, kv, block_ids, kv_head, q + t * row + kv_head * group_floats, first, pos + 1, states, o);
-      for (int32_t g = 0; g < group; ++g) {
-        const float inv = states[g].sum > 0.0f ? 1.0f / states[g].sum : 0.0f;
-        for (int32_t i = 0; i < shape.head_dim; ++i) o[g * shape.head_dim + i] *= inv;
-      }
+      const int32_t first = shape.sliding_window > 0 ? std::max(0, pos - shape.sliding_window + 1) : 0;
+      own_pass(shape, kv, batch, s, t, kv_head, first, states, q, out);
     }
   });
   return saved;
