@@ -199,7 +199,7 @@ kvscope::Result<InvarianceJob> InvariancePanel::buildJob() const {
     if (!file.open(QIODevice::ReadOnly)) {
       return Error{tr("Cannot read %1: %2").arg(path, file.errorString()).toStdString()};
     }
-    job.prompts = splitPromptBlocks(file.readAll().toStdString());
+    job.prompts = split_prompt_blocks(file.readAll().toStdString());
     if (job.prompts.empty()) return Error{tr("%1 holds no prompt.").arg(path).toStdString()};
   } else {
     const QString prompt = prompt_source_ ? prompt_source_() : QString();

@@ -35,31 +35,6 @@ struct CheckOptions {
   bool json = false;
 };
 
-// Blocks of lines separated by one or more blank lines; each block is one
-// prompt, its lines joined with '\n' (so a prompt may span lines). Lines
-// holding only spaces count as blank; a trailing '\r' is dropped.
-std::vector<std::string> split_prompt_blocks(const std::string& text) {
-  std::vector<std::string> prompts;
-  std::string block;
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t end = text.find('\n', start);
-    if (end == std::string::npos) end = text.size();
-    std::string line = text.substr(start, end - start);
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (line.find_first_not_of(" \t") == std::string::npos) {
-      if (!block.empty()) prompts.push_back(std::move(block));
-      block.clear();
-    } else {
-      if (!block.empty()) block += '\n';
-      block += line;
-    }
-    start = end + 1;
-  }
-  if (!block.empty()) prompts.push_back(std::move(block));
-  return prompts;
-}
-
 // Text for one terminal line: newlines, tabs, quotes and control bytes escaped.
 std::string escaped(std::string_view text, size_t max_chars = std::string::npos) {
   std::string out;

@@ -203,6 +203,28 @@ std::vector<std::string> invariance_keys() {
   return keys;
 }
 
+std::vector<std::string> split_prompt_blocks(std::string_view text) {
+  std::vector<std::string> prompts;
+  std::string block;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    std::string line(text.substr(start, end - start));
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.find_first_not_of(" \t") == std::string::npos) {
+      if (!block.empty()) prompts.push_back(std::move(block));
+      block.clear();
+    } else {
+      if (!block.empty()) block += '\n';
+      block += line;
+    }
+    start = end + 1;
+  }
+  if (!block.empty()) prompts.push_back(std::move(block));
+  return prompts;
+}
+
 Result<InvarianceSide> parse_invariance_side(std::string_view spec, const EngineConfig& base) {
   InvarianceSide side;
   side.config = base;

@@ -81,9 +81,9 @@ class InvariancePanelTest : public QObject {
   Q_OBJECT
  private slots:
   void promptFilesSplitAtBlankLines() {
-    QCOMPARE(splitPromptBlocks("one\n\ntwo\r\nlines\n \t\n\n three\n"),
+    QCOMPARE(split_prompt_blocks("one\n\ntwo\r\nlines\n \t\n\n three\n"),
              (std::vector<std::string>{"one", "two\nlines", " three"}));
-    QVERIFY(splitPromptBlocks("\n  \n").empty());
+    QVERIFY(split_prompt_blocks("\n  \n").empty());
   }
 
   void continuationMarksTheDivergentToken() {

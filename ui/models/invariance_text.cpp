@@ -61,28 +61,6 @@ Cut cutWithoutTable(const QString& text, const QString& other, const QString& to
 
 }  // namespace
 
-std::vector<std::string> splitPromptBlocks(const std::string& text) {
-  std::vector<std::string> prompts;
-  std::string block;
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t end = text.find('\n', start);
-    if (end == std::string::npos) end = text.size();
-    std::string line = text.substr(start, end - start);
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (line.find_first_not_of(" \t") == std::string::npos) {
-      if (!block.empty()) prompts.push_back(std::move(block));
-      block.clear();
-    } else {
-      if (!block.empty()) block += '\n';
-      block += line;
-    }
-    start = end + 1;
-  }
-  if (!block.empty()) prompts.push_back(std::move(block));
-  return prompts;
-}
-
 QString continuationHtml(const PromptVerdict& verdict, bool side_b, const std::vector<std::string>* token_bytes,
                          const QColor& mark, const QColor& mark_text) {
   const QString text = QString::fromStdString(side_b ? verdict.text_b : verdict.text_a);

@@ -14,11 +14,6 @@
 
 namespace kvscope::ui {
 
-// Blocks of lines separated by one or more blank lines (lines of only spaces
-// and tabs count as blank; a trailing '\r' is dropped); each block is one
-// prompt, its lines joined with '\n'. The format of kvscope-cli check --prompts.
-std::vector<std::string> splitPromptBlocks(const std::string& text);
-
 // Side a's (or b's) generated text of `verdict` as HTML (spaces and newlines
 // kept), the token at first_divergence marked with `mark` as its background
 // and `mark_text` as its colour; a side that had already finished there gets

@@ -61,6 +61,12 @@ struct InvarianceSide {
 // key given twice, and the resulting config's validate() problems.
 Result<InvarianceSide> parse_invariance_side(std::string_view spec, const EngineConfig& base);
 
+// The prompts-file format of `kvscope-cli check --prompts` and the app's
+// Invariance panel: blocks of lines separated by one or more blank lines
+// (lines of only spaces and tabs count as blank; a trailing '\r' is dropped);
+// each block is one prompt, its lines joined with '\n'.
+std::vector<std::string> split_prompt_blocks(std::string_view text);
+
 // A short name the issue uses for a setting-table row, with how its values
 // map onto the row's.
 struct InvarianceAlias {
