@@ -11,6 +11,8 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   # fetching the default model from the installed programs (app/fetch): HTTP, SHA-256, zip
   libcurl4-openssl-dev libssl-dev libzip-dev
+  # kvscope-cli serve (app/server): HTTP server library
+  libcpp-httplib-dev
   # desktop app (KVSCOPE_GUI): Qt 6 Widgets/Sql/Test, QCustomPlot, SQLite driver, GL headers Qt6Gui needs
   qt6-base-dev libqcustomplot-dev libqt6sql6-sqlite libgl-dev
 )

@@ -4,8 +4,9 @@
 #   model_loader_fuzzer    GGUF -> weights checked against the architecture
 #   bpe_tokenizer_fuzzer   byte-level BPE: bytes -> encode/decode
 #   spm_tokenizer_fuzzer   SentencePiece: bytes -> encode/decode
+#   request_parser_fuzzer  the server's request bodies -> a request or a 4xx
 #
-#   scripts/run_fuzz.sh [SECONDS]      (default 60, shared equally by the four)
+#   scripts/run_fuzz.sh [SECONDS]      (default 60, shared equally by the five)
 #
 # Configures a clang build in build-fuzz (-DKVSCOPE_FUZZ=ON, -Werror), builds
 # the fuzzers and the seed writer, and runs each for its share of SECONDS.
@@ -42,14 +43,14 @@ model_dir="${KVSCOPE_MODEL_DIR:-${XDG_DATA_HOME:-$HOME/.local/share}/kvscope/mod
 cmake -S "$root" -B "$build" -G Ninja \
   -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKVSCOPE_FUZZ=ON -DKVSCOPE_WERROR=ON -DKVSCOPE_CUDA=OFF >/dev/null
-fuzzers=(gguf_fuzzer model_loader_fuzzer bpe_tokenizer_fuzzer spm_tokenizer_fuzzer)
+fuzzers=(gguf_fuzzer model_loader_fuzzer bpe_tokenizer_fuzzer spm_tokenizer_fuzzer request_parser_fuzzer)
 ninja -C "$build" -j"$(nproc)" "${fuzzers[@]}" gguf_fuzz_seeds
 
 # Seed folders are rewritten each run and only read by the fuzzers; new
 # inputs go to fuzz-corpus/NAME, kept between runs.
 seeds="$build/fuzz-seeds"
 rm -rf "$seeds"
-mkdir -p "$seeds/gguf" "$seeds/model" "$seeds/text" "$build/fuzz-artifacts"
+mkdir -p "$seeds/gguf" "$seeds/model" "$seeds/text" "$seeds/request" "$build/fuzz-artifacts"
 "$build/tests/gguf_fuzz_seeds" "$seeds/gguf" "$seeds/model"
 if [[ -n "$fixtures" ]] && compgen -G "$fixtures/*.gguf" >/dev/null; then
   cp -f "$fixtures"/*.gguf "$seeds/gguf/"
@@ -59,6 +60,9 @@ else
 fi
 printf 'Hello, world! 12345\n' >"$seeds/text/ascii"
 printf 'ça marche, 日本語 \xf0\x9f\x98\x80 \xff\xfe\x04\x1d <|im_start|> <s>\n' >"$seeds/text/mixed"
+# Request bodies of the server's two generation endpoints.
+printf '{"model": "m", "messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": [{"type": "text", "text": "Hi"}]}], "stream": true, "stream_options": {"include_usage": true}, "n": 2, "max_tokens": 16, "temperature": 0.7, "top_p": 0.9, "stop": ["\\n", "END"], "seed": 42, "logprobs": true, "top_logprobs": 3}' >"$seeds/request/chat"
+printf '{"model": "m", "prompt": ["Once", [1, 2, 3]], "max_completion_tokens": 8, "logprobs": 2, "echo": true, "stop": "x", "presence_penalty": -1.5, "top_k": 5}' >"$seeds/request/completion"
 
 # The vocabularies the tokenizer fuzzers load (fuzz_vocab.h); unset: built-in.
 export KVSCOPE_FUZZ_BPE_VOCAB="" KVSCOPE_FUZZ_SPM_VOCAB=""
@@ -77,17 +81,20 @@ for name in "${fuzzers[@]}"; do
   case "$name" in
     gguf_fuzzer) seed_dir="$seeds/gguf" len="$max_len" ;;
     model_loader_fuzzer) seed_dir="$seeds/model" len="$max_len" ;;
+    request_parser_fuzzer) seed_dir="$seeds/request" len=8192 ;;
     *) seed_dir="$seeds/text" len=4096 ;;
   esac
   corpus="$build/fuzz-corpus/${name%_fuzzer}"
   artifacts="$build/fuzz-artifacts/${name%_fuzzer}-"
   log="$build/fuzz-${name%_fuzzer}.log"
   mkdir -p "$corpus"
+  extra=()
+  [[ -f "$root/tests/fuzz/${name%_fuzzer}.dict" ]] && extra=(-dict="$root/tests/fuzz/${name%_fuzzer}.dict")
   # -timeout: one input taking over 10 s is a hang; -rss_limit_mb also caps
   # any single allocation (malloc_limit_mb defaults to it).
   if "$build/tests/$name" "$corpus" "$seed_dir" \
       -max_total_time="$share" -max_len="$len" -timeout=10 -rss_limit_mb=2048 \
-      -print_final_stats=1 -artifact_prefix="$artifacts" >"$log" 2>&1; then
+      -print_final_stats=1 -artifact_prefix="$artifacts" "${extra[@]}" >"$log" 2>&1; then
     runs="$(grep -m1 -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || true)"
     echo "run_fuzz.sh: $name: no crash, leak or hang; ${runs:-?} inputs in ${share}s"
   else

@@ -7,6 +7,7 @@
 //   kvscope-cli bench --prompt-tokens 128 --gen-tokens 128 --out bench.json
 //   kvscope-cli bench-seeds --quick --out-dir results/
 //   kvscope-cli fetch-model
+//   kvscope-cli serve --port 8080 --api-key KEY
 //   kvscope-cli check --prompts prompts.txt --a "block_size=16" --b "block_size=1,concurrency=8"
 //
 // Exit codes: 0 ok, 1 runtime or model error, 2 usage error (check: 3 outputs diverge).
@@ -21,6 +22,7 @@ namespace kvscope::cli {
 Command add_seed_bench_command(CLI::App& parent);  // seed_bench_command.cpp
 Command add_fetch_model_command(CLI::App& parent);  // fetch_model_command.cpp
 Command add_check_command(CLI::App& parent);  // check_command.cpp
+Command add_serve_command(CLI::App& parent);  // serve_command.cpp
 }  // namespace kvscope::cli
 
 int main(int argc, char** argv) {
@@ -31,7 +33,7 @@ int main(int argc, char** argv) {
   const std::vector<Command> commands = {
       add_generate_command(app), add_chat_command(app), add_tokenize_command(app),
       add_model_info_command(app), add_bench_command(app), add_seed_bench_command(app),
-      add_fetch_model_command(app), add_check_command(app),
+      add_fetch_model_command(app), add_check_command(app), add_serve_command(app),
   };
   try {
     app.parse(argc, argv);

@@ -1,0 +1,46 @@
+// ApiError: an error as OpenAI's API reports it, with the HTTP status it goes
+// out with. Every failure the server answers (bad JSON, a wrong key, an
+// unknown model, an engine error) is one of these, so clients written for
+// OpenAI (the `openai` Python package raises BadRequestError, NotFoundError,
+// ...) read it as they read OpenAI's own:
+//   HTTP 400  {"error": {"message": "...", "type": "invalid_request_error",
+//                        "param": "messages", "code": null}}
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace kvscope::server {
+
+struct ApiError {
+  int status = 400;
+  std::string message;                       // for a person: what is wrong and what to send instead
+  std::string type = "invalid_request_error";
+  std::string param;                         // the request field at fault; "" -> null
+  std::string code;                          // a machine-readable code; "" -> null
+
+  // {"error": {"message", "type", "param", "code"}}
+  nlohmann::ordered_json to_json() const;
+  std::string body() const;  // to_json() as text
+};
+
+// 400: a request the server cannot take as sent (`param` names the field).
+ApiError invalid_request(std::string message, std::string param = {}, std::string code = {});
+// 401: a missing or wrong API key.
+ApiError invalid_api_key();
+// 403: a browser page from an origin not in --allowed-origins.
+ApiError origin_not_allowed(const std::string& origin);
+// 404: a model the server does not serve.
+ApiError model_not_found(const std::string& model);
+// 404: no such endpoint.
+ApiError route_not_found(const std::string& method, const std::string& path);
+// 413: a body over the server's limit.
+ApiError payload_too_large(size_t limit_bytes);
+// 500: the engine failed while generating.
+ApiError engine_error(std::string message);
+// A generic error for `status` (httplib's own errors: 400 for a malformed
+// request line, 405, 414, ...), with the status's reason phrase.
+ApiError error_for_status(int status);
+
+}  // namespace kvscope::server

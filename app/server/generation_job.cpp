@@ -1,0 +1,149 @@
+// One HTTP request's engine requests and their events (see generation_job.h).
+#include "generation_job.h"
+
+namespace kvscope::server {
+
+GenerationJob::GenerationJob(EngineDriver& driver, int32_t num_choices, int32_t top_logprobs, bool logprobs,
+                             std::shared_ptr<JobCounters> counters)
+    : driver_(driver), num_choices_(num_choices), top_logprobs_(top_logprobs), logprobs_(logprobs),
+      counters_(std::move(counters)) {
+  if (logprobs_) rows_.resize(static_cast<size_t>(num_choices));
+}
+
+GenerationJob::~GenerationJob() = default;
+
+GenerationJob::Start GenerationJob::start(EngineDriver& driver, const ParsedRequest& request,
+                                          std::shared_ptr<JobCounters> counters) {
+  const bool chat = request.endpoint == Endpoint::kChatCompletions;
+  const int32_t num_prompts = chat ? 1 : static_cast<int32_t>(request.prompts.size());
+  std::shared_ptr<GenerationJob> job(
+      new GenerationJob(driver, num_prompts * request.n, request.top_logprobs, request.logprobs, counters));
+  job->n_ = request.n;
+  for (int32_t p = 0; p < num_prompts; ++p) {
+    GenerationRequest r;
+    if (chat) {
+      r.messages = request.messages;
+    } else if (request.prompts[static_cast<size_t>(p)].is_tokens) {
+      r.prompt_tokens = request.prompts[static_cast<size_t>(p)].tokens;
+    } else {
+      r.prompt = request.prompts[static_cast<size_t>(p)].text;
+    }
+    r.sampling = request.sampling;
+    r.n = request.n;
+    // The callbacks keep the job alive until the engine is done with them.
+    r.on_event = [job, p](const TokenEvent& ev) { job->on_event(p, ev); };
+    if (request.logprobs) {
+      r.on_logits = [job, p](int32_t index, int32_t, const float* logits, int32_t vocab) {
+        job->on_logits(p, index, logits, vocab);
+      };
+    }
+    SubmittedPrompt submitted;
+    Result<RequestId> id = driver.submit(std::move(r), &submitted);
+    if (!id.ok()) {
+      job->cancel();
+      const bool too_long = id.error().find("context holds") != std::string::npos;
+      return invalid_request(num_prompts > 1 ? "prompt[" + std::to_string(p) + "]: " + id.error() : id.error(),
+                             chat ? "messages" : "prompt", too_long ? "context_length_exceeded" : "");
+    }
+    std::lock_guard lock(job->mutex_);
+    job->ids_.push_back(*id);
+    job->prompt_tokens_.push_back(std::move(submitted.tokens));
+    for (std::string& w : submitted.warnings) job->warnings_.push_back(std::move(w));
+  }
+  return job;
+}
+
+void GenerationJob::on_logits(int32_t prompt_index, int32_t completion, const float* logits, int32_t vocab) {
+  LogitsRow& row = rows_[static_cast<size_t>(prompt_index * n_ + completion)];
+  row.logits.assign(logits, logits + vocab);
+  row.log_sum_exp = log_sum_exp(logits, vocab);
+  row.fresh = true;
+}
+
+TokenLogprob GenerationJob::make_logprob(LogitsRow& row, int32_t token) const {
+  TokenLogprob lp;
+  lp.token = token;
+  lp.bytes = driver_.engine().token_bytes(token, /*render_special=*/true);
+  const int32_t vocab = static_cast<int32_t>(row.logits.size());
+  if (token >= 0 && token < vocab) lp.logprob = row.logits[static_cast<size_t>(token)] - row.log_sum_exp;
+  lp.top = top_logprobs(row.logits.data(), vocab, row.log_sum_exp, top_logprobs_);
+  for (const TopLogprob& t : lp.top) lp.top_bytes.push_back(driver_.engine().token_bytes(t.token, true));
+  row.fresh = false;
+  return lp;
+}
+
+void GenerationJob::on_event(int32_t prompt_index, const TokenEvent& ev) {
+  ChoiceEvent out;
+  out.choice = prompt_index * n_ + ev.index;
+  out.token = ev.token;
+  out.text = ev.text;
+  out.finish = ev.finish;
+  out.error = ev.error;
+  out.stats = ev.stats;
+  if (logprobs_ && ev.token >= 0) {
+    LogitsRow& row = rows_[static_cast<size_t>(out.choice)];
+    if (row.fresh) out.logprob = make_logprob(row, ev.token);
+  }
+  if (counters_) {
+    if (ev.token >= 0) counters_->on_token();
+    if (ev.finish != FinishReason::None) counters_->on_finish(ev.finish, ev.stats);
+  }
+  {
+    std::lock_guard lock(mutex_);
+    events_.push_back(std::move(out));
+  }
+  arrived_.notify_all();
+}
+
+std::vector<ChoiceEvent> GenerationJob::wait_events(std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mutex_);
+  arrived_.wait_for(lock, timeout, [this] { return !events_.empty(); });
+  std::vector<ChoiceEvent> out(std::make_move_iterator(events_.begin()), std::make_move_iterator(events_.end()));
+  events_.clear();
+  return out;
+}
+
+void GenerationJob::cancel() {
+  std::vector<RequestId> ids;
+  {
+    std::lock_guard lock(mutex_);
+    if (cancelled_) return;
+    cancelled_ = true;
+    ids = ids_;
+  }
+  for (RequestId id : ids) driver_.cancel(id);
+}
+
+void JobRegistry::add(const std::shared_ptr<GenerationJob>& job) {
+  std::lock_guard lock(mutex_);
+  jobs_.push_back(job);
+}
+
+void JobRegistry::remove(const std::shared_ptr<GenerationJob>& job) {
+  {
+    std::lock_guard lock(mutex_);
+    std::erase(jobs_, job);
+  }
+  emptied_.notify_all();
+}
+
+bool JobRegistry::wait_empty(std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mutex_);
+  return emptied_.wait_for(lock, timeout, [this] { return jobs_.empty(); });
+}
+
+void JobRegistry::cancel_all() {
+  std::vector<std::shared_ptr<GenerationJob>> jobs;
+  {
+    std::lock_guard lock(mutex_);
+    jobs = jobs_;
+  }
+  for (const auto& job : jobs) job->cancel();
+}
+
+size_t JobRegistry::size() const {
+  std::lock_guard lock(mutex_);
+  return jobs_.size();
+}
+
+}  // namespace kvscope::server

@@ -1,0 +1,177 @@
+// Streaming and non-streaming answers to generation requests (see
+// generation_responder.h).
+#include "generation_responder.h"
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <httplib.h>
+
+namespace kvscope::server {
+namespace {
+
+// What one response has sent and collected so far; owned by the provider and
+// the releaser, both run on the connection's thread.
+struct ResponseState {
+  std::shared_ptr<GenerationJob> job;
+  ResponseContext ctx;
+  bool include_usage = false;
+  int32_t n = 1;
+  std::vector<std::string> echo;       // [num prompts] with echo: the prompt text
+  std::vector<ChoiceResult> choices;   // [num choices]
+  std::vector<size_t> logprob_offset;  // [num choices] completions logprobs' next text_offset
+  int32_t num_finished = 0;
+  bool started = false;
+  std::string error;  // the first engine error
+
+  bool all_finished() const { return num_finished == static_cast<int32_t>(choices.size()); }
+
+  Usage usage() const {
+    Usage u;
+    for (const auto& p : job->prompt_tokens()) u.prompt_tokens += static_cast<int64_t>(p.size());
+    for (size_t i = 0; i < choices.size(); ++i) {
+      u.completion_tokens += choices[i].stats.num_generated_tokens;
+      // The completions of one prompt share its cached prefix: count it once.
+      if (i % static_cast<size_t>(n) == 0) u.cached_prompt_tokens += choices[i].stats.num_cached_prompt_tokens;
+    }
+    return u;
+  }
+
+  // Records `ev` in its choice; true when it finished the choice.
+  bool record(ChoiceEvent& ev) {
+    ChoiceResult& c = choices[static_cast<size_t>(ev.choice)];
+    c.text += ev.text;
+    if (ev.logprob) c.logprobs.push_back(*ev.logprob);
+    if (ev.finish == FinishReason::None) return false;
+    c.finish = ev.finish;
+    c.stats = ev.stats;
+    if (ev.finish == FinishReason::Error && error.empty()) error = ev.error.empty() ? "generation failed" : ev.error;
+    // A client still here was not the one that cancelled: the server is stopping.
+    if (ev.finish == FinishReason::Cancelled && error.empty()) error = "the request was cancelled: the server is stopping";
+    ++num_finished;
+    return true;
+  }
+};
+
+bool write(httplib::DataSink& sink, const std::string& text) {
+  return text.empty() || sink.write(text.data(), text.size());
+}
+
+// One call of the streaming provider: whatever arrived within kPollInterval
+// as SSE chunks. False ends the response (the client is gone).
+bool stream_step(ResponseState& s, httplib::DataSink& sink) {
+  std::string out;
+  const bool chat = s.ctx.endpoint == Endpoint::kChatCompletions;
+  if (!s.started) {
+    s.started = true;
+    for (size_t i = 0; i < s.choices.size(); ++i) {
+      if (chat) {
+        out += sse_event(stream_chunk(s.ctx, static_cast<int32_t>(i), "", "assistant", {}, FinishReason::None,
+                                      s.include_usage));
+      } else if (!s.echo.empty()) {
+        const std::string& prompt = s.echo[i / static_cast<size_t>(s.n)];
+        out += sse_event(stream_chunk(s.ctx, static_cast<int32_t>(i), prompt, std::nullopt, {}, FinishReason::None,
+                                      s.include_usage));
+        s.logprob_offset[i] = prompt.size();
+      }
+    }
+  }
+  for (ChoiceEvent& ev : s.job->wait_events(kPollInterval)) {
+    const auto i = static_cast<size_t>(ev.choice);
+    std::vector<TokenLogprob> logprobs;
+    if (ev.logprob) logprobs.push_back(*ev.logprob);
+    if (!ev.text.empty() || !logprobs.empty()) {
+      out += sse_event(stream_chunk(s.ctx, ev.choice, ev.text, std::nullopt, logprobs, FinishReason::None,
+                                    s.include_usage, s.logprob_offset[i]));
+      for (const TokenLogprob& lp : logprobs) s.logprob_offset[i] += lp.bytes.size();
+    }
+    if (s.record(ev) && !finish_reason_json(ev.finish).is_null()) {
+      out += sse_event(stream_chunk(s.ctx, ev.choice, "", std::nullopt, {}, ev.finish, s.include_usage));
+    }
+  }
+  const bool done = s.all_finished();
+  if (done) {
+    if (!s.error.empty()) {
+      out += sse_event(engine_error(s.error).to_json());
+    } else if (s.include_usage) {
+      out += sse_event(usage_chunk(s.ctx, s.usage()));
+    }
+    out += kSseDone;
+  }
+  if (out.empty() ? !sink.is_writable() : !write(sink, out)) return false;
+  if (done) sink.done();
+  return true;
+}
+
+// One call of the non-streaming provider: collects, and writes the whole
+// response once every choice has finished.
+bool collect_step(ResponseState& s, httplib::DataSink& sink) {
+  for (ChoiceEvent& ev : s.job->wait_events(kPollInterval)) s.record(ev);
+  if (!s.all_finished()) return sink.is_writable();
+  std::string body;
+  if (!s.error.empty()) {
+    body = engine_error(s.error).body();
+  } else {
+    std::vector<size_t> offsets(s.choices.size(), 0);
+    if (!s.echo.empty()) {
+      for (size_t i = 0; i < s.choices.size(); ++i) {
+        const std::string& prompt = s.echo[i / static_cast<size_t>(s.n)];
+        s.choices[i].text.insert(0, prompt);
+        offsets[i] = prompt.size();
+      }
+    }
+    body = dump(full_response(s.ctx, s.choices, s.usage(), offsets));
+  }
+  if (!write(sink, body)) return false;
+  sink.done();
+  return true;
+}
+
+}  // namespace
+
+void respond_generation(EngineDriver& driver, const ParsedRequest& request, const ResponseContext& context,
+                        JobRegistry& registry, const std::shared_ptr<ServerMetrics>& metrics, httplib::Response& res) {
+  GenerationJob::Start started = GenerationJob::start(driver, request, metrics);
+  if (const ApiError* e = std::get_if<ApiError>(&started)) {
+    res.status = e->status;
+    res.set_content(e->body(), "application/json");
+    return;
+  }
+  auto state = std::make_shared<ResponseState>();
+  state->job = std::get<std::shared_ptr<GenerationJob>>(std::move(started));
+  state->ctx = context;
+  state->include_usage = request.include_usage;
+  state->n = request.n;
+  state->choices.resize(static_cast<size_t>(state->job->num_choices()));
+  state->logprob_offset.assign(state->choices.size(), 0);
+  if (request.echo) {
+    for (const ParsedPrompt& p : request.prompts) state->echo.push_back(p.text);
+  }
+  int64_t num_prompt_tokens = 0;
+  for (const auto& p : state->job->prompt_tokens()) num_prompt_tokens += static_cast<int64_t>(p.size());
+  metrics->on_request_started(request.endpoint == Endpoint::kChatCompletions, num_prompt_tokens);
+  registry.add(state->job);
+
+  // Runs when the response is destroyed, however it ended: a client that
+  // left before every choice finished gets its requests cancelled here.
+  auto release = [state, &registry, metrics](bool) {
+    if (!state->all_finished()) state->job->cancel();
+    registry.remove(state->job);
+    metrics->on_request_ended();
+  };
+  if (request.stream) {
+    res.set_header("Cache-Control", "no-cache");
+    // Exactly this content type: httplib compresses other text/* types, which would hold chunks back.
+    res.set_chunked_content_provider(
+        "text/event-stream", [state](size_t, httplib::DataSink& sink) { return stream_step(*state, sink); },
+        release);
+  } else {
+    res.set_chunked_content_provider(
+        "application/json", [state](size_t, httplib::DataSink& sink) { return collect_step(*state, sink); },
+        release);
+  }
+}
+
+}  // namespace kvscope::server

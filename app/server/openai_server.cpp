@@ -1,0 +1,276 @@
+// The HTTP side of the OpenAI-compatible server: routes, the API key, CORS,
+// errors in OpenAI's format (see openai_server.h). Generation requests are
+// answered by generation_responder.cpp.
+#include "openai_server.h"
+
+#include <atomic>
+#include <csignal>
+#include <ctime>
+#include <filesystem>
+#include <random>
+#include <sys/socket.h>
+#include <thread>
+
+#include <fmt/format.h>
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+#include "api_error.h"
+#include "generation_responder.h"
+#include "kvscope/sampling_defaults.h"
+#include "metrics.h"
+#include "request_parser.h"
+#include "snapshot_json.h"
+
+namespace kvscope::server {
+namespace {
+
+using Json = nlohmann::ordered_json;
+using httplib::Request;
+using httplib::Response;
+using HandlerResponse = httplib::Server::HandlerResponse;
+
+void send_error(Response& res, const ApiError& e) {
+  res.status = e.status;
+  res.set_content(e.body(), "application/json");
+}
+
+void send_json(Response& res, const Json& j) { res.set_content(dump(j), "application/json"); }
+
+// Compares in time independent of where the strings differ, so that the key
+// cannot be guessed a byte at a time from response times.
+// `expected` is never empty ("Bearer " + key).
+bool same_secret(const std::string& given, const std::string& expected) {
+  unsigned diff = given.size() == expected.size() ? 0u : 1u;
+  for (size_t i = 0; i < given.size(); ++i) {
+    diff |= static_cast<unsigned char>(given[i] ^ expected[i % expected.size()]);
+  }
+  return diff == 0;
+}
+
+std::string model_id_from_path(const std::string& path) {
+  std::filesystem::path p(path);
+  if (p.filename().empty()) p = p.parent_path();  // a directory given with a trailing slash
+  std::string name = p.filename().string();
+  if (p.extension() == ".gguf") name = p.stem().string();
+  return name.empty() ? "kvscope" : name;
+}
+
+std::string random_hex(int num_chars) {
+  std::random_device rd;
+  std::mt19937_64 rng((static_cast<uint64_t>(rd()) << 32) ^ rd());
+  std::string out;
+  for (int i = 0; i < num_chars; ++i) out += "0123456789abcdef"[rng() % 16];
+  return out;
+}
+
+}  // namespace
+
+struct OpenAiServer::Impl {
+  Impl(EngineDriver& d, ServerOptions o) : driver(d), options(std::move(o)) {}
+
+  EngineDriver& driver;
+  ServerOptions options;
+  httplib::Server http;
+  std::thread listener;
+  int port = -1;
+  bool started = false;
+  std::string model_id;
+  int32_t context_length = 0;
+  ParseDefaults defaults;
+  int64_t created = 0;
+  std::string id_prefix = random_hex(8);
+  std::atomic<uint64_t> next_response{1};
+  JobRegistry jobs;
+  std::shared_ptr<ServerMetrics> metrics = std::make_shared<ServerMetrics>();
+
+  bool origin_allowed(const std::string& origin) const {
+    for (const std::string& o : options.allowed_origins) {
+      if (o == "*" || o == origin) return true;
+    }
+    return false;
+  }
+
+  bool authorized(const Request& req) const {
+    return same_secret(req.get_header_value("Authorization"), "Bearer " + options.api_key);
+  }
+
+  HandlerResponse before_routing(const Request& req, Response& res) {
+    const std::string origin = req.get_header_value("Origin");
+    if (!origin.empty()) {
+      // A browser page: only from the origins given (CORS), so that a web
+      // site cannot make a visitor's local server generate for it.
+      if (!origin_allowed(origin)) {
+        send_error(res, origin_not_allowed(origin));
+        return HandlerResponse::Handled;
+      }
+      res.set_header("Access-Control-Allow-Origin", origin);
+      res.set_header("Vary", "Origin");
+      if (req.method == "OPTIONS") {  // the preflight
+        res.status = 204;
+        res.set_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+        res.set_header("Access-Control-Allow-Headers", "Authorization, Content-Type");
+        res.set_header("Access-Control-Max-Age", "600");
+        return HandlerResponse::Handled;
+      }
+    }
+    if (!options.api_key.empty() && req.path != "/health" && !authorized(req)) {
+      send_error(res, invalid_api_key());
+      return HandlerResponse::Handled;
+    }
+    return HandlerResponse::Unhandled;
+  }
+
+  // httplib's own errors (no route, a body over the limit, a malformed
+  // request) come here with an empty body; the server's have one already.
+  HandlerResponse on_error(const Request& req, Response& res) {
+    if (!res.body.empty()) return HandlerResponse::Unhandled;
+    if (res.status == 404) {
+      send_error(res, route_not_found(req.method, req.path));
+    } else if (res.status == 413) {
+      send_error(res, payload_too_large(options.max_body_bytes));
+    } else {
+      send_error(res, error_for_status(res.status));
+    }
+    return HandlerResponse::Handled;
+  }
+
+  void generate(const Request& req, Response& res, Endpoint endpoint) {
+    ParseResult parsed = endpoint == Endpoint::kChatCompletions ? parse_chat_request(req.body, defaults)
+                                                                : parse_completion_request(req.body, defaults);
+    if (const ApiError* e = std::get_if<ApiError>(&parsed)) return send_error(res, *e);
+    const ParsedRequest& request = std::get<ParsedRequest>(parsed);
+    if (request.model != model_id) return send_error(res, model_not_found(request.model));
+    ResponseContext ctx;
+    ctx.endpoint = endpoint;
+    ctx.id = fmt::format("{}-{}-{}", endpoint == Endpoint::kChatCompletions ? "chatcmpl" : "cmpl", id_prefix,
+                         next_response++);
+    ctx.created = static_cast<int64_t>(std::time(nullptr));
+    ctx.model = model_id;
+    ctx.logprobs = request.logprobs;
+    respond_generation(driver, request, ctx, jobs, metrics, res);
+  }
+
+  Json model_json() const {
+    return {{"id", model_id}, {"object", "model"}, {"created", created}, {"owned_by", "kvscope"},
+            {"context_length", context_length}};
+  }
+
+  void install_routes() {
+    http.set_pre_routing_handler([this](const Request& req, Response& res) { return before_routing(req, res); });
+    http.set_error_handler(httplib::Server::HandlerWithResponse(
+        [this](const Request& req, Response& res) { return on_error(req, res); }));
+    http.set_exception_handler([](const Request&, Response& res, std::exception_ptr thrown) {
+      std::string what = "unknown exception";
+      try {
+        std::rethrow_exception(thrown);
+      } catch (const std::exception& e) {
+        what = e.what();
+      } catch (...) {
+      }
+      send_error(res, engine_error(fmt::format("internal error: {}", what)));
+    });
+    // Also without /v1, as llama.cpp's server takes them, for clients given the bare host as base URL.
+    http.Post(R"((/v1)?/chat/completions)",
+              [this](const Request& req, Response& res) { generate(req, res, Endpoint::kChatCompletions); });
+    http.Post(R"((/v1)?/completions)",
+              [this](const Request& req, Response& res) { generate(req, res, Endpoint::kCompletions); });
+    http.Get(R"((/v1)?/models)", [this](const Request&, Response& res) {
+      send_json(res, {{"object", "list"}, {"data", Json::array({model_json()})}});
+    });
+    http.Get(R"(/v1/models/(.+))", [this](const Request& req, Response& res) {
+      if (req.matches[1] != model_id) return send_error(res, model_not_found(req.matches[1]));
+      send_json(res, model_json());
+    });
+    http.Get("/health", [](const Request&, Response& res) { send_json(res, {{"status", "ok"}}); });
+    http.Get("/metrics", [this](const Request&, Response& res) {
+      EngineSample sample;
+      if (!driver.run_between_steps([&sample](Engine& e) { sample = sample_engine(e); })) {
+        return send_error(res, {503, "the engine has stopped", "server_error", "", ""});
+      }
+      res.set_content(prometheus_text(metrics->totals(), metrics->tokens_per_second(), sample),
+                      "text/plain; version=0.0.4; charset=utf-8");
+    });
+    http.Get("/v1/engine/snapshot", [this](const Request&, Response& res) {
+      std::shared_ptr<const EngineSnapshot> snapshot;
+      if (!driver.run_between_steps([&snapshot](Engine& e) { snapshot = e.snapshot(); })) {
+        return send_error(res, {503, "the engine has stopped", "server_error", "", ""});
+      }
+      send_json(res, snapshot_json(*snapshot));
+    });
+  }
+};
+
+OpenAiServer::OpenAiServer(EngineDriver& driver, ServerOptions options)
+    : impl_(std::make_unique<Impl>(driver, std::move(options))) {}
+
+OpenAiServer::~OpenAiServer() { stop(); }
+
+Status OpenAiServer::start() {
+  Impl& m = *impl_;
+  if (m.started) return Error{"the server is already started"};
+  if (m.options.max_connections < 1) return Error{"max connections must be at least 1"};
+  ModelInfo info;
+  int32_t max_model_len = 0;
+  const bool read = m.driver.run_between_steps([&](Engine& e) {
+    info = e.model_info();
+    max_model_len = e.config().max_model_len;
+  });
+  if (!read) return Error{"the engine has stopped"};
+  m.model_id = m.options.model_id.empty() ? model_id_from_path(info.path) : m.options.model_id;
+  m.context_length = max_model_len;
+  // The chat's defaults (the model file's recommended sampling over
+  // kvscope's); without max_tokens a reply may run to the end of the context.
+  m.defaults.sampling = resolve_sampling_defaults(info.recommended_sampling).params;
+  m.defaults.sampling.max_tokens = std::max(max_model_len, 1);
+  m.created = static_cast<int64_t>(std::time(nullptr));
+
+  // A client that disconnects while a response is written must not end the
+  // process with SIGPIPE: the write fails instead and the request is cancelled.
+  std::signal(SIGPIPE, SIG_IGN);
+  const int num_threads = m.options.max_connections;
+  m.http.new_task_queue = [num_threads] { return new httplib::ThreadPool(static_cast<size_t>(num_threads)); };
+  m.http.set_payload_max_length(m.options.max_body_bytes);
+  m.http.set_keep_alive_max_count(1000);
+  m.http.set_tcp_nodelay(true);  // streamed chunks are small: send each at once
+  // httplib's default sets SO_REUSEPORT, with which a second server on the
+  // same port starts too and the kernel splits the clients between the two;
+  // SO_REUSEADDR alone lets a restarted server rebind at once, and a second
+  // one fail with "cannot listen".
+  m.http.set_socket_options([](socket_t sock) {
+    int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  });
+  m.install_routes();
+  if (m.options.port == 0) {
+    m.port = m.http.bind_to_any_port(m.options.host);
+  } else {
+    m.port = m.http.bind_to_port(m.options.host, m.options.port) ? m.options.port : -1;
+  }
+  if (m.port < 0) {
+    return Error{fmt::format("cannot listen on {}:{} (is the port in use, or the address not this machine's?)",
+                             m.options.host, m.options.port)};
+  }
+  m.started = true;
+  m.listener = std::thread([&m] { m.http.listen_after_bind(); });
+  return Status::success();
+}
+
+int OpenAiServer::port() const { return impl_->port; }
+
+const std::string& OpenAiServer::model_id() const { return impl_->model_id; }
+
+void OpenAiServer::stop() {
+  Impl& m = *impl_;
+  if (!m.started) return;
+  // Cancelled requests end at the engine's next step; their clients then get
+  // an error event (streams) or body and the end of the response, if that
+  // comes within a second, before the connections close.
+  m.jobs.cancel_all();
+  m.jobs.wait_empty(std::chrono::seconds(1));
+  m.http.stop();
+  if (m.listener.joinable()) m.listener.join();
+  m.started = false;
+}
+
+}  // namespace kvscope::server

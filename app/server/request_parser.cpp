@@ -1,0 +1,376 @@
+// Request bodies of /v1/chat/completions and /v1/completions -> ParsedRequest
+// or a 400 naming the field (see request_parser.h). A JSON null counts as
+// "not given", as in OpenAI's API.
+#include "request_parser.h"
+
+#include <cmath>
+#include <limits>
+#include <optional>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace kvscope::server {
+namespace {
+
+using Json = nlohmann::json;
+using MaybeError = std::optional<ApiError>;
+
+constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
+
+// The member `key` of `obj`, or nullptr when absent or null.
+const Json* field(const Json& obj, const char* key) {
+  const auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) return nullptr;
+  return &*it;
+}
+
+// "a string", "an array", ... for messages about the wrong type.
+std::string kind_of(const Json& v) {
+  switch (v.type()) {
+    case Json::value_t::string: return "a string";
+    case Json::value_t::boolean: return "a boolean";
+    case Json::value_t::number_integer:
+    case Json::value_t::number_unsigned: return "an integer";
+    case Json::value_t::number_float: return "a number with a fraction or exponent";
+    case Json::value_t::array: return "an array";
+    case Json::value_t::object: return "an object";
+    default: return "null";
+  }
+}
+
+// A number as the request had it, for range messages.
+std::string number_text(const Json& v) { return v.dump(-1, ' ', false, Json::error_handler_t::replace); }
+
+ApiError wrong_type(const std::string& param, const char* wanted, const Json& got) {
+  return invalid_request(fmt::format("'{}' must be {}, got {}", param, wanted, kind_of(got)), param);
+}
+
+MaybeError read_bool(const Json& obj, const char* key, bool& out) {
+  const Json* v = field(obj, key);
+  if (!v) return std::nullopt;
+  if (!v->is_boolean()) return wrong_type(key, "true or false", *v);
+  out = v->get<bool>();
+  return std::nullopt;
+}
+
+// An integer in [min, max]; `given` says whether the request had one.
+MaybeError read_int(const Json& obj, const std::string& key, int64_t min, int64_t max, int64_t& out,
+                    bool* given = nullptr) {
+  const Json* v = field(obj, key.c_str());
+  if (!v) return std::nullopt;
+  if (!v->is_number_integer()) return wrong_type(key, "an integer", *v);
+  // Unsigned when the text had no sign (it may exceed int64).
+  const bool in_range = v->is_number_unsigned()
+                            ? v->get<uint64_t>() <= static_cast<uint64_t>(max) &&
+                                  (min <= 0 || v->get<uint64_t>() >= static_cast<uint64_t>(min))
+                            : v->get<int64_t>() >= min && v->get<int64_t>() <= max;
+  if (!in_range) {
+    return invalid_request(fmt::format("'{}' must be an integer from {} to {}, got {}", key, min, max, number_text(*v)),
+                           key);
+  }
+  out = v->is_number_unsigned() ? static_cast<int64_t>(v->get<uint64_t>()) : v->get<int64_t>();
+  if (given) *given = true;
+  return std::nullopt;
+}
+
+MaybeError read_int32(const Json& obj, const std::string& key, int64_t min, int64_t max, int32_t& out,
+                      bool* given = nullptr) {
+  int64_t wide = out;
+  if (MaybeError e = read_int(obj, key, min, max, wide, given)) return e;
+  out = static_cast<int32_t>(wide);
+  return std::nullopt;
+}
+
+// A finite number in [min, max].
+MaybeError read_float(const Json& obj, const char* key, double min, double max, float& out) {
+  const Json* v = field(obj, key);
+  if (!v) return std::nullopt;
+  if (!v->is_number()) return wrong_type(key, "a number", *v);
+  const double x = v->get<double>();
+  if (!(std::isfinite(x) && x >= min && x <= max)) {
+    return invalid_request(fmt::format("'{}' must be a number from {} to {}, got {}", key, min, max, number_text(*v)),
+                           key);
+  }
+  out = static_cast<float>(x);
+  return std::nullopt;
+}
+
+// seed: any 64-bit integer, negative ones taken as their two's complement.
+MaybeError read_seed(const Json& obj, uint64_t& out) {
+  const Json* v = field(obj, "seed");
+  if (!v) return std::nullopt;
+  if (!v->is_number_integer()) return wrong_type("seed", "an integer", *v);
+  out = v->is_number_unsigned() ? v->get<uint64_t>() : static_cast<uint64_t>(v->get<int64_t>());
+  if (out == 0) out = kSeedForZero;
+  return std::nullopt;
+}
+
+// stop: a string or an array of strings; empty strings are dropped.
+MaybeError read_stop(const Json& obj, std::vector<std::string>& out) {
+  const Json* v = field(obj, "stop");
+  if (!v) return std::nullopt;
+  std::vector<std::string> stops;
+  if (v->is_string()) {
+    stops.push_back(v->get<std::string>());
+  } else if (v->is_array()) {
+    if (v->size() > static_cast<size_t>(kMaxStopStrings)) {
+      return invalid_request(fmt::format("'stop' has {} strings; at most {} are allowed", v->size(), kMaxStopStrings),
+                             "stop");
+    }
+    for (size_t i = 0; i < v->size(); ++i) {
+      if (!(*v)[i].is_string()) return wrong_type(fmt::format("stop[{}]", i), "a string", (*v)[i]);
+      stops.push_back((*v)[i].get<std::string>());
+    }
+  } else {
+    return wrong_type("stop", "a string or an array of strings", *v);
+  }
+  out.clear();
+  for (std::string& s : stops) {
+    if (!s.empty()) out.push_back(std::move(s));
+  }
+  return std::nullopt;
+}
+
+// Fields that would change the output if honoured: refused rather than ignored.
+MaybeError refuse_unsupported(const Json& obj, int32_t n) {
+  if (const Json* v = field(obj, "tools"); v && !(v->is_array() && v->empty())) {
+    return invalid_request("'tools' is not supported: this server has no tool calling", "tools");
+  }
+  if (const Json* v = field(obj, "functions"); v && !(v->is_array() && v->empty())) {
+    return invalid_request("'functions' is not supported: this server has no tool calling", "functions");
+  }
+  if (const Json* v = field(obj, "tool_choice"); v && !(v->is_string() && (*v == "none" || *v == "auto"))) {
+    return invalid_request("'tool_choice' is not supported: this server has no tool calling", "tool_choice");
+  }
+  if (const Json* v = field(obj, "response_format")) {
+    const bool text = v->is_object() && v->contains("type") && (*v)["type"] == "text";
+    if (!text) {
+      return invalid_request("'response_format' other than {\"type\": \"text\"} is not supported (no JSON mode or "
+                             "JSON schema grammar yet)", "response_format");
+    }
+  }
+  if (const Json* v = field(obj, "logit_bias"); v && !(v->is_object() && v->empty())) {
+    return invalid_request("'logit_bias' is not supported", "logit_bias");
+  }
+  if (const Json* v = field(obj, "suffix"); v && !(v->is_string() && v->get<std::string>().empty())) {
+    return invalid_request("'suffix' (fill in the middle) is not supported", "suffix");
+  }
+  if (const Json* v = field(obj, "best_of")) {
+    if (!v->is_number_integer() || v->get<int64_t>() != n) {
+      return invalid_request("'best_of' other than n is not supported", "best_of");
+    }
+  }
+  return std::nullopt;
+}
+
+// Fields both endpoints share: model, stream, n, sampling.
+MaybeError read_common(const Json& obj, const ParseDefaults& defaults, ParsedRequest& out) {
+  const Json* model = field(obj, "model");
+  if (!model) return invalid_request("'model' is required (GET /v1/models lists the model this server runs)", "model");
+  if (!model->is_string()) return wrong_type("model", "a string", *model);
+  out.model = model->get<std::string>();
+
+  if (MaybeError e = read_bool(obj, "stream", out.stream)) return e;
+  if (const Json* options = field(obj, "stream_options")) {
+    if (!options->is_object()) return wrong_type("stream_options", "an object", *options);
+    if (const Json* v = field(*options, "include_usage")) {
+      if (!v->is_boolean()) return wrong_type("stream_options.include_usage", "true or false", *v);
+      out.include_usage = v->get<bool>() && out.stream;
+    }
+  }
+  if (MaybeError e = read_int32(obj, "n", 1, kMaxChoicesPerPrompt, out.n)) return e;
+
+  SamplingParams& s = out.sampling;
+  s = defaults.sampling;
+  // max_completion_tokens is the newer name of max_tokens; it wins when both are given.
+  if (MaybeError e = read_int32(obj, "max_tokens", 1, kInt32Max, s.max_tokens)) return e;
+  if (MaybeError e = read_int32(obj, "max_completion_tokens", 1, kInt32Max, s.max_tokens)) return e;
+  if (MaybeError e = read_float(obj, "temperature", 0.0, 2.0, s.temperature)) return e;
+  if (MaybeError e = read_float(obj, "top_p", 0.0, 1.0, s.top_p)) return e;
+  if (MaybeError e = read_float(obj, "presence_penalty", -2.0, 2.0, s.presence_penalty)) return e;
+  if (MaybeError e = read_float(obj, "frequency_penalty", -2.0, 2.0, s.frequency_penalty)) return e;
+  // Extensions that llama.cpp's server and vLLM also take.
+  if (MaybeError e = read_int32(obj, "top_k", 0, kInt32Max, s.top_k)) return e;
+  if (MaybeError e = read_float(obj, "min_p", 0.0, 1.0, s.min_p)) return e;
+  if (MaybeError e = read_float(obj, "repetition_penalty", 0.0, 100.0, s.repetition_penalty)) return e;
+  if (MaybeError e = read_int32(obj, "repeat_last_n", -1, kInt32Max, s.repeat_last_n)) return e;
+  if (MaybeError e = read_bool(obj, "ignore_eos", s.ignore_eos)) return e;
+  if (MaybeError e = read_seed(obj, s.seed)) return e;
+  if (MaybeError e = read_stop(obj, s.stop)) return e;
+  if (MaybeError e = refuse_unsupported(obj, out.n)) return e;
+  // The engine's own check: its messages start with the field's name.
+  if (Status status = s.validate(); !status.ok()) {
+    const std::string& m = status.error();
+    return invalid_request(m, m.substr(0, m.find_first_of(" [")));
+  }
+  return std::nullopt;
+}
+
+// A message's content: a string, null (an assistant turn with none) or text parts.
+MaybeError read_content(const Json& message, const std::string& where, std::string& out) {
+  const Json* content = field(message, "content");
+  if (!content) return std::nullopt;
+  if (content->is_string()) {
+    out = content->get<std::string>();
+    return std::nullopt;
+  }
+  if (!content->is_array()) return wrong_type(where + ".content", "a string or an array of content parts", *content);
+  for (size_t i = 0; i < content->size(); ++i) {
+    const Json& part = (*content)[i];
+    const std::string at = fmt::format("{}.content[{}]", where, i);
+    if (!part.is_object()) return wrong_type(at, "an object", part);
+    const Json* type = field(part, "type");
+    if (!type || !type->is_string() || *type != "text") {
+      return invalid_request(fmt::format("{}: only content parts of type \"text\" are supported", at), at + ".type");
+    }
+    const Json* text = field(part, "text");
+    if (!text || !text->is_string()) {
+      return invalid_request(fmt::format("{}.text must be a string", at), at + ".text");
+    }
+    out += text->get<std::string>();
+  }
+  return std::nullopt;
+}
+
+MaybeError read_messages(const Json& obj, std::vector<ChatMessage>& out) {
+  const Json* messages = field(obj, "messages");
+  if (!messages) return invalid_request("'messages' is required: an array of {\"role\", \"content\"}", "messages");
+  if (!messages->is_array()) return wrong_type("messages", "an array", *messages);
+  if (messages->empty()) return invalid_request("'messages' must hold at least one message", "messages");
+  for (size_t i = 0; i < messages->size(); ++i) {
+    const Json& m = (*messages)[i];
+    const std::string where = fmt::format("messages[{}]", i);
+    if (!m.is_object()) return wrong_type(where, "an object", m);
+    const Json* role = field(m, "role");
+    if (!role) return invalid_request(fmt::format("{}.role is required", where), where + ".role");
+    if (!role->is_string()) return wrong_type(where + ".role", "a string", *role);
+    ChatMessage message;
+    message.role = role->get<std::string>();
+    if (message.role == "developer") message.role = "system";  // OpenAI's newer name for the system turn
+    if (message.role != "system" && message.role != "user" && message.role != "assistant") {
+      return invalid_request(fmt::format("{}.role '{}' is not supported: use system, developer, user or assistant "
+                                         "(no tool calling)", where, message.role), where + ".role");
+    }
+    if (const Json* calls = field(m, "tool_calls"); calls && !(calls->is_array() && calls->empty())) {
+      return invalid_request(fmt::format("{}.tool_calls is not supported (no tool calling)", where),
+                             where + ".tool_calls");
+    }
+    if (!field(m, "content") && message.role != "assistant") {
+      return invalid_request(fmt::format("{}.content is required", where), where + ".content");
+    }
+    if (MaybeError e = read_content(m, where, message.content)) return e;
+    out.push_back(std::move(message));
+  }
+  return std::nullopt;
+}
+
+// Token ids: a non-empty array of integers in [0, 2^31).
+MaybeError read_token_ids(const Json& array, const std::string& where, std::vector<int32_t>& out) {
+  if (array.empty()) return invalid_request(fmt::format("'{}' is empty", where), "prompt");
+  for (size_t i = 0; i < array.size(); ++i) {
+    const Json& t = array[i];
+    const bool ok = t.is_number_unsigned() ? t.get<uint64_t>() <= static_cast<uint64_t>(kInt32Max)
+                                           : t.is_number_integer() && t.get<int64_t>() >= 0 &&
+                                                 t.get<int64_t>() <= kInt32Max;
+    if (!ok) {
+      return invalid_request(fmt::format("{}[{}] must be a token id (an integer >= 0)", where, i), "prompt");
+    }
+    out.push_back(static_cast<int32_t>(t.get<int64_t>()));
+  }
+  return std::nullopt;
+}
+
+// prompt: "text", ["text", ...], [id, ...] or [[id, ...], ...].
+MaybeError read_prompts(const Json& obj, std::vector<ParsedPrompt>& out) {
+  const Json* prompt = field(obj, "prompt");
+  if (!prompt) return invalid_request("'prompt' is required: a string, strings, or token ids", "prompt");
+  if (prompt->is_string()) {
+    out.push_back({prompt->get<std::string>(), {}, false});
+    return std::nullopt;
+  }
+  const char* wanted = "a string, an array of strings, an array of token ids or an array of arrays of token ids";
+  if (!prompt->is_array()) return wrong_type("prompt", wanted, *prompt);
+  if (prompt->empty()) return invalid_request("'prompt' is an empty array", "prompt");
+  if ((*prompt)[0].is_number()) {
+    ParsedPrompt p;
+    p.is_tokens = true;
+    if (MaybeError e = read_token_ids(*prompt, "prompt", p.tokens)) return e;
+    out.push_back(std::move(p));
+    return std::nullopt;
+  }
+  if (prompt->size() > static_cast<size_t>(kMaxPrompts)) {
+    return invalid_request(fmt::format("'prompt' holds {} prompts; at most {} are allowed", prompt->size(), kMaxPrompts),
+                           "prompt");
+  }
+  for (size_t i = 0; i < prompt->size(); ++i) {
+    const Json& item = (*prompt)[i];
+    const std::string where = fmt::format("prompt[{}]", i);
+    if (item.is_string()) {
+      out.push_back({item.get<std::string>(), {}, false});
+    } else if (item.is_array()) {
+      ParsedPrompt p;
+      p.is_tokens = true;
+      if (MaybeError e = read_token_ids(item, where, p.tokens)) return e;
+      out.push_back(std::move(p));
+    } else {
+      return wrong_type(where, "a string or an array of token ids", item);
+    }
+  }
+  return std::nullopt;
+}
+
+// The body as a JSON object, or the 400 that says why it is not one.
+std::variant<Json, ApiError> parse_object(std::string_view body) {
+  Json j;
+  try {
+    j = Json::parse(body.begin(), body.end());
+  } catch (const Json::exception& e) {
+    return invalid_request(fmt::format("the body is not valid JSON: {}", e.what()), "", "invalid_json");
+  }
+  if (!j.is_object()) return invalid_request(fmt::format("the body must be a JSON object, got {}", kind_of(j)));
+  return j;
+}
+
+}  // namespace
+
+ParseResult parse_chat_request(std::string_view body, const ParseDefaults& defaults) {
+  auto parsed = parse_object(body);
+  if (auto* e = std::get_if<ApiError>(&parsed)) return std::move(*e);
+  const Json& obj = std::get<Json>(parsed);
+  ParsedRequest out;
+  out.endpoint = Endpoint::kChatCompletions;
+  if (MaybeError e = read_common(obj, defaults, out)) return *e;
+  if (MaybeError e = read_messages(obj, out.messages)) return *e;
+  if (MaybeError e = read_bool(obj, "logprobs", out.logprobs)) return *e;
+  bool top_given = false;
+  if (MaybeError e = read_int32(obj, "top_logprobs", 0, kMaxChatTopLogprobs, out.top_logprobs, &top_given)) return *e;
+  if (top_given && !out.logprobs && out.top_logprobs > 0) {
+    return invalid_request("'top_logprobs' needs 'logprobs': true", "top_logprobs");
+  }
+  return out;
+}
+
+ParseResult parse_completion_request(std::string_view body, const ParseDefaults& defaults) {
+  auto parsed = parse_object(body);
+  if (auto* e = std::get_if<ApiError>(&parsed)) return std::move(*e);
+  const Json& obj = std::get<Json>(parsed);
+  ParsedRequest out;
+  out.endpoint = Endpoint::kCompletions;
+  if (MaybeError e = read_common(obj, defaults, out)) return *e;
+  if (MaybeError e = read_prompts(obj, out.prompts)) return *e;
+  bool logprobs_given = false;
+  if (MaybeError e = read_int32(obj, "logprobs", 0, kMaxCompletionLogprobs, out.top_logprobs, &logprobs_given)) {
+    return *e;
+  }
+  out.logprobs = logprobs_given;
+  if (MaybeError e = read_bool(obj, "echo", out.echo)) return *e;
+  if (out.echo && out.prompts.size() > 0) {
+    for (const ParsedPrompt& p : out.prompts) {
+      if (p.is_tokens) return invalid_request("'echo' needs text prompts, not token ids", "echo");
+    }
+  }
+  return out;
+}
+
+}  // namespace kvscope::server

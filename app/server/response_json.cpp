@@ -1,0 +1,127 @@
+// OpenAI response objects (see response_json.h).
+#include "response_json.h"
+
+namespace kvscope::server {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+Json bytes_json(const std::string& bytes) {
+  Json out = Json::array();
+  for (unsigned char c : bytes) out.push_back(static_cast<int>(c));
+  return out;
+}
+
+// chat: {"content": [{"token", "logprob", "bytes", "top_logprobs": [...]}], "refusal": null}
+Json chat_logprobs(const std::vector<TokenLogprob>& lps) {
+  Json content = Json::array();
+  for (const TokenLogprob& lp : lps) {
+    Json top = Json::array();
+    for (size_t i = 0; i < lp.top.size(); ++i) {
+      top.push_back({{"token", lp.top_bytes[i]}, {"logprob", lp.top[i].logprob}, {"bytes", bytes_json(lp.top_bytes[i])}});
+    }
+    content.push_back({{"token", lp.bytes}, {"logprob", lp.logprob}, {"bytes", bytes_json(lp.bytes)},
+                       {"top_logprobs", top}});
+  }
+  return {{"content", content}, {"refusal", nullptr}};
+}
+
+// completions: {"tokens", "token_logprobs", "top_logprobs": [{token: logprob}], "text_offset"}
+Json completion_logprobs(const std::vector<TokenLogprob>& lps, size_t text_offset) {
+  Json tokens = Json::array(), token_logprobs = Json::array(), top = Json::array(), offsets = Json::array();
+  for (const TokenLogprob& lp : lps) {
+    tokens.push_back(lp.bytes);
+    token_logprobs.push_back(lp.logprob);
+    Json alternatives = Json::object();
+    for (size_t i = 0; i < lp.top.size(); ++i) alternatives[lp.top_bytes[i]] = lp.top[i].logprob;
+    top.push_back(alternatives);
+    offsets.push_back(text_offset);
+    text_offset += lp.bytes.size();
+  }
+  return {{"tokens", tokens}, {"token_logprobs", token_logprobs}, {"top_logprobs", top}, {"text_offset", offsets}};
+}
+
+Json logprobs_json(const ResponseContext& ctx, const std::vector<TokenLogprob>& lps, size_t text_offset) {
+  if (!ctx.logprobs) return nullptr;
+  return ctx.endpoint == Endpoint::kChatCompletions ? chat_logprobs(lps) : completion_logprobs(lps, text_offset);
+}
+
+Json header(const ResponseContext& ctx, const char* object) {
+  return {{"id", ctx.id}, {"object", object}, {"created", ctx.created}, {"model", ctx.model}};
+}
+
+}  // namespace
+
+Json finish_reason_json(FinishReason reason) {
+  switch (reason) {
+    case FinishReason::Stop: return "stop";
+    case FinishReason::Length:
+    case FinishReason::ContextFull: return "length";
+    default: return nullptr;
+  }
+}
+
+Json usage_json(const Usage& u) {
+  return {{"prompt_tokens", u.prompt_tokens},
+          {"completion_tokens", u.completion_tokens},
+          {"total_tokens", u.prompt_tokens + u.completion_tokens},
+          {"prompt_tokens_details", {{"cached_tokens", u.cached_prompt_tokens}}}};
+}
+
+Json full_response(const ResponseContext& ctx, const std::vector<ChoiceResult>& choices, const Usage& usage,
+                   const std::vector<size_t>& text_offset_base) {
+  const bool chat = ctx.endpoint == Endpoint::kChatCompletions;
+  Json out = header(ctx, chat ? "chat.completion" : "text_completion");
+  Json list = Json::array();
+  for (size_t i = 0; i < choices.size(); ++i) {
+    const ChoiceResult& c = choices[i];
+    const size_t base = i < text_offset_base.size() ? text_offset_base[i] : 0;
+    Json choice = {{"index", i}};
+    if (chat) {
+      choice["message"] = {{"role", "assistant"}, {"content", c.text}, {"refusal", nullptr}};
+    } else {
+      choice["text"] = c.text;
+    }
+    choice["logprobs"] = logprobs_json(ctx, c.logprobs, base);
+    choice["finish_reason"] = finish_reason_json(c.finish);
+    list.push_back(std::move(choice));
+  }
+  out["choices"] = std::move(list);
+  out["usage"] = usage_json(usage);
+  return out;
+}
+
+Json stream_chunk(const ResponseContext& ctx, int32_t index, const std::string& text,
+                  const std::optional<std::string>& role, const std::vector<TokenLogprob>& logprobs,
+                  FinishReason finish, bool include_usage, size_t text_offset) {
+  const bool chat = ctx.endpoint == Endpoint::kChatCompletions;
+  Json out = header(ctx, chat ? "chat.completion.chunk" : "text_completion");
+  Json choice = {{"index", index}};
+  if (chat) {
+    Json delta = Json::object();
+    if (role) delta["role"] = *role;
+    // The finishing chunk has an empty delta, as OpenAI's has.
+    if (role || !text.empty() || finish == FinishReason::None) delta["content"] = text;
+    choice["delta"] = std::move(delta);
+  } else {
+    choice["text"] = text;
+  }
+  choice["logprobs"] = logprobs.empty() ? Json(nullptr) : logprobs_json(ctx, logprobs, text_offset);
+  choice["finish_reason"] = finish_reason_json(finish);
+  out["choices"] = Json::array({std::move(choice)});
+  if (include_usage) out["usage"] = nullptr;
+  return out;
+}
+
+Json usage_chunk(const ResponseContext& ctx, const Usage& usage) {
+  Json out = header(ctx, ctx.endpoint == Endpoint::kChatCompletions ? "chat.completion.chunk" : "text_completion");
+  out["choices"] = Json::array();
+  out["usage"] = usage_json(usage);
+  return out;
+}
+
+std::string dump(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
+
+std::string sse_event(const Json& chunk) { return "data: " + dump(chunk) + "\n\n"; }
+
+}  // namespace kvscope::server

@@ -1,0 +1,75 @@
+// OpenAI's response objects, built from what a GenerationJob collected:
+//   chat:        chat.completion / chat.completion.chunk (delta.role, delta.content)
+//   completions: text_completion (whole, and each streamed chunk)
+// with `usage` (prompt, completion and cached prompt tokens) and, when asked
+// for, `logprobs` in each endpoint's own shape. Pure functions of values, so
+// the tests can check shapes without a socket.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "kvscope/request.h"
+#include "logprobs.h"
+#include "request_parser.h"
+
+namespace kvscope::server {
+
+// What every object of one response repeats.
+struct ResponseContext {
+  Endpoint endpoint = Endpoint::kChatCompletions;
+  std::string id;        // "chatcmpl-..." / "cmpl-..."
+  int64_t created = 0;   // Unix seconds
+  std::string model;
+  bool logprobs = false;
+};
+
+// One choice as it accumulates.
+struct ChoiceResult {
+  std::string text;
+  std::vector<TokenLogprob> logprobs;  // with logprobs: one per generated token
+  FinishReason finish = FinishReason::None;
+  std::string error;
+  RequestStats stats;  // from the finishing event
+};
+
+struct Usage {
+  int64_t prompt_tokens = 0;
+  int64_t completion_tokens = 0;
+  int64_t cached_prompt_tokens = 0;  // usage.prompt_tokens_details.cached_tokens
+};
+
+// "stop" / "length"; null while running (and for Cancelled / Error, which never reach a client as a finish).
+nlohmann::ordered_json finish_reason_json(FinishReason reason);
+
+nlohmann::ordered_json usage_json(const Usage& usage);
+
+// The whole response of a request that did not stream. `text_offset_base`:
+// with echo, where the completion starts in each choice's text (completions
+// logprobs' text_offset counts from the start of the text).
+nlohmann::ordered_json full_response(const ResponseContext& ctx, const std::vector<ChoiceResult>& choices, const Usage& usage,
+                             const std::vector<size_t>& text_offset_base = {});
+
+// One streamed chunk for choice `index`: chat puts `text` in delta.content
+// (and `role` in delta.role when given), completions in "text". `logprobs`
+// are this chunk's tokens' entries. With include_usage every chunk carries
+// "usage": null, as OpenAI's do.
+nlohmann::ordered_json stream_chunk(const ResponseContext& ctx, int32_t index, const std::string& text,
+                            const std::optional<std::string>& role, const std::vector<TokenLogprob>& logprobs,
+                            FinishReason finish, bool include_usage, size_t text_offset = 0);
+
+// The last chunk with stream_options.include_usage: no choices, the usage.
+nlohmann::ordered_json usage_chunk(const ResponseContext& ctx, const Usage& usage);
+
+// "data: <json>\n\n", the server-sent-event framing of one chunk.
+std::string sse_event(const nlohmann::ordered_json& chunk);
+inline constexpr const char* kSseDone = "data: [DONE]\n\n";
+
+// JSON text with invalid UTF-8 (a token's partial character) replaced, never thrown on.
+std::string dump(const nlohmann::ordered_json& j);
+
+}  // namespace kvscope::server

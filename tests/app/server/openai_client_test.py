@@ -1,0 +1,271 @@
+#!/usr/bin/env python3
+"""The real `openai` Python client against `kvscope-cli serve` on the default
+model (ctest label `model`; run by run_openai_client_test.sh in the venv that
+scripts/test_python_env.sh makes):
+
+    python openai_client_test.py --cli build/app/kvscope-cli
+
+Chat and completions, streamed and not, n > 1, stop strings, seed
+reproducibility, logprobs, usage numbers, the same text as `kvscope-cli
+generate`, concurrent clients, and errors (bad model, bad JSON, missing
+fields, oversize body, wrong API key) as the client's exception classes.
+Ends by stopping the server with SIGINT and checking it exits cleanly.
+
+A missing default model fails the test when KVSCOPE_REQUIRE_TEST_DATA=1 or CI
+is set (as tests/support/require_data.h does) and skips it (exit 77) otherwise.
+"""
+
+import argparse
+import concurrent.futures
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import unittest
+import urllib.error
+import urllib.request
+
+import openai
+
+MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+API_KEY = "kvscope-test-key"
+THREADS = "2"
+SKIP = 77
+
+
+def model_path():
+    """Where the programs look for the default model (common_options.h)."""
+    base = os.environ.get("KVSCOPE_MODEL_DIR")
+    if not base:
+        data = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+        base = os.path.join(data, "kvscope", "models")
+    return os.path.join(base, MODEL_FILE)
+
+
+def test_data_required():
+    flag = os.environ.get("KVSCOPE_REQUIRE_TEST_DATA", "")
+    return flag != "0" if flag else bool(os.environ.get("CI"))
+
+
+class Server:
+    """kvscope-cli serve on a free loopback port, for the whole test run."""
+
+    def __init__(self, cli):
+        self.cli = cli
+        self.proc = subprocess.Popen(
+            [cli, "serve", "--port", "0", "--api-key", API_KEY, "--max-body-size", "1", "--threads", THREADS,
+             "--max-connections", "32"],
+            stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+        self.log = []
+        self.port = None
+        for line in self.proc.stderr:
+            self.log.append(line)
+            match = re.search(r"at http://127\.0\.0\.1:(\d+)/v1 as model \"([^\"]+)\"", line)
+            if match:
+                self.port, self.model = int(match.group(1)), match.group(2)
+                break
+        if self.port is None:
+            self.proc.wait(timeout=30)
+            raise RuntimeError("kvscope-cli serve did not start:\n" + "".join(self.log))
+        # Keep draining stderr so that the server never blocks on a full pipe.
+        threading.Thread(target=lambda: self.log.extend(self.proc.stderr), daemon=True).start()
+        self.base = f"http://127.0.0.1:{self.port}"
+
+    def client(self, key=API_KEY):
+        return openai.OpenAI(base_url=self.base + "/v1", api_key=key, max_retries=0, timeout=300)
+
+    def raw(self, path, body=None, key=API_KEY):
+        """(status, parsed JSON or text) of a plain HTTP request."""
+        request = urllib.request.Request(self.base + path, data=body, method="POST" if body is not None else "GET")
+        request.add_header("Authorization", f"Bearer {key}")
+        request.add_header("Content-Type", "application/json")
+        try:
+            with urllib.request.urlopen(request, timeout=300) as reply:
+                status, text = reply.status, reply.read().decode()
+        except urllib.error.HTTPError as e:
+            status, text = e.code, e.read().decode()
+        try:
+            return status, json.loads(text)
+        except ValueError:
+            return status, text
+
+    def stop(self):
+        """SIGINT, as Ctrl-C; the exit code (None if it did not stop in time)."""
+        self.proc.send_signal(signal.SIGINT)
+        try:
+            return self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            return None
+
+
+SERVER = None
+GREEDY = {"temperature": 0, "extra_body": {"repetition_penalty": 1.0}}
+
+
+class OpenAiClientTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.client = SERVER.client()
+        cls.model = SERVER.model
+
+    def chat(self, content, **kwargs):
+        return self.client.chat.completions.create(
+            model=self.model, messages=[{"role": "user", "content": content}], **kwargs)
+
+    def complete(self, prompt, **kwargs):
+        return self.client.completions.create(model=self.model, prompt=prompt, **kwargs)
+
+    def test_models_lists_the_served_model(self):
+        ids = [m.id for m in self.client.models.list()]
+        self.assertEqual(ids, [self.model])
+
+    def test_chat_not_streamed(self):
+        reply = self.chat("What is the capital of France?", max_tokens=24, **GREEDY)
+        choice = reply.choices[0]
+        self.assertEqual(reply.object, "chat.completion")
+        self.assertEqual(choice.message.role, "assistant")
+        self.assertIsInstance(choice.message.content, str)
+        self.assertTrue(choice.message.content.strip())
+        self.assertIn(choice.finish_reason, ("stop", "length"))
+        self.assertGreater(reply.usage.prompt_tokens, 0)
+        self.assertLessEqual(reply.usage.completion_tokens, 24)
+        self.assertEqual(reply.usage.total_tokens, reply.usage.prompt_tokens + reply.usage.completion_tokens)
+
+    def test_chat_streamed_equals_the_whole_reply(self):
+        whole = self.chat("Name three colours.", max_tokens=20, **GREEDY)
+        chunks = list(self.chat("Name three colours.", max_tokens=20, stream=True,
+                                stream_options={"include_usage": True}, **GREEDY))
+        text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+        self.assertEqual(text, whole.choices[0].message.content)
+        finishes = [c.choices[0].finish_reason for c in chunks if c.choices and c.choices[0].finish_reason]
+        self.assertEqual(finishes, [whole.choices[0].finish_reason])
+        usage = chunks[-1].usage
+        self.assertEqual(chunks[-1].choices, [])
+        self.assertEqual(usage.prompt_tokens, whole.usage.prompt_tokens)
+        self.assertEqual(usage.completion_tokens, whole.usage.completion_tokens)
+        # The same prompt again: its blocks came from the prefix cache.
+        self.assertGreater(usage.prompt_tokens_details.cached_tokens, 0)
+
+    def test_completions_streamed_and_not_with_n_and_seed(self):
+        args = dict(max_tokens=12, n=2, seed=1234, temperature=0.9)
+        first = self.complete("Once upon a time", **args)
+        second = self.complete("Once upon a time", **args)
+        self.assertEqual(len(first.choices), 2)
+        self.assertEqual([c.text for c in first.choices], [c.text for c in second.choices])
+        streamed = ["", ""]
+        for chunk in self.complete("Once upon a time", stream=True, **args):
+            for c in chunk.choices:
+                streamed[c.index] += c.text
+        self.assertEqual(streamed, [c.text for c in first.choices])
+        other = self.complete("Once upon a time", **dict(args, seed=4321))
+        self.assertNotEqual([c.text for c in other.choices], [c.text for c in first.choices])
+
+    def test_stop_string_ends_the_text_before_it(self):
+        full = self.complete("The capital of France is", max_tokens=24, **GREEDY).choices[0].text
+        words = [w for w in re.findall(r"[A-Za-z]{3,}", full) if full.find(w) > 0]
+        self.assertTrue(words, f"no word to stop at in {full!r}")
+        stop = words[0]
+        reply = self.complete("The capital of France is", max_tokens=24, stop=[stop, "\u2603"], **GREEDY)
+        self.assertEqual(reply.choices[0].text, full[:full.find(stop)])
+        self.assertEqual(reply.choices[0].finish_reason, "stop")
+
+    def test_usage_counts_the_tokens_logprobs_list(self):
+        reply = self.complete("Hello", max_tokens=10, logprobs=2,
+                              extra_body={"ignore_eos": True}, temperature=0)
+        logprobs = reply.choices[0].logprobs
+        self.assertEqual(reply.usage.completion_tokens, 10)
+        self.assertEqual(len(logprobs.tokens), 10)
+        self.assertEqual("".join(logprobs.tokens), reply.choices[0].text)
+        self.assertTrue(all(lp <= 0 for lp in logprobs.token_logprobs))
+        chat = self.chat("Hi", max_tokens=5, logprobs=True, top_logprobs=2, **GREEDY)
+        content = chat.choices[0].logprobs.content
+        self.assertEqual(len(content), chat.usage.completion_tokens - (chat.choices[0].finish_reason == "stop"))
+        self.assertEqual(len(content[0].top_logprobs), 2)
+
+    def test_same_text_as_kvscope_cli_generate(self):
+        prompt, n = "The three primary colours are", 16
+        cli = subprocess.run(
+            [SERVER.cli, "generate", "--prompt", prompt, "-n", str(n), "--temp", "0", "--repeat-penalty", "1",
+             "--threads", THREADS, "--json"], capture_output=True, text=True, timeout=300, check=True)
+        expected = json.loads(cli.stdout)["text"]
+        self.assertEqual(self.complete(prompt, max_tokens=n, **GREEDY).choices[0].text, expected)
+
+    def test_concurrent_streaming_clients_match_one_at_a_time(self):
+        system = "You are a helpful assistant who answers in one sentence."
+        questions = [f"Give me a fact about the number {i}." for i in range(8)]
+
+        def ask(q, stream):
+            messages = [{"role": "system", "content": system}, {"role": "user", "content": q}]
+            if not stream:
+                return self.client.chat.completions.create(model=self.model, messages=messages, max_tokens=16,
+                                                           **GREEDY).choices[0].message.content
+            return "".join(c.choices[0].delta.content or "" for c in self.client.chat.completions.create(
+                model=self.model, messages=messages, max_tokens=16, stream=True, **GREEDY) if c.choices)
+
+        alone = [ask(q, False) for q in questions]
+        with concurrent.futures.ThreadPoolExecutor(len(questions)) as pool:
+            together = list(pool.map(lambda q: ask(q, True), questions))
+        self.assertEqual(together, alone)
+        status, metrics = SERVER.raw("/metrics")
+        self.assertEqual(status, 200)
+        hits = float(re.search(r"^kvscope_prefix_cache_hit_tokens_total (\S+)$", metrics, re.M).group(1))
+        self.assertGreater(hits, 0)
+        used = float(re.search(r"^kvscope_kv_blocks_used (\S+)$", metrics, re.M).group(1))
+        self.assertEqual(used, 0)
+
+    def test_errors(self):
+        with self.assertRaises(openai.NotFoundError) as e:
+            self.client.completions.create(model="gpt-4o", prompt="Hi", max_tokens=2)
+        self.assertEqual(e.exception.body["code"], "model_not_found")
+        with self.assertRaises(openai.BadRequestError) as e:
+            self.client.chat.completions.create(model=self.model, messages=[])
+        self.assertEqual(e.exception.body["param"], "messages")
+        with self.assertRaises(openai.BadRequestError):
+            self.client.chat.completions.create(model=self.model, messages=[{"role": "user"}])
+        with self.assertRaises(openai.BadRequestError):
+            self.chat("Hi", max_tokens="lots")
+        with self.assertRaises(openai.AuthenticationError):
+            SERVER.client(key="wrong").models.list()
+        with self.assertRaises(openai.APIStatusError) as e:
+            self.complete("a" * (2 << 20), max_tokens=1)  # over --max-body-size 1 (MiB)
+        self.assertEqual(e.exception.status_code, 413)
+        status, body = SERVER.raw("/v1/chat/completions", b'{"model": "x", "messages": [')
+        self.assertEqual(status, 400)
+        self.assertEqual(body["error"]["type"], "invalid_request_error")
+        status, body = SERVER.raw("/v1/chat/completions", b'{"model": "x", "messages": "\xff"}')
+        self.assertEqual(status, 400)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--cli", required=True, help="path to kvscope-cli")
+    args, rest = parser.parse_known_args()
+    if not os.path.isfile(model_path()):
+        message = (f"default model ({MODEL_FILE}) not found at {model_path()}; "
+                   "fetch it with: python3 scripts/fetch_model.py")
+        if test_data_required():
+            print(message + " [a failure, not a skip, because KVSCOPE_REQUIRE_TEST_DATA=1 or CI is set]",
+                  file=sys.stderr)
+            return 1
+        print("SKIPPED: " + message, file=sys.stderr)
+        return SKIP
+    global SERVER
+    SERVER = Server(args.cli)
+    print(f"openai {openai.__version__} against {SERVER.base} ({SERVER.model})", file=sys.stderr)
+    try:
+        result = unittest.main(argv=[sys.argv[0]] + rest, exit=False, verbosity=2).result
+    finally:
+        code = SERVER.stop()
+    if code != 0:
+        print(f"kvscope-cli serve did not exit cleanly on SIGINT (exit {code}):\n" + "".join(SERVER.log),
+              file=sys.stderr)
+        return 1
+    return 0 if result.wasSuccessful() else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

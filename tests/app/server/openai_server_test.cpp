@@ -1,0 +1,362 @@
+// The OpenAI-compatible server over loopback (label `unit`, a tiny random
+// model; httplib's client): chat and completions, streamed and not, n > 1,
+// stop strings, seed reproducibility, usage numbers, logprobs, the other
+// endpoints, and errors in OpenAI's format with the right status (400 bad
+// JSON / fields, 401 key, 403 origin, 404 model / route, 413 body).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "support/tiny_model.h"
+#include "test_server.h"
+
+namespace kvscope {
+namespace {
+
+using nlohmann::json;
+using test::http_get;
+using test::http_post;
+using test::parse_sse;
+using test::Reply;
+
+class OpenAiServerTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    path_ = test::tiny_model_temp_path("openai_server");
+    ASSERT_TRUE(test::write_tiny_gguf(test::TinyModelSpec{}, path_).ok());
+  }
+  static void TearDownTestSuite() { std::filesystem::remove(path_); }
+
+  static EngineConfig config() {
+    EngineConfig c;
+    c.model_path = path_;
+    c.num_threads = 2;
+    c.num_blocks = 128;
+    return c;
+  }
+
+  void SetUp() override {
+    server::ServerOptions options;
+    options.model_id = "tiny";
+    server_ = test::TestServer::start(config(), options);
+    ASSERT_TRUE(server_);
+  }
+
+  // A chat body with the user message `text` and extra fields.
+  static json chat(const std::string& text, json extra = json::object()) {
+    json body = {{"model", "tiny"}, {"messages", {{{"role", "user"}, {"content", text}}}}};
+    body.update(extra);
+    return body;
+  }
+  static json completion(json prompt, json extra = json::object()) {
+    json body = {{"model", "tiny"}, {"prompt", std::move(prompt)}};
+    body.update(extra);
+    return body;
+  }
+
+  Reply post(const std::string& path, const json& body, const httplib::Headers& headers = {}) {
+    return http_post(server_->port(), path, body, headers);
+  }
+
+  static std::string path_;
+  std::unique_ptr<test::TestServer> server_;
+};
+std::string OpenAiServerTest::path_;
+
+// Fixed-length greedy generation: the tiny model's EOS is ignored.
+const json kGreedy = {{"temperature", 0}, {"ignore_eos", true}};
+
+TEST_F(OpenAiServerTest, ChatCompletionNotStreamed) {
+  json extra = kGreedy;
+  extra["max_tokens"] = 6;
+  const Reply r = post("/v1/chat/completions", chat("Hello", extra));
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.json["object"], "chat.completion");
+  EXPECT_EQ(r.json["model"], "tiny");
+  EXPECT_EQ(r.json["id"].get<std::string>().rfind("chatcmpl-", 0), 0u);
+  ASSERT_EQ(r.json["choices"].size(), 1u);
+  EXPECT_EQ(r.json["choices"][0]["message"]["role"], "assistant");
+  EXPECT_EQ(r.json["choices"][0]["finish_reason"], "length");
+  // The prompt is the chat template's rendering, tokenised by the engine.
+  const std::string rendered = server_->engine().render_chat({{"user", "Hello"}}, true);
+  const auto prompt_ids = server_->engine().tokenize(rendered, true);
+  EXPECT_EQ(r.json["usage"]["prompt_tokens"], prompt_ids.size());
+  EXPECT_EQ(r.json["usage"]["completion_tokens"], 6);
+  EXPECT_EQ(r.json["usage"]["total_tokens"], prompt_ids.size() + 6);
+}
+
+TEST_F(OpenAiServerTest, StreamedChatEqualsTheWholeReply) {
+  json extra = kGreedy;
+  extra["max_tokens"] = 12;
+  const Reply whole = post("/v1/chat/completions", chat("Tell me", extra));
+  ASSERT_EQ(whole.status, 200) << whole.body;
+  extra["stream"] = true;
+  extra["stream_options"] = {{"include_usage", true}};
+  const Reply streamed = post("/v1/chat/completions", chat("Tell me", extra));
+  ASSERT_EQ(streamed.status, 200);
+  EXPECT_EQ(streamed.header("Content-Type"), "text/event-stream");
+  const test::SseStream sse = parse_sse(streamed.body);
+  EXPECT_TRUE(sse.done);
+  EXPECT_TRUE(sse.malformed.empty());
+  ASSERT_GE(sse.chunks.size(), 3u);
+  EXPECT_EQ(sse.chunks.front()["choices"][0]["delta"]["role"], "assistant");
+  EXPECT_EQ(sse.chunks.front()["object"], "chat.completion.chunk");
+  EXPECT_EQ(sse.texts(), std::vector<std::string>{whole.json["choices"][0]["message"]["content"].get<std::string>()});
+  EXPECT_EQ(sse.finish_reasons(), std::vector<std::string>{"length"});
+  // The last chunk carries the usage and no choices; the others "usage": null.
+  const json& last = sse.chunks.back();
+  EXPECT_TRUE(last["choices"].empty());
+  for (const char* count : {"prompt_tokens", "completion_tokens", "total_tokens"}) {
+    EXPECT_EQ(last["usage"][count], whole.json["usage"][count]) << count;
+  }
+  // The same prompt again: its full blocks came from the prefix cache.
+  EXPECT_GT(last["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>(), 0);
+  for (size_t i = 0; i + 1 < sse.chunks.size(); ++i) EXPECT_TRUE(sse.chunks[i]["usage"].is_null());
+}
+
+TEST_F(OpenAiServerTest, CompletionsWithNChoicesStreamedAndNot) {
+  json extra = {{"max_tokens", 5}, {"n", 2}, {"seed", 11}, {"temperature", 1.0}, {"ignore_eos", true}};
+  const Reply whole = post("/v1/completions", completion("Once upon", extra));
+  ASSERT_EQ(whole.status, 200) << whole.body;
+  EXPECT_EQ(whole.json["object"], "text_completion");
+  ASSERT_EQ(whole.json["choices"].size(), 2u);
+  EXPECT_EQ(whole.json["choices"][1]["index"], 1);
+  EXPECT_EQ(whole.json["usage"]["completion_tokens"], 10);  // 2 choices x 5
+  const auto prompt_ids = server_->engine().tokenize("Once upon", true);
+  EXPECT_EQ(whole.json["usage"]["prompt_tokens"], prompt_ids.size());  // the prompt counted once
+  extra["stream"] = true;
+  const test::SseStream sse = parse_sse(post("/v1/completions", completion("Once upon", extra)).body);
+  EXPECT_TRUE(sse.done);
+  EXPECT_EQ(sse.chunks.front()["object"], "text_completion");
+  const std::vector<std::string> texts = sse.texts();
+  ASSERT_EQ(texts.size(), 2u);
+  EXPECT_EQ(texts[0], whole.json["choices"][0]["text"]);  // same seed, same text
+  EXPECT_EQ(texts[1], whole.json["choices"][1]["text"]);
+  EXPECT_EQ(sse.finish_reasons(), (std::vector<std::string>{"length", "length"}));
+}
+
+TEST_F(OpenAiServerTest, SeedReproducesASampledReply) {
+  const json extra = {{"max_tokens", 16}, {"temperature", 1.5}, {"top_p", 1.0}, {"ignore_eos", true}};
+  auto text = [&](json seed) {
+    json e = extra;
+    e["seed"] = seed;
+    const Reply r = post("/v1/completions", completion("The", e));
+    EXPECT_EQ(r.status, 200) << r.body;
+    return r.json["choices"][0]["text"].get<std::string>();
+  };
+  EXPECT_EQ(text(42), text(42));
+  EXPECT_EQ(text(0), text(0));  // 0 is a seed like any other
+  EXPECT_NE(text(42), text(43));
+}
+
+TEST_F(OpenAiServerTest, StopStringEndsTheReplyBeforeIt) {
+  // A seeded reply with a printable character that first appears after its
+  // start: with that character as a stop string, the reply is what came before.
+  json extra = {{"max_tokens", 24}, {"temperature", 1.0}, {"top_p", 1.0}, {"ignore_eos", true}};
+  std::string full, stop;
+  for (int seed = 1; seed <= 50 && stop.empty(); ++seed) {
+    extra["seed"] = seed;
+    full = post("/v1/completions", completion("abc", extra)).json["choices"][0]["text"];
+    for (size_t i = 1; i < full.size(); ++i) {
+      if (full[i] > ' ' && full[i] < 127 && full.find(full[i]) == i) {
+        stop = std::string(1, full[i]);
+        break;
+      }
+    }
+  }
+  ASSERT_FALSE(stop.empty()) << "no seed gave a usable stop character";
+  extra["stop"] = {stop, "never-there"};
+  const Reply r = post("/v1/completions", completion("abc", extra));
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.json["choices"][0]["text"], full.substr(0, full.find(stop)));
+  EXPECT_EQ(r.json["choices"][0]["finish_reason"], "stop");
+  extra["stream"] = true;
+  const test::SseStream sse = parse_sse(post("/v1/completions", completion("abc", extra)).body);
+  EXPECT_EQ(sse.texts(), std::vector<std::string>{full.substr(0, full.find(stop))});
+  EXPECT_EQ(sse.finish_reasons(), std::vector<std::string>{"stop"});
+}
+
+TEST_F(OpenAiServerTest, TokenIdPromptsAndBatchesOfPrompts) {
+  json extra = kGreedy;
+  extra["max_tokens"] = 3;
+  const Reply one = post("/v1/completions", completion(json::array({10, 11, 12, 13}), extra));
+  ASSERT_EQ(one.status, 200) << one.body;
+  EXPECT_EQ(one.json["usage"]["prompt_tokens"], 4);
+  const Reply batch = post("/v1/completions", completion(json::array({json::array({10, 11, 12, 13}), "xy"}), extra));
+  ASSERT_EQ(batch.status, 200) << batch.body;
+  ASSERT_EQ(batch.json["choices"].size(), 2u);
+  EXPECT_EQ(batch.json["choices"][0]["text"], one.json["choices"][0]["text"]);
+  EXPECT_EQ(batch.json["usage"]["completion_tokens"], 6);
+}
+
+TEST_F(OpenAiServerTest, EchoPutsThePromptFirst) {
+  json extra = kGreedy;
+  extra["max_tokens"] = 3;
+  const std::string plain = post("/v1/completions", completion("Hi", extra)).json["choices"][0]["text"];
+  extra["echo"] = true;
+  EXPECT_EQ(post("/v1/completions", completion("Hi", extra)).json["choices"][0]["text"], "Hi" + plain);
+}
+
+TEST_F(OpenAiServerTest, LogprobsAreNormalisedAndSorted) {
+  json extra = kGreedy;
+  extra["max_tokens"] = 5;
+  extra["logprobs"] = true;
+  extra["top_logprobs"] = 3;
+  const Reply r = post("/v1/chat/completions", chat("Hi", extra));
+  ASSERT_EQ(r.status, 200) << r.body;
+  const json& content = r.json["choices"][0]["logprobs"]["content"];
+  ASSERT_EQ(content.size(), 5u);
+  for (const json& token : content) {
+    const double lp = token["logprob"];
+    EXPECT_LE(lp, 0.0);
+    ASSERT_EQ(token["top_logprobs"].size(), 3u);
+    // Greedy: the chosen token is the most likely one.
+    EXPECT_DOUBLE_EQ(lp, token["top_logprobs"][0]["logprob"].get<double>());
+    EXPECT_GE(token["top_logprobs"][0]["logprob"].get<double>(), token["top_logprobs"][1]["logprob"].get<double>());
+    EXPECT_GE(token["top_logprobs"][1]["logprob"].get<double>(), token["top_logprobs"][2]["logprob"].get<double>());
+  }
+  // The streamed entries are the same, one per token.
+  extra["stream"] = true;
+  const test::SseStream sse = parse_sse(post("/v1/chat/completions", chat("Hi", extra)).body);
+  json streamed = json::array();
+  for (const json& c : sse.chunks) {
+    if (!c["choices"].empty() && c["choices"][0]["logprobs"].is_object()) {
+      for (const json& t : c["choices"][0]["logprobs"]["content"]) streamed.push_back(t);
+    }
+  }
+  EXPECT_EQ(streamed, content);
+  // Completions: logprobs = number of alternatives.
+  const Reply text = post("/v1/completions", completion("Hi", {{"max_tokens", 4}, {"logprobs", 2}, {"temperature", 0},
+                                                               {"ignore_eos", true}}));
+  const json& lps = text.json["choices"][0]["logprobs"];
+  EXPECT_EQ(lps["tokens"].size(), 4u);
+  EXPECT_EQ(lps["token_logprobs"].size(), 4u);
+  EXPECT_EQ(lps["text_offset"][0], 0);
+  EXPECT_LE(lps["top_logprobs"][0].size(), 2u);
+}
+
+TEST_F(OpenAiServerTest, ModelsHealthMetricsAndSnapshot) {
+  const Reply models = http_get(server_->port(), "/v1/models");
+  ASSERT_EQ(models.status, 200);
+  EXPECT_EQ(models.json["object"], "list");
+  EXPECT_EQ(models.json["data"][0]["id"], "tiny");
+  EXPECT_EQ(models.json["data"][0]["context_length"], 512);
+  EXPECT_EQ(http_get(server_->port(), "/v1/models/tiny").json["id"], "tiny");
+  EXPECT_EQ(http_get(server_->port(), "/v1/models/other").status, 404);
+  EXPECT_EQ(http_get(server_->port(), "/health").json["status"], "ok");
+
+  ASSERT_EQ(post("/v1/completions", completion("Hi", {{"max_tokens", 2}})).status, 200);
+  const Reply metrics = http_get(server_->port(), "/metrics");
+  ASSERT_EQ(metrics.status, 200);
+  EXPECT_EQ(metrics.header("Content-Type").rfind("text/plain", 0), 0u);
+  for (const char* name : {"kvscope_requests_running 0", "kvscope_requests_waiting 0", "kvscope_kv_blocks_total 128",
+                           "kvscope_kv_blocks_used 0", "kvscope_prefix_cache_hit_rate",
+                           "kvscope_http_requests_total{endpoint=\"completions\"} 1",
+                           "kvscope_generated_tokens_total", "kvscope_generated_tokens_per_second"}) {
+    EXPECT_NE(metrics.body.find(name), std::string::npos) << name << "\n" << metrics.body;
+  }
+  const Reply snapshot = http_get(server_->port(), "/v1/engine/snapshot");
+  ASSERT_EQ(snapshot.status, 200);
+  EXPECT_EQ(snapshot.json["blocks"].get<std::string>().size(), 128u);
+  EXPECT_TRUE(snapshot.json["sequences"].empty());
+  EXPECT_GE(snapshot.json["step"].get<int>(), 1);
+}
+
+TEST_F(OpenAiServerTest, ErrorsHaveOpenAisShapeAndStatus) {
+  auto expect_error = [](const Reply& r, int status, const std::string& param, const std::string& code) {
+    EXPECT_EQ(r.status, status) << r.body;
+    ASSERT_TRUE(r.json.is_object()) << r.body;
+    ASSERT_TRUE(r.json.contains("error")) << r.body;
+    const json& e = r.json["error"];
+    EXPECT_TRUE(e["message"].is_string());
+    EXPECT_TRUE(e["type"].is_string());
+    EXPECT_EQ(e["param"], param.empty() ? json(nullptr) : json(param)) << r.body;
+    EXPECT_EQ(e["code"], code.empty() ? json(nullptr) : json(code)) << r.body;
+    EXPECT_EQ(r.header("Content-Type"), "application/json");
+  };
+  const int port = server_->port();
+  expect_error(http_post(port, "/v1/chat/completions", std::string("{not json")), 400, "", "invalid_json");
+  expect_error(http_post(port, "/v1/chat/completions", std::string("{\"model\": \"tiny\", \"messages\": \"\xff\"}")),
+               400, "", "invalid_json");
+  expect_error(post("/v1/chat/completions", json{{"model", "tiny"}}), 400, "messages", "");
+  expect_error(post("/v1/chat/completions", chat("x", {{"max_tokens", "many"}})), 400, "max_tokens", "");
+  expect_error(post("/v1/completions", completion("x", {{"model", "gpt-4o"}})), 404, "model", "model_not_found");
+  expect_error(http_get(port, "/v1/nothing"), 404, "", "unknown_url");
+  // A prompt longer than the context (512 tokens) is the client's error.
+  expect_error(post("/v1/completions", completion(json(std::vector<int>(600, 10)))), 400, "prompt",
+               "context_length_exceeded");
+}
+
+TEST(OpenAiServerLimits, ApiKeyBodyLimitAndOrigins) {
+  const std::string path = test::tiny_model_temp_path("openai_server_limits");
+  ASSERT_TRUE(test::write_tiny_gguf(test::TinyModelSpec{}, path).ok());
+  EngineConfig c;
+  c.model_path = path;
+  c.num_threads = 1;
+  c.num_blocks = 64;
+  server::ServerOptions options;
+  options.model_id = "tiny";
+  options.api_key = "sekrit";
+  options.max_body_bytes = 2048;
+  options.allowed_origins = {"http://app.test"};
+  auto s = test::TestServer::start(c, options);
+  std::filesystem::remove(path);
+  ASSERT_TRUE(s);
+  const int port = s->port();
+  const json body = {{"model", "tiny"}, {"prompt", "Hi"}, {"max_tokens", 2}};
+  const httplib::Headers key = {{"Authorization", "Bearer sekrit"}};
+
+  EXPECT_EQ(http_post(port, "/v1/completions", body, key).status, 200);
+  const Reply no_key = http_post(port, "/v1/completions", body);
+  EXPECT_EQ(no_key.status, 401);
+  EXPECT_EQ(no_key.json["error"]["code"], "invalid_api_key");
+  EXPECT_EQ(http_post(port, "/v1/completions", body, {{"Authorization", "Bearer sekriT"}}).status, 401);
+  EXPECT_EQ(http_post(port, "/v1/completions", body, {{"Authorization", "Bearer sekrit2"}}).status, 401);
+  EXPECT_EQ(http_get(port, "/v1/models").status, 401);
+  EXPECT_EQ(http_get(port, "/metrics").status, 401);
+  EXPECT_EQ(http_get(port, "/health").status, 200);  // for liveness probes
+
+  const json big = {{"model", "tiny"}, {"prompt", std::string(4096, 'a')}};
+  const Reply too_big = http_post(port, "/v1/completions", big, key);
+  EXPECT_EQ(too_big.status, 413);
+  EXPECT_EQ(too_big.json["error"]["code"], "request_too_large");
+
+  httplib::Headers from_app = key;
+  from_app.emplace("Origin", "http://app.test");
+  const Reply allowed = http_post(port, "/v1/completions", body, from_app);
+  EXPECT_EQ(allowed.status, 200);
+  EXPECT_EQ(allowed.header("Access-Control-Allow-Origin"), "http://app.test");
+  httplib::Headers from_elsewhere = key;
+  from_elsewhere.emplace("Origin", "http://evil.test");
+  const Reply refused = http_post(port, "/v1/completions", body, from_elsewhere);
+  EXPECT_EQ(refused.status, 403);
+  EXPECT_EQ(refused.header("Access-Control-Allow-Origin"), "");
+  // The browser's preflight needs no key.
+  httplib::Client client("127.0.0.1", port);
+  httplib::Headers preflight = {{"Origin", "http://app.test"}, {"Access-Control-Request-Method", "POST"}};
+  auto options_reply = client.Options("/v1/completions", preflight);
+  ASSERT_TRUE(options_reply);
+  EXPECT_EQ(options_reply->status, 204);
+  EXPECT_NE(options_reply->get_header_value("Access-Control-Allow-Headers").find("Authorization"), std::string::npos);
+}
+
+TEST(OpenAiServerLimits, NoCorsHeadersAndBrowserPagesRefusedWithoutAllowedOrigins) {
+  const std::string path = test::tiny_model_temp_path("openai_server_cors");
+  ASSERT_TRUE(test::write_tiny_gguf(test::TinyModelSpec{}, path).ok());
+  EngineConfig c;
+  c.model_path = path;
+  c.num_threads = 1;
+  c.num_blocks = 64;
+  auto s = test::TestServer::start(c);
+  std::filesystem::remove(path);
+  ASSERT_TRUE(s);
+  // The model id defaults to the file's name without .gguf.
+  EXPECT_EQ(s->model_id(), std::filesystem::path(path).stem().string());
+  const Reply plain = http_get(s->port(), "/v1/models");
+  EXPECT_EQ(plain.status, 200);
+  EXPECT_EQ(plain.header("Access-Control-Allow-Origin"), "");
+  EXPECT_EQ(http_get(s->port(), "/v1/models", {{"Origin", "http://localhost:3000"}}).status, 403);
+}
+
+}  // namespace
+}  // namespace kvscope

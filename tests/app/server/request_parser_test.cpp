@@ -1,0 +1,253 @@
+// request_parser (label `unit`): good bodies become the engine's requests
+// with the right sampling parameters; every bad body (malformed JSON, wrong
+// types, out-of-range or huge numbers, invalid UTF-8, missing fields,
+// unsupported features) becomes a 400 that names the field, never a crash.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "request_parser.h"
+
+namespace kvscope::server {
+namespace {
+
+ParseDefaults defaults() {
+  ParseDefaults d;
+  d.sampling.temperature = 0.7f;
+  d.sampling.max_tokens = 512;
+  d.sampling.seed = 0;
+  return d;
+}
+
+ParsedRequest chat_ok(const std::string& body) {
+  ParseResult r = parse_chat_request(body, defaults());
+  if (auto* e = std::get_if<ApiError>(&r)) ADD_FAILURE() << body << " -> " << e->message;
+  return parse_ok(r) ? std::get<ParsedRequest>(r) : ParsedRequest{};
+}
+
+ParsedRequest completion_ok(const std::string& body) {
+  ParseResult r = parse_completion_request(body, defaults());
+  if (auto* e = std::get_if<ApiError>(&r)) ADD_FAILURE() << body << " -> " << e->message;
+  return parse_ok(r) ? std::get<ParsedRequest>(r) : ParsedRequest{};
+}
+
+ApiError chat_error(const std::string& body) {
+  ParseResult r = parse_chat_request(body, defaults());
+  EXPECT_FALSE(parse_ok(r)) << body << " was accepted";
+  return parse_ok(r) ? ApiError{} : std::get<ApiError>(r);
+}
+
+ApiError completion_error(const std::string& body) {
+  ParseResult r = parse_completion_request(body, defaults());
+  EXPECT_FALSE(parse_ok(r)) << body << " was accepted";
+  return parse_ok(r) ? ApiError{} : std::get<ApiError>(r);
+}
+
+const std::string kUser = R"("messages": [{"role": "user", "content": "Hi"}])";
+
+TEST(RequestParser, ChatWithEverySupportedField) {
+  const ParsedRequest r = chat_ok(R"({"model": "m", "messages": [
+      {"role": "developer", "content": "Be brief."},
+      {"role": "user", "content": [{"type": "text", "text": "Hello "}, {"type": "text", "text": "there"}]},
+      {"role": "assistant", "content": null},
+      {"role": "user", "content": "Again"}],
+    "stream": true, "stream_options": {"include_usage": true}, "n": 3, "max_completion_tokens": 17,
+    "temperature": 0, "top_p": 0.5, "stop": ["END", ""], "seed": -1, "presence_penalty": 1.5,
+    "frequency_penalty": -0.5, "top_k": 7, "min_p": 0.1, "repetition_penalty": 1.2, "repeat_last_n": -1,
+    "ignore_eos": true, "logprobs": true, "top_logprobs": 4, "user": "ignored", "tool_choice": "none",
+    "response_format": {"type": "text"}, "logit_bias": {}, "tools": []})");
+  EXPECT_EQ(r.endpoint, Endpoint::kChatCompletions);
+  EXPECT_EQ(r.model, "m");
+  ASSERT_EQ(r.messages.size(), 4u);
+  EXPECT_EQ(r.messages[0].role, "system");  // developer is OpenAI's newer name for it
+  EXPECT_EQ(r.messages[1].content, "Hello there");
+  EXPECT_EQ(r.messages[2].role, "assistant");
+  EXPECT_EQ(r.messages[2].content, "");
+  EXPECT_TRUE(r.stream);
+  EXPECT_TRUE(r.include_usage);
+  EXPECT_EQ(r.n, 3);
+  EXPECT_EQ(r.sampling.max_tokens, 17);
+  EXPECT_EQ(r.sampling.temperature, 0.0f);
+  EXPECT_EQ(r.sampling.top_p, 0.5f);
+  EXPECT_EQ(r.sampling.stop, std::vector<std::string>{"END"});  // the empty one is dropped
+  EXPECT_EQ(r.sampling.seed, ~0ull);
+  EXPECT_EQ(r.sampling.presence_penalty, 1.5f);
+  EXPECT_EQ(r.sampling.frequency_penalty, -0.5f);
+  EXPECT_EQ(r.sampling.top_k, 7);
+  EXPECT_FLOAT_EQ(r.sampling.min_p, 0.1f);
+  EXPECT_FLOAT_EQ(r.sampling.repetition_penalty, 1.2f);
+  EXPECT_EQ(r.sampling.repeat_last_n, -1);
+  EXPECT_TRUE(r.sampling.ignore_eos);
+  EXPECT_TRUE(r.logprobs);
+  EXPECT_EQ(r.top_logprobs, 4);
+}
+
+TEST(RequestParser, DefaultsFillWhatTheRequestLeavesOut) {
+  const ParsedRequest r = chat_ok(R"({"model": "m", "temperature": null, )" + kUser + "}");
+  EXPECT_EQ(r.sampling.temperature, 0.7f);  // null counts as not given
+  EXPECT_EQ(r.sampling.max_tokens, 512);
+  EXPECT_EQ(r.sampling.seed, 0u);  // the engine picks one
+  EXPECT_EQ(r.n, 1);
+  EXPECT_FALSE(r.stream);
+  EXPECT_FALSE(r.include_usage);
+  EXPECT_FALSE(r.logprobs);
+}
+
+TEST(RequestParser, SeedZeroIsAFixedSeedAndMaxCompletionTokensWins) {
+  const ParsedRequest r = chat_ok(R"({"model": "m", "seed": 0, "max_tokens": 5, "max_completion_tokens": 9, )" +
+                                  kUser + "}");
+  EXPECT_EQ(r.sampling.seed, kSeedForZero);
+  EXPECT_EQ(r.sampling.max_tokens, 9);
+  EXPECT_EQ(chat_ok(R"({"model": "m", "seed": 18446744073709551615, )" + kUser + "}").sampling.seed, ~0ull);
+}
+
+TEST(RequestParser, IncludeUsageOnlyWhenStreaming) {
+  EXPECT_FALSE(chat_ok(R"({"model": "m", "stream_options": {"include_usage": true}, )" + kUser + "}").include_usage);
+}
+
+TEST(RequestParser, CompletionPromptForms) {
+  ParsedRequest r = completion_ok(R"({"model": "m", "prompt": "Once", "logprobs": 2, "echo": true, "stop": "x"})");
+  ASSERT_EQ(r.prompts.size(), 1u);
+  EXPECT_EQ(r.prompts[0].text, "Once");
+  EXPECT_FALSE(r.prompts[0].is_tokens);
+  EXPECT_TRUE(r.logprobs);
+  EXPECT_EQ(r.top_logprobs, 2);
+  EXPECT_TRUE(r.echo);
+  EXPECT_EQ(r.sampling.stop, std::vector<std::string>{"x"});
+
+  r = completion_ok(R"({"model": "m", "prompt": [1, 2, 3]})");
+  ASSERT_EQ(r.prompts.size(), 1u);
+  EXPECT_TRUE(r.prompts[0].is_tokens);
+  EXPECT_EQ(r.prompts[0].tokens, (std::vector<int32_t>{1, 2, 3}));
+  EXPECT_FALSE(r.logprobs);
+
+  r = completion_ok(R"({"model": "m", "prompt": ["a", [4, 5], "b"], "logprobs": 0})");
+  ASSERT_EQ(r.prompts.size(), 3u);
+  EXPECT_EQ(r.prompts[2].text, "b");
+  EXPECT_EQ(r.prompts[1].tokens, (std::vector<int32_t>{4, 5}));
+  EXPECT_TRUE(r.logprobs);  // 0: the chosen token's logprob, no alternatives
+  EXPECT_EQ(r.top_logprobs, 0);
+}
+
+struct BadBody {
+  const char* body;
+  const char* param;  // the field the error names ("" = none)
+};
+
+TEST(RequestParser, BadChatBodiesAre400sNamingTheField) {
+  const BadBody cases[] = {
+      {"", ""},
+      {"{", ""},
+      {"[]", ""},
+      {"null", ""},
+      {"\"text\"", ""},
+      {R"({"model": "m", "messages": [{"role": "user", "content": "a"}]} trailing)", ""},
+      {"{\"model\": \"m\", \"messages\": [{\"role\": \"user\", \"content\": \"\xff\xfe\"}]}", ""},  // invalid UTF-8
+      {"{\"model\": \"m\", \"messages\": [{\"role\": \"user\", \"content\": \"\xc3\"}]}", ""},       // cut character
+      {R"({"messages": [{"role": "user", "content": "a"}]})", "model"},
+      {R"({"model": 7, "messages": []})", "model"},
+      {R"({"model": "m"})", "messages"},
+      {R"({"model": "m", "messages": "hi"})", "messages"},
+      {R"({"model": "m", "messages": []})", "messages"},
+      {R"({"model": "m", "messages": [7]})", "messages[0]"},
+      {R"({"model": "m", "messages": [{"content": "a"}]})", "messages[0].role"},
+      {R"({"model": "m", "messages": [{"role": "tool", "content": "a"}]})", "messages[0].role"},
+      {R"({"model": "m", "messages": [{"role": "user"}]})", "messages[0].content"},
+      {R"({"model": "m", "messages": [{"role": "user", "content": 5}]})", "messages[0].content"},
+      {R"({"model": "m", "messages": [{"role": "user", "content": [{"type": "image_url"}]}]})",
+       "messages[0].content[0].type"},
+      {R"({"model": "m", "messages": [{"role": "assistant", "tool_calls": [{}]}]})", "messages[0].tool_calls"},
+      {R"({"model": "m", "stream": "yes", "messages": [{"role": "user", "content": "a"}]})", "stream"},
+      {R"({"model": "m", "n": 0, "messages": [{"role": "user", "content": "a"}]})", "n"},
+      {R"({"model": "m", "n": 65, "messages": [{"role": "user", "content": "a"}]})", "n"},
+      {R"({"model": "m", "n": 1.5, "messages": [{"role": "user", "content": "a"}]})", "n"},
+      {R"({"model": "m", "max_tokens": 0, "messages": [{"role": "user", "content": "a"}]})", "max_tokens"},
+      {R"({"model": "m", "max_tokens": 1e400, "messages": [{"role": "user", "content": "a"}]})", ""},  // overflows JSON
+      {R"({"model": "m", "max_tokens": 1e10, "messages": [{"role": "user", "content": "a"}]})", "max_tokens"},
+      {R"({"model": "m", "max_tokens": 99999999999999999999999, "messages": [{"role": "user", "content": "a"}]})",
+       "max_tokens"},
+      {R"({"model": "m", "max_tokens": 2147483648, "messages": [{"role": "user", "content": "a"}]})", "max_tokens"},
+      {R"({"model": "m", "max_tokens": -9223372036854775808, "messages": [{"role": "user", "content": "a"}]})",
+       "max_tokens"},
+      {R"({"model": "m", "temperature": "hot", "messages": [{"role": "user", "content": "a"}]})", "temperature"},
+      {R"({"model": "m", "temperature": -1, "messages": [{"role": "user", "content": "a"}]})", "temperature"},
+      {R"({"model": "m", "temperature": 1e308, "messages": [{"role": "user", "content": "a"}]})", "temperature"},
+      {R"({"model": "m", "top_p": 0, "messages": [{"role": "user", "content": "a"}]})", "top_p"},
+      {R"({"model": "m", "stop": 5, "messages": [{"role": "user", "content": "a"}]})", "stop"},
+      {R"({"model": "m", "stop": ["a", 5], "messages": [{"role": "user", "content": "a"}]})", "stop[1]"},
+      {R"({"model": "m", "seed": 1.5, "messages": [{"role": "user", "content": "a"}]})", "seed"},
+      {R"({"model": "m", "logprobs": 1, "messages": [{"role": "user", "content": "a"}]})", "logprobs"},
+      {R"({"model": "m", "top_logprobs": 3, "messages": [{"role": "user", "content": "a"}]})", "top_logprobs"},
+      {R"({"model": "m", "logprobs": true, "top_logprobs": 21, "messages": [{"role": "user", "content": "a"}]})",
+       "top_logprobs"},
+      {R"({"model": "m", "stream_options": 1, "messages": [{"role": "user", "content": "a"}]})", "stream_options"},
+      {R"({"model": "m", "tools": [{"type": "function"}], "messages": [{"role": "user", "content": "a"}]})", "tools"},
+      {R"({"model": "m", "response_format": {"type": "json_object"}, "messages": [{"role": "user", "content": "a"}]})",
+       "response_format"},
+      {R"({"model": "m", "logit_bias": {"1": 5}, "messages": [{"role": "user", "content": "a"}]})", "logit_bias"},
+      {R"({"model": "m", "best_of": 3, "messages": [{"role": "user", "content": "a"}]})", "best_of"},
+  };
+  for (const BadBody& c : cases) {
+    const ApiError e = chat_error(c.body);
+    EXPECT_EQ(e.status, 400) << c.body;
+    EXPECT_EQ(e.type, "invalid_request_error") << c.body;
+    EXPECT_EQ(e.param, c.param) << c.body << " -> " << e.message;
+    EXPECT_FALSE(e.message.empty()) << c.body;
+  }
+}
+
+TEST(RequestParser, BadCompletionBodiesAre400s) {
+  const BadBody cases[] = {
+      {R"({"model": "m"})", "prompt"},
+      {R"({"model": "m", "prompt": 5})", "prompt"},
+      {R"({"model": "m", "prompt": []})", "prompt"},
+      {R"({"model": "m", "prompt": [1, -2]})", "prompt"},
+      {R"({"model": "m", "prompt": [1, 4294967296]})", "prompt"},
+      {R"({"model": "m", "prompt": [[]]})", "prompt"},
+      {R"({"model": "m", "prompt": ["a", {}]})", "prompt[1]"},
+      {R"({"model": "m", "prompt": "a", "logprobs": 6})", "logprobs"},
+      {R"({"model": "m", "prompt": "a", "logprobs": true})", "logprobs"},
+      {R"({"model": "m", "prompt": "a", "suffix": "b"})", "suffix"},
+      {R"({"model": "m", "prompt": [1, 2], "echo": true})", "echo"},
+  };
+  for (const BadBody& c : cases) {
+    const ApiError e = completion_error(c.body);
+    EXPECT_EQ(e.status, 400) << c.body;
+    EXPECT_EQ(e.param, c.param) << c.body << " -> " << e.message;
+  }
+}
+
+TEST(RequestParser, ManyPromptsOrStopStringsAreRefused) {
+  std::string prompts = "[";
+  for (int i = 0; i <= kMaxPrompts; ++i) prompts += std::string(i ? "," : "") + "\"p\"";
+  prompts += "]";
+  EXPECT_EQ(completion_error(R"({"model": "m", "prompt": )" + prompts + "}").param, "prompt");
+  std::string stops = "[";
+  for (int i = 0; i <= kMaxStopStrings; ++i) stops += std::string(i ? "," : "") + "\"s\"";
+  stops += "]";
+  EXPECT_EQ(chat_error(R"({"model": "m", "stop": )" + stops + ", " + kUser + "}").param, "stop");
+}
+
+TEST(RequestParser, DeeplyNestedJsonIsAnErrorNotACrash) {
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  EXPECT_EQ(chat_error(deep).status, 400);
+  EXPECT_EQ(chat_error(R"({"model": "m", "messages": )" + deep + "}").param, "messages[0]");
+}
+
+TEST(RequestParser, ErrorJsonHasOpenAisShape) {
+  const ApiError e = chat_error(R"({"model": "m"})");
+  const auto j = e.to_json();
+  ASSERT_TRUE(j.contains("error"));
+  EXPECT_EQ(j["error"]["type"], "invalid_request_error");
+  EXPECT_EQ(j["error"]["param"], "messages");
+  EXPECT_TRUE(j["error"]["code"].is_null());
+  EXPECT_TRUE(j["error"]["message"].is_string());
+  // A message quoting bytes that are not UTF-8 still gives valid JSON text.
+  ApiError raw = invalid_request("bad \xff byte");
+  EXPECT_NE(raw.body().find("bad"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kvscope::server

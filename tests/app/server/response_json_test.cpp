@@ -1,0 +1,177 @@
+// The server's pure pieces (label `unit`): log-probabilities from logits,
+// OpenAI's response and chunk shapes, the tokens-per-second window, the
+// Prometheus text and the snapshot JSON.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <sstream>
+
+#include "logprobs.h"
+#include "metrics.h"
+#include "response_json.h"
+#include "snapshot_json.h"
+
+namespace kvscope::server {
+namespace {
+
+TEST(Logprobs, LogSoftmaxMatchesTheDefinitionAndTopIsSorted) {
+  const std::vector<float> logits = {1.0f, 3.0f, -2.0f, 3.0f, 0.5f};
+  const float lse = log_sum_exp(logits.data(), 5);
+  double sum = 0;
+  for (float l : logits) sum += std::exp(l);
+  EXPECT_NEAR(lse, std::log(sum), 1e-5);
+  const std::vector<TopLogprob> top = top_logprobs(logits.data(), 5, lse, 3);
+  ASSERT_EQ(top.size(), 3u);
+  EXPECT_EQ(top[0].token, 1);  // ties: the lower id first
+  EXPECT_EQ(top[1].token, 3);
+  EXPECT_EQ(top[2].token, 0);
+  EXPECT_NEAR(top[2].logprob, 1.0 - std::log(sum), 1e-5);
+  EXPECT_EQ(top_logprobs(logits.data(), 5, lse, 99).size(), 5u);
+  EXPECT_TRUE(top_logprobs(logits.data(), 5, lse, 0).empty());
+  // Large logits do not overflow.
+  const std::vector<float> big = {1000.0f, 1000.0f};
+  EXPECT_NEAR(log_sum_exp(big.data(), 2), 1000.0 + std::log(2.0), 1e-3);
+}
+
+ResponseContext context(Endpoint endpoint, bool logprobs = false) {
+  return {endpoint, "id-1", 123, "model-x", logprobs};
+}
+
+TEST(ResponseJson, ChatResponseAndChunks) {
+  ChoiceResult c;
+  c.text = "Hello";
+  c.finish = FinishReason::ContextFull;
+  const auto full = full_response(context(Endpoint::kChatCompletions), {c}, Usage{10, 4, 8});
+  EXPECT_EQ(full["object"], "chat.completion");
+  EXPECT_EQ(full["id"], "id-1");
+  EXPECT_EQ(full["model"], "model-x");
+  EXPECT_EQ(full["choices"][0]["message"]["role"], "assistant");
+  EXPECT_EQ(full["choices"][0]["message"]["content"], "Hello");
+  EXPECT_EQ(full["choices"][0]["finish_reason"], "length");
+  EXPECT_TRUE(full["choices"][0]["logprobs"].is_null());
+  EXPECT_EQ(full["usage"]["total_tokens"], 14);
+  EXPECT_EQ(full["usage"]["prompt_tokens_details"]["cached_tokens"], 8);
+
+  const auto role = stream_chunk(context(Endpoint::kChatCompletions), 2, "", "assistant", {}, FinishReason::None, true);
+  EXPECT_EQ(role["object"], "chat.completion.chunk");
+  EXPECT_EQ(role["choices"][0]["index"], 2);
+  EXPECT_EQ(role["choices"][0]["delta"]["role"], "assistant");
+  EXPECT_TRUE(role["usage"].is_null());
+  EXPECT_TRUE(role.contains("usage"));
+  const auto finish = stream_chunk(context(Endpoint::kChatCompletions), 0, "", std::nullopt, {}, FinishReason::Stop,
+                                   false);
+  EXPECT_TRUE(finish["choices"][0]["delta"].empty());
+  EXPECT_EQ(finish["choices"][0]["finish_reason"], "stop");
+  EXPECT_FALSE(finish.contains("usage"));
+  const auto usage = usage_chunk(context(Endpoint::kChatCompletions), Usage{3, 2, 0});
+  EXPECT_TRUE(usage["choices"].empty());
+  EXPECT_EQ(usage["usage"]["completion_tokens"], 2);
+  EXPECT_EQ(sse_event(usage).rfind("data: {", 0), 0u);
+  EXPECT_EQ(sse_event(usage).substr(sse_event(usage).size() - 2), "\n\n");
+}
+
+TEST(ResponseJson, LogprobsInEachEndpointsShape) {
+  TokenLogprob lp;
+  lp.token = 7;
+  lp.bytes = "ab";
+  lp.logprob = -0.5f;
+  lp.top = {{7, -0.5f}, {9, -1.5f}};
+  lp.top_bytes = {"ab", "c"};
+  ChoiceResult c;
+  c.text = "ab";
+  c.logprobs = {lp, lp};
+  c.finish = FinishReason::Stop;
+  const auto chat = full_response(context(Endpoint::kChatCompletions, true), {c}, {});
+  const auto& content = chat["choices"][0]["logprobs"]["content"];
+  ASSERT_EQ(content.size(), 2u);
+  EXPECT_EQ(content[0]["token"], "ab");
+  EXPECT_EQ(content[0]["bytes"], (std::vector<int>{97, 98}));
+  EXPECT_EQ(content[0]["top_logprobs"][1]["token"], "c");
+  EXPECT_FLOAT_EQ(content[0]["top_logprobs"][1]["logprob"].get<float>(), -1.5f);
+
+  const auto text = full_response(context(Endpoint::kCompletions, true), {c}, {}, {5});
+  const auto& lps = text["choices"][0]["logprobs"];
+  EXPECT_EQ(lps["tokens"], (std::vector<std::string>{"ab", "ab"}));
+  EXPECT_EQ(lps["text_offset"], (std::vector<int>{5, 7}));  // after an echoed prompt of 5 bytes
+  EXPECT_FLOAT_EQ(lps["top_logprobs"][0]["c"].get<float>(), -1.5f);
+  EXPECT_EQ(text["object"], "text_completion");
+  EXPECT_EQ(text["choices"][0]["text"], "ab");
+}
+
+TEST(ResponseJson, InvalidUtf8IsReplacedNotThrown) {
+  ChoiceResult c;
+  c.text = "a\xff";
+  EXPECT_NE(dump(full_response(context(Endpoint::kCompletions), {c}, {})).find("\"a\xef\xbf\xbd\""), std::string::npos);
+}
+
+TEST(TokenRate, CountsTheLastTenSeconds) {
+  const auto t0 = TokenRate::Clock::now();
+  TokenRate rate(t0);
+  rate.add(50, t0 + std::chrono::milliseconds(500));
+  rate.add(30, t0 + std::chrono::seconds(4));
+  EXPECT_DOUBLE_EQ(rate.per_second(t0 + std::chrono::seconds(5)), 80.0 / 5.0);
+  EXPECT_DOUBLE_EQ(rate.per_second(t0 + std::chrono::seconds(12)), 30.0 / 10.0);
+  EXPECT_DOUBLE_EQ(rate.per_second(t0 + std::chrono::seconds(30)), 0.0);
+}
+
+TEST(Metrics, PrometheusTextHasEveryMetricOnce) {
+  ServerMetrics m;
+  m.on_request_started(true, 12);
+  m.on_token();
+  m.on_finish(FinishReason::Cancelled, {});
+  EngineSample e;
+  e.kv.num_blocks = 100;
+  e.kv.num_used_blocks = 25;
+  e.kv.num_prefix_queried_tokens = 40;
+  e.kv.num_prefix_hit_tokens = 10;
+  e.num_running = 3;
+  const std::string text = prometheus_text(m.totals(), m.tokens_per_second(), e);
+  for (const char* line : {"kvscope_requests_running 3", "kvscope_kv_blocks_total 100", "kvscope_kv_blocks_used 25",
+                           "kvscope_kv_usage_ratio 0.25", "kvscope_prefix_cache_hit_rate 0.25",
+                           "kvscope_prompt_tokens_total 12", "kvscope_generated_tokens_total 1",
+                           "kvscope_http_requests_in_flight 1",
+                           "kvscope_http_requests_total{endpoint=\"chat_completions\"} 1",
+                           "kvscope_choices_finished_total{reason=\"cancelled\"} 1"}) {
+    EXPECT_NE(text.find(std::string(line) + "\n"), std::string::npos) << line << "\n" << text;
+  }
+  // Every sample line is "name[{labels}] value" after its HELP and TYPE.
+  std::istringstream lines(text);
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (line.rfind('#', 0) == 0) continue;
+    const size_t space = line.rfind(' ');
+    ASSERT_NE(space, std::string::npos) << line;
+    EXPECT_NO_THROW((void)std::stod(line.substr(space + 1))) << line;
+    EXPECT_EQ(line.rfind("kvscope_", 0), 0u) << line;
+  }
+}
+
+TEST(SnapshotJson, SummarisesTheSnapshot) {
+  EngineSnapshot s;
+  s.step = 9;
+  s.block_size = 16;
+  s.blocks.resize(4);
+  s.blocks[0].state = BlockState::Used;
+  s.blocks[0].ref_count = 2;
+  s.blocks[1].state = BlockState::Used;
+  s.blocks[1].ref_count = 1;
+  s.blocks[2].state = BlockState::CachedFree;
+  SequenceSnapshot q;
+  q.id = 5;
+  q.state = SequenceState::Running;
+  q.tokens = {1, 2, 3};
+  q.block_table = {0, 1};
+  s.sequences.push_back(q);
+  s.num_running = 1;
+  const auto j = snapshot_json(s);
+  EXPECT_EQ(j["step"], 9);
+  EXPECT_EQ(j["blocks"], "SUC.");
+  EXPECT_EQ(j["num_running"], 1);
+  EXPECT_EQ(j["sequences"][0]["id"], 5);
+  EXPECT_EQ(j["sequences"][0]["state"], sequence_state_name(SequenceState::Running));
+  EXPECT_EQ(j["sequences"][0]["num_tokens"], 3);
+  EXPECT_EQ(j["sequences"][0]["block_table"], (std::vector<int>{0, 1}));
+}
+
+}  // namespace
+}  // namespace kvscope::server

@@ -1,0 +1,158 @@
+// Loopback server and HTTP helpers for the server tests (see test_server.h).
+#include "test_server.h"
+
+#include <gtest/gtest.h>
+
+namespace kvscope::test {
+
+std::unique_ptr<TestServer> TestServer::start(const EngineConfig& config, server::ServerOptions options) {
+  auto created = Engine::create(config);
+  if (!created.ok()) {
+    ADD_FAILURE() << created.error();
+    return nullptr;
+  }
+  auto s = std::unique_ptr<TestServer>(new TestServer);
+  s->engine_ = std::move(created).value();
+  s->loop_ = std::make_unique<server::StepLoop>(*s->engine_);
+  options.host = "127.0.0.1";
+  options.port = 0;
+  s->server_ = std::make_unique<server::OpenAiServer>(*s->loop_, options);
+  if (Status st = s->server_->start(); !st.ok()) {
+    ADD_FAILURE() << st.error();
+    return nullptr;
+  }
+  return s;
+}
+
+TestServer::~TestServer() {
+  if (server_) server_->stop();
+  if (loop_) loop_->stop();
+}
+
+KvStats TestServer::kv_stats() {
+  KvStats stats;
+  EXPECT_TRUE(loop_->run_between_steps([&stats](Engine& e) { stats = e.kv_stats(); }));
+  return stats;
+}
+
+std::string Reply::header(const std::string& name) const {
+  const auto it = headers.find(name);
+  return it == headers.end() ? std::string() : it->second;
+}
+
+namespace {
+
+httplib::Client client(int port) {
+  httplib::Client c("127.0.0.1", port);
+  c.set_read_timeout(120, 0);
+  c.set_write_timeout(30, 0);
+  return c;
+}
+
+Reply reply_of(const httplib::Result& r) {
+  Reply out;
+  if (!r) return out;
+  out.status = r->status;
+  out.body = r->body;
+  out.headers = r->headers;
+  out.json = nlohmann::json::parse(out.body, nullptr, false);
+  return out;
+}
+
+}  // namespace
+
+Reply http_get(int port, const std::string& path, const httplib::Headers& headers) {
+  httplib::Client c = client(port);
+  return reply_of(c.Get(path, headers));
+}
+
+Reply http_post(int port, const std::string& path, const std::string& body, const httplib::Headers& headers) {
+  httplib::Client c = client(port);
+  return reply_of(c.Post(path, headers, body, "application/json"));
+}
+
+Reply http_post(int port, const std::string& path, const nlohmann::json& body, const httplib::Headers& headers) {
+  return http_post(port, path, body.dump(), headers);
+}
+
+Reply http_post_streaming(int port, const std::string& path, const nlohmann::json& body,
+                          const std::function<bool(const std::string&)>& keep_reading) {
+  httplib::Client c = client(port);
+  httplib::Request req;
+  req.method = "POST";
+  req.path = path;
+  req.body = body.dump();
+  req.set_header("Content-Type", "application/json");
+  std::string received;
+  req.content_receiver = [&](const char* data, size_t size, uint64_t, uint64_t) {
+    received.append(data, size);
+    return keep_reading(received);
+  };
+  httplib::Result r = c.send(req);
+  Reply out;
+  out.body = received;
+  if (r) {
+    out.status = r->status;
+    out.headers = r->headers;
+  }
+  return out;
+}
+
+SseStream parse_sse(const std::string& body) {
+  SseStream s;
+  size_t pos = 0;
+  while (pos < body.size()) {
+    size_t end = body.find("\n\n", pos);
+    if (end == std::string::npos) end = body.size();
+    const std::string event = body.substr(pos, end - pos);
+    pos = end + 2;
+    if (event.empty() || event[0] == ':') continue;  // a comment
+    if (event.rfind("data: ", 0) != 0) {
+      s.malformed.push_back(event);
+      continue;
+    }
+    const std::string data = event.substr(6);
+    if (data == "[DONE]") {
+      s.done = true;
+      continue;
+    }
+    nlohmann::json j = nlohmann::json::parse(data, nullptr, false);
+    if (j.is_discarded()) {
+      s.malformed.push_back(event);
+    } else {
+      s.chunks.push_back(std::move(j));
+    }
+  }
+  return s;
+}
+
+std::vector<std::string> SseStream::texts() const {
+  std::vector<std::string> out;
+  for (const nlohmann::json& c : chunks) {
+    if (!c.contains("choices")) continue;
+    for (const nlohmann::json& choice : c["choices"]) {
+      const size_t i = choice["index"].get<size_t>();
+      if (out.size() <= i) out.resize(i + 1);
+      if (choice.contains("delta") && choice["delta"].contains("content")) {
+        out[i] += choice["delta"]["content"].get<std::string>();
+      }
+      if (choice.contains("text")) out[i] += choice["text"].get<std::string>();
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> SseStream::finish_reasons() const {
+  std::vector<std::string> out;
+  for (const nlohmann::json& c : chunks) {
+    if (!c.contains("choices")) continue;
+    for (const nlohmann::json& choice : c["choices"]) {
+      const size_t i = choice["index"].get<size_t>();
+      if (out.size() <= i) out.resize(i + 1);
+      if (choice["finish_reason"].is_string()) out[i] = choice["finish_reason"].get<std::string>();
+    }
+  }
+  return out;
+}
+
+}  // namespace kvscope::test
