@@ -25,9 +25,9 @@ TEST(CheckCliModel, TwoServingModesAreIdentical) {
   EXPECT_THAT(r.out, HasSubstr("identical (12 tokens, max logit diff 0)"));
   EXPECT_THAT(r.out, HasSubstr("2 of 2 prompts identical"));
 
-  const test::CliResult bad = run_cli({"check", "--model", model, "-p", "hi", "--a", "kv_type=q8_0", "--b", ""});
+  const test::CliResult bad = run_cli({"check", "--model", model, "-p", "hi", "--a", "kv_dtype=q8_0", "--b", ""});
   EXPECT_EQ(bad.exit_code, 2) << bad.err;
-  EXPECT_THAT(bad.err, HasSubstr("unknown setting 'kv_type'"));
+  EXPECT_THAT(bad.err, HasSubstr("unknown setting 'kv_dtype'"));
 }
 
 }  // namespace
