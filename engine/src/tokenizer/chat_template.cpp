@@ -108,7 +108,34 @@ std::vector<std::string> ChatTemplate::stop_strings() const {
   return {eos_text_};
 }
 
+namespace {
+// Builds a RenderedPrompt: template text as is, message text with its range.
+struct PromptWriter {
+  RenderedPrompt p;
+  PromptWriter& tmpl(std::string_view s) {
+    p.text.append(s);
+    return *this;
+  }
+  PromptWriter& message(std::string_view s) {
+    if (s.empty()) return *this;
+    const size_t begin = p.text.size();
+    p.text.append(s);
+    if (!p.message_ranges.empty() && p.message_ranges.back().end == begin) {
+      p.message_ranges.back().end = p.text.size();
+    } else {
+      p.message_ranges.push_back({begin, p.text.size()});
+    }
+    return *this;
+  }
+};
+}  // namespace
+
 std::string ChatTemplate::render(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const {
+  return render_prompt(messages, add_generation_prompt).text;
+}
+
+RenderedPrompt ChatTemplate::render_prompt(const std::vector<ChatMessage>& messages,
+                                           bool add_generation_prompt) const {
   switch (family_) {
     case ChatFamily::kChatMl: return render_chatml(messages, add_generation_prompt);
     case ChatFamily::kGemma: return render_gemma(messages, add_generation_prompt);
@@ -119,78 +146,99 @@ std::string ChatTemplate::render(const std::vector<ChatMessage>& messages, bool 
   return {};
 }
 
-std::string ChatTemplate::render_chatml(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const {
-  std::string out;
-  auto turn = [&out](std::string_view role, std::string_view content) {
-    out.append("<|im_start|>").append(role).append("\n").append(content).append("<|im_end|>\n");
+RenderedPrompt ChatTemplate::render_chatml(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const {
+  PromptWriter w;
+  auto turn = [&w](std::string_view role, std::string_view content, bool from_template) {
+    w.tmpl("<|im_start|>");
+    if (from_template) {
+      w.tmpl(role).tmpl("\n").tmpl(content);
+    } else {
+      w.message(role).tmpl("\n").message(content);
+    }
+    w.tmpl("<|im_end|>\n");
   };
-  if (!messages.empty() && messages[0].role != "system" && !default_system_.empty()) turn("system", default_system_);
-  for (const ChatMessage& m : messages) turn(m.role, m.content);
-  if (add_generation_prompt) out += "<|im_start|>assistant\n";
-  return out;
+  if (!messages.empty() && messages[0].role != "system" && !default_system_.empty())
+    turn("system", default_system_, /*from_template=*/true);
+  for (const ChatMessage& m : messages) turn(m.role, m.content, /*from_template=*/false);
+  if (add_generation_prompt) w.tmpl("<|im_start|>assistant\n");
+  return std::move(w.p);
 }
 
-std::string ChatTemplate::render_gemma(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const {
+RenderedPrompt ChatTemplate::render_gemma(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const {
   // Gemma has no system role: the system text opens the first user turn.
   auto [system, turns] = split_system(messages);
-  std::string out = bos_text_;
+  PromptWriter w;
+  w.tmpl(bos_text_);
   for (size_t i = 0; i < turns.size(); ++i) {
-    const std::string role = turns[i].role == "assistant" ? "model" : turns[i].role;
-    out.append("<start_of_turn>").append(role).append("\n");
-    if (i == 0 && !messages.empty() && messages[0].role == "system") out.append(system).append("\n\n");
-    out.append(trim(turns[i].content)).append("<end_of_turn>\n");
+    w.tmpl("<start_of_turn>");
+    if (turns[i].role == "assistant") w.tmpl("model");
+    else w.message(turns[i].role);
+    w.tmpl("\n");
+    if (i == 0 && !messages.empty() && messages[0].role == "system") w.message(system).tmpl("\n\n");
+    w.message(trim(turns[i].content)).tmpl("<end_of_turn>\n");
   }
-  if (add_generation_prompt) out += "<start_of_turn>model\n";
-  return out;
+  if (add_generation_prompt) w.tmpl("<start_of_turn>model\n");
+  return std::move(w.p);
 }
 
-std::string ChatTemplate::render_llama2(const std::vector<ChatMessage>& messages) const {
+RenderedPrompt ChatTemplate::render_llama2(const std::vector<ChatMessage>& messages) const {
   // Every user turn opens with BOS; the system block sits inside the first
-  // one. There is no generation marker: the reply follows " [/INST]".
+  // one. There is no generation marker: the reply follows " [/INST]". The
+  // reference template trims "<<SYS>>...<</SYS>>\n\n" + content as one
+  // string; only its end can be trimmed, so the content is right-trimmed
+  // (and, when nothing is left, the block's own "\n\n" goes too).
   auto [system, turns] = split_system(messages);
   const bool has_system = !messages.empty() && messages[0].role == "system";
-  std::string out;
+  PromptWriter w;
   for (size_t i = 0; i < turns.size(); ++i) {
-    std::string content = turns[i].content;
-    if (i == 0 && has_system) content = "<<SYS>>\n" + system + "\n<</SYS>>\n\n" + content;
     if (turns[i].role == "user") {
-      out.append(bos_text_).append("[INST] ").append(trim(content)).append(" [/INST]");
+      w.tmpl(bos_text_).tmpl("[INST] ");
+      if (i == 0 && has_system) {
+        std::string content = turns[i].content;
+        content.erase(content.find_last_not_of(" \t\n\r\f\v") + 1);  // npos + 1 == 0: all of it
+        w.tmpl("<<SYS>>\n").message(system);
+        w.tmpl(content.empty() ? "\n<</SYS>>" : "\n<</SYS>>\n\n").message(content);
+      } else {
+        w.message(trim(turns[i].content));
+      }
+      w.tmpl(" [/INST]");
     } else if (turns[i].role == "assistant") {
-      out.append(" ").append(trim(content)).append(" ").append(eos_text_);
+      w.tmpl(" ").message(trim(turns[i].content)).tmpl(" ").tmpl(eos_text_);
     }
   }
-  return out;
+  return std::move(w.p);
 }
 
-std::string ChatTemplate::render_llama3(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const {
-  std::string out;
-  if (!messages.empty()) out = bos_text_;
+RenderedPrompt ChatTemplate::render_llama3(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const {
+  PromptWriter w;
+  if (!messages.empty()) w.tmpl(bos_text_);
   for (const ChatMessage& m : messages) {
-    out.append("<|start_header_id|>").append(m.role).append("<|end_header_id|>\n\n");
-    out.append(trim(m.content)).append("<|eot_id|>");
+    w.tmpl("<|start_header_id|>").message(m.role).tmpl("<|end_header_id|>\n\n");
+    w.message(trim(m.content)).tmpl("<|eot_id|>");
   }
-  if (add_generation_prompt) out += "<|start_header_id|>assistant<|end_header_id|>\n\n";
-  return out;
+  if (add_generation_prompt) w.tmpl("<|start_header_id|>assistant<|end_header_id|>\n\n");
+  return std::move(w.p);
 }
 
-std::string ChatTemplate::render_mistral(const std::vector<ChatMessage>& messages) const {
+RenderedPrompt ChatTemplate::render_mistral(const std::vector<ChatMessage>& messages) const {
   // Mistral Instruct has no system block; the system text is prepended to
   // the first user message.
   auto [system, turns] = split_system(messages);
   const bool has_system = !messages.empty() && messages[0].role == "system";
-  std::string out = bos_text_;
+  PromptWriter w;
+  w.tmpl(bos_text_);
   bool first_user = true;
   for (const ChatMessage& m : turns) {
     if (m.role == "user") {
-      std::string content = m.content;
-      if (first_user && has_system) content = system + "\n\n" + content;
+      w.tmpl("[INST] ");
+      if (first_user && has_system) w.message(system).tmpl("\n\n");
       first_user = false;
-      out.append("[INST] ").append(content).append(" [/INST]");
+      w.message(m.content).tmpl(" [/INST]");
     } else if (m.role == "assistant") {
-      out.append(m.content).append(eos_text_);
+      w.message(m.content).tmpl(eos_text_);
     }
   }
-  return out;
+  return std::move(w.p);
 }
 
 }  // namespace kvscope

@@ -7,7 +7,9 @@
 //   Llama 2  <s>[INST] <<SYS>>\nsys\n<</SYS>>\n\nuser [/INST] reply </s>
 //   Llama 3  <|begin_of_text|><|start_header_id|>role<|end_header_id|>\n\ncontent<|eot_id|>
 //   Mistral  <s>[INST] sys\n\nuser [/INST]reply</s>
-// The rendered text is meant to be encoded with parse_special = true.
+// render_prompt() also says which bytes are the messages' own text, so that
+// Tokenizer::encode_with_plain_ranges makes control tokens of the template's
+// markers only: a message that contains "<|im_end|>" cannot end its turn.
 #pragma once
 
 #include <cstdint>
@@ -17,13 +19,19 @@
 #include <vector>
 
 #include "kvscope/chat_message.h"
+#include "tokenizer/tokenizer.h"
 #include "tokenizer/vocab_data.h"
 
 namespace kvscope {
 
-class Tokenizer;
-
 enum class ChatFamily { kChatMl, kGemma, kLlama2, kLlama3, kMistral };
+
+// A rendered conversation: the prompt text and where in it the messages'
+// own text (contents, roles, system prompt) sits.
+struct RenderedPrompt {
+  std::string text;
+  std::vector<TextRange> message_ranges;  // ascending, non-overlapping byte ranges of `text`
+};
 
 class ChatTemplate {
  public:
@@ -48,6 +56,8 @@ class ChatTemplate {
   // Prompt text for `messages`; with add_generation_prompt it ends where the
   // assistant's reply begins (Llama 2 and Mistral need no marker there).
   std::string render(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const;
+  // The same text, with the ranges that came from the messages.
+  RenderedPrompt render_prompt(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const;
   // Whether render() writes the BOS token's text itself (then callers must
   // not add a BOS id as well).
   bool writes_bos() const;
@@ -59,11 +69,11 @@ class ChatTemplate {
   const std::vector<int32_t>& stop_token_ids() const { return stop_ids_; }
 
  private:
-  std::string render_chatml(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const;
-  std::string render_gemma(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const;
-  std::string render_llama2(const std::vector<ChatMessage>& messages) const;
-  std::string render_llama3(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const;
-  std::string render_mistral(const std::vector<ChatMessage>& messages) const;
+  RenderedPrompt render_chatml(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const;
+  RenderedPrompt render_gemma(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const;
+  RenderedPrompt render_llama2(const std::vector<ChatMessage>& messages) const;
+  RenderedPrompt render_llama3(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const;
+  RenderedPrompt render_mistral(const std::vector<ChatMessage>& messages) const;
 
   ChatFamily family_;
   std::string bos_text_;

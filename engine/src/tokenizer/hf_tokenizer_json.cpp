@@ -40,7 +40,9 @@ void collect_pre_tokenizers(const json& node, std::vector<std::string>& kinds, s
 
 // Maps the pre_tokenizer structure onto a PreTokenizer name.
 Result<std::string> pre_tokenizer_name(const json& pre) {
-  if (pre.is_null()) return std::string("default");
+  // No pre-tokenizer: GPT-2's split, as kvscope has always read it ("default"
+  // is llama.cpp's row for GGUF files without a name, which splits more).
+  if (pre.is_null()) return std::string("gpt2");
   std::vector<std::string> kinds, regexes;
   bool individual_digits = false;
   collect_pre_tokenizers(pre, kinds, regexes, individual_digits);

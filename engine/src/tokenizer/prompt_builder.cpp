@@ -19,16 +19,23 @@ Result<SubmittedPrompt> build_prompt(const GenerationRequest& request, const Tok
     out.tokens = request.prompt_tokens;
     return out;
   }
-  const std::string text = request.messages.empty()
-                               ? request.prompt
-                               : chat_template.render(request.messages, /*add_generation_prompt=*/true);
+  // Raw text asks for its control tokens to be parsed (kvscope/request.h);
+  // a chat prompt parses only the template's own markers, never the text of
+  // a message.
+  RenderedPrompt rendered;
+  if (request.messages.empty()) {
+    rendered.text = request.prompt;
+  } else {
+    rendered = chat_template.render_prompt(request.messages, /*add_generation_prompt=*/true);
+  }
+  const std::string& text = rendered.text;
   // BOS once: a template that writes BOS's text (Gemma's "<bos>") already
   // gives its id below, as does raw text that starts with it.
   if (tokenizer.add_bos() && tokenizer.bos_id() >= 0 && !chat_template.renders_bos(text)) {
     out.tokens.push_back(tokenizer.bos_id());
   }
   EncodeIssues issues;
-  const std::vector<int32_t> ids = tokenizer.encode(text, /*parse_special=*/true, &issues);
+  const std::vector<int32_t> ids = tokenizer.encode_with_plain_ranges(text, rendered.message_ranges, &issues);
   out.tokens.insert(out.tokens.end(), ids.begin(), ids.end());
   if (issues.any()) out.warnings.push_back(fmt::format("prompt: {}", describe(issues)));
   if (ids.empty()) return Error{"the prompt is empty"};

@@ -13,7 +13,9 @@
 
 namespace kvscope {
 
-// A serialized ModelProto for SentencePieceProcessor::LoadFromSerializedProto:
+// A serialized ModelProto (what a tokenizer.model file holds; SpmTokenizer no
+// longer runs the sentencepiece library, so this writer serves tests and
+// tools that need such a file):
 // BPE model (scores are merge priorities, as in Llama/Gemma vocabularies),
 // byte fallback when <0xNN> pieces exist, identity normalizer that only turns
 // spaces into U+2581. The dummy prefix is left off: SpmTokenizer adds the

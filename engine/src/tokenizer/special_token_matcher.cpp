@@ -4,46 +4,75 @@
 
 namespace kvscope {
 
-void SpecialTokenMatcher::add(std::string_view text, int32_t id) {
+namespace {
+// llama.cpp strips with isspace() on single bytes: ASCII whitespace only.
+bool is_ascii_space(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r';
+}
+}  // namespace
+
+void SpecialTokenMatcher::add(std::string_view text, int32_t id, bool lstrip, bool rstrip) {
   if (text.empty()) return;
-  ids_.emplace(std::string(text), id);
-  auto& lengths = lengths_by_first_byte_[static_cast<unsigned char>(text[0])];
-  if (std::find(lengths.begin(), lengths.end(), text.size()) == lengths.end()) {
-    lengths.push_back(text.size());
-    std::sort(lengths.begin(), lengths.end(), std::greater<>());
+  auto it = std::find_if(groups_.begin(), groups_.end(), [&](const Group& g) { return g.length <= text.size(); });
+  if (it == groups_.end() || it->length != text.size()) {
+    Group g;
+    g.length = text.size();
+    it = groups_.insert(it, std::move(g));
   }
+  it->first_bytes[static_cast<unsigned char>(text[0])] = true;
+  it->second_bytes[static_cast<unsigned char>(text[text.size() > 1 ? 1 : 0])] = true;
+  it->last_bytes[static_cast<unsigned char>(text.back())] = true;
+  it->entries.emplace(std::string(text), Entry{id, lstrip, rstrip});
 }
 
 std::vector<SpecialTokenMatcher::Fragment> SpecialTokenMatcher::split(std::string_view text) const {
+  std::vector<Fragment> fragments;
+  if (text.empty()) return fragments;
+  fragments.push_back({text, -1});
+  for (const Group& group : groups_) split_by(group, fragments);
+  return fragments;
+}
+
+void SpecialTokenMatcher::split_by(const Group& group, std::vector<Fragment>& fragments) const {
   std::vector<Fragment> out;
-  size_t plain_begin = 0;
-  size_t pos = 0;
-  std::string key;
-  while (pos < text.size()) {
-    const auto& lengths = lengths_by_first_byte_[static_cast<unsigned char>(text[pos])];
-    int32_t found_id = -1;
-    size_t found_len = 0;
-    for (size_t len : lengths) {
-      if (len > text.size() - pos) continue;
-      key.assign(text.substr(pos, len));
-      auto it = ids_.find(key);
-      if (it != ids_.end()) {
-        found_id = it->second;
-        found_len = len;
-        break;
-      }
-    }
-    if (found_len == 0) {
-      ++pos;
+  out.reserve(fragments.size());
+  const size_t len = group.length;
+  for (const Fragment& fragment : fragments) {
+    const std::string_view piece = fragment.text;
+    if (fragment.id >= 0 || piece.size() < len) {
+      out.push_back(fragment);
       continue;
     }
-    if (pos > plain_begin) out.push_back({text.substr(plain_begin, pos - plain_begin), -1});
-    out.push_back({text.substr(pos, found_len), found_id});
-    pos += found_len;
-    plain_begin = pos;
+    size_t rest = 0;  // start of the text not yet emitted
+    size_t pos = 0;
+    while (pos + len <= piece.size()) {
+      if (!group.first_bytes[static_cast<unsigned char>(piece[pos])] ||
+          !group.second_bytes[static_cast<unsigned char>(piece[len > 1 ? pos + 1 : pos])] ||
+          !group.last_bytes[static_cast<unsigned char>(piece[pos + len - 1])]) {
+        ++pos;
+        continue;
+      }
+      auto it = group.entries.find(piece.substr(pos, len));
+      if (it == group.entries.end()) {
+        ++pos;
+        continue;
+      }
+      const Entry& e = it->second;
+      size_t left_end = pos;
+      if (e.lstrip) {
+        while (left_end > rest && is_ascii_space(piece[left_end - 1])) --left_end;
+      }
+      if (left_end > rest) out.push_back({piece.substr(rest, left_end - rest), -1});
+      out.push_back({piece.substr(pos, len), e.id});
+      pos += len;
+      if (e.rstrip) {
+        while (pos < piece.size() && is_ascii_space(piece[pos])) ++pos;
+      }
+      rest = pos;
+    }
+    if (rest < piece.size()) out.push_back({piece.substr(rest), -1});
   }
-  if (text.size() > plain_begin) out.push_back({text.substr(plain_begin), -1});
-  return out;
+  fragments.swap(out);
 }
 
 }  // namespace kvscope

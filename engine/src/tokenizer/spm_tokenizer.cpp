@@ -1,15 +1,16 @@
 #include "tokenizer/spm_tokenizer.h"
 
 #include <fmt/format.h>
-#include <sentencepiece_processor.h>
 
-#include "tokenizer/sentencepiece_proto.h"
+#include <algorithm>
+
 #include "tokenizer/utf8.h"
 
 namespace kvscope {
 
 namespace {
 constexpr std::string_view kSpaceMarker = "\xE2\x96\x81";  // U+2581, SentencePiece's space
+constexpr int32_t kSpaceCodePoint = 0x2581;
 
 std::string unescape_spaces(std::string_view text) {
   std::string out;
@@ -25,113 +26,221 @@ std::string unescape_spaces(std::string_view text) {
   return out;
 }
 
-// "<0x0A>" -> "\n"
-std::string byte_of(std::string_view piece) {
-  if (piece.size() != 6) return std::string(piece);
-  const std::string hex(piece.substr(3, 2));
-  return std::string(1, static_cast<char>(std::stoi(hex, nullptr, 16)));
+bool is_byte_token_text(std::string_view t) {
+  return t.size() == 6 && t.substr(0, 3) == "<0x" && t[5] == '>' && std::isxdigit(static_cast<unsigned char>(t[3])) &&
+         std::isxdigit(static_cast<unsigned char>(t[4]));
 }
 }  // namespace
 
-SpmTokenizer::SpmTokenizer(Vocab vocab)
-    : vocab_(std::move(vocab)), processor_(std::make_unique<sentencepiece::SentencePieceProcessor>()) {}
-
-SpmTokenizer::~SpmTokenizer() = default;
+// Symbols are runs of the escaped text kept as a linked list; a merge joins
+// a symbol with its right neighbour. The heap holds candidate pairs, best
+// score first (ties: leftmost); stale entries are skipped on pop.
+struct SpmTokenizer::Scratch {
+  struct Symbol {
+    uint32_t begin, size;  // bytes of the text; size 0 once merged away
+    int prev, next;
+  };
+  struct Candidate {
+    float score;
+    int left, right;
+    uint32_t size;  // bytes of the joined text, to detect stale entries
+    bool operator<(const Candidate& o) const { return score != o.score ? score < o.score : left > o.left; }
+  };
+  std::vector<Symbol> symbols;
+  std::vector<Candidate> heap;
+  std::string escaped;
+};
 
 Result<std::unique_ptr<Tokenizer>> SpmTokenizer::create(const VocabData& data) {
-  auto proto = build_sentencepiece_proto(data);
-  if (!proto) return Error{proto.error()};
   auto vocab = Vocab::build(data);
   if (!vocab) return Error{vocab.error()};
   std::unique_ptr<SpmTokenizer> t(new SpmTokenizer(std::move(*vocab)));
-  const auto status = t->processor_->LoadFromSerializedProto(*proto);
-  if (!status.ok())
-    return Error{fmt::format("tokenizer: sentencepiece rejected the vocabulary: {}", status.ToString())};
+  const Vocab& v = t->vocab_;
 
-  t->bytes_.resize(t->vocab_.size());
-  for (int32_t id = 0; id < t->vocab_.size(); ++id) {
-    const TokenType type = t->vocab_.type(id);
-    const std::string_view text = t->vocab_.text(id);
-    if (type == TokenType::kControl || type == TokenType::kUnknown) continue;
-    const bool is_byte = type == TokenType::kByte && text.size() == 6 && text.substr(0, 3) == "<0x";
-    t->bytes_[id] = is_byte ? byte_of(text) : unescape_spaces(text);
+  t->bytes_.resize(v.size());
+  for (int32_t id = 0; id < v.size(); ++id) {
+    const uint16_t attr = v.attr(id);
+    const std::string_view text = v.text(id);
+    if (attr & (kAttrControl | kAttrUnknown)) continue;
+    if (attr & kAttrUserDefined) {
+      t->bytes_[id] = std::string(text);  // as llama.cpp: literal text, U+2581 kept
+    } else if (attr & kAttrNormal) {
+      t->bytes_[id] = unescape_spaces(text);
+    } else if ((attr & kAttrByte) && is_byte_token_text(text)) {
+      t->bytes_[id] = std::string(1, static_cast<char>(std::stoi(std::string(text.substr(3, 2)), nullptr, 16)));
+    }
   }
   for (int b = 0; b < 256; ++b) {
-    const auto id = t->vocab_.find(fmt::format("<0x{:02X}>", b));
-    t->byte_ids_[b] = id && t->vocab_.type(*id) == TokenType::kByte ? *id : -1;
+    // llama.cpp's byte_to_token: <0xNN>, else the byte itself as a token.
+    auto id = v.find(fmt::format("<0x{:02X}>", b));
+    if (!id || v.is_hidden(*id)) id = v.find(std::string(1, static_cast<char>(b)));
+    t->byte_ids_[b] = id && !v.is_hidden(*id) ? *id : -1;
   }
+  // Characters some token joins to a following U+2581 (Gemma 3's ">▁</"):
+  // encode_piece never cuts there.
+  for (int32_t id = 0; id < v.size(); ++id) {
+    if (v.is_hidden(id)) continue;
+    const std::string_view text = v.text(id);
+    for (size_t at = text.find(kSpaceMarker, 1); at != std::string_view::npos; at = text.find(kSpaceMarker, at + 1)) {
+      size_t begin = at - 1;
+      while (begin > 0 && (static_cast<unsigned char>(text[begin]) & 0xC0) == 0x80) --begin;
+      size_t len = 1;
+      const int32_t cp = utf8::decode_one(text, begin, &len);
+      if (cp < 0 || begin + len != at) {
+        t->cut_before_spaces_ = false;  // malformed token text: do not reason about it
+      } else if (cp != kSpaceCodePoint) {
+        t->joins_space_.push_back(cp);
+      }
+    }
+  }
+  std::sort(t->joins_space_.begin(), t->joins_space_.end());
+  t->joins_space_.erase(std::unique(t->joins_space_.begin(), t->joins_space_.end()), t->joins_space_.end());
+  const int32_t unk = v.data().unk_id;
+  t->unknown_id_ = v.valid(unk) && !v.is_control(unk) ? unk : -1;
+  // U+FFFD's ids stand for malformed bytes without a byte token.
   EncodeIssues ignored;
-  t->encode_valid("\xEF\xBF\xBD", t->replacement_ids_, ignored);  // U+FFFD
-  if (ignored.num_replaced + ignored.num_dropped > 0) t->replacement_ids_.clear();
+  Scratch scratch;
+  t->encode_piece("\xEF\xBF\xBD", scratch, t->replacement_ids_, ignored);
+  if (ignored.any()) t->replacement_ids_.clear();
   return std::unique_ptr<Tokenizer>(std::move(t));
 }
 
-std::vector<int32_t> SpmTokenizer::encode(std::string_view text, bool parse_special, EncodeIssues* issues) const {
+int32_t SpmTokenizer::mergeable_token(std::string_view text) const {
+  const auto id = vocab_.find(text);
+  return id && !vocab_.is_hidden(*id) ? *id : -1;
+}
+
+std::vector<int32_t> SpmTokenizer::encode_with_plain_ranges(std::string_view text, std::span<const TextRange> plain,
+                                                          EncodeIssues* issues) const {
   std::vector<int32_t> out;
   EncodeIssues local;
+  Scratch scratch;
+  std::string piece;
   bool after_special = true;  // the start of the input counts as "after a special token"
-  for (const auto& fragment : vocab_.split_special(text, parse_special)) {
+  for (const auto& fragment : vocab_.split_special(text, plain)) {
     if (fragment.id >= 0) {
       out.push_back(fragment.id);
       after_special = true;
       continue;
     }
-    std::string piece;
-    if (vocab_.data().add_space_prefix && after_special) piece = " ";
-    piece += fragment.text;
+    piece.clear();
+    if (vocab_.data().add_space_prefix && after_special) piece.push_back(' ');
+    piece.append(fragment.text);
     after_special = false;
-    encode_piece(piece, out, issues ? *issues : local);
+    encode_piece(piece, scratch, out, issues ? *issues : local);
   }
   return out;
 }
 
-void SpmTokenizer::encode_piece(std::string_view text, std::vector<int32_t>& out, EncodeIssues& issues) const {
-  // Runs of valid UTF-8 go to the library; a merge never spans a malformed
-  // byte (no piece contains one), so cutting there changes no other id.
-  size_t run_begin = 0;
-  for (size_t pos = 0; pos < text.size();) {
-    size_t len = 1;
-    if (utf8::decode_one(text, pos, &len) >= 0) {
-      pos += len;
-      continue;
-    }
-    encode_valid(text.substr(run_begin, pos - run_begin), out, issues);
-    const auto byte = static_cast<unsigned char>(text[pos]);
-    ++issues.num_invalid_bytes;
-    if (byte_ids_[byte] >= 0) {
-      out.push_back(byte_ids_[byte]);
-    } else {
-      out.insert(out.end(), replacement_ids_.begin(), replacement_ids_.end());
-      issues.add_replaced(byte, /*dropped=*/replacement_ids_.empty());
-    }
-    run_begin = ++pos;
+void SpmTokenizer::encode_piece(std::string_view text, Scratch& scratch, std::vector<int32_t>& out,
+                                EncodeIssues& issues) const {
+  std::string& s = scratch.escaped;
+  s.clear();
+  for (char c : text) {
+    if (c == ' ') s += kSpaceMarker;
+    else s += c;
   }
-  encode_valid(text.substr(run_begin), out, issues);
+  // Cut before a U+2581 that no token can join to the character before it:
+  // no merge spans the cut, so each side merges alone to the same ids, and
+  // the work queue stays small (a whole document is otherwise one queue).
+  size_t segment = 0;
+  int32_t prev = -1;  // code point before pos, -1 at a segment start or after a malformed byte
+  for (size_t pos = 0; pos < s.size();) {
+    size_t len = 1;
+    const int32_t cp = utf8::decode_one(s, pos, &len);
+    if (cp == kSpaceCodePoint && prev >= 0 && prev != kSpaceCodePoint && cut_before_spaces_ &&
+        !std::binary_search(joins_space_.begin(), joins_space_.end(), prev)) {
+      merge_segment(std::string_view(s).substr(segment, pos - segment), scratch, out, issues);
+      segment = pos;
+    }
+    prev = cp;
+    pos += len;
+  }
+  merge_segment(std::string_view(s).substr(segment), scratch, out, issues);
 }
 
-void SpmTokenizer::encode_valid(std::string_view text, std::vector<int32_t>& out, EncodeIssues& issues) const {
-  if (text.empty()) return;
-  std::vector<int> ids;
-  const int32_t unk = vocab_.data().unk_id;
-  if (!processor_->Encode(text, &ids).ok()) {
-    // Encode fails only on internal errors: one <unk> keeps positions honest.
-    ids.assign(1, unk);
+void SpmTokenizer::merge_segment(std::string_view s, Scratch& scratch, std::vector<int32_t>& out,
+                                 EncodeIssues& issues) const {
+  using Symbol = Scratch::Symbol;
+  using Candidate = Scratch::Candidate;
+  std::vector<Symbol>& syms = scratch.symbols;
+  syms.clear();
+  for (size_t pos = 0; pos < s.size();) {
+    size_t len = 1;
+    utf8::decode_one(s, pos, &len);  // a malformed byte is a symbol of its own
+    const int i = static_cast<int>(syms.size());
+    syms.push_back({static_cast<uint32_t>(pos), static_cast<uint32_t>(len), i - 1, i + 1});
+    pos += len;
   }
-  for (int id : ids) {
-    if (id == unk || id < 0) {
-      const bool dropped = id < 0 || vocab_.is_control(id);
-      issues.add_replaced(-1, dropped);  // which character the library could not spell is not known here
-      if (dropped) continue;
+  if (syms.empty()) return;
+  syms.back().next = -1;
+
+  std::vector<Candidate>& heap = scratch.heap;  // max-heap by Candidate::operator<
+  heap.clear();
+  const auto& scores = vocab_.data().scores;
+  auto try_add = [&](int left, int right) {
+    if (left < 0 || right < 0) return;
+    const uint32_t size = syms[left].size + syms[right].size;
+    const int32_t id = mergeable_token(std::string_view(s).substr(syms[left].begin, size));
+    if (id < 0) return;
+    heap.push_back({scores.empty() ? 0.0f : scores[id], left, right, size});
+    std::push_heap(heap.begin(), heap.end());
+  };
+  for (int i = 1; i < static_cast<int>(syms.size()); ++i) try_add(i - 1, i);
+
+  while (!heap.empty()) {
+    std::pop_heap(heap.begin(), heap.end());
+    const Candidate c = heap.back();
+    heap.pop_back();
+    Symbol& l = syms[c.left];
+    Symbol& r = syms[c.right];
+    if (l.size == 0 || r.size == 0 || l.next != c.right || l.size + r.size != c.size) continue;
+    l.size += r.size;
+    r.size = 0;
+    l.next = r.next;
+    if (r.next >= 0) syms[r.next].prev = c.left;
+    try_add(l.prev, c.left);
+    try_add(c.left, l.next);
+  }
+
+  for (int i = 0; i >= 0; i = syms[i].next) {
+    const std::string_view symbol = std::string_view(s).substr(syms[i].begin, syms[i].size);
+    if (const int32_t id = mergeable_token(symbol); id >= 0) {
+      out.push_back(id);
+    } else {
+      append_byte_fallback(symbol, out, issues);
     }
-    out.push_back(id);
+  }
+}
+
+void SpmTokenizer::append_byte_fallback(std::string_view symbol, std::vector<int32_t>& out,
+                                        EncodeIssues& issues) const {
+  // A symbol that is no token is one character (merges only ever form
+  // tokens), or one malformed byte.
+  size_t len = 1;
+  const bool valid = utf8::decode_one(symbol, 0, &len) >= 0 && len == symbol.size();
+  if (!valid) ++issues.num_invalid_bytes;
+  bool all_bytes = true;
+  for (char c : symbol) all_bytes = all_bytes && byte_ids_[static_cast<unsigned char>(c)] >= 0;
+  if (all_bytes) {
+    for (char c : symbol) out.push_back(byte_ids_[static_cast<unsigned char>(c)]);
+    return;
+  }
+  const auto first = static_cast<unsigned char>(symbol[0]);
+  if (valid && unknown_id_ >= 0) {
+    out.push_back(unknown_id_);  // SentencePiece without byte fallback: <unk>
+    issues.add_replaced(first, /*dropped=*/false);
+  } else if (!valid && !replacement_ids_.empty()) {
+    out.insert(out.end(), replacement_ids_.begin(), replacement_ids_.end());
+    issues.add_replaced(first, /*dropped=*/false);
+  } else {
+    issues.add_replaced(first, /*dropped=*/true);
   }
 }
 
 std::string SpmTokenizer::token_bytes(int32_t id, bool render_special) const {
   if (!vocab_.valid(id)) return {};
-  const TokenType type = vocab_.type(id);
-  if (type == TokenType::kControl || type == TokenType::kUnknown)
-    return render_special ? std::string(vocab_.text(id)) : std::string();
+  if (vocab_.is_hidden(id)) return render_special ? std::string(vocab_.text(id)) : std::string();
   return bytes_[id];
 }
 

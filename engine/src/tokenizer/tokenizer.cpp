@@ -32,6 +32,11 @@ std::string describe(const EncodeIssues& issues) {
   return fmt::format("{}", fmt::join(parts, "; "));
 }
 
+std::vector<int32_t> Tokenizer::encode(std::string_view text, bool parse_special, EncodeIssues* issues) const {
+  const TextRange all{0, text.size()};
+  return encode_with_plain_ranges(text, parse_special ? std::span<const TextRange>() : std::span(&all, 1), issues);
+}
+
 std::string Tokenizer::decode(std::span<const int32_t> ids, bool render_special) const {
   std::string out;
   for (int32_t id : ids) out += token_bytes(id, render_special);
@@ -39,11 +44,11 @@ std::string Tokenizer::decode(std::span<const int32_t> ids, bool render_special)
 }
 
 Result<std::unique_ptr<Tokenizer>> create_tokenizer(const VocabData& vocab) {
-  if (vocab.model == "gpt2") return BpeTokenizer::create(vocab);
+  if (vocab.model == "gpt2" || vocab.model == "gemma4") return BpeTokenizer::create(vocab);
   if (vocab.model == "llama") return SpmTokenizer::create(vocab);
   return Error{fmt::format(
       "tokenizer: model '{}' is not supported (known: 'llama' for SentencePiece, 'gpt2' for "
-      "byte-level BPE)",
+      "byte-level BPE, 'gemma4' for Gemma 4's BPE; not yet WordPiece 'bert' or Unigram 't5')",
       vocab.model)};
 }
 

@@ -1,7 +1,8 @@
 // Tokenizer: text <-> token ids. Two implementations behind one interface:
-// byte-level BPE (bpe_tokenizer.h, GPT-2 style "gpt2" vocabularies) and
-// SentencePiece (spm_tokenizer.h, "llama" vocabularies). Both agree with
-// llama.cpp on its tokenizer test suite (tests/engine/tokenizer).
+// BPE (bpe_tokenizer.h: "gpt2" byte-level vocabularies with the pre-tokenizer
+// table's rows, and Gemma 4's "gemma4") and SentencePiece (spm_tokenizer.h,
+// "llama" vocabularies). Both agree with llama.cpp on its tokenizer test
+// suite and on a differential corpus (tests/engine/tokenizer).
 #pragma once
 
 #include <cstdint>
@@ -49,6 +50,12 @@ struct EncodeIssues {
 // U+FFFD"), "" when there is nothing to say.
 std::string describe(const EncodeIssues& issues);
 
+// Bytes [begin, end) of a text.
+struct TextRange {
+  size_t begin = 0;
+  size_t end = 0;
+};
+
 class Tokenizer {
  public:
   virtual ~Tokenizer() = default;
@@ -58,10 +65,18 @@ class Tokenizer {
   // their ids; user-defined tokens are always kept whole, as llama.cpp does.
   // Text with no token of its own follows EncodeIssues' rule; `issues`, when
   // given, counts what was replaced (it is added to, not reset).
-  virtual std::vector<int32_t> encode(std::string_view text, bool parse_special, EncodeIssues* issues) const = 0;
+  std::vector<int32_t> encode(std::string_view text, bool parse_special, EncodeIssues* issues) const;
   std::vector<int32_t> encode(std::string_view text, bool parse_special) const {
     return encode(text, parse_special, nullptr);
   }
+  // As encode() with parse_special, except inside `plain` (ascending,
+  // non-overlapping ranges of `text`), where control-token text stays text.
+  // For a rendered chat prompt: the template's own markers become control
+  // tokens, the messages' text never does (ChatTemplate::render_prompt).
+  // The ids are those of encoding the whole text at once (a word may span
+  // a range's edge), not of encoding the pieces one by one.
+  virtual std::vector<int32_t> encode_with_plain_ranges(std::string_view text, std::span<const TextRange> plain,
+                                                        EncodeIssues* issues) const = 0;
 
   // The raw bytes token `id` stands for (may be part of a UTF-8 character).
   // Control/unknown tokens give "" unless render_special, then their text.

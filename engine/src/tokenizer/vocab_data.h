@@ -22,7 +22,7 @@ enum class TokenType : int32_t {
 };
 
 struct VocabData {
-  std::string model = "gpt2";           // "llama" (SentencePiece) or "gpt2" (byte-level BPE)
+  std::string model = "gpt2";           // "llama" (SentencePiece), "gpt2" (byte-level BPE), "gemma4"
   std::string pre = "default";          // pre-tokenizer name (tokenizer.ggml.pre)
   std::vector<std::string> tokens;      // [num_tokens] token text as stored
   std::vector<float> scores;            // [num_tokens] or empty (SentencePiece merge priority)
@@ -32,11 +32,14 @@ struct VocabData {
   int32_t eos_id = -1;
   int32_t unk_id = -1;
   int32_t pad_id = -1;
+  int32_t eot_id = -1;                  // end of turn, when the file names one
+  int32_t eom_id = -1;                  // end of message (tool calls), when named
   bool add_bos = false;
   bool add_eos = false;
   bool add_space_prefix = false;
   std::string chat_template;            // Jinja text, may be empty
   std::string architecture;             // general.architecture, for chat-template fallback
+  std::string model_name;               // general.name (llama.cpp keys a few token rules on it)
 };
 
 }  // namespace kvscope

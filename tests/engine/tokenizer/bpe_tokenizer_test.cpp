@@ -2,6 +2,8 @@
 // 10k-character speed bound on the StarCoder fixture vocabulary.
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include <chrono>
 
 #include "engine/tokenizer/tiny_vocabs.h"
@@ -105,6 +107,72 @@ TEST(BpeTokenizer, RejectsUnknownNames) {
   v.model = "gpt2";
   v.eos_id = 99999;
   EXPECT_FALSE(create_tokenizer(v));
+}
+
+TEST(BpeTokenizer, MergesByTextThroughPiecesThatAreNoTokens) {
+  // As llama.cpp: "x y" fires although "xy" is no token, and "xy z" then
+  // gives "xyz". A final piece that is no token falls back to its bytes.
+  VocabData v = test::tiny_bpe_vocab();
+  v.tokens.push_back("xyz");  // 263
+  v.token_types.push_back(TokenType::kNormal);
+  v.merges = {"x y", "xy z", "q r"};
+  auto tok = create_tokenizer(v);
+  ASSERT_TRUE(tok) << tok.error();
+  EXPECT_EQ((*tok)->encode("xyz", false), (Ids{263}));
+  EXPECT_EQ((*tok)->encode("xy", false), (Ids{'x', 'y'}));
+  EXPECT_EQ((*tok)->encode("qr", false), (Ids{'q', 'r'}));
+}
+
+TEST(BpeTokenizer, IgnoreMergesTakesWholeWords) {
+  // Llama 3's row: a word that is a token is emitted whole even when the
+  // merges would not build it.
+  VocabData v = test::tiny_bpe_vocab("llama-bpe");
+  v.tokens.push_back("Ġcat");  // 263, no merges lead to it
+  v.token_types.push_back(TokenType::kNormal);
+  auto tok = create_tokenizer(v);
+  ASSERT_TRUE(tok) << tok.error();
+  EXPECT_EQ((*tok)->encode(" cat", false), (Ids{263}));
+  v.pre = "gpt-2";
+  tok = create_tokenizer(v);
+  ASSERT_TRUE(tok) << tok.error();
+  EXPECT_EQ((*tok)->encode(" cat", false), (Ids{' ', 'c', 'a', 't'}));
+}
+
+// Gemma 4's kind: BPE on raw UTF-8 with U+2581 for spaces and <0xNN> byte
+// tokens, newline runs kept whole when they are tokens.
+VocabData tiny_gemma4_vocab() {
+  VocabData v;
+  v.model = "gemma4";
+  auto add = [&v](const std::string& text, TokenType type) {
+    v.tokens.push_back(text);
+    v.token_types.push_back(type);
+    return static_cast<int32_t>(v.tokens.size() - 1);
+  };
+  for (int b = 0; b < 256; ++b) add(fmt::format("<0x{:02X}>", b), TokenType::kByte);  // 0..255
+  add("\xE2\x96\x81", TokenType::kNormal);       // 256 ▁
+  add("a", TokenType::kNormal);                   // 257
+  add("b", TokenType::kNormal);                   // 258
+  add("\xE2\x96\x81" "a", TokenType::kNormal);   // 259 ▁a
+  add("\xE2\x96\x81" "ab", TokenType::kNormal);  // 260 ▁ab
+  add("\n\n", TokenType::kNormal);                // 261
+  add("\n", TokenType::kNormal);                  // 262
+  v.bos_id = add("<bos>", TokenType::kControl);   // 263
+  v.merges = {"\xE2\x96\x81 a", "\xE2\x96\x81" "a b"};
+  v.add_bos = false;
+  return v;
+}
+
+TEST(BpeTokenizer, Gemma4RawUtf8WithSpaceMarkersAndByteTokens) {
+  auto tok = create_tokenizer(tiny_gemma4_vocab());
+  ASSERT_TRUE(tok) << tok.error();
+  EXPECT_EQ((*tok)->encode(" ab a", false), (Ids{260, 259}));
+  EXPECT_EQ((*tok)->encode("ab", false), (Ids{257, 258}));
+  EXPECT_EQ((*tok)->encode("\n\n\n", false), (Ids{262, 262, 262}));  // "\n\n\n" is no token: char by char
+  EXPECT_EQ((*tok)->encode("a\n\nb", false), (Ids{257, 261, 258}));
+  EXPECT_EQ((*tok)->encode("\xC3\xA9", false), (Ids{0xC3, 0xA9}));  // é: its bytes
+  EXPECT_EQ((*tok)->decode((*tok)->encode(" ab é\n\n", false)), " ab é\n\n");
+  EXPECT_TRUE((*tok)->add_bos());  // llama.cpp always adds BOS for Gemma 4
+  EXPECT_FALSE((*tok)->add_space_prefix());
 }
 
 TEST(BpeTokenizer, EncodesTenThousandCharactersQuickly) {

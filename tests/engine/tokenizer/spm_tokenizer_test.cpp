@@ -88,14 +88,37 @@ TEST(SentencePieceProto, RejectsGarbage) {
   EXPECT_FALSE(read_sentencepiece_model_file("/nonexistent/tokenizer.model"));
 }
 
-TEST(SpmTokenizer, NeedsAnUnknownToken) {
+TEST(SpmTokenizer, LoadsWithoutAnUnknownToken) {
+  // llama.cpp needs no <unk>; a character without a token or byte tokens is
+  // then left out, and counted.
   VocabData v;
   v.model = "llama";
   v.tokens = {"a", "b", "▁"};
   v.scores = {0, 0, 0};
   auto tok = create_tokenizer(v);
-  ASSERT_FALSE(tok);
-  EXPECT_NE(tok.error().find("unknown token"), std::string::npos) << tok.error();
+  ASSERT_TRUE(tok) << tok.error();
+  EncodeIssues issues;
+  EXPECT_EQ((*tok)->encode("acb", false, &issues), (Ids{0, 1}));
+  EXPECT_EQ(issues.num_dropped, 1);
+}
+
+TEST(SpmTokenizer, HighestScoreMergesFirstAndNeverIntoControlTokens) {
+  // "ab" (-1) beats "bc" (-2) although "bc" would also be a token; "<s>"
+  // written as text stays text even where the pieces could join into it.
+  VocabData v;
+  v.model = "llama";
+  v.tokens = {"<unk>", "<s>", "a", "b", "c", "ab", "bc", "<", "s", ">", "<s", "s>"};
+  v.scores = {0, 0, -5, -5, -5, -1, -2, -5, -5, -5, -3, -3};
+  v.token_types.assign(v.tokens.size(), TokenType::kNormal);
+  v.token_types[0] = TokenType::kUnknown;
+  v.token_types[1] = TokenType::kControl;
+  v.unk_id = 0;
+  v.bos_id = 1;
+  auto tok = create_tokenizer(v);
+  ASSERT_TRUE(tok) << tok.error();
+  EXPECT_EQ((*tok)->encode("abc", false), (Ids{5, 4}));
+  EXPECT_EQ((*tok)->encode("<s>", false), (Ids{10, 9}));
+  EXPECT_EQ((*tok)->encode("<s>", true), (Ids{1}));
 }
 
 TEST(SpmTokenizer, TinyVocabularyWithDuplicatesAndEmptyPieces) {
