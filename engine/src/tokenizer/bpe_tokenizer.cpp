@@ -5,12 +5,12 @@
 #include <algorithm>
 
 #include "tokenizer/byte_level.h"
+#include "tokenizer/space_marker.h"
 #include "tokenizer/utf8.h"
 
 namespace kvscope {
 
 namespace {
-constexpr std::string_view kSpaceMarker = "\xE2\x96\x81";  // U+2581, SentencePiece's space
 constexpr std::string_view kReplacement = "\xEF\xBF\xBD";  // U+FFFD
 
 std::string escape_spaces(std::string_view text) {
@@ -23,24 +23,6 @@ std::string escape_spaces(std::string_view text) {
   return out;
 }
 
-std::string unescape_spaces(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (size_t pos = 0; pos < text.size();) {
-    if (text.substr(pos, kSpaceMarker.size()) == kSpaceMarker) {
-      out += ' ';
-      pos += kSpaceMarker.size();
-    } else {
-      out += text[pos++];
-    }
-  }
-  return out;
-}
-
-bool is_byte_token_text(std::string_view t) {
-  return t.size() == 6 && t.substr(0, 3) == "<0x" && t[5] == '>' && std::isxdigit(static_cast<unsigned char>(t[3])) &&
-         std::isxdigit(static_cast<unsigned char>(t[4]));
-}
 }  // namespace
 
 // Symbols form a linked list so a merge is O(1); the heap holds candidate

@@ -5,31 +5,13 @@
 #include <algorithm>
 
 #include "tokenizer/utf8.h"
+#include "tokenizer/space_marker.h"
 
 namespace kvscope {
 
 namespace {
-constexpr std::string_view kSpaceMarker = "\xE2\x96\x81";  // U+2581, SentencePiece's space
 constexpr int32_t kSpaceCodePoint = 0x2581;
 
-std::string unescape_spaces(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (size_t pos = 0; pos < text.size();) {
-    if (text.substr(pos, kSpaceMarker.size()) == kSpaceMarker) {
-      out += ' ';
-      pos += kSpaceMarker.size();
-    } else {
-      out += text[pos++];
-    }
-  }
-  return out;
-}
-
-bool is_byte_token_text(std::string_view t) {
-  return t.size() == 6 && t.substr(0, 3) == "<0x" && t[5] == '>' && std::isxdigit(static_cast<unsigned char>(t[3])) &&
-         std::isxdigit(static_cast<unsigned char>(t[4]));
-}
 }  // namespace
 
 // Symbols are runs of the escaped text kept as a linked list; a merge joins
