@@ -14,6 +14,7 @@
 #include "kernels/cpu/usable_cpus.h"
 #include "kv/prefix_hash.h"
 #include "model/model_loader.h"
+#include "spec/proposer.h"
 #include "tokenizer/prompt_builder.h"
 
 namespace kvscope {
@@ -63,7 +64,8 @@ Result<KvSetup> Engine::Impl::make_kv_setup(const EngineConfig& c, const KvPlan&
   sc.max_batched_tokens = c.max_batched_tokens;
   sc.policy = c.policy;
   sc.preemption = c.preemption;
-  setup.scheduler = std::make_unique<Scheduler>(sc, *setup.manager, events);
+  sc.spec_k = c.spec_k;
+  setup.scheduler = std::make_unique<Scheduler>(sc, *setup.manager, events, make_proposer(c));
   return setup;
 }
 
@@ -133,7 +135,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config, const
   });
   if (!impl->runner) return cancelled;
   impl->runner->reserve(impl->config.max_batched_tokens);
-  impl->logits.reserve(static_cast<size_t>(impl->config.max_seqs) * static_cast<size_t>(mc.vocab_size));
+  impl->logits.reserve(static_cast<size_t>(max_logits_rows(impl->config)) * static_cast<size_t>(mc.vocab_size));
 
   ModelInfo& info = impl->info;
   info.path = config.model_path;

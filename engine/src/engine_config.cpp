@@ -16,6 +16,14 @@ std::vector<SettingProblem> EngineConfig::validate() const {
   return problems;
 }
 
+const char* spec_method_name(SpecMethod method) {
+  switch (method) {
+    case SpecMethod::Off: return "off";
+    case SpecMethod::Ngram: return "ngram";
+  }
+  return "unknown";
+}
+
 const char* finish_reason_name(FinishReason reason) {
   switch (reason) {
     case FinishReason::None: return "none";

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <memory>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 #include "kv/kv_cache_manager.h"
@@ -60,7 +61,13 @@ struct Engine::Impl {
   // sampling siblings can add rows: it then grows).
   std::vector<float> logits;
   std::vector<int64_t> slots;
+  std::vector<int32_t> row_tokens;  // [1 + k] a verifying sequence's rows: its last token, then the draft
   StepStats stats;
+  SpecStats spec_totals;  // speculative decoding since creation
+  // Mean forward time of recent plain decode steps (no drafts, no prefill),
+  // exponentially weighted: prices a request's verified tokens when it had
+  // no plain decode step of its own (RequestStats::spec_speedup_estimate).
+  double plain_decode_forward_ema_s = 0.0;
   std::vector<CascadeGroupSnapshot> last_cascade;  // the last step's shared passes
   uint64_t num_steps = 0;
   std::shared_ptr<const EngineSnapshot> last_snapshot;
@@ -80,8 +87,26 @@ struct Engine::Impl {
   double now_s() const { return std::chrono::duration<double>(Clock::now() - created_at).count(); }
   void drain_inbox();
   void finish(Sequence& s, FinishReason reason, std::string error = {});
-  // Samples s's next token from `logits` and publishes it.
+  // Samples s's next token from `logits` and publishes it (on_logits, the
+  // token event); returns the token and why s must now finish (None: it goes
+  // on), leaving finish() to the caller.
+  // draft_token: the speculative draft at this position (-1: none); the token
+  // event says whether the token is it (TokenEvent::from_draft).
+  std::pair<int32_t, FinishReason> sample_token(Sequence& s, const float* logits, int32_t draft_token = -1);
+  // sample_token, then finish() when it says so.
   void sample_and_publish(Sequence& s, const float* logits);
+  // Speculative verification: `rows` holds [1 + s.draft.size()][vocab]
+  // logits, row j the distribution of the token after the j-th draft (row 0:
+  // after s's last token). Emits tokens as plain decoding would, one row at
+  // a time, while they equal the draft, then the first differing one (or the
+  // bonus token after the whole draft), stopping early where the request
+  // finishes. Returns the tokens emitted, which is also the rows whose K/V
+  // stays (the last token's row and the accepted drafts').
+  int32_t verify_and_publish(Sequence& s, const float* rows, StepStats& stats);
+  // Adds the step's forward time to each sequence's speculative or plain
+  // decode time, and to the engine's plain decode average.
+  void note_forward_time(const std::vector<ScheduledSequence>& work, const StepStats& stats, double forward_s);
+  double spec_speedup_estimate(const Sequence& s) const;  // RequestStats::spec_speedup_estimate
   // Fills batch's cascade groups (config.cascade) and last_cascade, and
   // counts them in stats.
   void plan_cascade_groups(const std::vector<ScheduledSequence>& work, StepStats& stats);

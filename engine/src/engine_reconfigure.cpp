@@ -71,7 +71,8 @@ Status Engine::reconfigure(const EngineConfig& config) {
     m.runner->set_thread_pool(*m.pool);
     m.runner->reserve(resolved.max_batched_tokens);
     std::vector<float>().swap(m.logits);  // reserve() alone never shrinks
-    m.logits.reserve(static_cast<size_t>(resolved.max_seqs) * static_cast<size_t>(m.weights->config.vocab_size));
+    m.logits.reserve(static_cast<size_t>(max_logits_rows(resolved)) *
+                     static_cast<size_t>(m.weights->config.vocab_size));
     m.update_memory_info();
   }
 

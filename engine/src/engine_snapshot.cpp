@@ -65,6 +65,7 @@ std::shared_ptr<const EngineSnapshot> Engine::Impl::build_snapshot() {
   steps_since_snapshot.clear();
   snap->kv = kv_stats();
   snap->cascade_groups = last_cascade;
+  snap->spec = spec_totals;
 
   // Owners per device block (swapped tables hold swap ids: not device blocks).
   std::vector<std::vector<RequestId>> owners(static_cast<size_t>(pool.num_blocks()));
@@ -77,6 +78,9 @@ std::shared_ptr<const EngineSnapshot> Engine::Impl::build_snapshot() {
     q.num_computed_tokens = s.num_computed;
     q.num_cached_tokens = s.num_cached_tokens;
     q.num_preemptions = s.num_preemptions;
+    q.num_draft_tokens = s.spec.num_draft_tokens();
+    q.num_accepted_tokens = s.spec.num_accepted_tokens();
+    q.spec_paused = s.spec.paused();
     q.tokens = s.tokens;
     q.block_table = s.table.blocks();
     if (s.state != SequenceState::Swapped) {

@@ -1,6 +1,8 @@
 // Engine::step(): one iteration of continuous batching.
-//   drain inbox -> schedule (+ blocks) -> StepBatch -> forward -> commit K/V
-//   -> sample (forking parallel samples) -> publish -> release finished.
+//   drain inbox -> schedule (+ blocks, + speculative drafts) -> StepBatch ->
+//   forward -> commit K/V -> sample (forking parallel samples; verifying
+//   drafts, then committing the accepted rows) -> publish -> release finished.
+#include <algorithm>
 #include <chrono>
 
 #include "engine_impl.h"
@@ -48,6 +50,11 @@ void Engine::Impl::finish(Sequence& s, FinishReason reason, std::string error) {
   st.num_cached_prompt_tokens = s.num_cached_tokens;
   st.num_preemptions = s.num_preemptions;
   st.seed = s.sampler.seed();
+  st.num_drafts = s.spec.num_drafts();
+  st.num_draft_tokens = s.spec.num_draft_tokens();
+  st.num_accepted_tokens = s.spec.num_accepted_tokens();
+  st.num_spec_pauses = s.spec.num_pauses();
+  st.spec_speedup_estimate = spec_speedup_estimate(s);
   st.total_time_s = seconds_between(s.submitted_at, now);
   if (s.num_generated() > 0) {
     st.time_to_first_token_s = seconds_between(s.submitted_at, s.first_token_at);
@@ -83,30 +90,97 @@ std::vector<Sequence*> Engine::Impl::fork_siblings(Sequence& s) {
   return siblings;
 }
 
-void Engine::Impl::sample_and_publish(Sequence& s, const float* row) {
+std::pair<int32_t, FinishReason> Engine::Impl::sample_token(Sequence& s, const float* row, int32_t draft_token) {
   const int32_t vocab = weights->config.vocab_size;
   if (s.on_logits) s.on_logits(s.index, static_cast<int32_t>(s.tokens.size()), row, vocab);
   const int32_t token = s.sampler.sample(row, vocab, s.tokens);
   s.tokens.push_back(token);
   if (s.num_generated() == 1) s.first_token_at = Sequence::Clock::now();
   const SamplingParams& p = s.sampler.params();
-  if (tokenizer->is_eog(token) && !p.ignore_eos) {
-    finish(s, FinishReason::Stop);
-    return;
-  }
+  if (tokenizer->is_eog(token) && !p.ignore_eos) return {token, FinishReason::Stop};  // no token event
   TokenEvent ev;
   ev.id = s.id;
   ev.index = s.index;
   ev.token = token;
+  ev.from_draft = token == draft_token;
   ev.text = s.stop.push(s.detokenizer.push(token));
   if (s.on_event) s.on_event(ev);
-  if (s.stop.stopped()) {
-    finish(s, FinishReason::Stop);
-  } else if (s.num_generated() >= p.max_tokens) {
-    finish(s, FinishReason::Length);
-  } else if (static_cast<int32_t>(s.tokens.size()) >= config.max_model_len) {
-    finish(s, FinishReason::ContextFull);
+  if (s.stop.stopped()) return {token, FinishReason::Stop};
+  if (s.num_generated() >= p.max_tokens) return {token, FinishReason::Length};
+  if (static_cast<int32_t>(s.tokens.size()) >= config.max_model_len) return {token, FinishReason::ContextFull};
+  return {token, FinishReason::None};
+}
+
+void Engine::Impl::sample_and_publish(Sequence& s, const float* row) {
+  const FinishReason reason = sample_token(s, row).second;
+  if (reason != FinishReason::None) finish(s, reason);
+}
+
+int32_t Engine::Impl::verify_and_publish(Sequence& s, const float* rows, StepStats& stats) {
+  const size_t vocab = static_cast<size_t>(weights->config.vocab_size);
+  const int32_t num_draft = static_cast<int32_t>(s.draft.size());
+  int32_t num_emitted = 0, num_accepted = 0;
+  FinishReason reason = FinishReason::None;
+  for (int32_t j = 0; j <= num_draft; ++j) {
+    // The exact rule for a deterministic proposer (spec/rejection_sampler.h,
+    // verify_deterministic_draft): the token plain decoding would draw here
+    // (same row, same penalties over the tokens so far, same random number),
+    // and the draft is accepted when it is that token. Greedy: the argmax.
+    const int32_t draft_token = j < num_draft ? s.draft[static_cast<size_t>(j)] : -1;
+    const auto [token, why] = sample_token(s, rows + static_cast<size_t>(j) * vocab, draft_token);
+    ++num_emitted;
+    reason = why;
+    const bool accepted = token == draft_token;
+    if (accepted) ++num_accepted;
+    if (reason != FinishReason::None || !accepted) break;  // after the bonus row (j == num_draft) too
   }
+  // Positions judged: up to the first rejection, or where the request ended.
+  const int32_t num_judged = std::min(num_draft, num_emitted);
+  if (static_cast<int32_t>(spec_totals.num_judged_at.size()) < num_draft) {
+    spec_totals.num_judged_at.resize(static_cast<size_t>(num_draft), 0);
+    spec_totals.num_accepted_at.resize(static_cast<size_t>(num_draft), 0);
+  }
+  for (int32_t j = 0; j < num_judged; ++j) ++spec_totals.num_judged_at[static_cast<size_t>(j)];
+  for (int32_t j = 0; j < num_accepted; ++j) ++spec_totals.num_accepted_at[static_cast<size_t>(j)];
+  s.spec.record(num_draft, num_accepted);
+  ++spec_totals.num_drafts;
+  spec_totals.num_draft_tokens += num_draft;
+  spec_totals.num_accepted_tokens += num_accepted;
+  s.num_spec_tokens += num_emitted;
+  ++stats.num_spec_seqs;
+  stats.num_accepted_tokens += num_accepted;
+  events.record(EngineEventType::Verify, s.id, s.index, num_accepted, num_draft);
+  // Last, so that the finishing event's RequestStats count this verification.
+  if (reason != FinishReason::None) finish(s, reason);
+  return num_emitted;
+}
+
+void Engine::Impl::note_forward_time(const std::vector<ScheduledSequence>& work, const StepStats& stats,
+                                     double forward_s) {
+  for (const ScheduledSequence& w : work) {
+    Sequence& s = *w.seq;
+    if (w.num_draft > 0) {
+      s.spec_forward_time_s += forward_s;
+    } else if (w.num_rows == 1 && s.num_computed >= s.num_prompt_tokens) {
+      s.plain_forward_time_s += forward_s;
+      ++s.num_plain_decode_steps;
+    }
+  }
+  if (stats.num_prefill_tokens == 0 && stats.num_draft_tokens == 0 && stats.num_decode_tokens > 0) {
+    constexpr double kWeight = 0.1;  // about the last ten plain steps
+    plain_decode_forward_ema_s = plain_decode_forward_ema_s == 0.0
+                                     ? forward_s
+                                     : (1.0 - kWeight) * plain_decode_forward_ema_s + kWeight * forward_s;
+  }
+}
+
+double Engine::Impl::spec_speedup_estimate(const Sequence& s) const {
+  if (s.num_spec_tokens == 0 || s.spec_forward_time_s <= 0.0) return 0.0;
+  const double plain_step_s = s.num_plain_decode_steps > 0 ? s.plain_forward_time_s / s.num_plain_decode_steps
+                                                           : plain_decode_forward_ema_s;
+  if (plain_step_s <= 0.0) return 0.0;
+  const double without = (s.num_spec_tokens + s.num_plain_decode_steps) * plain_step_s;
+  return without / (s.spec_forward_time_s + s.plain_forward_time_s);
 }
 
 void Engine::Impl::plan_cascade_groups(const std::vector<ScheduledSequence>& work, StepStats& stats) {
@@ -149,24 +223,51 @@ void Engine::step() {
       Sequence& s = *w.seq;
       m.slots.resize(static_cast<size_t>(w.num_rows));
       for (int32_t i = 0; i < w.num_rows; ++i) m.slots[static_cast<size_t>(i)] = s.table.slot(s.num_computed + i);
-      const bool want = s.num_computed + w.num_rows == static_cast<int32_t>(s.tokens.size());
-      m.batch.add_sequence(s.tokens.data() + s.num_computed, w.num_rows, s.num_computed, m.slots.data(),
-                           s.table.blocks(), want);
+      // Rows for the known tokens, then (speculative verification) the draft's.
+      const int32_t num_known_rows = w.num_rows - w.num_draft;
+      const bool want = s.num_computed + num_known_rows == static_cast<int32_t>(s.tokens.size());
+      const int32_t* row_tokens = s.tokens.data() + s.num_computed;
+      if (w.num_draft > 0) {
+        m.row_tokens.assign(row_tokens, row_tokens + num_known_rows);
+        m.row_tokens.insert(m.row_tokens.end(), s.draft.begin(), s.draft.end());
+        row_tokens = m.row_tokens.data();
+      }
+      m.batch.add_sequence(row_tokens, w.num_rows, s.num_computed, m.slots.data(), s.table.blocks(),
+                           want ? 1 + w.num_draft : 0);
       wants_logits.push_back(want);
-      const bool decode = w.num_rows == 1 && s.num_computed >= s.num_prompt_tokens;
-      (decode ? stats.num_decode_tokens : stats.num_prefill_tokens) += w.num_rows;
+      const bool decode = num_known_rows == 1 && s.num_computed >= s.num_prompt_tokens;
+      (decode ? stats.num_decode_tokens : stats.num_prefill_tokens) += num_known_rows;
+      if (w.num_draft > 0) {
+        stats.num_draft_tokens += w.num_draft;
+        stats.num_verify_rows += w.num_rows;
+      }
       m.events.record(EngineEventType::Schedule, s.id, s.index, w.num_rows);
     }
+    stats.propose_time_s = m.scheduler->last_propose_time_s();
+    stats.num_spec_pauses = m.scheduler->last_num_spec_pauses();
+    m.spec_totals.num_pauses += stats.num_spec_pauses;
     m.plan_cascade_groups(work, stats);
     // Interrupted: the engine is about to be destroyed, so the half-done
     // step (blocks allocated, nothing computed committed) is left as it is.
+    const auto forward_start = Sequence::Clock::now();
     if (!m.runner->forward(m.batch, m.logits, &m.interrupted)) return;
-    m.scheduler->commit(work);
+    const double forward_s = std::chrono::duration<double>(Sequence::Clock::now() - forward_start).count();
+    m.note_forward_time(work, stats, forward_s);
+    // Rows of verifying sequences are committed once verification says which stay.
+    for (const ScheduledSequence& w : work) {
+      if (w.num_draft == 0) m.scheduler->commit(w, w.num_rows);
+    }
     const size_t vocab = static_cast<size_t>(m.weights->config.vocab_size);
     size_t row = 0;
     for (size_t i = 0; i < work.size(); ++i) {
       if (!wants_logits[i]) continue;
       Sequence& s = *work[i].seq;
+      if (work[i].num_draft > 0) {
+        const int32_t num_kept = m.verify_and_publish(s, m.logits.data() + row * vocab, stats);
+        row += static_cast<size_t>(1 + work[i].num_draft);
+        stats.num_rolled_back_blocks += m.scheduler->commit(work[i], num_kept);
+        continue;
+      }
       const float* logits = m.logits.data() + row++ * vocab;
       // Parallel sampling: siblings appear when the prompt is done and draw
       // their first token from the same logits.
@@ -192,8 +293,7 @@ void Engine::step() {
                                  m.steps_since_snapshot.begin() + EngineSnapshot::kMaxRecentSteps / 2);
   m.steps_since_snapshot.push_back(stats);
   ++m.num_steps;
-  m.events.record(EngineEventType::StepEnd, 0, 0, stats.num_prefill_tokens + stats.num_decode_tokens,
-                  stats.num_seqs);
+  m.events.record(EngineEventType::StepEnd, 0, 0, stats.num_batch_tokens(), stats.num_seqs);
   m.events.record(EngineEventType::KvUsage, 0, 0, blocks.num_used_blocks(), blocks.num_cached_free_blocks());
   if (m.config.record_snapshots) m.last_snapshot = m.build_snapshot();
 }

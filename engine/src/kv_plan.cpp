@@ -36,6 +36,12 @@ int64_t physical_memory_bytes() {
   return pages > 0 && page_size > 0 ? int64_t{pages} * page_size : 0;
 }
 
+int64_t max_logits_rows(const EngineConfig& c) {
+  const int64_t seqs = c.max_seqs;
+  if (c.spec == SpecMethod::Off) return seqs;
+  return std::min(seqs * (1 + c.spec_k), std::max<int64_t>(seqs, c.max_batched_tokens));
+}
+
 KvPlan plan_kv(const ModelShape& m, const EngineConfig& c, int64_t machine_memory_bytes) {
   KvPlan p;
   p.max_model_len = c.max_model_len > 0 ? c.max_model_len : m.context_length;
@@ -84,7 +90,7 @@ KvPlan plan_kv(const ModelShape& m, const EngineConfig& c, int64_t machine_memor
   const int64_t q = int64_t{m.num_heads} * m.head_dim;
   const int64_t kv = int64_t{m.num_kv_heads} * m.head_dim;
   const int64_t per_row = 3 * int64_t{m.hidden_size} + (q + 2 * kv) + 2 * q + 3 * int64_t{m.ffn_size};
-  const int64_t logits = int64_t{c.max_seqs} * m.vocab_size;
+  const int64_t logits = max_logits_rows(c) * m.vocab_size;
   p.workspace_bytes = (rows * per_row + logits) * static_cast<int64_t>(sizeof(float));
 
   if (machine_memory_bytes > 0 && p.pool_bytes + p.swap_bytes > machine_memory_bytes / 10 * 9) {

@@ -172,6 +172,30 @@ std::vector<SettingSpec> make_table() {
                                "reads its KV once: faster with many such sequences, same answers either way. "
                                "Auto uses it where it pays.");
   cascade.choice_labels = {"Off", "Auto (where it pays)", "On (whenever a prefix is shared)"};
+
+  const auto speculating = [](const EngineConfig& c) { return c.spec != SpecMethod::Off; };
+  const auto ngram = [](const EngineConfig& c) { return c.spec == SpecMethod::Ngram; };
+  SettingSpec& spec = words(add(choice_row("spec", &EngineConfig::spec, {"off", "ngram"})), "Speculative decoding",
+                            "Speculative decoding", "",
+                            "Guess a few tokens ahead and check them in one pass: the same text, faster when the "
+                            "guesses hold (replies that copy from the prompt); a request whose guesses keep "
+                            "failing stops guessing for a while.");
+  spec.choice_labels = {"Off", "N-gram (prompt lookup)"};
+  SettingSpec& spec_k = words(add(int_row("spec_k", &EngineConfig::spec_k, 1, 16)), "Speculative decoding",
+                              "Draft tokens", "tokens",
+                              "Tokens guessed per step at most: more gains more when guesses hold and costs more "
+                              "rows when they fail.");
+  spec_k.applies = speculating;
+  SettingSpec& ngram_min = words(add(int_row("spec_ngram_min", &EngineConfig::spec_ngram_min, 1, 16)),
+                                 "Speculative decoding", "N-gram min match", "tokens",
+                                 "Shortest run of recent tokens looked up earlier in the text (at most the max "
+                                 "match): shorter finds more guesses, fewer of them right.");
+  ngram_min.applies = ngram;
+  SettingSpec& ngram_max = words(add(int_row("spec_ngram_max", &EngineConfig::spec_ngram_max, 1, 16)),
+                                 "Speculative decoding", "N-gram max match", "tokens",
+                                 "Longest run of recent tokens looked up (tried first): longer matches make better "
+                                 "guesses.");
+  ngram_max.applies = ngram;
   return t;
 }
 

@@ -291,6 +291,7 @@ class SettingsDialogTest : public QObject {
     auto* tabs = dialog.findChild<QTabWidget*>();
     // Swap space applies only with preemption by swap; a disabled box takes no typing.
     setControl(&dialog, *kvscope::find_setting("preemption"), SettingValue(std::string("swap")));
+    setControl(&dialog, *kvscope::find_setting("spec"), SettingValue(std::string("ngram")));  // its k and lengths
     for (const SettingSpec& spec : kvscope::engine_settings()) {
       if (spec.type != SettingType::Int && spec.type != SettingType::Bytes) continue;
       const QString key = qs(spec.key);

@@ -124,6 +124,10 @@ QString TraceEventModel::describe(const EngineEvent& e) {
     case EngineEventType::Cascade:
       return QStringLiteral("cascade: %1 of shared prefix read once for %2")
           .arg(tokens(e.value), count(e.value2, "sequence", "sequences"));
+    case EngineEventType::Verify:
+      return QStringLiteral("speculation: %1 of %2 accepted")
+          .arg(e.value)
+          .arg(count(e.value2, "draft token", "draft tokens"));
   }
   return QStringLiteral("event type %1").arg(static_cast<int>(e.type));
 }

@@ -37,7 +37,16 @@ enum class CascadeMode {
   On,    // for every group of two or more sequences sharing a tile-aligned prefix
 };
 
+// Speculative decoding (docs/speculative.md): a proposer guesses a few
+// tokens ahead and the model checks them all in one forward pass, keeping
+// those it would have produced itself. Same output, faster when guesses hold.
+enum class SpecMethod {
+  Off,    // one token per sequence per step
+  Ngram,  // prompt lookup: what followed the last few tokens earlier in the sequence (spec/ngram_proposer.h)
+};
+
 const char* scheduling_policy_name(SchedulingPolicy policy);
+const char* spec_method_name(SpecMethod method);
 const char* cascade_mode_name(CascadeMode mode);
 const char* preemption_mode_name(PreemptionMode mode);
 
@@ -61,6 +70,10 @@ struct EngineConfig {
   PreemptionMode preemption = PreemptionMode::Recompute;
   int64_t swap_space_bytes = 256ll << 20;  // host swap pool for PreemptionMode::Swap
   CascadeMode cascade = CascadeMode::Auto;
+  SpecMethod spec = SpecMethod::Off;
+  int32_t spec_k = 4;          // draft tokens per proposal, at most
+  int32_t spec_ngram_min = 1;  // n-gram proposer: shortest suffix it matches (above the max: the max)
+  int32_t spec_ngram_max = 4;  // and longest (tried first)
   bool record_snapshots = false;   // build an EngineSnapshot after every step
 
   // Every problem: each setting against its table row's range, then the

@@ -24,6 +24,8 @@ enum class EngineEventType : uint8_t {
   KvUsage,      // counter sample: value used blocks, value2 cached-free blocks
   Cascade,      // request's rows attended a shared prefix in one pass with others;
                 // value: shared tokens, value2: sequences in the pass
+  Verify,       // speculative decoding checked the request's draft;
+                // value: draft tokens accepted, value2: draft tokens proposed
 };
 
 const char* engine_event_type_name(EngineEventType type);

@@ -40,6 +40,10 @@ struct SequenceSnapshot {
   int32_t num_computed_tokens = 0;  // tokens whose K/V are in the cache
   int32_t num_cached_tokens = 0;    // prompt tokens served by the prefix cache
   int32_t num_preemptions = 0;
+  // Speculative decoding so far (docs/speculative.md).
+  int32_t num_draft_tokens = 0;     // tokens proposed and verified
+  int32_t num_accepted_tokens = 0;  // of those, accepted
+  bool spec_paused = false;         // its speculation is switched off for now (it did not pay)
   std::vector<int32_t> tokens;       // prompt + generated
   std::vector<int32_t> block_table;  // logical -> physical block ids
 };
@@ -88,6 +92,41 @@ struct StepStats {
   int32_t num_cascade_seqs = 0;        // sequences whose shared prefix had a cascade pass
   int32_t num_cascade_tokens = 0;      // shared prefix tokens, summed over groups
   int64_t cascade_kv_bytes_saved = 0;  // K/V bytes not read because members shared one read
+  // Speculative decoding in this step. A verifying sequence has 1 + drafts
+  // query rows: its one decode row (in num_decode_tokens) and its drafts
+  // (num_draft_tokens); the batch's rows are prefill + decode + draft tokens.
+  int32_t num_spec_seqs = 0;          // sequences that verified a proposal
+  int32_t num_draft_tokens = 0;       // draft rows
+  int32_t num_accepted_tokens = 0;    // drafts accepted
+  int32_t num_verify_rows = 0;        // rows of the verifying sequences (1 + drafts each)
+  int32_t num_rolled_back_blocks = 0; // blocks released because they held only rejected drafts
+  int32_t num_spec_pauses = 0;        // sequences whose speculation switched itself off (did not pay)
+  double propose_time_s = 0.0;        // the proposer's time (scheduling)
+  int32_t num_batch_tokens() const { return num_prefill_tokens + num_decode_tokens + num_draft_tokens; }
+};
+
+// Speculative decoding since the engine was created (docs/speculative.md).
+struct SpecStats {
+  int64_t num_drafts = 0;           // proposals verified
+  int64_t num_draft_tokens = 0;     // tokens proposed (each a query row)
+  int64_t num_accepted_tokens = 0;  // of those, accepted
+  int64_t num_pauses = 0;           // times a sequence switched its speculation off (spec/spec_tracker.h)
+  // By draft position i (0: the first draft token): drafts that reached
+  // position i and were judged there, and of those the ones accepted. A draft
+  // is judged up to its first rejection (or the request's end).
+  std::vector<int64_t> num_judged_at;    // [max k seen]
+  std::vector<int64_t> num_accepted_at;  // [max k seen]
+  double acceptance_rate() const {  // accepted / proposed tokens
+    return num_draft_tokens ? static_cast<double>(num_accepted_tokens) / static_cast<double>(num_draft_tokens) : 0.0;
+  }
+  double mean_accepted_length() const {  // accepted tokens per proposal; + 1 = tokens per verification
+    return num_drafts ? static_cast<double>(num_accepted_tokens) / static_cast<double>(num_drafts) : 0.0;
+  }
+  double acceptance_at(size_t i) const {  // P(accepted | judged at position i)
+    return i < num_judged_at.size() && num_judged_at[i]
+               ? static_cast<double>(num_accepted_at[i]) / static_cast<double>(num_judged_at[i])
+               : 0.0;
+  }
 };
 
 // One shared-prefix pass of cascade attention in the last step: the sequences
@@ -120,6 +159,7 @@ struct EngineSnapshot {
   std::vector<StepStats> recent_steps;
   std::vector<CascadeGroupSnapshot> cascade_groups;  // last step's shared passes
   KvStats kv;
+  SpecStats spec;
 };
 
 }  // namespace kvscope

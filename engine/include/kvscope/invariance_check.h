@@ -137,6 +137,8 @@ struct InvarianceRunStats {
   int64_t num_mixed_steps = 0;         // steps with both prefill and decode rows
   int64_t num_cascade_steps = 0;       // steps with at least one cascade attention pass
   int64_t num_prefix_hit_tokens = 0;   // prompt tokens whose KV came from the prefix cache
+  int64_t num_draft_tokens = 0;        // speculative draft tokens verified
+  int64_t num_accepted_draft_tokens = 0;  // of those, accepted
 };
 
 struct InvarianceReport {

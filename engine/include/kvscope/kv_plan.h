@@ -49,7 +49,7 @@ struct KvPlan {
   int64_t pool_bytes = 0;       // num_blocks * bytes_per_block
   int64_t swap_bytes = 0;       // num_swap_blocks * bytes_per_block
   // The model runner's activations for max_batched_tokens rows plus the
-  // logits of max_seqs rows: what ModelInfo::workspace_bytes reports.
+  // logits of max_logits_rows(config) rows: what ModelInfo::workspace_bytes reports.
   int64_t workspace_bytes = 0;
 
   bool ok() const { return problems.empty(); }
@@ -60,6 +60,11 @@ struct KvPlan {
 // kill mid-generation); 0 skips that check. The config's own ranges are
 // validate()'s business; plan_kv assumes they hold.
 KvPlan plan_kv(const ModelShape& model, const EngineConfig& config, int64_t machine_memory_bytes);
+
+// Rows of logits one step asks for at most, which the engine reserves: one
+// per sequence (max_seqs), and with speculative decoding 1 + spec_k per
+// decoding sequence, the drafts' rows coming out of the step's token budget.
+int64_t max_logits_rows(const EngineConfig& config);
 
 // This machine's physical memory in bytes (0 if unknown).
 int64_t physical_memory_bytes();

@@ -34,6 +34,18 @@ struct RequestStats {
   double total_time_s = 0.0;           // submit -> finish
   double decode_tokens_per_s = 0.0;    // generated tokens after the first / their time
   uint64_t seed = 0;                   // the seed used (reproduces the text)
+  // Speculative decoding (docs/speculative.md): proposals verified, tokens
+  // proposed, of those accepted, and times its speculation switched itself off.
+  int32_t num_drafts = 0;
+  int32_t num_draft_tokens = 0;
+  int32_t num_accepted_tokens = 0;
+  int32_t num_spec_pauses = 0;
+  // Decode speed with speculation against the same request without it,
+  // estimated from forward-pass times (0: no estimate, e.g. nothing was
+  // verified): tokens of its verification steps priced at its own plain
+  // decode steps' mean forward time (the engine's recent plain decode steps
+  // when it had none), plus its plain steps, over the time actually spent.
+  double spec_speedup_estimate = 0.0;
 };
 
 struct TokenEvent {
@@ -41,6 +53,7 @@ struct TokenEvent {
   int32_t index = 0;         // which of the request's n completions
   int32_t token = -1;        // -1 on an event with no new token (finish, error)
   std::string text;          // newly complete text (whole UTF-8 characters)
+  bool from_draft = false;   // the token was a speculative draft token the model accepted
   FinishReason finish = FinishReason::None;
   std::string error;         // when finish == Error
   RequestStats stats;        // filled on the finishing event

@@ -20,6 +20,12 @@ void BlockTable::release_all(BlockPool& pool) {
   clear();
 }
 
+void BlockTable::release_last(BlockPool& pool) {
+  assert(num_blocks() > num_hashed() && "release_last: the last block holds a committed, hashed prefix");
+  pool.release(blocks_.back());
+  blocks_.pop_back();
+}
+
 int64_t BlockTable::slot(int32_t pos) const {
   assert(pos >= 0 && pos < capacity());
   return static_cast<int64_t>(blocks_[static_cast<size_t>(pos / block_size_)]) * block_size_ +

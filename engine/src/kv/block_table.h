@@ -34,6 +34,10 @@ class BlockTable {
   // blocks, its prompt and the most likely to be shared, stay cached longest)
   // and empties the table.
   void release_all(BlockPool& pool);
+  // Releases the last block to `pool` and drops it from the table (speculative
+  // rollback). Precondition: num_blocks() > num_hashed(): a hashed block holds
+  // a committed prefix and is never given back this way.
+  void release_last(BlockPool& pool);
   // Forgets the blocks without releasing them (they moved elsewhere: swap).
   void clear() { blocks_.clear(); hashes_.clear(); }
 

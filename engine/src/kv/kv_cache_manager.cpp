@@ -119,6 +119,22 @@ void KvCacheManager::commit(BlockTable& table, std::span<const int32_t> tokens, 
   }
 }
 
+int32_t KvCacheManager::truncate(BlockTable& table, int32_t num_tokens) {
+  if (config_.contiguous) return 0;
+  const int32_t keep = (num_tokens + config_.block_size - 1) / config_.block_size;
+  assert(keep >= table.num_hashed() && "truncate: would drop a committed, hashed block");
+  int32_t released = 0;
+  while (table.num_blocks() > keep) {
+    const int32_t b = table.block(table.num_blocks() - 1);
+    assert(pool_.ref_count(b) == 1 && !pool_.has_hash(b) &&
+           "truncate: a rolled-back block must be this table's alone and unhashed");
+    (void)b;
+    table.release_last(pool_);
+    ++released;
+  }
+  return released;
+}
+
 void KvCacheManager::fork(const BlockTable& parent, BlockTable& child) {
   assert(child.num_blocks() == 0);
   for (int32_t i = 0; i < parent.num_blocks(); ++i) {

@@ -70,6 +70,17 @@ class KvCacheManager {
   void commit(BlockTable& table, std::span<const int32_t> tokens, int32_t first_computed,
               int32_t num_computed, uint64_t seed);
 
+  // Speculative rollback: releases the table's blocks past those that hold
+  // slots [0, num_tokens), i.e. blocks that held only the K/V of rejected
+  // draft tokens, so the table is what decoding token by token would have
+  // left. Returns the blocks released. In contiguous mode the table keeps its
+  // whole reservation (as token-by-token decoding would) and nothing is
+  // released. Preconditions (asserted): every block to release is held by
+  // this table alone and carries no prefix hash (prepare_write allocated it
+  // for this step's rows and commit() has not hashed it), and num_tokens
+  // covers every committed token (commit() before truncate()).
+  int32_t truncate(BlockTable& table, int32_t num_tokens);
+
   // `child` (empty) shares every block of `parent` (parallel sampling).
   void fork(const BlockTable& parent, BlockTable& child);
   // Returns the blocks of a table on the device.

@@ -166,22 +166,6 @@ size_t top_p_prefix(std::vector<TokenProb>& c, double mass) {
 // standard library (std::uniform_real_distribution is implementation-defined).
 double next_uniform(std::mt19937_64& rng) { return double(rng() >> 11) * 0x1.0p-53; }
 
-// Inverse CDF over d in its own order; skips p == 0 entries.
-int32_t draw(const std::vector<TokenProb>& d, double u) {
-  double total = 0.0;
-  for (const TokenProb& t : d) total += t.second;
-  const double target = u * total;
-  double cum = 0.0;
-  for (const TokenProb& t : d) {
-    cum += t.second;
-    if (cum > target) return t.first;
-  }
-  for (auto it = d.rbegin(); it != d.rend(); ++it) {  // rounding: last token with p > 0
-    if (it->second > 0.0f) return it->first;
-  }
-  return d.front().first;
-}
-
 }  // namespace
 
 void probability_distribution(const float* logits, int32_t vocab_size,
@@ -281,6 +265,22 @@ void probability_distribution(const float* logits, int32_t vocab_size,
   for (const TokenProb& e : c) out.emplace_back(e.first, float(e.second / sum));
 }
 
+int32_t draw_token(std::span<const TokenProb> d, double u) {
+  assert(!d.empty() && "draw_token: empty distribution");
+  double total = 0.0;
+  for (const TokenProb& t : d) total += t.second;
+  const double target = u * total;
+  double cum = 0.0;
+  for (const TokenProb& t : d) {
+    cum += t.second;
+    if (cum > target) return t.first;
+  }
+  for (auto it = d.rbegin(); it != d.rend(); ++it) {  // rounding: last token with p > 0
+    if (it->second > 0.0f) return it->first;
+  }
+  return d.front().first;
+}
+
 std::vector<TokenProb> probability_distribution(const float* logits, int32_t vocab_size,
                                                 const SamplingParams& params,
                                                 std::span<const int32_t> recent_tokens) {
@@ -338,7 +338,7 @@ int32_t Sampler::sample(const float* logits, int32_t vocab_size,
                         std::span<const int32_t> recent_tokens) {
   probability_distribution(logits, vocab_size, params_, recent_tokens, scratch_, distribution_);
   if (params_.temperature == 0.0f) return distribution_.front().first;
-  return draw(distribution_, next_uniform(rng_));
+  return draw_token(distribution_, next_uniform(rng_));
 }
 
 }  // namespace kvscope

@@ -76,6 +76,12 @@ void probability_distribution(const float* logits, int32_t vocab_size,
                               std::span<const int32_t> recent_tokens, SamplerScratch& scratch,
                               std::vector<TokenProb>& out);
 
+// The token of `d` at u in [0, 1) by the inverse CDF over d in its own order
+// (entries with p == 0 are never drawn): the draw sample() makes with its
+// uniform number. Speculative verification relies on it (spec/rejection_sampler.h).
+// Precondition: d is not empty.
+int32_t draw_token(std::span<const TokenProb> d, double u);
+
 // log softmax(logits)[id] at temperature 1, no penalties. Precondition: 0 <= id < n.
 float log_softmax_of(const float* logits, int n, int32_t id);
 

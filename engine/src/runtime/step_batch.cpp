@@ -1,5 +1,7 @@
 #include "runtime/step_batch.h"
 
+#include <cassert>
+
 namespace kvscope {
 
 void StepBatch::clear() {
@@ -19,7 +21,8 @@ void StepBatch::clear() {
 
 void StepBatch::add_sequence(const int32_t* tokens, int32_t num_rows, int32_t first_pos,
                              const int64_t* slots, const std::vector<int32_t>& table,
-                             bool want_logits) {
+                             int32_t num_logits) {
+  assert(num_logits >= 0 && num_logits <= num_rows && "add_sequence: more logits rows than rows");
   if (query_start.empty()) query_start.push_back(0);
   if (block_table_start.empty()) block_table_start.push_back(0);
   for (int32_t i = 0; i < num_rows; ++i) {
@@ -32,7 +35,7 @@ void StepBatch::add_sequence(const int32_t* tokens, int32_t num_rows, int32_t fi
   query_start.push_back(num_tokens);
   block_ids.insert(block_ids.end(), table.begin(), table.end());
   block_table_start.push_back(static_cast<int32_t>(block_ids.size()));
-  if (want_logits) logits_rows.push_back(num_tokens - 1);
+  for (int32_t r = num_tokens - num_logits; r < num_tokens; ++r) logits_rows.push_back(r);
 }
 
 }  // namespace kvscope

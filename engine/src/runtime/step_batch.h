@@ -20,7 +20,11 @@ struct StepBatch {
   std::vector<int32_t> query_start;        // [num_seqs + 1] first row of each sequence (CSR)
   std::vector<int32_t> block_table_start;  // [num_seqs + 1] offsets into block_ids (CSR)
   std::vector<int32_t> block_ids;          // [block_table_start[num_seqs]] physical blocks, logical order
-  std::vector<int32_t> logits_rows;        // [num_logits] rows whose next-token logits are wanted
+  // [num_logits] rows whose next-token logits are wanted, in row order: a
+  // sequence's last row when it reaches the end of its known tokens, or for
+  // a speculative verification its last 1 + k rows (the last committed
+  // token's and the k drafts'), each row's logits judging the next draft.
+  std::vector<int32_t> logits_rows;
 
   // Cascade attention groups, CSR (runtime/cascade_plan.h fills them; empty:
   // none). The sequences of group g hold the same physical blocks for
@@ -32,10 +36,11 @@ struct StepBatch {
 
   void clear();
   // Appends one sequence: its rows (tokens at consecutive positions starting
-  // at first_pos, written to `slots`), its block table, and whether its last
-  // row needs logits.
+  // at first_pos, written to `slots`), its block table, and how many of its
+  // last rows need logits: 0, 1 (the next token) or 1 + k (verifying k
+  // speculative drafts). Precondition: 0 <= num_logits <= num_rows.
   void add_sequence(const int32_t* tokens, int32_t num_rows, int32_t first_pos, const int64_t* slots,
-                    const std::vector<int32_t>& table, bool want_logits);
+                    const std::vector<int32_t>& table, int32_t num_logits);
 };
 
 }  // namespace kvscope

@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <cassert>
+#include <chrono>
 
 namespace kvscope {
 
-Scheduler::Scheduler(const SchedulerConfig& config, KvCacheManager& kv, EventLog& events)
-    : config_(config), kv_(kv), events_(events) {}
+Scheduler::Scheduler(const SchedulerConfig& config, KvCacheManager& kv, EventLog& events,
+                     std::unique_ptr<Proposer> proposer)
+    : config_(config), kv_(kv), events_(events), proposer_(std::move(proposer)) {}
 
 void Scheduler::add(std::unique_ptr<Sequence> seq) {
   seq->state = SequenceState::Waiting;
@@ -36,6 +38,10 @@ std::vector<ScheduledSequence> Scheduler::schedule() {
   int32_t budget = config_.max_batched_tokens;
   bool preempted = false;
   schedule_running(out, budget, preempted);
+  propose_time_s_ = 0.0;
+  num_spec_pauses_ = 0;
+  // Under memory pressure guesses wait: the blocks are better spent on real rows.
+  if (proposer_ && !preempted) propose_drafts(out, budget);
   if (!preempted) swap_in(out, budget);
   // New requests wait while preempted ones are out: those come back first.
   if (!preempted && swapped_.empty()) admit(out, budget);
@@ -71,6 +77,43 @@ void Scheduler::schedule_running(std::vector<ScheduledSequence>& out, int32_t& b
     }
     if (scheduled) ++i;
   }
+}
+
+void Scheduler::propose_drafts(std::vector<ScheduledSequence>& out, int32_t& budget) {
+  const auto start = std::chrono::steady_clock::now();
+  // Rows already in the step (every running sequence's): what a draft row's
+  // cost is weighed against (spec/spec_tracker.h). The same for every
+  // sequence, whatever order they are visited in.
+  const int32_t num_rows = config_.max_batched_tokens - budget;
+  for (ScheduledSequence& w : out) {
+    if (budget <= 0) break;
+    Sequence& s = *w.seq;
+    // Decoding: its one row is the last sampled token (the prompt is done and
+    // parallel-sampling siblings, forked at the first token, exist).
+    if (w.num_rows != 1 || s.num_uncomputed() != 1 || s.num_generated() == 0) continue;
+    // Verification emits up to drafts + 1 tokens; more drafts than the
+    // request may still generate would be rows for nothing.
+    const int32_t room = s.max_total_tokens - static_cast<int32_t>(s.tokens.size()) - 1;
+    const int32_t k = std::min({config_.spec_k, budget, room});
+    if (k <= 0) continue;
+    const int32_t pauses_before = s.spec.num_pauses();
+    const bool may = s.spec.may_propose(num_rows);
+    num_spec_pauses_ += s.spec.num_pauses() - pauses_before;
+    if (!may) continue;
+    const int32_t limit = s.spec.draft_limit(k);
+    std::vector<int32_t> draft = proposer_->propose(s.tokens, limit);
+    if (draft.empty()) continue;
+    if (static_cast<int32_t>(draft.size()) > limit) draft.resize(static_cast<size_t>(limit));
+    const int32_t num_draft = static_cast<int32_t>(draft.size());
+    const int32_t first = s.num_computed + 1;  // the last token's row was prepared by schedule_running
+    if (!kv_.can_write(s.table, first, first + num_draft)) continue;  // a guess never preempts anyone
+    kv_.prepare_write(s.table, first, first + num_draft, s.id, s.index);
+    s.draft = std::move(draft);
+    w.num_rows += num_draft;
+    w.num_draft = num_draft;
+    budget -= num_draft;
+  }
+  propose_time_s_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 void Scheduler::swap_in(std::vector<ScheduledSequence>& out, int32_t& budget) {
@@ -149,13 +192,15 @@ void Scheduler::release_for_recompute(Sequence& s) {
   s.state = SequenceState::Waiting;
 }
 
-void Scheduler::commit(const std::vector<ScheduledSequence>& work) {
-  for (const ScheduledSequence& w : work) {
-    Sequence& s = *w.seq;
-    const int32_t first = s.num_computed;
-    s.num_computed += w.num_rows;
-    kv_.commit(s.table, s.tokens, first, s.num_computed, s.hash_seed);
-  }
+int32_t Scheduler::commit(const ScheduledSequence& w, int32_t num_kept) {
+  assert(num_kept >= 1 && num_kept <= w.num_rows && "commit: kept rows out of range");
+  Sequence& s = *w.seq;
+  const int32_t first = s.num_computed;
+  s.num_computed += num_kept;
+  assert(s.num_computed <= static_cast<int32_t>(s.tokens.size()) && "commit: kept rows without their tokens");
+  kv_.commit(s.table, s.tokens, first, s.num_computed, s.hash_seed);
+  s.draft.clear();
+  return num_kept < w.num_rows ? kv_.truncate(s.table, s.num_computed) : 0;
 }
 
 void Scheduler::release_blocks(Sequence& s) {

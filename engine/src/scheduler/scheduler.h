@@ -10,6 +10,14 @@
 // sequence is preempted — by recompute (blocks freed, requeued first; the
 // prefix cache may give its blocks back) or by swap (blocks copied to host
 // swap space; recompute when the swap space is full). Nothing is dropped.
+//
+// Speculative decoding (with a Proposer): after every running sequence has
+// its rows, decoding sequences get draft rows from what is left of the token
+// budget, before swapped and waiting ones are admitted (as vLLM schedules
+// them). Drafts never take a row from another sequence's decode, never cause
+// a preemption (no free blocks: no drafts) and never run past what the
+// request may still generate. commit() keeps the rows verification accepted
+// and gives back the blocks of the rejected ones.
 #pragma once
 
 #include <deque>
@@ -19,13 +27,15 @@
 #include "kv/kv_cache_manager.h"
 #include "kvscope/engine_config.h"
 #include "scheduler/sequence.h"
+#include "spec/proposer.h"
 #include "trace/event_log.h"
 
 namespace kvscope {
 
 struct ScheduledSequence {
   Sequence* seq;
-  int32_t num_rows;  // tokens computed for it this step
+  int32_t num_rows;       // query rows for it this step (num_draft of them verify seq->draft)
+  int32_t num_draft = 0;  // speculative draft tokens after its last token (seq->draft.size() or 0)
 };
 
 struct SchedulerConfig {
@@ -33,11 +43,14 @@ struct SchedulerConfig {
   int32_t max_batched_tokens = 512;
   SchedulingPolicy policy = SchedulingPolicy::Continuous;
   PreemptionMode preemption = PreemptionMode::Recompute;
+  int32_t spec_k = 4;  // draft tokens per proposal, at most (with a proposer)
 };
 
 class Scheduler {
  public:
-  Scheduler(const SchedulerConfig& config, KvCacheManager& kv, EventLog& events);
+  // `proposer`: speculative decoding's, nullptr when it is off.
+  Scheduler(const SchedulerConfig& config, KvCacheManager& kv, EventLog& events,
+            std::unique_ptr<Proposer> proposer = nullptr);
 
   void add(std::unique_ptr<Sequence> seq);          // to the waiting queue
   void add_running(std::unique_ptr<Sequence> seq);  // a forked sibling, already holding blocks
@@ -57,10 +70,21 @@ class Scheduler {
   }
 
   // This step's work; every scheduled sequence's table covers its new rows
-  // with blocks it owns alone.
+  // (drafts included) with blocks it owns alone.
   std::vector<ScheduledSequence> schedule();
-  // After the forward pass: advances num_computed and commits the new K/V.
-  void commit(const std::vector<ScheduledSequence>& work);
+  // After the forward pass: of w's rows, the first num_kept hold K/V that
+  // stays (all of them; after a verification the last token's row and the
+  // accepted drafts'). Advances num_computed by num_kept, commits their K/V
+  // (fill, prefix hashes of blocks that became full: never a rejected
+  // draft's), releases the blocks that held only rejected drafts, so the table
+  // is what decoding token by token would have left, and clears the draft.
+  // Returns the blocks released. Precondition: 1 <= num_kept <= w.num_rows,
+  // and w.seq->tokens holds the tokens of the kept rows.
+  int32_t commit(const ScheduledSequence& w, int32_t num_kept);
+  // Seconds the proposer took in the last schedule(), and the sequences whose
+  // speculation switched itself off there (SpecTracker pauses started).
+  double last_propose_time_s() const { return propose_time_s_; }
+  int32_t last_num_spec_pauses() const { return num_spec_pauses_; }
   // Removes finished sequences, releasing their blocks.
   std::vector<std::unique_ptr<Sequence>> reap_finished();
   // Removes every sequence as a recompute preemption would (blocks, device or
@@ -74,6 +98,8 @@ class Scheduler {
   void schedule_running(std::vector<ScheduledSequence>& out, int32_t& budget, bool& preempted);
   void swap_in(std::vector<ScheduledSequence>& out, int32_t& budget);
   void admit(std::vector<ScheduledSequence>& out, int32_t& budget);
+  // Adds draft rows to the decoding sequences in `out` (speculative decoding).
+  void propose_drafts(std::vector<ScheduledSequence>& out, int32_t& budget);
   void preempt(Sequence& victim);
   void release_blocks(Sequence& s);
   // The recompute half of preemption: blocks released, tokens to compute again.
@@ -82,6 +108,9 @@ class Scheduler {
   SchedulerConfig config_;
   KvCacheManager& kv_;
   EventLog& events_;
+  std::unique_ptr<Proposer> proposer_;  // nullptr: speculative decoding off
+  double propose_time_s_ = 0.0;
+  int32_t num_spec_pauses_ = 0;
   std::deque<std::unique_ptr<Sequence>> waiting_;
   std::vector<std::unique_ptr<Sequence>> running_;  // in admission order
   std::deque<std::unique_ptr<Sequence>> swapped_;

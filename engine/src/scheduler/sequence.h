@@ -16,6 +16,7 @@
 #include "kvscope/request.h"
 #include "runtime/sampler.h"
 #include "scheduler/stop_matcher.h"
+#include "spec/spec_tracker.h"
 #include "tokenizer/streaming_detokenizer.h"
 
 namespace kvscope {
@@ -47,6 +48,19 @@ struct Sequence {
   StreamingDetokenizer detokenizer;
   StopMatcher stop;
   BlockTable table;  // device block ids, or swap block ids while Swapped
+
+  // Speculative decoding: the tokens proposed to follow `tokens` in this step
+  // (its rows verify them; empty between steps and when nothing was proposed),
+  // and the sequence's acceptance record and auto-disable state.
+  std::vector<int32_t> draft;  // [num_draft]
+  SpecTracker spec;
+  // For RequestStats::spec_speedup_estimate: forward time of the steps in
+  // which it verified a draft and the tokens they emitted, and of the steps
+  // in which it decoded one token plainly.
+  double spec_forward_time_s = 0.0;
+  int32_t num_spec_tokens = 0;
+  double plain_forward_time_s = 0.0;
+  int32_t num_plain_decode_steps = 0;
 
   Clock::time_point submitted_at = Clock::now();
   Clock::time_point first_token_at{};

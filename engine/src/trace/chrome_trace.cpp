@@ -206,6 +206,9 @@ class TraceBuilder {
       case EngineEventType::Cascade:
         push_instant(e, seq, {{"shared_tokens", e.value}, {"seqs", e.value2}});
         return;
+      case EngineEventType::Verify:
+        push_instant(e, seq, {{"accepted", e.value}, {"drafted", e.value2}});
+        return;
       case EngineEventType::Schedule:
       case EngineEventType::Allocate:
         if (!attach_to_step(e, seq)) push_instant(e, seq, {{"value", e.value}});

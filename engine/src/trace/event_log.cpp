@@ -22,6 +22,7 @@ const char* engine_event_type_name(EngineEventType type) {
     case EngineEventType::Finish: return "finish";
     case EngineEventType::KvUsage: return "kv_usage";
     case EngineEventType::Cascade: return "cascade";
+    case EngineEventType::Verify: return "verify";
   }
   return "unknown";
 }

@@ -25,7 +25,7 @@
 
 namespace kvscope {
 
-inline constexpr int kNumEngineEventTypes = static_cast<int>(EngineEventType::Cascade) + 1;
+inline constexpr int kNumEngineEventTypes = static_cast<int>(EngineEventType::Verify) + 1;
 
 // Inverse of engine_event_type_name(); nullopt for a name no type has.
 std::optional<EngineEventType> engine_event_type_from_name(std::string_view name);

@@ -75,7 +75,7 @@ TEST(InvarianceSide, AliasesMapOntoTableRows) {
 }
 
 TEST(InvarianceSide, UnknownKeyListsTheKnownOnes) {
-  for (const char* key : {"kv_dtype", "spec", "tp", "backend"}) {
+  for (const char* key : {"kv_dtype", "speculative", "tp", "backend"}) {
     auto side = parse_invariance_side(std::string(key) + "=1", with_model());
     ASSERT_FALSE(side.ok()) << key;
     EXPECT_NE(side.error().find("unknown setting '" + std::string(key) + "'"), std::string::npos) << side.error();
@@ -306,6 +306,17 @@ TEST_F(InvarianceCheck, ServingModesGiveIdenticalGreedyOutput) {
        [](const Stats&, const Stats& b) { return b.num_cascade_steps > 0; }},
       {"kv_cache_type=bf16,max_batched_tokens=7", "kv_cache_type=bf16,concurrency=8", any},
       {"kv_type=f16,paged=off", "kv_type=f16,concurrency=8,threads=1", any},
+      // Speculative decoding: drafts verified in the step's rows change nothing,
+      // also with cascade attention over the verification rows.
+      {"spec=off", "spec=ngram",
+       [](const Stats& a, const Stats& b) {
+         return a.num_draft_tokens == 0 && b.num_accepted_draft_tokens > 0 &&
+                b.num_draft_tokens > b.num_accepted_draft_tokens;
+       }},
+      {"spec=off,cascade=on,concurrency=8", "spec=ngram,cascade=on,concurrency=8",
+       [](const Stats&, const Stats& b) { return b.num_cascade_steps > 0 && b.num_accepted_draft_tokens > 0; }},
+      {"spec=off", "spec=ngram,spec_k=16,spec_ngram_min=2,block_size=1,max_batched_tokens=7,concurrency=8",
+       [](const Stats&, const Stats& b) { return b.num_mixed_steps > 0 && b.num_accepted_draft_tokens > 0; }},
       // (q8_0 needs heads of a multiple of 32 dims: the default model's pairs have it.)
   };
   for (const Pair& pair : pairs) {
@@ -339,6 +350,11 @@ TEST_F(InvarianceCheck, SampledWithAFixedSeedIsIdenticalToo) {
   options.sampling.seed = 42;
   const InvarianceReport report = check("", "concurrency=8,block_size=1,max_batched_tokens=7", options);
   EXPECT_TRUE(report.all_identical());
+  // Speculative verification draws each token with the plain sampler's own
+  // random number: the same sampled reply.
+  const InvarianceReport spec = check("", "spec=ngram,concurrency=8", options);
+  EXPECT_TRUE(spec.all_identical());
+  EXPECT_GT(spec.stats_b.num_draft_tokens, 0);
   options.sampling.seed = 0;
   auto a = parse_invariance_side("", base());
   ASSERT_TRUE(a.ok());

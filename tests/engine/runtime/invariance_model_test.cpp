@@ -1,7 +1,7 @@
 // The invariance checker on the default model (label `model`): every
-// serving-mode pair of the issue gives the same greedy tokens and bitwise the
-// same logits on SmolLM2-135M Q4_1, as on the tiny model in
-// invariance_check_test.cpp, and each side ran in its mode.
+// serving-mode pair of the issue (speculative decoding included) gives the
+// same greedy tokens and bitwise the same logits on SmolLM2-135M Q4_1, as on
+// the tiny model in invariance_check_test.cpp, and each side ran in its mode.
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -55,6 +55,14 @@ TEST(InvarianceModel, ServingModesGiveIdenticalGreedyOutput) {
       {"threads=1", "threads=2", any},
       {"kv_type=q8_0", "kv_type=q8_0,cascade=on,concurrency=16,block_size=1",
        [](const Stats&, const Stats& b) { return b.num_cascade_steps > 0; }},
+      // Speculative decoding: drafts verified in the step's rows, some kept,
+      // some rolled back, change nothing; also beside cascade passes.
+      {"spec=off", "spec=ngram",
+       [](const Stats&, const Stats& b) {
+         return b.num_accepted_draft_tokens > 0 && b.num_draft_tokens > b.num_accepted_draft_tokens;
+       }},
+      {"spec=off,cascade=on,concurrency=16", "spec=ngram,spec_k=8,cascade=on,concurrency=16,block_size=1",
+       [](const Stats&, const Stats& b) { return b.num_cascade_steps > 0 && b.num_draft_tokens > 0; }},
   };
   for (const Pair& pair : pairs) {
     SCOPED_TRACE(std::string(pair.a) + " vs " + pair.b);
@@ -72,7 +80,8 @@ TEST(InvarianceModel, ServingModesGiveIdenticalGreedyOutput) {
     EXPECT_TRUE(pair.exercised(report->stats_a, report->stats_b))
         << "b: max batch " << report->stats_b.max_batch_seqs << ", cascade steps "
         << report->stats_b.num_cascade_steps << ", mixed steps " << report->stats_b.num_mixed_steps
-        << ", prefix hits " << report->stats_b.num_prefix_hit_tokens;
+        << ", prefix hits " << report->stats_b.num_prefix_hit_tokens << ", drafts accepted "
+        << report->stats_b.num_accepted_draft_tokens << " of " << report->stats_b.num_draft_tokens;
   }
 }
 
