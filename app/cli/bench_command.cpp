@@ -49,6 +49,8 @@ struct BenchRun {
   double total_s = 0;
   int32_t num_generated = 0;
   int32_t num_cached_prompt_tokens = 0;  // from the prefix cache; must be 0 for an honest prefill figure
+  int32_t num_draft_tokens = 0;          // speculative decoding: proposed
+  int32_t num_accepted_tokens = 0;       // and accepted
 };
 
 // One prompt of exactly `n` ids per run: the paragraph repeated, read from
@@ -105,6 +107,8 @@ Result<BenchRun> run_once(Engine& engine, const std::vector<int32_t>& prompt, in
   run.total_s = s.total_time_s;
   run.num_generated = s.num_generated_tokens;
   run.num_cached_prompt_tokens = s.num_cached_prompt_tokens;
+  run.num_draft_tokens = s.num_draft_tokens;
+  run.num_accepted_tokens = s.num_accepted_tokens;
   return run;
 }
 
@@ -142,7 +146,9 @@ int run_bench(const BenchOptions& o) {
                          {"prefill_tok_s", run->prefill_tok_s},
                          {"decode_tok_s", run->decode_tok_s},
                          {"total_s", run->total_s},
-                         {"generated_tokens", run->num_generated}});
+                         {"generated_tokens", run->num_generated},
+                         {"draft_tokens", run->num_draft_tokens},
+                         {"accepted_draft_tokens", run->num_accepted_tokens}});
     num_cached_prompt_tokens += run->num_cached_prompt_tokens;
     runs.push_back(*run);
   }
@@ -176,6 +182,8 @@ int run_bench(const BenchOptions& o) {
       {"gen_tokens", o.gen_tokens},
       {"repeats", o.repeats},
       {"prefix_caching", engine->config().prefix_caching},
+      {"spec", spec_method_name(engine->config().spec)},
+      {"spec_k", engine->config().spec_k},
       // How prefill stays honest with the prefix cache on: see the file comment.
       {"prefill_prompts", "fresh per run (warm-up included): distinct first tokens, so no prefix-cache block matches"},
       {"prefill_cached_prompt_tokens", num_cached_prompt_tokens},

@@ -83,6 +83,11 @@ nlohmann::ordered_json outcome_json(const SubmittedPrompt& submitted, const Outc
       {"finish_reason", finish_reason_name(out.finish)},
       {"timings", timings},
       {"seed", s.seed},
+      // Speculative decoding (docs/speculative.md); zeros with --spec off.
+      {"spec", {{"drafts", s.num_drafts},
+                {"draft_tokens", s.num_draft_tokens},
+                {"accepted_tokens", s.num_accepted_tokens},
+                {"pauses", s.num_spec_pauses}}},
       {"warnings", submitted.warnings},
   };
 }

@@ -72,6 +72,8 @@ EngineSample sample_engine(Engine& engine) {
   s.num_steps = snap->step;
   s.kv = snap->kv;
   s.last_step = engine.last_step_stats();
+  s.speculative = engine.config().spec != SpecMethod::Off;
+  s.spec = snap->spec;
   return s;
 }
 
@@ -130,8 +132,19 @@ std::string prometheus_text(const ServerMetrics::Totals& t, double tokens_per_se
   metric(out, "kvscope_engine_steps_total", "counter", "Engine steps run.", static_cast<double>(e.num_steps));
   metric(out, "kvscope_engine_last_step_seconds", "gauge", "Wall time of the last engine step.",
          e.last_step.step_time_s);
-  metric(out, "kvscope_engine_last_step_tokens", "gauge", "Prefill plus decode tokens in the last step.",
-         e.last_step.num_prefill_tokens + e.last_step.num_decode_tokens);
+  metric(out, "kvscope_engine_last_step_tokens", "gauge",
+         "Query rows in the last step: prefill, decode and speculative draft tokens.",
+         e.last_step.num_batch_tokens());
+  if (e.speculative) {
+    metric(out, "kvscope_spec_drafts_total", "counter", "Speculative proposals verified.",
+           static_cast<double>(e.spec.num_drafts));
+    metric(out, "kvscope_spec_draft_tokens_total", "counter", "Draft tokens proposed.",
+           static_cast<double>(e.spec.num_draft_tokens));
+    metric(out, "kvscope_spec_accepted_tokens_total", "counter", "Draft tokens accepted.",
+           static_cast<double>(e.spec.num_accepted_tokens));
+    metric(out, "kvscope_spec_acceptance_rate", "gauge", "Accepted over proposed draft tokens, since start.",
+           e.spec.acceptance_rate());
+  }
   return out;
 }
 

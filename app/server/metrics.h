@@ -1,6 +1,7 @@
 // /metrics: the server's own counters (requests, tokens, finishes, a
 // tokens-per-second window) and the engine's state between two steps
-// (queues, KV blocks, prefix-cache hits), written in Prometheus' text format.
+// (queues, KV blocks, prefix-cache hits, speculative decoding's acceptance
+// when it is on), written in Prometheus' text format.
 // docs/server.md lists every metric.
 #pragma once
 
@@ -74,6 +75,8 @@ struct EngineSample {
   uint64_t num_steps = 0;
   KvStats kv;
   StepStats last_step;
+  bool speculative = false;  // the engine runs speculative decoding: its metrics are written
+  SpecStats spec;
 };
 
 EngineSample sample_engine(Engine& engine);

@@ -134,6 +134,11 @@ TEST(Metrics, PrometheusTextHasEveryMetricOnce) {
                            "kvscope_choices_finished_total{reason=\"cancelled\"} 1"}) {
     EXPECT_NE(text.find(std::string(line) + "\n"), std::string::npos) << line << "\n" << text;
   }
+  EXPECT_EQ(text.find("kvscope_spec_"), std::string::npos);  // speculative decoding off: no such metrics
+  e.speculative = true;
+  e.spec.num_draft_tokens = 8;
+  e.spec.num_accepted_tokens = 6;
+  EXPECT_NE(prometheus_text(m.totals(), 0.0, e).find("\nkvscope_spec_acceptance_rate 0.75\n"), std::string::npos);
   // Every sample line is "name[{labels}] value" after its HELP and TYPE.
   std::istringstream lines(text);
   std::string line;
