@@ -9,7 +9,7 @@
 namespace kvscope {
 
 void rope(float* x, int64_t num_tokens, int64_t num_heads, int64_t head_dim, const int32_t* positions,
-          float base, RopeStyle style, int64_t token_stride) {
+          float base, RopeStyle style, int64_t token_stride, const float* freq_factors) {
   if (token_stride == 0) token_stride = num_heads * head_dim;
   const int64_t half = head_dim / 2;
   thread_local std::vector<float> table;  // inv_freq[half], cos[half], sin[half]
@@ -19,6 +19,7 @@ void rope(float* x, int64_t num_tokens, int64_t num_heads, int64_t head_dim, con
   float* sn = cs + half;
   for (int64_t i = 0; i < half; ++i) {
     inv_freq[i] = std::pow(base, -2.0f * static_cast<float>(i) / static_cast<float>(head_dim));
+    if (freq_factors) inv_freq[i] /= freq_factors[i];
   }
   for (int64_t t = 0; t < num_tokens; ++t) {
     const float pos = static_cast<float>(positions[t]);

@@ -14,9 +14,10 @@ namespace kvscope {
 void rms_norm_ref(const float* x, const float* weight, int64_t n, float eps, float* out);
 
 // In place on x[num_heads][head_dim] of one token at position pos.
-// Pair i rotates by angle pos * base^(-2i/head_dim), computed in f32.
+// Pair i rotates by angle pos * base^(-2i/head_dim) / freq_factors[i]
+// (freq_factors: [head_dim / 2], or nullptr for none), computed in f32.
 void rope_ref(float* x, int64_t num_heads, int64_t head_dim, int64_t pos, float base,
-              RopeStyle style);
+              RopeStyle style, const float* freq_factors = nullptr);
 
 // out[n] = exp(x - max) / sum, in double.
 void softmax_ref(const float* x, int64_t n, float* out);

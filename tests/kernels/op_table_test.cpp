@@ -135,19 +135,26 @@ void check_rms_norm() {
   }
 }
 
+// With frequency factors (Llama 3.x rope scaling) as well as without: the
+// factors range over 1..8 like the llama3 rule's, so dropping them fails.
 void check_rope(RopeStyle style) {
   const int64_t head_dims[] = {2, 64, 256};
   const int64_t heads[] = {1, 3, 9};
-  for (int64_t d : head_dims) {
-    for (int64_t h : heads) {
-      for (int64_t tokens : kTokens) {
-        auto fast = random_floats(tokens * h * d, 9);
-        auto ref = fast;
-        std::vector<int32_t> pos(static_cast<size_t>(tokens));
-        for (int64_t t = 0; t < tokens; ++t) pos[t] = static_cast<int32_t>(t * 397 % 5000);
-        rope(fast.data(), tokens, h, d, pos.data(), 100000.0f, style);
-        for (int64_t t = 0; t < tokens; ++t) rope_ref(ref.data() + t * h * d, h, d, pos[t], 100000.0f, style);
-        EXPECT_LE(normalised_error(fast.data(), ref.data(), tokens * h * d), 1e-5) << "d " << d << " heads " << h;
+  for (bool scaled : {false, true}) {
+    for (int64_t d : head_dims) {
+      const auto factors = random_floats(d / 2, 11, 1.0f, 8.0f);
+      const float* ff = scaled ? factors.data() : nullptr;
+      for (int64_t h : heads) {
+        for (int64_t tokens : kTokens) {
+          auto fast = random_floats(tokens * h * d, 9);
+          auto ref = fast;
+          std::vector<int32_t> pos(static_cast<size_t>(tokens));
+          for (int64_t t = 0; t < tokens; ++t) pos[t] = static_cast<int32_t>(t * 397 % 5000);
+          rope(fast.data(), tokens, h, d, pos.data(), 100000.0f, style, 0, ff);
+          for (int64_t t = 0; t < tokens; ++t) rope_ref(ref.data() + t * h * d, h, d, pos[t], 100000.0f, style, ff);
+          EXPECT_LE(normalised_error(fast.data(), ref.data(), tokens * h * d), 1e-5)
+              << "d " << d << " heads " << h << (scaled ? " with factors" : "");
+        }
       }
     }
   }
