@@ -227,6 +227,12 @@ void attend_tile(const AttentionShape& shape, const KvTile& tile, const float* q
       tile_scores<1>(tile, qs, hd, shape.scale, scores + g);
     }
   }
+  if (shape.softcap > 0.0f) {  // per lane, so a score's bits still depend on q and K[j] alone
+    const float cap = shape.softcap;
+    for (int32_t g = 0; g < group; ++g) {
+      for (int32_t j = 0; j < tile.n; ++j) scores[g][j] = cap * std::tanh(scores[g][j] / cap);
+    }
+  }
   for (int32_t g = 0; g < group; ++g) states[g] = softmax_weights(scores[g], tile.n);
   for (int32_t g = 0; g < group; ++g) weighted_row_sum(scores[g], tile.v_rows, tile.n, hd, o + g * hd);
 }

@@ -35,6 +35,7 @@ struct AttentionShape {
   int32_t head_dim = 0;
   float scale = 0.0f;          // softmax scale applied to q.k
   int32_t sliding_window = 0;  // 0: off; else key invisible when q_pos - k_pos >= window
+  float softcap = 0.0f;        // > 0: scores become softcap * tanh(score / softcap) (Gemma 2)
 };
 
 // Query tokens grouped by sequence, with each sequence's block table (CSR).

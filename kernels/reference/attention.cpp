@@ -8,7 +8,7 @@ namespace kvscope {
 
 void attention_ref(const float* q, const int32_t* q_pos, int32_t num_queries, const float* k,
                    const float* v, int32_t num_heads, int32_t num_kv_heads, int32_t head_dim,
-                   float scale, int32_t sliding_window, float* out) {
+                   float scale, int32_t sliding_window, float* out, float softcap) {
   const int32_t group = num_heads / num_kv_heads;
   const int64_t q_row = static_cast<int64_t>(num_heads) * head_dim;
   const int64_t kv_row = static_cast<int64_t>(num_kv_heads) * head_dim;
@@ -25,7 +25,9 @@ void attention_ref(const float* q, const int32_t* q_pos, int32_t num_queries, co
         const float* kp = k + p * kv_row + static_cast<int64_t>(kvh) * head_dim;
         double s = 0.0;
         for (int32_t d = 0; d < head_dim; ++d) s += static_cast<double>(qh[d]) * kp[d];
-        scores[p - first] = s * scale;
+        s *= scale;
+        if (softcap > 0.0f) s = softcap * std::tanh(s / softcap);
+        scores[p - first] = s;
         m = std::max(m, scores[p - first]);
       }
       double sum = 0.0;
