@@ -15,7 +15,14 @@
 namespace kvscope {
 namespace {
 
-const char* architecture_name(Architecture a) { return a == Architecture::Gemma3 ? "gemma3" : "llama"; }
+const char* architecture_name(Architecture a) {
+  switch (a) {
+    case Architecture::Llama: return "llama";
+    case Architecture::Gemma2: return "gemma2";
+    case Architecture::Gemma3: return "gemma3";
+  }
+  return "llama";
+}
 
 ModelFileConfig to_public(const ModelConfig& c, const GgufFile& file) {
   ModelFileConfig out;

@@ -87,7 +87,13 @@ Status check_spec(const TinyModelSpec& s) {
                                traits_of(s.matrix_type).name, block)};
     }
   }
-  if (s.arch == Architecture::Gemma3 && s.qkv_bias) return Error{"tiny model: Gemma 3 has no Q/K/V biases"};
+  if (s.arch != Architecture::Llama && s.qkv_bias) return Error{"tiny model: Gemma has no Q/K/V biases"};
+  if (!s.family.empty() && (s.family != "qwen3" && s.family != "phi3")) {
+    return Error{"tiny model: family must be empty, qwen3 or phi3"};
+  }
+  if (!s.family.empty() && (s.arch != Architecture::Llama || s.qkv_bias)) {
+    return Error{"tiny model: qwen3 and phi3 are Llama-family models without biases"};
+  }
   return Status::success();
 }
 
@@ -102,7 +108,7 @@ TinyWeights make_weights(const TinyModelSpec& s) {
   w.embed = random_matrix(rng, s.vocab, H, 2.0f * in_h, t);
   if (!s.tied) w.lm_head = random_matrix(rng, s.vocab, H, 2.0f * in_h, t);
   w.final_norm = random_vector(rng, H, 1.0f, 0.1f);
-  const bool gemma = s.arch == Architecture::Gemma3;
+  const bool gemma = s.arch != Architecture::Llama;  // Gemma 2 or 3
   for (int i = 0; i < s.layers; ++i) {
     TinyLayer L;
     L.attn_norm = random_vector(rng, H, 1.0f, 0.1f);
@@ -119,15 +125,22 @@ TinyWeights make_weights(const TinyModelSpec& s) {
     L.gate = random_matrix(rng, F, H, in_h, t);
     L.up = random_matrix(rng, F, H, in_h, t);
     L.down = random_matrix(rng, H, F, 1.0f / std::sqrt(static_cast<float>(F)), t);
-    if (gemma) {
+    if (s.arch == Architecture::Gemma3 || s.family == "qwen3") {
       L.q_norm = random_vector(rng, s.head_dim, 1.0f, 0.1f);
       L.k_norm = random_vector(rng, s.head_dim, 1.0f, 0.1f);
+    }
+    if (gemma) {
       L.post_attn_norm = random_vector(rng, H, 1.0f, 0.1f);
       L.post_ffn_norm = random_vector(rng, H, 1.0f, 0.1f);
     }
     w.layers.push_back(std::move(L));
   }
   return w;
+}
+
+std::vector<float> concat(std::vector<float> a, const std::vector<float>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
 }
 
 // llama.cpp's conversion order for Q/K: within each head, HF row i (half a =
@@ -297,15 +310,22 @@ Status write_tiny_gguf(const TinyModelSpec& s, const std::string& path) {
   if (Status st = check_spec(s); !st.ok()) return st;
   const TinyWeights w = make_weights(s);
   const TinyVocab vocab = make_vocab(s.vocab);
-  const bool gemma = s.arch == Architecture::Gemma3;
+  const bool gemma = s.arch != Architecture::Llama;  // Gemma 2 or 3
   const bool qwen = !gemma && s.qkv_bias;
-  const std::string a = gemma ? "gemma3" : qwen ? "qwen2" : "llama";
+  const std::string a = s.arch == Architecture::Gemma2 ? "gemma2"
+                        : gemma                        ? "gemma3"
+                        : qwen                         ? "qwen2"
+                        : !s.family.empty()            ? s.family
+                                                       : "llama";
+  const bool fused = s.family == "phi3";
   const TensorType t = s.matrix_type;
   const int64_t H = s.hidden, F = s.ffn, Q = int64_t{s.heads} * s.head_dim;
 
   GgufWriter g;
   g.set_string("general.architecture", a);
-  g.set_string("general.name", "tiny-" + a);
+  // llama.cpp gives special tokens per-model attributes by general.name (a
+  // "phi3" name looks up "</s>", which the tiny vocabulary lacks).
+  g.set_string("general.name", a == "phi3" ? std::string("tiny-fused-qkv") : "tiny-" + a);
   for (const auto& [key, value] : s.gguf_f32) g.set_f32(key, value);
   for (const auto& [key, value] : s.gguf_u32) g.set_u32(key, value);
   g.set_u32(a + ".block_count", static_cast<uint32_t>(s.layers));
@@ -323,7 +343,7 @@ Status write_tiny_gguf(const TinyModelSpec& s, const std::string& path) {
   std::vector<std::string> merges;
   for (const auto& [x, y] : vocab.merges) merges.push_back(x + " " + y);
   g.set_string("tokenizer.ggml.model", "gpt2");
-  g.set_string("tokenizer.ggml.pre", "gpt2");
+  g.set_string("tokenizer.ggml.pre", s.tokenizer_pre);
   g.set_string_array("tokenizer.ggml.tokens", vocab.tokens);
   g.set_i32_array("tokenizer.ggml.token_type", vocab.types);
   g.set_string_array("tokenizer.ggml.merges", merges);
@@ -341,15 +361,26 @@ Status write_tiny_gguf(const TinyModelSpec& s, const std::string& path) {
   matrix("token_embd.weight", w.embed, s.vocab, H);
   if (!s.tied) matrix("output.weight", w.lm_head, s.vocab, H);
   vec("output_norm.weight", w.final_norm);
-  const bool permute = !gemma && !qwen;  // llama.cpp permutes Q/K of llama models only
+  const bool permute = a == "llama";  // llama.cpp permutes Q/K of llama models only
+  if (s.rope_freqs) {
+    // Drawn after every weight, so the other tensors are the same with or without.
+    Rng rng(s.seed + 7919);
+    std::vector<float> factors(static_cast<size_t>(s.head_dim / 2));
+    for (float& f : factors) f = 1.0f + 7.0f * static_cast<float>(rng.uniform());
+    vec("rope_freqs.weight", factors);
+  }
   for (int i = 0; i < s.layers; ++i) {
     const TinyLayer& L = w.layers[static_cast<size_t>(i)];
     const std::string p = fmt::format("blk.{}.", i);
     vec(p + "attn_norm.weight", L.attn_norm);
-    matrix(p + "attn_q.weight", permute ? permute_qk_rows(L.wq, s.heads, s.head_dim, H) : L.wq, Q, H);
-    matrix(p + "attn_k.weight", permute ? permute_qk_rows(L.wk, s.kv_heads, s.head_dim, H) : L.wk,
-           int64_t{s.kv_heads} * s.head_dim, H);
-    matrix(p + "attn_v.weight", L.wv, int64_t{s.kv_heads} * s.head_dim, H);
+    if (fused) {
+      matrix(p + "attn_qkv.weight", concat(concat(L.wq, L.wk), L.wv), Q + 2 * int64_t{s.kv_heads} * s.head_dim, H);
+    } else {
+      matrix(p + "attn_q.weight", permute ? permute_qk_rows(L.wq, s.heads, s.head_dim, H) : L.wq, Q, H);
+      matrix(p + "attn_k.weight", permute ? permute_qk_rows(L.wk, s.kv_heads, s.head_dim, H) : L.wk,
+             int64_t{s.kv_heads} * s.head_dim, H);
+      matrix(p + "attn_v.weight", L.wv, int64_t{s.kv_heads} * s.head_dim, H);
+    }
     matrix(p + "attn_output.weight", L.wo, H, Q);
     if (s.qkv_bias) {
       vec(p + "attn_q.bias", permute ? permute_qk_vector(L.bq, s.heads, s.head_dim) : L.bq);
@@ -357,12 +388,18 @@ Status write_tiny_gguf(const TinyModelSpec& s, const std::string& path) {
       vec(p + "attn_v.bias", L.bv);
     }
     vec(p + "ffn_norm.weight", L.ffn_norm);
-    matrix(p + "ffn_gate.weight", L.gate, F, H);
-    matrix(p + "ffn_up.weight", L.up, F, H);
+    if (fused) {
+      matrix(p + "ffn_up.weight", concat(L.gate, L.up), 2 * F, H);  // gate rows first
+    } else {
+      matrix(p + "ffn_gate.weight", L.gate, F, H);
+      matrix(p + "ffn_up.weight", L.up, F, H);
+    }
     matrix(p + "ffn_down.weight", L.down, H, F);
-    if (gemma) {
+    if (!L.q_norm.empty()) {
       vec(p + "attn_q_norm.weight", L.q_norm);
       vec(p + "attn_k_norm.weight", L.k_norm);
+    }
+    if (gemma) {
       vec(p + "post_attention_norm.weight", L.post_attn_norm);
       vec(p + "post_ffw_norm.weight", L.post_ffn_norm);
     }

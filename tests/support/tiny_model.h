@@ -27,7 +27,7 @@
 namespace kvscope::test {
 
 struct TinyModelSpec {
-  Architecture arch = Architecture::Llama;  // Llama or Gemma3
+  Architecture arch = Architecture::Llama;  // Llama, Gemma2 or Gemma3
   int layers = 2;
   int hidden = 64;
   int ffn = 128;
@@ -40,6 +40,13 @@ struct TinyModelSpec {
   TensorType matrix_type = TensorType::F32;
   bool tied = true;
   bool qkv_bias = false;  // Qwen2-style biases on Q, K, V (Llama only)
+  // Llama-family variants in the GGUF ("": llama, or qwen2 with qkv_bias):
+  // "qwen3" (per-head Q/K norms), "phi3" (fused attn_qkv and gate|up ffn_up).
+  std::string family;
+  bool rope_freqs = false;
+  // tokenizer.ggml.pre; llama.cpp refuses "gpt2" (its name is "gpt-2"), so
+  // files llama.cpp must load use "default".
+  std::string tokenizer_pre = "gpt2";  // write rope_freqs.weight (Llama 3.x rope scaling), factors in [1, 8]
   uint32_t seed = 1;
   int context_length = 512;
   int sliding_window = 0;  // Gemma 3: 0 writes no key (the loader's default, 512)

@@ -78,6 +78,12 @@ class WeightReader {
   const GgufFile& f_;
 };
 
+// Rows [first, first + n) of m, as a view of the same bytes (fused tensors).
+WeightMatrix row_slice(const WeightMatrix& m, int64_t first, int64_t n) {
+  const auto* bytes = static_cast<const uint8_t*>(m.data);
+  return WeightMatrix{m.type, bytes + first * static_cast<int64_t>(row_bytes(m.type, m.row_len)), n, m.row_len};
+}
+
 }  // namespace
 
 Result<ModelConfig> read_model_config(const GgufFile& f) {
@@ -91,12 +97,26 @@ Result<ModelConfig> read_model_config(const GgufFile& f) {
   } else if (a == "qwen2") {
     c.arch = Architecture::Llama;
     c.rope_style = RopeStyle::kHalfSplit;  // converted without the permutation
+  } else if (a == "qwen3") {
+    c.arch = Architecture::Llama;
+    c.rope_style = RopeStyle::kHalfSplit;
+    c.qk_norm = true;  // per-head RMSNorm on Q and K before the rotation; no biases
+  } else if (a == "phi3") {
+    // Q|K|V and gate|up are fused tensors (load_gguf_weights splits them).
+    // Phi-3's sliding window (phi3.attention.sliding_window) is ignored, as
+    // llama.cpp ignores it: the published weights behave better without it
+    // and kvscope's answers are checked against llama.cpp's.
+    c.arch = Architecture::Llama;
+    c.rope_style = RopeStyle::kHalfSplit;
+  } else if (a == "gemma2") {
+    c.arch = Architecture::Gemma2;
+    c.rope_style = RopeStyle::kHalfSplit;
   } else if (a == "gemma3") {
     c.arch = Architecture::Gemma3;
     c.rope_style = RopeStyle::kHalfSplit;
   } else {
     return Error{fmt::format("{}: architecture '{}' is not supported (kvscope runs llama, mistral, "
-                             "qwen2 and gemma3)", f.path(), a)};
+                             "qwen2, qwen3, phi3, gemma2 and gemma3)", f.path(), a)};
   }
   c.name = f.get_string("general.name").value_or(a);
   int64_t v = 0;
@@ -132,8 +152,25 @@ Result<ModelConfig> read_model_config(const GgufFile& f) {
   if (const auto scale = f.get_float(a + ".rope.scaling.factor"); scale && *scale != 1.0 && *scale != 0.0) {
     return Error{fmt::format("{}: rope scaling (factor {}) is not supported yet", f.path(), *scale)};
   }
-  if (f.find_tensor("rope_freqs.weight")) {
-    return Error{fmt::format("{}: per-dimension rope frequencies (Llama 3.1 style) are not supported yet", f.path())};
+  if (f.find_tensor("rope_factors_long.weight") || f.find_tensor("rope_factors_short.weight")) {
+    return Error{fmt::format("{}: LongRoPE (long and short rope factors, Phi-3 128k) is not supported yet", f.path())};
+  }
+  if (const auto dims = f.get_int(a + ".rope.dimension_count"); dims && *dims != c.head_dim) {
+    return Error{fmt::format("{}: rope over {} of {} head dimensions (partial rotary) is not supported yet",
+                             f.path(), *dims, c.head_dim)};
+  }
+  if (c.arch == Architecture::Gemma2) {
+    // As llama.cpp runs it: sliding window on even layers (pattern 2), the
+    // same rope base everywhere, the 27B's scale from hidden / heads.
+    c.rms_eps = static_cast<float>(f.get_float(a + ".attention.layer_norm_rms_epsilon").value_or(1e-6));
+    c.sliding_window = static_cast<int32_t>(f.get_int(a + ".attention.sliding_window").value_or(4096));
+    c.sliding_window_pattern = 2;
+    c.post_norms = true;
+    c.embedding_scale = std::sqrt(static_cast<float>(c.hidden_size));
+    c.activation = FfnActivation::GeluTanh;
+    c.attn_softcap = static_cast<float>(f.get_float(a + ".attn_logit_softcapping").value_or(50.0));
+    c.final_softcap = static_cast<float>(f.get_float(a + ".final_logit_softcapping").value_or(30.0));
+    if (c.num_layers == 46) c.attn_scale = 1.0f / std::sqrt(static_cast<float>(c.hidden_size / c.num_heads));
   }
   if (c.arch == Architecture::Gemma3) {
     c.rms_eps = static_cast<float>(f.get_float(a + ".attention.layer_norm_rms_epsilon").value_or(1e-6));
@@ -167,12 +204,13 @@ Result<std::shared_ptr<const ModelWeights>> load_gguf_weights(std::shared_ptr<co
   if (!w->output.present()) w->output = w->token_embd;  // tied head
   KVSCOPE_ASSIGN(w->output_norm, r.vector("output_norm.weight", hidden));
 
-  const bool gemma = c.arch == Architecture::Gemma3;
-  // Every layer has at least 9 tensors (two norms, Q, K, V, O, gate, up,
-  // down). Checked before the layers are allocated, so that a block_count
+  // Llama 3.x rope scaling: one divisor per frequency (kernels/cpu/rope.h).
+  KVSCOPE_ASSIGN(w->rope_freq_factors, r.vector("rope_freqs.weight", c.head_dim / 2, /*required=*/false));
+  // Every layer has at least 6 tensors (two norms, Q|K|V, O, gate|up, down:
+  // Phi-3's fused layout; 9 unfused). Checked before the layers are allocated, so that a block_count
   // the file cannot back (found by the loader fuzzer: 2^24 layers asked for
   // a 7 GB allocation) is an error, not an out-of-memory abort.
-  constexpr size_t kMinTensorsPerLayer = 9;
+  constexpr size_t kMinTensorsPerLayer = 6;
   if (static_cast<size_t>(c.num_layers) * kMinTensorsPerLayer > f.tensors().size()) {
     return Error{fmt::format("the model says it has {} layers, but the file holds only {} tensors (each layer "
                              "needs at least {})", c.num_layers, f.tensors().size(), kMinTensorsPerLayer)};
@@ -182,20 +220,37 @@ Result<std::shared_ptr<const ModelWeights>> load_gguf_weights(std::shared_ptr<co
     LayerWeights& L = w->layers[static_cast<size_t>(i)];
     const std::string p = fmt::format("blk.{}.", i);
     KVSCOPE_ASSIGN(L.attn_norm, r.vector(p + "attn_norm.weight", hidden));
-    KVSCOPE_ASSIGN(L.wq, r.matrix(p + "attn_q.weight", q, hidden));
-    KVSCOPE_ASSIGN(L.wk, r.matrix(p + "attn_k.weight", kv, hidden));
-    KVSCOPE_ASSIGN(L.wv, r.matrix(p + "attn_v.weight", kv, hidden));
+    if (f.find_tensor(p + "attn_qkv.weight")) {  // Phi-3: Q, K and V stacked by rows
+      WeightMatrix qkv;
+      KVSCOPE_ASSIGN(qkv, r.matrix(p + "attn_qkv.weight", q + 2 * kv, hidden));
+      L.wq = row_slice(qkv, 0, q);
+      L.wk = row_slice(qkv, q, kv);
+      L.wv = row_slice(qkv, q + kv, kv);
+    } else {
+      KVSCOPE_ASSIGN(L.wq, r.matrix(p + "attn_q.weight", q, hidden));
+      KVSCOPE_ASSIGN(L.wk, r.matrix(p + "attn_k.weight", kv, hidden));
+      KVSCOPE_ASSIGN(L.wv, r.matrix(p + "attn_v.weight", kv, hidden));
+    }
     KVSCOPE_ASSIGN(L.wo, r.matrix(p + "attn_output.weight", hidden, q));
     KVSCOPE_ASSIGN(L.bq, r.vector(p + "attn_q.bias", q, false));
     KVSCOPE_ASSIGN(L.bk, r.vector(p + "attn_k.bias", kv, false));
     KVSCOPE_ASSIGN(L.bv, r.vector(p + "attn_v.bias", kv, false));
     KVSCOPE_ASSIGN(L.ffn_norm, r.vector(p + "ffn_norm.weight", hidden));
-    KVSCOPE_ASSIGN(L.w_gate, r.matrix(p + "ffn_gate.weight", ffn, hidden));
-    KVSCOPE_ASSIGN(L.w_up, r.matrix(p + "ffn_up.weight", ffn, hidden));
+    if (f.find_tensor(p + "ffn_gate.weight")) {
+      KVSCOPE_ASSIGN(L.w_gate, r.matrix(p + "ffn_gate.weight", ffn, hidden));
+      KVSCOPE_ASSIGN(L.w_up, r.matrix(p + "ffn_up.weight", ffn, hidden));
+    } else {  // Phi-3: ffn_up holds gate then up (the activation applies to the first half)
+      WeightMatrix gate_up;
+      KVSCOPE_ASSIGN(gate_up, r.matrix(p + "ffn_up.weight", 2 * ffn, hidden));
+      L.w_gate = row_slice(gate_up, 0, ffn);
+      L.w_up = row_slice(gate_up, ffn, ffn);
+    }
     KVSCOPE_ASSIGN(L.w_down, r.matrix(p + "ffn_down.weight", hidden, ffn));
-    if (gemma) {
+    if (c.qk_norm) {
       KVSCOPE_ASSIGN(L.q_norm, r.vector(p + "attn_q_norm.weight", c.head_dim));
       KVSCOPE_ASSIGN(L.k_norm, r.vector(p + "attn_k_norm.weight", c.head_dim));
+    }
+    if (c.post_norms) {
       KVSCOPE_ASSIGN(L.post_attn_norm, r.vector(p + "post_attention_norm.weight", hidden));
       KVSCOPE_ASSIGN(L.post_ffn_norm, r.vector(p + "post_ffw_norm.weight", hidden));
     }

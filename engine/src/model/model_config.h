@@ -1,7 +1,7 @@
 // ModelConfig: the numbers and switches that define one architecture instance.
 // Filled by a loader (GGUF metadata or a Hugging Face config.json); read by the
 // model runner. Everything the forward pass branches on lives here, so the two
-// architectures (Llama family, Gemma 3) share one forward implementation.
+// architectures (Llama family, Gemma 2 and 3) share one forward implementation.
 #pragma once
 
 #include <cstdint>
@@ -11,7 +11,7 @@
 
 namespace kvscope {
 
-enum class Architecture { Llama, Gemma3 };
+enum class Architecture { Llama, Gemma2, Gemma3 };
 
 enum class FfnActivation { SiLU, GeluTanh };
 
@@ -39,10 +39,14 @@ struct ModelConfig {
   int32_t sliding_window_pattern = 0;  // 0: every layer is global
 
   bool qkv_bias = false;     // Qwen2-style biases on Q, K, V
-  bool qk_norm = false;      // per-head RMSNorm on Q and K (Gemma 3)
+  bool qk_norm = false;      // per-head RMSNorm on Q and K (Gemma 3, Qwen3)
   bool post_norms = false;   // RMSNorm after attention and after FFN (Gemma 3)
   float embedding_scale = 1.0f;  // Gemma: sqrt(hidden_size)
   float attn_scale = 0.0f;       // softmax scale; 0 means 1/sqrt(head_dim)
+  // Gemma 2's soft-capping, x -> cap * tanh(x / cap) (0: off): of the scaled
+  // attention scores before the softmax, and of the output logits.
+  float attn_softcap = 0.0f;
+  float final_softcap = 0.0f;
   FfnActivation activation = FfnActivation::SiLU;
 
   bool layer_is_sliding(int32_t layer) const {

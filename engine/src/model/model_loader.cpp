@@ -23,8 +23,7 @@ Result<LoadedModel> load_model(const std::string& path) {
   auto vocab = read_vocab(*file);
   if (!vocab.ok()) return Error{vocab.error()};
   LoadedModel m{std::move(weights).value(), std::move(vocab).value(), {}, {}};
-  const char* fallback = m.weights->config.arch == Architecture::Gemma3 ? "gemma3" : "llama";
-  m.architecture = file->get_string("general.architecture").value_or(fallback);
+  m.architecture = file->get_string("general.architecture").value_or("llama");  // the loader required it
   m.sampling = read_gguf_sampling(*file);
   return m;
 }

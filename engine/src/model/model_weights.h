@@ -41,6 +41,9 @@ struct ModelWeights {
   WeightMatrix output;      // [vocab x hidden]; the embedding itself when tied
   std::vector<float> output_norm;
   std::vector<LayerWeights> layers;
+  // Llama 3.x rope scaling: [head_dim / 2] divisors of the rotation
+  // frequencies (GGUF rope_freqs.weight); empty when the model has none.
+  std::vector<float> rope_freq_factors;
   // Keeps the memory behind the WeightMatrix pointers alive (a mapping, or
   // buffers owned by a loader).
   std::shared_ptr<const void> backing;

@@ -1,5 +1,7 @@
 #include "runtime/model_runner.h"
 
+#include <cmath>
+
 #include <algorithm>
 #include <cassert>
 #include <chrono>
@@ -133,6 +135,9 @@ bool ModelRunner::forward(const StepBatch& batch, std::vector<float>& logits, co
     rms_norm(x_.data() + batch.logits_rows[i] * H, w.output_norm.data(), 1, H, c.rms_eps, h_.data() + i * H);
   }
   head_.run(h_.data(), num_logits, logits.data(), *pool_, scratch_);
+  if (c.final_softcap > 0.0f) {  // Gemma 2
+    for (float& x : logits) x = c.final_softcap * std::tanh(x / c.final_softcap);
+  }
   return true;
 }
 
@@ -149,7 +154,7 @@ void ModelRunner::attention_block(int32_t layer, const StepBatch& batch) {
   add_bias(qkv_.data(), QKV, 0, L.bq, T);
   add_bias(qkv_.data(), QKV, Q, L.bk, T);
   add_bias(qkv_.data(), QKV, Q + KV, L.bv, T);
-  if (c.qk_norm) {  // per-head RMSNorm (Gemma 3): each head is a row of head_dim
+  if (c.qk_norm) {  // per-head RMSNorm (Gemma 3, Qwen3): each head is a row of head_dim
     for (int32_t t = 0; t < T; ++t) {
       float* row = qkv_.data() + t * QKV;
       rms_norm(row, L.q_norm.data(), c.num_heads, c.head_dim, c.rms_eps, row);
@@ -157,8 +162,11 @@ void ModelRunner::attention_block(int32_t layer, const StepBatch& batch) {
     }
   }
   const float base = c.layer_rope_base(layer);
-  rope(qkv_.data(), T, c.num_heads, c.head_dim, batch.positions.data(), base, c.rope_style, QKV);
-  rope(qkv_.data() + Q, T, c.num_kv_heads, c.head_dim, batch.positions.data(), base, c.rope_style, QKV);
+  const std::vector<float>& factors = weights_->rope_freq_factors;
+  const float* freq_factors = factors.empty() ? nullptr : factors.data();
+  rope(qkv_.data(), T, c.num_heads, c.head_dim, batch.positions.data(), base, c.rope_style, QKV, freq_factors);
+  rope(qkv_.data() + Q, T, c.num_kv_heads, c.head_dim, batch.positions.data(), base, c.rope_style, QKV,
+       freq_factors);
 
   for (int32_t t = 0; t < T; ++t) {
     const float* row = qkv_.data() + t * QKV;
@@ -172,6 +180,7 @@ void ModelRunner::attention_block(int32_t layer, const StepBatch& batch) {
   shape.num_kv_heads = c.num_kv_heads;
   shape.head_dim = c.head_dim;
   shape.scale = c.softmax_scale();
+  shape.softcap = c.attn_softcap;
   shape.sliding_window = c.layer_is_sliding(layer) ? c.sliding_window : 0;
   PagedAttentionBatch pb;
   pb.num_seqs = batch.num_seqs;
