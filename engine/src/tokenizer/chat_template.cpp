@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "tokenizer/jinja/template.h"
 #include "tokenizer/tokenizer.h"
 
 namespace kvscope {
@@ -71,7 +72,66 @@ ChatTemplate ChatTemplate::from_vocab(const VocabData& vocab, const Tokenizer& t
   if (tokenizer.eos_id() >= 0 && std::find(result.stop_ids_.begin(), result.stop_ids_.end(),
                                            tokenizer.eos_id()) == result.stop_ids_.end())
     result.stop_ids_.push_back(tokenizer.eos_id());
+  if (!vocab.chat_template.empty()) result.use_model_template(vocab.chat_template);
   return result;
+}
+
+void ChatTemplate::use_model_template(std::string_view source) {
+  Result<jinja::Template> parsed = jinja::Template::parse(source);
+  if (!parsed) {
+    model_template_.reset();
+    template_warning_ = "the model's chat template cannot be used (" + parsed.error() + "); using the built-in " +
+                        std::string(family_name()) + " format instead";
+    return;
+  }
+  model_template_ = std::make_shared<const jinja::Template>(std::move(parsed).value());
+  template_source_ = std::string(source);
+  template_warning_.clear();
+}
+
+Result<RenderedPrompt> ChatTemplate::render_model_template(const jinja::Template& model_template,
+                                                           const std::vector<ChatMessage>& messages,
+                                                           bool add_generation_prompt, std::string_view bos_text,
+                                                           std::string_view eos_text,
+                                                           const jinja::RenderOptions& options) {
+  using jinja::Dict;
+  using jinja::List;
+  using jinja::TaintedString;
+  using jinja::Value;
+  // Roles and contents are the messages' own text: tainted, so no control
+  // token is made of them (a role is chosen by the caller too).
+  List message_values;
+  for (const ChatMessage& m : messages) {
+    Dict d;
+    d.set("role", Value(TaintedString::from_message(m.role)));
+    d.set("content", Value(TaintedString::from_message(m.content)));
+    message_values.push_back(Value(std::move(d)));
+  }
+  return render_model_template(model_template, Value(std::move(message_values)), Value(jinja::None{}),
+                               add_generation_prompt, bos_text, eos_text, options);
+}
+
+Result<RenderedPrompt> ChatTemplate::render_model_template(const jinja::Template& model_template,
+                                                           const jinja::Value& messages, const jinja::Value& tools,
+                                                           bool add_generation_prompt, std::string_view bos_text,
+                                                           std::string_view eos_text,
+                                                           const jinja::RenderOptions& options) {
+  using jinja::Dict;
+  using jinja::TaintedString;
+  using jinja::Value;
+  Dict context;
+  context.set("messages", messages);
+  context.set("add_generation_prompt", Value(add_generation_prompt));
+  context.set("bos_token", Value(std::string(bos_text)));
+  context.set("eos_token", Value(std::string(eos_text)));
+  context.set("tools", tools);
+  context.set("documents", Value(jinja::None{}));
+  Result<TaintedString> rendered = model_template.render(context, options);
+  if (!rendered) return Error{rendered.error()};
+  RenderedPrompt out;
+  out.text = rendered->text();
+  for (const jinja::TaintSpan& span : rendered->taint()) out.message_ranges.push_back({span.begin, span.end});
+  return out;
 }
 
 ChatTemplate::ChatTemplate(ChatFamily family, std::string bos_text, std::string eos_text,
@@ -90,7 +150,10 @@ std::string_view ChatTemplate::family_name() const {
   return "unknown";
 }
 
-bool ChatTemplate::writes_bos() const { return family_ != ChatFamily::kChatMl && !bos_text_.empty(); }
+bool ChatTemplate::writes_bos() const {
+  if (model_template_) return !bos_text_.empty() && template_source_.find("bos_token") != std::string::npos;
+  return family_ != ChatFamily::kChatMl && !bos_text_.empty();
+}
 
 bool ChatTemplate::renders_bos(std::string_view rendered) const {
   return !bos_text_.empty() && rendered.starts_with(bos_text_);
@@ -136,6 +199,20 @@ std::string ChatTemplate::render(const std::vector<ChatMessage>& messages, bool 
 
 RenderedPrompt ChatTemplate::render_prompt(const std::vector<ChatMessage>& messages,
                                            bool add_generation_prompt) const {
+  std::string warning = template_warning_;
+  if (model_template_) {
+    Result<RenderedPrompt> rendered =
+        render_model_template(*model_template_, messages, add_generation_prompt, bos_text_, eos_text_, {});
+    if (rendered) return std::move(rendered).value();
+    warning = "the model's chat template refused this conversation (" + rendered.error() + "); rendered it in the built-in " +
+              std::string(family_name()) + " format instead";
+  }
+  RenderedPrompt fallback = render_family(messages, add_generation_prompt);
+  if (!warning.empty()) fallback.warnings.push_back(std::move(warning));
+  return fallback;
+}
+
+RenderedPrompt ChatTemplate::render_family(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const {
   switch (family_) {
     case ChatFamily::kChatMl: return render_chatml(messages, add_generation_prompt);
     case ChatFamily::kGemma: return render_gemma(messages, add_generation_prompt);

@@ -27,6 +27,7 @@ Result<SubmittedPrompt> build_prompt(const GenerationRequest& request, const Tok
     rendered.text = request.prompt;
   } else {
     rendered = chat_template.render_prompt(request.messages, /*add_generation_prompt=*/true);
+    for (std::string& w : rendered.warnings) out.warnings.push_back("chat template: " + std::move(w));
   }
   const std::string& text = rendered.text;
   // BOS once: a template that writes BOS's text (Gemma's "<bos>") already
