@@ -4,7 +4,9 @@
 // first quantised to 8-bit blocks of 32 (f32 scale d and s = d * sum(q), like
 // llama.cpp's Q8_1) and dot products run on integers (AVX-512 VNNI vpdpbusd,
 // or AVX2 maddubs). K-quants are dequantised one row tile at a time to f32 and
-// multiplied like F32 weights. F32/F16/BF16 weights use f32 activations + FMA.
+// multiplied like F32 weights here (the model's matmuls go through
+// matmul_packed, which runs them on integer kernels: kquant_packed.h).
+// F32/F16/BF16 weights use f32 activations + FMA.
 //
 // Invariance (docs/architecture.md): work is split over output rows only, and every
 // output element is accumulated in the same order whatever num_tokens, the

@@ -1,7 +1,8 @@
 // PackedWeight::pack (scalar, once at load time) and matmul_packed(): quantise
 // the activations once, split the 16-row groups over the pool in contiguous
-// chunks (never the reduction dimension), run the AVX-512 VNNI kernel. Types
-// or CPU levels without that kernel run matmul() per part. See packed_matmul.h.
+// chunks (never the reduction dimension), run the AVX-512 VNNI kernel (K-quants:
+// the AVX-512 or AVX2 kernel of kquant_packed.h). Types or CPU levels without
+// such a kernel run matmul() per part. See packed_matmul.h.
 #include "kernels/cpu/packed_matmul.h"
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include <cstring>
 
 #include "kernels/cpu/cpu_features.h"
+#include "kernels/cpu/kquant_packed.h"
 #include "kernels/cpu/packed_matmul_internal.h"
 #include "kernels/reference/half.h"
 
@@ -21,6 +23,8 @@ using detail::PackedQuants;
 
 bool has_packed_kernel(TensorType t) {
 #if defined(__x86_64__) || defined(_M_X64)
+  // K-quants (Q2_K..Q6_K) have an AVX2 kernel too (same bits as the AVX-512 one).
+  if (detail::is_packed_kquant(t)) return cpu_level() != CpuLevel::kScalar;
   return cpu_level() == CpuLevel::kAvx512 &&
          (t == TensorType::Q4_0 || t == TensorType::Q4_1 || t == TensorType::Q5_0 || t == TensorType::Q5_1 ||
           t == TensorType::Q8_0);
@@ -102,6 +106,10 @@ PackedWeight PackedWeight::pack(TensorType type, int64_t row_len, std::span<cons
     pw.parts_.assign(parts.begin(), parts.end());
     return pw;
   }
+  if (detail::is_packed_kquant(type)) {
+    PackedWeight::pack_kquant(type, row_len, parts, &pw);
+    return pw;
+  }
   const detail::PackedFormat f = detail::packed_format(type);
   const int64_t num_blocks = row_len / 32;
   const detail::PackedGroupLayout layout = detail::packed_group_layout(f, num_blocks);
@@ -155,6 +163,10 @@ void matmul_packed(const PackedWeight& w, const float* x, int64_t num_tokens, fl
     return;
   }
 #if defined(__x86_64__) || defined(_M_X64)
+  if (detail::is_packed_kquant(w.type_)) {
+    PackedWeight::matmul_packed_kquant(w, x, num_tokens, y, pool, scratch);
+    return;
+  }
   // Activations: per token, 8-bit blocks of 32 in natural order (as matmul()).
   const int64_t num_padded = detail::padded_blocks(row_len);
   const int64_t q_stride = num_padded * 32;
@@ -184,6 +196,72 @@ void matmul_packed(const PackedWeight& w, const float* x, int64_t num_tokens, fl
     detail::matmul_packed_groups_avx512(f, w.packed_.get(), layout, g0, g1, num_rows, row_len, acts, num_tokens,
                                         y, num_rows);
   });
+#endif
+}
+
+void PackedWeight::pack_kquant(TensorType type, int64_t row_len, std::span<const WeightPart> parts,
+                               PackedWeight* pw) {
+  const size_t group_bytes = detail::kquant_group_bytes(type, row_len);
+  const int64_t num_groups = (pw->num_rows_ + kGroupRows - 1) / kGroupRows;
+  pw->packed_bytes_ = static_cast<size_t>(num_groups) * group_bytes;
+  pw->packed_.reset(static_cast<uint8_t*>(std::aligned_alloc(64, pw->packed_bytes_)));
+  std::memset(pw->packed_.get(), 0, pw->packed_bytes_);  // padding rows: zero quants and scales
+  const size_t src_row_bytes = row_bytes(type, row_len);
+  int64_t r = 0;  // stacked row index
+  for (const WeightPart& p : parts) {
+    const auto* src = static_cast<const uint8_t*>(p.data);
+    for (int64_t pr = 0; pr < p.num_rows; ++pr, ++r) {
+      detail::kquant_pack_row(type, src + pr * src_row_bytes, row_len, static_cast<int>(r % kGroupRows),
+                              pw->packed_.get() + static_cast<size_t>(r / kGroupRows) * group_bytes);
+    }
+  }
+}
+
+void PackedWeight::matmul_packed_kquant(const PackedWeight& w, const float* x, int64_t num_tokens, float* y,
+                                        ThreadPool& pool, MatmulScratch& scratch) {
+#if defined(__x86_64__) || defined(_M_X64)
+  const int64_t num_rows = w.num_rows_;
+  const int64_t row_len = w.row_len_;
+  // Activations as for the other types (blocks of 32, natural order), plus
+  // sums over each 16 for the per-16 types (kquant_packed.h says why not Q8_K).
+  const int64_t num_padded = detail::padded_blocks(row_len);
+  const int64_t q_stride = num_padded * 32;
+  const int64_t ds_stride = num_padded * 2;
+  const int64_t hs_stride = num_padded * 2;
+  const size_t q_bytes = (static_cast<size_t>(num_tokens * q_stride) + 63) / 64 * 64;
+  const size_t ds_bytes = (static_cast<size_t>(num_tokens * ds_stride) * 4 + 63) / 64 * 64;
+  const size_t hs_bytes = static_cast<size_t>(num_tokens * hs_stride) * 4;
+  auto* base = static_cast<uint8_t*>(scratch.get(q_bytes + ds_bytes + hs_bytes));
+  int8_t* q = reinterpret_cast<int8_t*>(base);
+  float* ds = reinterpret_cast<float*>(base + q_bytes);
+  int32_t* hs = reinterpret_cast<int32_t*>(base + q_bytes + ds_bytes);
+  const bool per16 = detail::kquant_scale_units(w.type_) == 16;
+  const detail::QuantizedActs acts{q, ds, q_stride, ds_stride};
+  auto quantize = [&](int64_t t0, int64_t t1) {
+    detail::quantize_acts_avx2(x, row_len, t0, t1, detail::ActLayout::kNatural, q, q_stride, ds, ds_stride);
+    if (!per16) return;
+    const detail::QuantizedActs part{q + t0 * q_stride, ds, q_stride, ds_stride};
+    detail::kquant_half_sums(part, row_len, t1 - t0, hs + t0 * hs_stride, hs_stride);
+  };
+  if (num_tokens * row_len >= 16384) {
+    pool.parallel_for(num_tokens, quantize);
+  } else {
+    quantize(0, num_tokens);
+  }
+  const detail::KquantActs kacts{acts, hs, hs_stride};
+  const bool avx512 = cpu_level() == CpuLevel::kAvx512;
+  const int64_t num_groups = (num_rows + kGroupRows - 1) / kGroupRows;
+  pool.parallel_for(num_groups, [&](int64_t g0, int64_t g1) {
+    if (avx512) {
+      detail::kquant_groups_avx512(w.type_, w.packed_.get(), g0, g1, num_rows, row_len, kacts, num_tokens, y,
+                                   num_rows);
+    } else {
+      detail::kquant_groups_avx2(w.type_, w.packed_.get(), g0, g1, num_rows, row_len, kacts, num_tokens, y,
+                                 num_rows);
+    }
+  });
+#else
+  (void)w, (void)x, (void)num_tokens, (void)y, (void)pool, (void)scratch;
 #endif
 }
 

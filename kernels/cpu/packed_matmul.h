@@ -42,11 +42,12 @@ class PackedWeight {
   PackedWeight() = default;
 
   // Packs `parts` (all of `type`, row_len elements per row), stacked in order.
-  // Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0 at CpuLevel::kAvx512 (the level in effect
-  // now, see cpu_features.h) are copied into the interleaved layout and the
-  // originals may be freed. Any other type or level keeps references to the
-  // parts' data (which must then outlive this object) and matmul_packed() runs
-  // matmul() per part.
+  // Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0 at CpuLevel::kAvx512, and Q2_K, Q3_K,
+  // Q4_K, Q5_K and Q6_K at kAvx2 or kAvx512 (the level in effect now, see
+  // cpu_features.h), are copied into the interleaved layout and the originals
+  // may be freed. Any other type or level keeps references to the parts' data
+  // (which must then outlive this object) and matmul_packed() runs matmul()
+  // per part.
   // Preconditions: is_supported_weight_type(type); row_len a positive multiple
   // of the type's block size; every part's num_rows >= 0.
   static PackedWeight pack(TensorType type, int64_t row_len, std::span<const WeightPart> parts);
@@ -65,6 +66,10 @@ class PackedWeight {
   struct Free {
     void operator()(uint8_t* p) const;
   };
+  // Q2_K..Q6_K (detail::is_packed_kquant): layout kquant_packed.h.
+  static void pack_kquant(TensorType type, int64_t row_len, std::span<const WeightPart> parts, PackedWeight* pw);
+  static void matmul_packed_kquant(const PackedWeight& w, const float* x, int64_t num_tokens, float* y,
+                                   ThreadPool& pool, MatmulScratch& scratch);
 
   TensorType type_ = TensorType::F32;
   int64_t row_len_ = 0;

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""kvscope and llama.cpp side by side, in one run, on the default model.
+"""kvscope and llama.cpp side by side, in one run, on the default model (or --model).
 
 Alternates the two engines ROUNDS times (so machine noise hits both alike):
 `kvscope-cli bench` and scripts/dev/bench_llama_cpp.py, same model, threads,
@@ -39,15 +39,17 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--repeats", type=int, default=5, help="timed runs per engine per round")
     ap.add_argument("--cli", default=str(ROOT / "build/app/kvscope-cli"))
+    ap.add_argument("--model", help="GGUF file for both engines (default: each one's default model)")
     ap.add_argument("--out", help="also write the JSON to this file")
     args = ap.parse_args()
     rounds = []
     for r in range(args.rounds):
         print(f"round {r + 1}/{args.rounds}", file=sys.stderr, flush=True)
+        model = ["--model", args.model] if args.model else []
         ours = run_json([args.cli, "bench", "--threads", str(args.threads), "--repeats", str(args.repeats),
-                         "--prompt-tokens", "128", "--gen-tokens", "128"])
+                         "--prompt-tokens", "128", "--gen-tokens", "128"] + model)
         theirs = run_json([sys.executable, str(ROOT / "scripts/dev/bench_llama_cpp.py"), "--threads",
-                           str(args.threads), "--repeats", str(args.repeats)])
+                           str(args.threads), "--repeats", str(args.repeats)] + model)
         cached = ours.get("prefill_cached_prompt_tokens")
         if cached != 0:
             sys.exit(f"kvscope's prefill record has prefill_cached_prompt_tokens = {cached!r} (must be 0); "

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kernel_test_util.h"
+#include "kernels/cpu/kquant_packed.h"
 #include "kernels/cpu/packed_matmul.h"
 #include "kernels/reference/dequantize.h"
 #include "kernels/reference/matmul.h"
@@ -166,6 +167,7 @@ TEST(PackedMatmul, SameBitsAloneInBatchAndAcrossThreads) {
 
 // Below AVX-512 (as with KVSCOPE_CPU=avx2) or for a type without a packed
 // kernel, matmul_packed is matmul() per part, bitwise, columns in place.
+// (K-quants pack at AVX2 too: tested in kquant_matmul_test.cpp.)
 TEST(PackedMatmul, FallbackEqualsMatmulPerPart) {
   ThreadPool pool(2);
   MatmulScratch scratch;
@@ -179,8 +181,9 @@ TEST(PackedMatmul, FallbackEqualsMatmulPerPart) {
   std::vector<Case> cases;
   for (CpuLevel level : available_levels()) {
     for (TensorType t : all_weight_types()) {
-      const bool packs = level == CpuLevel::kAvx512 &&
-                         std::find(std::begin(kPackedTypes), std::end(kPackedTypes), t) != std::end(kPackedTypes);
+      const bool packs = (level == CpuLevel::kAvx512 &&
+                          std::find(std::begin(kPackedTypes), std::end(kPackedTypes), t) != std::end(kPackedTypes)) ||
+                         (level != CpuLevel::kScalar && detail::is_packed_kquant(t));  // kquant_matmul_test.cpp
       if (!packs) cases.push_back({t, level});
     }
   }

@@ -5,6 +5,9 @@
 // matmul() per part on the same shapes, stacked QKV and gate|up included;
 // GMAC/s_cpu divides by the calling thread's CPU time (robust to a noisy
 // shared machine; at 2 threads it is the per-thread rate of chunk 0).
+// K-quant stacked shapes (Q2_K..Q6_K, tokens 1 and 64): BM_PackedMatmul is
+// the integer kernel (kquant_packed.h), BM_MatmulParts the old dequantise path:
+//   ./kernel_bench --benchmark_filter='(Packed|Parts).*shape:([7-9]|1[0-5])/'
 // l3:1 cycles through copies of the weights (>= 64 MiB in all) so they stream
 // from L3 as in a real decode step; l3:0 reuses one copy (L2-hot when small).
 //   ./kernel_bench --benchmark_filter='Packed|Parts' --benchmark_repetitions=5
@@ -99,7 +102,20 @@ const StackedShape kStackedShapes[] = {
     {TensorType::Q4_1, 576, {576}},  {TensorType::Q4_1, 576, {192}},      {TensorType::Q4_1, 576, {1536}},
     {TensorType::Q4_1, 1536, {576}}, {TensorType::Q8_0, 576, {49152}},    {TensorType::Q4_1, 576, {576, 192, 192}},
     {TensorType::Q4_1, 576, {1536, 1536}},
+    // K-quants (super-blocks of 256: only rows whose length is a multiple of
+    // 256 are K-quants in a Q4_K_M file; 640- and 576-wide rows fall back to
+    // Q5_0/Q8_0). Gemma 3 270M attn_output 640x1024 and ffn_down 640x2048,
+    // SmolLM2-135M ffn_down 576x1536, and a 2048-wide gate|up. BM_MatmulParts
+    // on these is the old path (dequantise rows to f32, then FMA).
+    {TensorType::Q4_K, 1024, {640}},  {TensorType::Q4_K, 2048, {640}},     {TensorType::Q6_K, 2048, {640}},
+    {TensorType::Q4_K, 1536, {576}},  {TensorType::Q6_K, 1536, {576}},     {TensorType::Q5_K, 2048, {640}},
+    {TensorType::Q4_K, 2048, {2048, 2048}},  {TensorType::Q3_K, 2048, {640}}, {TensorType::Q2_K, 2048, {640}},
 };
+
+bool is_kquant_shape(const StackedShape& s) {
+  return s.type == TensorType::Q2_K || s.type == TensorType::Q3_K || s.type == TensorType::Q4_K ||
+         s.type == TensorType::Q5_K || s.type == TensorType::Q6_K;
+}
 
 double thread_cpu_seconds() {
   timespec ts{};
@@ -196,7 +212,8 @@ void BM_MatmulParts(benchmark::State& state) {
 void stacked_args(benchmark::internal::Benchmark* b) {
   b->ArgNames({"shape", "tokens", "threads", "l3"});
   for (int64_t shape = 0; shape < static_cast<int64_t>(std::size(kStackedShapes)); ++shape) {
-    for (int64_t tokens : {1, 8, 32, 128}) {
+    const bool kquant = is_kquant_shape(kStackedShapes[shape]);
+    for (int64_t tokens : kquant ? std::vector<int64_t>{1, 64} : std::vector<int64_t>{1, 8, 32, 128}) {
       for (int64_t threads : {1, 2}) {
         for (int64_t l3 : {0, 1}) {
           if (l3 == 0 || tokens <= 8) b->Args({shape, tokens, threads, l3});

@@ -1,0 +1,225 @@
+// AVX-512 VNNI kernel for packed Q2_K..Q6_K (layout and arithmetic:
+// kquant_packed.h). Lane i of every vector is row i of a 16-row group; per
+// sub-block of 32 the 8 weight vectors (unsigned 4..6-bit quants, unpacked
+// from the nibble and high-bit planes) go through vpdpbusd against broadcast
+// activation bytes, then the scale / min terms as in the header. A tile is
+// RG groups x TT tokens; each lane sees the same operations in every tile
+// shape, so results are batch- and thread-invariant.
+// GCC 12 warns about the deliberately undefined upper lanes inside its own
+// AVX-512 intrinsics (_mm512_undefined_*).
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#if !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "kernels/cpu/kquant_packed.h"
+
+namespace kvscope::detail {
+namespace {
+
+enum class Kind { kQ2K, kQ3K, kQ4K, kQ5K, kQ6K };
+
+// One scale per 16 elements (else per 32), the offset o and whether mins
+// come per 16 (kquant_packed.h).
+constexpr bool kPer16(Kind k) { return k == Kind::kQ2K || k == Kind::kQ3K || k == Kind::kQ6K; }
+constexpr int kOffset(Kind k) { return k == Kind::kQ6K ? 32 : k == Kind::kQ3K ? 4 : 0; }
+
+inline __m512i bcast_i32(const int8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return _mm512_set1_epi32(v);
+}
+
+// wv | (shifted & mask) in one instruction.
+inline __m512i or_masked(__m512i wv, __m512i shifted, __m512i mask) {
+  return _mm512_ternarylogic_epi32(wv, shifted, mask, 0xF8);
+}
+
+// The 8 unsigned-byte weight vectors of sub-block j (vector v pairs with
+// activation bytes 4v..4v+3).
+template <Kind K>
+inline void load_quants(const uint8_t* s, const KquantLayout& l, int j, __m512i (&wv)[8]) {
+  const __m512i lo4 = _mm512_set1_epi8(0x0f);
+  for (int k = 0; k < 4; ++k) {
+    const __m512i raw = _mm512_load_si512(s + l.lo + 256 * j + 64 * k);
+    wv[k] = _mm512_and_si512(raw, lo4);
+    wv[k + 4] = _mm512_and_si512(_mm512_srli_epi16(raw, 4), lo4);
+  }
+  if constexpr (K == Kind::kQ5K) {
+    const __m512i h = _mm512_load_si512(s + l.hi + 64 * j);
+    const __m512i bit4 = _mm512_set1_epi8(0x10);
+    wv[0] = or_masked(wv[0], _mm512_slli_epi16(h, 4), bit4);
+    wv[1] = or_masked(wv[1], _mm512_slli_epi16(h, 3), bit4);
+    wv[2] = or_masked(wv[2], _mm512_slli_epi16(h, 2), bit4);
+    wv[3] = or_masked(wv[3], _mm512_slli_epi16(h, 1), bit4);
+    wv[4] = or_masked(wv[4], h, bit4);
+    wv[5] = or_masked(wv[5], _mm512_srli_epi16(h, 1), bit4);
+    wv[6] = or_masked(wv[6], _mm512_srli_epi16(h, 2), bit4);
+    wv[7] = or_masked(wv[7], _mm512_srli_epi16(h, 3), bit4);
+  } else if constexpr (K == Kind::kQ6K) {
+    const __m512i bits45 = _mm512_set1_epi8(0x30);
+    for (int kk = 0; kk < 2; ++kk) {
+      const __m512i h = _mm512_load_si512(s + l.hi + 128 * j + 64 * kk);
+      wv[4 * kk + 0] = or_masked(wv[4 * kk + 0], _mm512_slli_epi16(h, 4), bits45);
+      wv[4 * kk + 1] = or_masked(wv[4 * kk + 1], _mm512_slli_epi16(h, 2), bits45);
+      wv[4 * kk + 2] = or_masked(wv[4 * kk + 2], h, bits45);
+      wv[4 * kk + 3] = or_masked(wv[4 * kk + 3], _mm512_srli_epi16(h, 2), bits45);
+    }
+  }
+}
+
+template <Kind K, int RG, int TT>
+void tile(const uint8_t* w, size_t group_bytes, const KquantLayout& l, int64_t num_sb, const KquantActs& a,
+          int64_t t0, float* y, int64_t y_stride, const __mmask16 (&masks)[RG]) {
+  __m512 acc[RG][TT];
+  for (int g = 0; g < RG; ++g) {
+    for (int t = 0; t < TT; ++t) acc[g][t] = _mm512_setzero_ps();
+  }
+  const int8_t* q = a.acts.q + t0 * a.acts.q_stride;
+  const float* ds = a.acts.ds + t0 * a.acts.ds_stride;
+  for (int64_t sb = 0; sb < num_sb; ++sb) {
+    for (int g = 0; g < RG; ++g) {
+      const uint8_t* s = w + g * group_bytes + sb * l.bytes;
+      const __m512 d = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(s + l.d)));
+      __m512 dmin = d;
+      if constexpr (K == Kind::kQ2K || K == Kind::kQ4K || K == Kind::kQ5K) {
+        dmin = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(s + l.dmin)));
+      }
+      for (int j = 0; j < 8; ++j) {
+        if constexpr (TT == 1) {
+          // One token streams the weights: fetch the next super-block's
+          // eighth j ahead of its use (harmless past the end).
+          const size_t chunk = (l.bytes / 8 + 63) / 64 * 64;
+          const char* next = reinterpret_cast<const char*>(s + l.bytes + chunk * static_cast<size_t>(j));
+          for (size_t off = 0; off < chunk; off += 64) _mm_prefetch(next + off, _MM_HINT_T0);
+        }
+        __m512i wv[8];
+        load_quants<K>(s, l, j, wv);
+        const int64_t b = 8 * sb + j;
+        if constexpr (kPer16(K)) {
+          const __m512i sc0 = _mm512_cvtepi8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(s + l.sc + 32 * j)));
+          const __m512i sc1 =
+              _mm512_cvtepi8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(s + l.sc + 32 * j + 16)));
+          __m512i mn0 = sc0;
+          __m512i mn1 = sc1;
+          if constexpr (K == Kind::kQ2K) {
+            mn0 = _mm512_cvtepu8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(s + l.mn + 32 * j)));
+            mn1 = _mm512_cvtepu8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(s + l.mn + 32 * j + 16)));
+          }
+          for (int t = 0; t < TT; ++t) {
+            const int8_t* qt = q + t * a.acts.q_stride + 32 * b;
+            __m512i dp0 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wv[0], bcast_i32(qt));
+            __m512i dp1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wv[4], bcast_i32(qt + 16));
+            for (int v = 1; v < 4; ++v) {
+              dp0 = _mm512_dpbusd_epi32(dp0, wv[v], bcast_i32(qt + 4 * v));
+              dp1 = _mm512_dpbusd_epi32(dp1, wv[v + 4], bcast_i32(qt + 16 + 4 * v));
+            }
+            const int32_t* hs = a.half_sums + (t0 + t) * a.hs_stride + 2 * b;
+            if constexpr (kOffset(K) != 0) {
+              dp0 = _mm512_sub_epi32(dp0, _mm512_set1_epi32(kOffset(K) * hs[0]));
+              dp1 = _mm512_sub_epi32(dp1, _mm512_set1_epi32(kOffset(K) * hs[1]));
+            }
+            const __m512i isum = _mm512_add_epi32(_mm512_mullo_epi32(sc0, dp0), _mm512_mullo_epi32(sc1, dp1));
+            const __m512 dx = _mm512_set1_ps(ds[t * a.acts.ds_stride + 2 * b]);
+            acc[g][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(d, dx), acc[g][t]);
+            if constexpr (K == Kind::kQ2K) {
+              const __m512i msum = _mm512_add_epi32(_mm512_mullo_epi32(mn0, _mm512_set1_epi32(hs[0])),
+                                                    _mm512_mullo_epi32(mn1, _mm512_set1_epi32(hs[1])));
+              acc[g][t] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(msum), _mm512_mul_ps(dmin, dx), acc[g][t]);
+            }
+          }
+        } else {
+          const __m512 sf = _mm512_mul_ps(
+              _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(s + l.sc + 16 * j)))),
+              d);
+          const __m512 mf = _mm512_mul_ps(
+              _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(s + l.mn + 16 * j)))),
+              dmin);
+          for (int t = 0; t < TT; ++t) {
+            const int8_t* qt = q + t * a.acts.q_stride + 32 * b;
+            __m512i dp = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wv[0], bcast_i32(qt));
+            for (int v = 1; v < 8; ++v) dp = _mm512_dpbusd_epi32(dp, wv[v], bcast_i32(qt + 4 * v));
+            const float* dst = ds + t * a.acts.ds_stride + 2 * b;
+            acc[g][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dp), _mm512_mul_ps(sf, _mm512_set1_ps(dst[0])), acc[g][t]);
+            acc[g][t] = _mm512_fnmadd_ps(mf, _mm512_set1_ps(dst[1]), acc[g][t]);
+          }
+        }
+      }
+    }
+  }
+  for (int g = 0; g < RG; ++g) {
+    for (int t = 0; t < TT; ++t) _mm512_mask_storeu_ps(y + t * y_stride + 16 * g, masks[g], acc[g][t]);
+  }
+}
+
+inline __mmask16 group_mask(int64_t g, int64_t num_rows) {
+  const int64_t valid = num_rows - 16 * g;
+  return valid >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << valid) - 1u);
+}
+
+// Groups [g, g + RG) against every token: TT-token tiles, then 4-token tiles
+// (TT > 4), then 1-token tiles.
+template <Kind K, int RG, int TT>
+void token_tiles(const uint8_t* w, size_t group_bytes, const KquantLayout& l, int64_t g, int64_t num_rows,
+                 int64_t num_sb, const KquantActs& a, int64_t num_tokens, float* y, int64_t y_stride) {
+  __mmask16 masks[RG];
+  for (int i = 0; i < RG; ++i) masks[i] = group_mask(g + i, num_rows);
+  const uint8_t* wg = w + g * group_bytes;
+  float* yg = y + 16 * g;
+  int64_t t = 0;
+  for (; t + TT <= num_tokens; t += TT) {
+    tile<K, RG, TT>(wg, group_bytes, l, num_sb, a, t, yg + t * y_stride, y_stride, masks);
+  }
+  if constexpr (TT > 4) {
+    for (; t + 4 <= num_tokens; t += 4) {
+      for (int i = 0; i < RG; ++i) {
+        const __mmask16 m1[1] = {masks[i]};
+        tile<K, 1, 4>(wg + i * group_bytes, group_bytes, l, num_sb, a, t, yg + t * y_stride + 16 * i, y_stride, m1);
+      }
+    }
+  }
+  if constexpr (TT > 1) {
+    for (; t < num_tokens; ++t) {
+      for (int i = 0; i < RG; ++i) {
+        const __mmask16 m1[1] = {masks[i]};
+        tile<K, 1, 1>(wg + i * group_bytes, group_bytes, l, num_sb, a, t, yg + t * y_stride + 16 * i, y_stride, m1);
+      }
+    }
+  }
+}
+
+template <Kind K>
+void run(TensorType type, const uint8_t* w, int64_t g0, int64_t g1, int64_t num_rows, int64_t row_len,
+         const KquantActs& a, int64_t num_tokens, float* y, int64_t y_stride) {
+  const KquantLayout l = kquant_layout(type);
+  const size_t group_bytes = kquant_group_bytes(type, row_len);
+  const int64_t num_sb = row_len / 256;
+  int64_t g = g0;
+  if (num_tokens < 4) {
+    for (; g + 4 <= g1; g += 4) token_tiles<K, 4, 1>(w, group_bytes, l, g, num_rows, num_sb, a, num_tokens, y, y_stride);
+    for (; g < g1; ++g) token_tiles<K, 1, 1>(w, group_bytes, l, g, num_rows, num_sb, a, num_tokens, y, y_stride);
+    return;
+  }
+  // Many tokens: 8 per tile (then 4, then 1) so a group's unpacked weights
+  // serve 8 tokens; 8 accumulators + 8 weight vectors fit the 32 registers.
+  for (; g < g1; ++g) token_tiles<K, 1, 8>(w, group_bytes, l, g, num_rows, num_sb, a, num_tokens, y, y_stride);
+}
+
+}  // namespace
+
+void kquant_groups_avx512(TensorType t, const uint8_t* w, int64_t g0, int64_t g1, int64_t num_rows,
+                          int64_t row_len, const KquantActs& a, int64_t num_tokens, float* y, int64_t y_stride) {
+  switch (t) {
+    case TensorType::Q4_K: return run<Kind::kQ4K>(t, w, g0, g1, num_rows, row_len, a, num_tokens, y, y_stride);
+    case TensorType::Q5_K: return run<Kind::kQ5K>(t, w, g0, g1, num_rows, row_len, a, num_tokens, y, y_stride);
+    case TensorType::Q2_K: return run<Kind::kQ2K>(t, w, g0, g1, num_rows, row_len, a, num_tokens, y, y_stride);
+    case TensorType::Q3_K: return run<Kind::kQ3K>(t, w, g0, g1, num_rows, row_len, a, num_tokens, y, y_stride);
+    default: return run<Kind::kQ6K>(t, w, g0, g1, num_rows, row_len, a, num_tokens, y, y_stride);
+  }
+}
+
+}  // namespace kvscope::detail
