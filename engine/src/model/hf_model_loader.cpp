@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "kernels/reference/dequantize.h"
+#include "model/llama3_rope.h"
 #include "model/safetensors_file.h"
 #include "tokenizer/hf_tokenizer_json.h"
 
@@ -31,6 +32,7 @@ struct HfConfig {
   bool tied = false;
   int64_t bos_id = -1;
   int64_t eos_id = -1;
+  std::vector<float> rope_freq_factors;  // Llama 3.x rope scaling (model/llama3_rope.h); empty: none
 };
 
 // Keeps the shards mapped, plus copies of tensors whose bytes were not aligned
@@ -154,8 +156,18 @@ Result<HfConfig> parse_config(const std::string& dir) {
   if (const json* rs = find_key(j, "rope_scaling")) {
     // {"rope_type": "default"} is the same as none; anything else changes the angles.
     const std::string type = rs->is_object() ? rs->value("rope_type", rs->value("type", std::string())) : "";
-    if (type != "default") {
-      return Error{fmt::format("{}: rope_scaling {} is not supported yet (only null)", file, rs->dump())};
+    if (type == "llama3") {
+      Llama3RopeScaling scaling;
+      KVSCOPE_ASSIGN(scaling.factor, float_key(*rs, file, "factor", 8.0));
+      KVSCOPE_ASSIGN(scaling.low_freq_factor, float_key(*rs, file, "low_freq_factor", 1.0));
+      KVSCOPE_ASSIGN(scaling.high_freq_factor, float_key(*rs, file, "high_freq_factor", 4.0));
+      KVSCOPE_ASSIGN(scaling.original_context, int_key(*rs, file, "original_max_position_embeddings", 8192));
+      auto factors = llama3_rope_freq_factors(c.head_dim, c.rope_base, scaling);
+      if (!factors.ok()) return Error{fmt::format("{}: {}", file, factors.error())};
+      h.rope_freq_factors = std::move(factors).value();
+    } else if (type != "default") {
+      return Error{fmt::format("{}: rope_scaling {} is not supported yet (null, default or llama3)", file,
+                               rs->dump())};
     }
   }
   if (const json* act = find_key(j, "hidden_act"); act && (!act->is_string() || act->get<std::string>() != "silu")) {
@@ -271,6 +283,7 @@ Result<HfModel> load_hf_directory(const std::string& dir) {
 
   auto w = std::make_shared<ModelWeights>();
   w->config = h.model;
+  w->rope_freq_factors = h.rope_freq_factors;
   const ModelConfig& c = w->config;
   TensorReader r(*backing->checkpoint, *backing, dir);
   const int64_t hidden = c.hidden_size, q = c.q_size(), kv = c.kv_size(), ffn = c.ffn_size;
