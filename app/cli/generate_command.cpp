@@ -84,7 +84,8 @@ nlohmann::ordered_json outcome_json(const SubmittedPrompt& submitted, const Outc
       {"timings", timings},
       {"seed", s.seed},
       // Speculative decoding (docs/speculative.md); zeros with --spec off.
-      {"spec", {{"drafts", s.num_drafts},
+      {"spec", {{"method", s.spec_method.empty() ? "off" : s.spec_method},
+                {"drafts", s.num_drafts},
                 {"draft_tokens", s.num_draft_tokens},
                 {"accepted_tokens", s.num_accepted_tokens},
                 {"pauses", s.num_spec_pauses}}},

@@ -34,6 +34,7 @@ nlohmann::ordered_json plan_json(const KvPlan& p, const EngineConfig& c) {
           {"kv_bytes_per_token", p.kv_bytes_per_token},
           {"kv_cache_type", kv_cache_type_name(c.kv_cache_type)},
           {"bytes_per_block", p.bytes_per_block},
+          {"draft_bytes_per_block", p.draft_bytes_per_block},
           {"num_blocks", p.num_blocks},
           {"num_swap_blocks", p.num_swap_blocks},
           {"pool_bytes", p.pool_bytes},
@@ -50,6 +51,9 @@ std::string plan_text(const KvPlan& p, const EngineConfig& c) {
                      human_bytes(static_cast<uint64_t>(p.pool_bytes)), p.num_blocks * c.block_size, p.max_model_len);
   out += fmt::format("KV type     {}: {} per token\n", kv_cache_type_name(c.kv_cache_type),
                      human_bytes(static_cast<uint64_t>(p.kv_bytes_per_token)));
+  if (p.draft_bytes_per_block > 0)
+    out += fmt::format("draft KV    {} of each block (the draft model's K/V, spec = draft)\n",
+                       human_bytes(static_cast<uint64_t>(p.draft_bytes_per_block)));
   if (p.num_swap_blocks > 0)
     out += fmt::format("swap        {} blocks = {}\n", p.num_swap_blocks, human_bytes(static_cast<uint64_t>(p.swap_bytes)));
   out += fmt::format("workspace   {} ({} tokens per step, {} sequences)\n",
@@ -162,7 +166,23 @@ int run_model_info(const ModelInfoOptions& o) {
     return kExitRuntime;
   }
   std::optional<KvPlan> plan;
-  if (summary->config) plan = plan_kv(summary->config->shape(), *config, physical_memory_bytes());
+  if (summary->config) {
+    ModelShape shape = summary->config->shape();
+    // spec = draft: the draft model's K/V share every block.
+    if (config->spec == SpecMethod::Draft && !config->spec_draft_model.empty()) {
+      auto draft = inspect_model_file(config->spec_draft_model);
+      if (!draft.ok() || !draft->config) {
+        print_error(fmt::format("the draft model cannot be read: {}",
+                                draft.ok() ? "no model configuration" : draft.error()));
+        return kExitRuntime;
+      }
+      const ModelShape d = draft->config->shape();
+      shape.draft_num_layers = d.num_layers;
+      shape.draft_num_kv_heads = d.num_kv_heads;
+      shape.draft_head_dim = d.head_dim;
+    }
+    plan = plan_kv(shape, *config, physical_memory_bytes());
+  }
   if (o.json) {
     nlohmann::ordered_json j = summary_json(*summary);
     j["kv_plan"] = plan ? plan_json(*plan, *config) : nlohmann::ordered_json(nullptr);

@@ -25,6 +25,59 @@ int32_t usable_cpus() { return usable_cpu_count(); }
 
 }  // namespace
 
+int32_t resolved_early_exit_layers(const EngineConfig& config, int32_t num_layers) {
+  return config.spec_early_exit_layer > 0 ? config.spec_early_exit_layer : std::max(1, num_layers / 2);
+}
+
+std::string early_exit_problem(const EngineConfig& config, int32_t num_layers) {
+  if (config.spec != SpecMethod::EarlyExit || config.spec_early_exit_layer <= num_layers) return {};
+  return fmt::format("spec_early_exit_layer = {} is more than the model's {} layers; choose 1 to {} (0: half)",
+                     config.spec_early_exit_layer, num_layers, num_layers);
+}
+
+Result<LoadedModel> load_draft_model(const std::string& draft_path, const std::string& model_path,
+                                     const std::vector<std::string>& model_tokens, int32_t model_vocab_size) {
+  auto draft = load_model(draft_path);
+  if (!draft.ok()) return Error{fmt::format("the draft model cannot be loaded: {}", draft.error())};
+  const std::vector<std::string>& a = model_tokens;
+  const std::vector<std::string>& b = draft->vocab.tokens;
+  if (a.size() != b.size() || draft->weights->config.vocab_size != model_vocab_size) {
+    return Error{fmt::format("the draft model {} has a vocabulary of {} tokens ({} logits) but the model {} has {} "
+                             "({} logits); a draft model needs the same vocabulary",
+                             draft_path, b.size(), draft->weights->config.vocab_size, model_path, a.size(),
+                             model_vocab_size)};
+  }
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i] != b[i]) {
+      return Error{fmt::format("the draft model {} has token {} = '{}' where the model {} has '{}'; a draft model "
+                               "needs the same vocabulary",
+                               draft_path, i, b[i], model_path, a[i])};
+    }
+  }
+  return draft;
+}
+
+ModelShape Engine::Impl::plan_shape(const ModelConfig* draft) const {
+  ModelShape shape = model_shape(info);
+  if (draft) {
+    shape.draft_num_layers = draft->num_layers;
+    shape.draft_num_kv_heads = draft->num_kv_heads;
+    shape.draft_head_dim = draft->head_dim;
+  }
+  return shape;
+}
+
+void Engine::Impl::attach_model_proposer() {
+  auto* proposer = dynamic_cast<ModelProposer*>(scheduler->proposer());
+  if (!proposer) return;
+  if (proposer->has_own_kv()) {
+    proposer->attach(*draft_runner, 0);
+  } else {
+    proposer->attach(*runner, resolved_early_exit_layers(config, weights->config.num_layers));
+  }
+  draft_s_per_token_ema = 0.0;  // a new proposer: measured again
+}
+
 int32_t Engine::Impl::thread_count(const EngineConfig& config) {
   const int32_t cpus = usable_cpus();
   return config.num_threads > 0 ? std::min(config.num_threads, cpus) : cpus;
@@ -39,7 +92,7 @@ std::vector<std::string> Engine::Impl::config_warnings(const EngineConfig& confi
   return warnings;
 }
 
-Result<KvSetup> Engine::Impl::make_kv_setup(const EngineConfig& c, const KvPlan& plan) {
+Result<KvSetup> Engine::Impl::make_kv_setup(const EngineConfig& c, const KvPlan& plan, const ModelConfig* draft) {
   const ModelConfig& mc = weights->config;
   const int32_t bs = c.block_size;
   const int64_t num_blocks = plan.num_blocks;
@@ -56,6 +109,11 @@ Result<KvSetup> Engine::Impl::make_kv_setup(const EngineConfig& c, const KvPlan&
     kc.prefix_caching = c.prefix_caching;
     kc.contiguous = !c.paged;
     setup.manager = std::make_unique<KvCacheManager>(kc, *setup.kv, events);
+    if (draft && c.spec == SpecMethod::Draft) {
+      setup.draft_kv = std::make_unique<KvStorage>(draft->num_layers, static_cast<int32_t>(num_blocks), bs,
+                                                   draft->kv_size(), c.kv_cache_type);
+      setup.manager->set_draft_storage(setup.draft_kv.get());
+    }
   } catch (const std::bad_alloc&) {
     return Error{fmt::format("cannot reserve {} MiB for the KV pool; lower the KV budget", total >> 20)};
   }
@@ -65,6 +123,7 @@ Result<KvSetup> Engine::Impl::make_kv_setup(const EngineConfig& c, const KvPlan&
   sc.policy = c.policy;
   sc.preemption = c.preemption;
   sc.spec_k = c.spec_k;
+  sc.spec_never_pause = c.spec_never_pause;
   setup.scheduler = std::make_unique<Scheduler>(sc, *setup.manager, events, make_proposer(c));
   return setup;
 }
@@ -72,7 +131,7 @@ Result<KvSetup> Engine::Impl::make_kv_setup(const EngineConfig& c, const KvPlan&
 void Engine::Impl::update_memory_info() {
   info.num_kv_blocks = kv->num_blocks();
   info.block_size = kv->block_size();
-  info.kv_pool_bytes = kv->num_bytes();
+  info.kv_pool_bytes = kv->num_bytes() + (draft_kv ? draft_kv->num_bytes() : 0);
   info.swap_pool_bytes = kv_manager->swap_bytes();
   info.workspace_bytes = runner->workspace_bytes() + logits.capacity() * sizeof(float);
 }
@@ -114,16 +173,27 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config, const
                              config.model_path, impl->tokenizer->vocab_size(), mc.vocab_size)};
   }
   impl->chat_template = std::make_unique<ChatTemplate>(ChatTemplate::from_vocab(model->vocab, *impl->tokenizer));
+  if (std::string why = early_exit_problem(config, mc.num_layers); !why.empty()) return Error{why};
+  if (config.spec == SpecMethod::Draft) {
+    if (!report(0.05, "reading draft model file")) return cancelled;
+    auto draft = load_draft_model(config.spec_draft_model, config.model_path, model->vocab.tokens, mc.vocab_size);
+    if (!draft.ok()) return Error{draft.error()};
+    impl->draft_weights = std::move(draft->weights);
+    impl->draft_path = config.spec_draft_model;
+  }
+  impl->vocab_tokens = model->vocab.tokens;
+  const ModelConfig* draft_shape = impl->draft_weights ? &impl->draft_weights->config : nullptr;
 
   // The pool before the slow repacking, so that a budget that cannot work fails at once.
   if (!report(0.07, "allocating KV pool")) return cancelled;
-  const KvPlan plan = plan_kv(model_shape(impl->info), impl->config, physical_memory_bytes());
+  const KvPlan plan = plan_kv(impl->plan_shape(draft_shape), impl->config, physical_memory_bytes());
   if (Status s = problems_status(plan.problems); !s.ok()) return Error{s.error()};
   impl->config.max_model_len = plan.max_model_len;
   impl->info.setting_warnings = Impl::config_warnings(config, plan);
-  auto setup = impl->make_kv_setup(impl->config, plan);
+  auto setup = impl->make_kv_setup(impl->config, plan, draft_shape);
   if (!setup.ok()) return Error{setup.error()};
   impl->kv = std::move(setup->kv);
+  impl->draft_kv = std::move(setup->draft_kv);
   impl->kv_manager = std::move(setup->manager);
   impl->scheduler = std::move(setup->scheduler);
   impl->pool = std::make_unique<ThreadPool>(Impl::thread_count(config));
@@ -134,6 +204,12 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config, const
     return report(kRepackStart + (1.0 - kRepackStart) * done, "repacking weights");
   });
   if (!impl->runner) return cancelled;
+  if (impl->draft_weights) {
+    // Small beside the model, so no progress of its own.
+    impl->draft_runner = ModelRunner::create(impl->draft_weights, *impl->draft_kv, *impl->pool, {});
+    if (!impl->draft_runner) return cancelled;
+  }
+  impl->attach_model_proposer();
   impl->runner->reserve(impl->config.max_batched_tokens);
   impl->logits.reserve(static_cast<size_t>(max_logits_rows(impl->config)) * static_cast<size_t>(mc.vocab_size));
 

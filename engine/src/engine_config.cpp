@@ -13,6 +13,9 @@ std::vector<SettingProblem> EngineConfig::validate() const {
   }
   // Rules that tie settings together (each row's own range is checked above).
   if (model_path.empty()) problems.push_back({"model_path", "no model file given"});
+  if (spec == SpecMethod::Draft && spec_draft_model.empty()) {
+    problems.push_back({"spec_draft_model", "speculative decoding with a draft model needs a draft model file"});
+  }
   return problems;
 }
 
@@ -20,6 +23,8 @@ const char* spec_method_name(SpecMethod method) {
   switch (method) {
     case SpecMethod::Off: return "off";
     case SpecMethod::Ngram: return "ngram";
+    case SpecMethod::Draft: return "draft";
+    case SpecMethod::EarlyExit: return "early_exit";
   }
   return "unknown";
 }

@@ -14,10 +14,12 @@
 #include "kv/kv_storage.h"
 #include "kvscope/engine.h"
 #include "kvscope/kv_plan.h"
+#include "model/model_loader.h"
 #include "model/model_weights.h"
 #include "runtime/model_runner.h"
 #include "runtime/step_batch.h"
 #include "scheduler/scheduler.h"
+#include "spec/model_proposer.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 #include "trace/event_log.h"
@@ -28,9 +30,19 @@ namespace kvscope {
 // failure leaves the engine as it was (create and reconfigure).
 struct KvSetup {
   std::unique_ptr<KvStorage> kv;
+  std::unique_ptr<KvStorage> draft_kv;  // spec = draft: the draft model's K/V, same blocks as kv
   std::unique_ptr<KvCacheManager> manager;
   std::unique_ptr<Scheduler> scheduler;
 };
+
+// spec = early_exit: the layers the draft runs (spec_early_exit_layer, 0: half the model's).
+int32_t resolved_early_exit_layers(const EngineConfig& config, int32_t num_layers);
+// Why spec_early_exit_layer does not fit a model of num_layers layers; empty when it does.
+std::string early_exit_problem(const EngineConfig& config, int32_t num_layers);
+// Loads spec_draft_model, refusing a file that does not load or whose
+// vocabulary differs from the model's (size or any token's text), naming both.
+Result<LoadedModel> load_draft_model(const std::string& draft_path, const std::string& model_path,
+                                     const std::vector<std::string>& model_tokens, int32_t model_vocab_size);
 
 struct Engine::Impl {
   using Clock = std::chrono::steady_clock;
@@ -48,6 +60,18 @@ struct Engine::Impl {
   std::unique_ptr<KvCacheManager> kv_manager;
   std::unique_ptr<ModelRunner> runner;
   std::unique_ptr<Scheduler> scheduler;
+  // Speculative decoding with a draft model (spec = draft), else empty.
+  std::string draft_path;
+  std::vector<std::string> vocab_tokens;  // the model's, for a draft model loaded by reconfigure
+  std::shared_ptr<const ModelWeights> draft_weights;
+  std::unique_ptr<KvStorage> draft_kv;
+  std::unique_ptr<ModelRunner> draft_runner;
+  std::vector<DraftSequence> draft_seqs;  // this step's part of a model proposer's call
+  std::vector<int32_t> draft_fed_end;     // [work] positions the draft model fed up to (-1: none)
+  // A model proposer's cost, exponentially weighted: seconds per draft
+  // token, and seconds per target row (forward time / (rows + f/r)).
+  double draft_s_per_token_ema = 0.0;
+  double target_s_per_row_ema = 0.0;
 
   std::mutex inbox_mutex;
   std::vector<std::unique_ptr<Sequence>> inbox;  // submitted, not yet seen by step()
@@ -80,7 +104,18 @@ struct Engine::Impl {
   static std::vector<std::string> config_warnings(const EngineConfig& config, const KvPlan& plan);
   // Builds what `plan` (plan_kv of `resolved`, which has max_model_len filled
   // in) describes. Errors say which setting to change.
-  Result<KvSetup> make_kv_setup(const EngineConfig& resolved, const KvPlan& plan);
+  // `draft`: the draft model's shape (spec = draft), else nullptr.
+  Result<KvSetup> make_kv_setup(const EngineConfig& resolved, const KvPlan& plan, const ModelConfig* draft = nullptr);
+  // The shape plan_kv needs: the model's, and the draft model's when `draft` is given.
+  ModelShape plan_shape(const ModelConfig* draft) const;
+  // Points the scheduler's model proposer (if any) at the runner that drafts.
+  void attach_model_proposer();
+  // A model proposer's drafts for this step's speculating sequences (and,
+  // for a draft model, its K/V for every row of the step), in one batched
+  // call; false when interrupted.
+  bool draft_with_model(const std::vector<ScheduledSequence>& work, StepStats& stats);
+  // After commit: how far each sequence's draft-model K/V is complete.
+  void note_draft_kv(const std::vector<ScheduledSequence>& work);
   // Fills the pool and workspace sizes of `info` from what is allocated now.
   void update_memory_info();
 

@@ -38,12 +38,31 @@ Status Engine::reconfigure(const EngineConfig& config) {
                              m.config.model_path, config.model_path)};
   }
   // Everything that can fail comes first, so that a failure changes nothing.
-  const KvPlan plan = plan_kv(model_shape(m.info), config, physical_memory_bytes());
+  if (std::string why = early_exit_problem(config, m.weights->config.num_layers); !why.empty()) return Error{why};
+  // A draft model is loaded beside the model when it is new (the model's weights stay).
+  std::shared_ptr<const ModelWeights> draft_weights;
+  if (config.spec == SpecMethod::Draft) {
+    if (m.draft_weights && m.draft_path == config.spec_draft_model) {
+      draft_weights = m.draft_weights;
+    } else {
+      auto draft = load_draft_model(config.spec_draft_model, config.model_path, m.vocab_tokens,
+                                    m.weights->config.vocab_size);
+      if (!draft.ok()) return Error{draft.error()};
+      draft_weights = std::move(draft->weights);
+    }
+  }
+  const ModelConfig* draft_shape = draft_weights ? &draft_weights->config : nullptr;
+  const KvPlan plan = plan_kv(m.plan_shape(draft_shape), config, physical_memory_bytes());
   if (Status s = problems_status(plan.problems); !s.ok()) return s;
   EngineConfig resolved = config;
   resolved.max_model_len = plan.max_model_len;
-  auto setup = m.make_kv_setup(resolved, plan);
+  auto setup = m.make_kv_setup(resolved, plan, draft_shape);
   if (!setup.ok()) return Error{setup.error()};
+  std::unique_ptr<ModelRunner> draft_runner;
+  if (draft_weights && draft_weights != m.draft_weights) {
+    draft_runner = ModelRunner::create(draft_weights, *setup->draft_kv, *m.pool, {});
+    if (!draft_runner) return Error{"the draft model's weights could not be prepared"};
+  }
   std::unique_ptr<ThreadPool> threads;
   if (Impl::thread_count(resolved) != m.pool->num_threads()) {
     threads = std::make_unique<ThreadPool>(Impl::thread_count(resolved));
@@ -69,6 +88,16 @@ Status Engine::reconfigure(const EngineConfig& config) {
     if (threads) m.pool = std::move(threads);
     m.runner->set_kv_storage(*m.kv);
     m.runner->set_thread_pool(*m.pool);
+    if (draft_runner) m.draft_runner = std::move(draft_runner);
+    if (!draft_weights) m.draft_runner.reset();
+    m.draft_weights = draft_weights;
+    m.draft_path = draft_weights ? config.spec_draft_model : std::string();
+    m.draft_kv = std::move(setup->draft_kv);
+    if (m.draft_runner) {
+      m.draft_runner->set_kv_storage(*m.draft_kv);
+      m.draft_runner->set_thread_pool(*m.pool);
+    }
+    m.attach_model_proposer();
     m.runner->reserve(resolved.max_batched_tokens);
     std::vector<float>().swap(m.logits);  // reserve() alone never shrinks
     m.logits.reserve(static_cast<size_t>(max_logits_rows(resolved)) *

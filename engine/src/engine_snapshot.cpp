@@ -66,6 +66,11 @@ std::shared_ptr<const EngineSnapshot> Engine::Impl::build_snapshot() {
   snap->kv = kv_stats();
   snap->cascade_groups = last_cascade;
   snap->spec = spec_totals;
+  if (config.spec != SpecMethod::Off) snap->spec.method = spec_method_name(config.spec);
+  if (const auto* proposer = dynamic_cast<const ModelProposer*>(scheduler->proposer())) {
+    snap->spec.draft_layers = proposer->num_layers() > 0 ? proposer->num_layers() : draft_weights->config.num_layers;
+  }
+  snap->spec.draft_kv_bytes = draft_kv ? static_cast<int64_t>(draft_kv->num_bytes()) : 0;
 
   // Owners per device block (swapped tables hold swap ids: not device blocks).
   std::vector<std::vector<RequestId>> owners(static_cast<size_t>(pool.num_blocks()));

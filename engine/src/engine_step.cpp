@@ -54,6 +54,7 @@ void Engine::Impl::finish(Sequence& s, FinishReason reason, std::string error) {
   st.num_draft_tokens = s.spec.num_draft_tokens();
   st.num_accepted_tokens = s.spec.num_accepted_tokens();
   st.num_spec_pauses = s.spec.num_pauses();
+  if (config.spec != SpecMethod::Off) st.spec_method = spec_method_name(config.spec);
   st.spec_speedup_estimate = spec_speedup_estimate(s);
   st.total_time_s = seconds_between(s.submitted_at, now);
   if (s.num_generated() > 0) {
@@ -76,6 +77,7 @@ std::vector<Sequence*> Engine::Impl::fork_siblings(Sequence& s) {
     auto child = std::make_unique<Sequence>(s.id, i, std::move(tokens), params, s.on_event, *tokenizer,
                                             config.block_size);
     child->num_computed = s.num_computed;
+    child->draft_num_computed = s.draft_num_computed;  // the same blocks, so the same draft-model K/V
     child->max_total_tokens = s.max_total_tokens;
     child->num_cached_tokens = s.num_cached_tokens;
     child->hash_seed = s.hash_seed;
@@ -160,7 +162,8 @@ void Engine::Impl::note_forward_time(const std::vector<ScheduledSequence>& work,
   for (const ScheduledSequence& w : work) {
     Sequence& s = *w.seq;
     if (w.num_draft > 0) {
-      s.spec_forward_time_s += forward_s;
+      // A model proposer's draft passes are part of what its tokens cost.
+      s.spec_forward_time_s += forward_s + stats.propose_time_s;
     } else if (w.num_rows == 1 && s.num_computed >= s.num_prompt_tokens) {
       s.plain_forward_time_s += forward_s;
       ++s.num_plain_decode_steps;
@@ -181,6 +184,57 @@ double Engine::Impl::spec_speedup_estimate(const Sequence& s) const {
   if (plain_step_s <= 0.0) return 0.0;
   const double without = (s.num_spec_tokens + s.num_plain_decode_steps) * plain_step_s;
   return without / (s.spec_forward_time_s + s.plain_forward_time_s);
+}
+
+bool Engine::Impl::draft_with_model(const std::vector<ScheduledSequence>& work, StepStats& stats) {
+  auto* proposer = dynamic_cast<ModelProposer*>(scheduler->proposer());
+  draft_fed_end.assign(work.size(), -1);
+  if (!proposer) return true;
+  const bool own_kv = proposer->has_own_kv();
+  draft_seqs.clear();
+  int32_t num_draft_tokens = 0;
+  for (size_t i = 0; i < work.size(); ++i) {
+    const ScheduledSequence& w = work[i];
+    Sequence& s = *w.seq;
+    // Early exit drafts only; a draft model also keeps its K/V up with
+    // every row the target computes.
+    if (w.num_draft == 0 && !own_kv) continue;
+    DraftSequence d;
+    d.tokens = s.tokens;
+    d.table = &s.table;
+    d.num_draft = w.num_draft;
+    d.draft = &s.draft;
+    d.end_row = s.num_computed + (w.num_rows - w.num_draft);
+    d.first_row = own_kv ? std::min(s.draft_num_computed, s.num_computed) : d.end_row - 1;
+    if (d.first_row >= d.end_row) continue;
+    draft_fed_end[i] = d.end_row + std::max(0, d.num_draft - 1);
+    num_draft_tokens += d.num_draft;
+    draft_seqs.push_back(d);
+  }
+  if (draft_seqs.empty()) return true;
+  const auto start = Clock::now();
+  if (!proposer->draft(draft_seqs, &interrupted)) return false;
+  const double draft_s = std::chrono::duration<double>(Clock::now() - start).count();
+  stats.propose_time_s += draft_s;
+  stats.num_draft_forwards = proposer->last_num_forwards();
+  stats.num_draft_forward_rows = proposer->last_num_rows();
+  if (num_draft_tokens > 0) {
+    constexpr double kWeight = 0.1;
+    const double per_token = draft_s / num_draft_tokens;
+    draft_s_per_token_ema =
+        draft_s_per_token_ema == 0.0 ? per_token : (1.0 - kWeight) * draft_s_per_token_ema + kWeight * per_token;
+  }
+  return true;
+}
+
+void Engine::Impl::note_draft_kv(const std::vector<ScheduledSequence>& work) {
+  for (size_t i = 0; i < work.size(); ++i) {
+    Sequence& s = *work[i].seq;
+    // Rejected drafts' rows are beyond num_computed; a fully accepted
+    // draft's last token was never fed (the draft model catches up on it
+    // next step, from draft_num_computed).
+    if (draft_fed_end[i] >= 0) s.draft_num_computed = std::min(s.num_computed, draft_fed_end[i]);
+  }
 }
 
 void Engine::Impl::plan_cascade_groups(const std::vector<ScheduledSequence>& work, StepStats& stats) {
@@ -216,6 +270,10 @@ void Engine::step() {
   const std::vector<ScheduledSequence> work = m.scheduler->schedule();
   StepStats stats;
   stats.step = m.num_steps;
+  stats.propose_time_s = m.scheduler->last_propose_time_s();
+  // A model proposer fills the drafts the scheduler reserved rows for.
+  // Interrupted: left half done, as a forward pass is (below).
+  if (!work.empty() && !m.draft_with_model(work, stats)) return;
   if (!work.empty()) {
     m.batch.clear();
     std::vector<char> wants_logits;
@@ -243,7 +301,6 @@ void Engine::step() {
       }
       m.events.record(EngineEventType::Schedule, s.id, s.index, w.num_rows);
     }
-    stats.propose_time_s = m.scheduler->last_propose_time_s();
     stats.num_spec_pauses = m.scheduler->last_num_spec_pauses();
     m.spec_totals.num_pauses += stats.num_spec_pauses;
     m.plan_cascade_groups(work, stats);
@@ -253,6 +310,14 @@ void Engine::step() {
     if (!m.runner->forward(m.batch, m.logits, &m.interrupted)) return;
     const double forward_s = std::chrono::duration<double>(Sequence::Clock::now() - forward_start).count();
     m.note_forward_time(work, stats, forward_s);
+    if (m.draft_s_per_token_ema > 0.0) {
+      // A draft token's cost in target rows, for the auto-disable rule.
+      constexpr double kWeight = 0.1;
+      const double per_row = forward_s / (m.batch.num_tokens + SpecTracker::kFixedCostInRows);
+      m.target_s_per_row_ema =
+          m.target_s_per_row_ema == 0.0 ? per_row : (1.0 - kWeight) * m.target_s_per_row_ema + kWeight * per_row;
+      m.scheduler->set_draft_cost_in_rows(m.draft_s_per_token_ema / m.target_s_per_row_ema);
+    }
     // Rows of verifying sequences are committed once verification says which stay.
     for (const ScheduledSequence& w : work) {
       if (w.num_draft == 0) m.scheduler->commit(w, w.num_rows);
@@ -275,6 +340,7 @@ void Engine::step() {
       m.sample_and_publish(s, logits);
       for (Sequence* sib : siblings) m.sample_and_publish(*sib, logits);
     }
+    m.note_draft_kv(work);
     stats.num_seqs = static_cast<int32_t>(work.size());
     stats.attention_time_s = m.runner->last_attention_stats().time_s;
     stats.cascade_kv_bytes_saved = m.runner->last_attention_stats().cascade_kv_bytes_saved;

@@ -62,7 +62,20 @@ KvPlan plan_kv(const ModelShape& m, const EngineConfig& c, int64_t machine_memor
     p.problems.push_back({"", "the model's shape is unknown: no layers or KV heads"});
     return p;
   }
-  p.bytes_per_block = p.kv_bytes_per_token * c.block_size;
+  if (c.spec == SpecMethod::Draft && m.draft_num_layers > 0) {
+    if (!kv_type_fits_head_dim(c.kv_cache_type, m.draft_head_dim)) {
+      p.problems.push_back({"kv_cache_type", fmt::format("the {} KV cache stores blocks of {} values per head; the "
+                                                         "draft model's heads have {}: choose f16 or bf16",
+                                                         kv_cache_type_name(c.kv_cache_type), kQ8BlockElems,
+                                                         m.draft_head_dim)});
+      return p;
+    }
+    const int64_t draft_per_token =
+        int64_t{2} * m.draft_num_layers *
+        static_cast<int64_t>(kv_row_bytes(c.kv_cache_type, int64_t{m.draft_num_kv_heads} * m.draft_head_dim));
+    p.draft_bytes_per_block = draft_per_token * c.block_size;
+  }
+  p.bytes_per_block = p.kv_bytes_per_token * c.block_size + p.draft_bytes_per_block;
 
   const char* pool_field = c.num_blocks > 0 ? "num_blocks" : "kv_budget";
   p.num_blocks = c.num_blocks > 0 ? c.num_blocks : c.kv_budget_bytes / p.bytes_per_block;

@@ -175,12 +175,12 @@ std::vector<SettingSpec> make_table() {
 
   const auto speculating = [](const EngineConfig& c) { return c.spec != SpecMethod::Off; };
   const auto ngram = [](const EngineConfig& c) { return c.spec == SpecMethod::Ngram; };
-  SettingSpec& spec = words(add(choice_row("spec", &EngineConfig::spec, {"off", "ngram"})), "Speculative decoding",
+  SettingSpec& spec = words(add(choice_row("spec", &EngineConfig::spec, {"off", "ngram", "draft", "early_exit"})), "Speculative decoding",
                             "Speculative decoding", "",
                             "Guess a few tokens ahead and check them in one pass: the same text, faster when the "
                             "guesses hold (replies that copy from the prompt); a request whose guesses keep "
                             "failing stops guessing for a while.");
-  spec.choice_labels = {"Off", "N-gram (prompt lookup)"};
+  spec.choice_labels = {"Off", "N-gram (prompt lookup)", "Draft model", "Early exit (first layers draft)"};
   SettingSpec& spec_k = words(add(int_row("spec_k", &EngineConfig::spec_k, 1, 16)), "Speculative decoding",
                               "Draft tokens", "tokens",
                               "Tokens guessed per step at most: more gains more when guesses hold and costs more "
@@ -196,6 +196,20 @@ std::vector<SettingSpec> make_table() {
                                  "Longest run of recent tokens looked up (tried first): longer matches make better "
                                  "guesses.");
   ngram_max.applies = ngram;
+  // Reconfigure, not Reload: a new draft model is loaded beside the running
+  // model by Engine::reconfigure; the model's own weights stay.
+  SettingSpec& draft = words(add(path_row("spec_draft_model", &EngineConfig::spec_draft_model)),
+                             "Speculative decoding", "Draft model", "",
+                             "A smaller .gguf model with the same vocabulary that guesses the tokens: pays when it "
+                             "is many times faster than the model and agrees with it often.");
+  draft.applies = [](const EngineConfig& c) { return c.spec == SpecMethod::Draft; };
+  SettingSpec& exit_layer = words(add(int_row("spec_early_exit_layer", &EngineConfig::spec_early_exit_layer, 0,
+                                              1024)),
+                                  "Speculative decoding", "Early-exit layers", "layers",
+                                  "Layers of the model that guess the tokens (then its final norm and head): fewer "
+                                  "guess faster, more guess right more often; at most the model's layers.");
+  exit_layer.zero_means = "half the model's layers";
+  exit_layer.applies = [](const EngineConfig& c) { return c.spec == SpecMethod::EarlyExit; };
   return t;
 }
 

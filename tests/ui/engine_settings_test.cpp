@@ -97,6 +97,7 @@ class EngineSettingsTest : public QObject {
     QTemporaryDir dir;
     EngineConfig base;
     base.model_path = "/m.gguf";
+    kvscope::test::fillOtherPaths(base, "/draft.gguf");
     int num_checked = 0;
     for (const SettingSpec& spec : kvscope::engine_settings()) {
       const std::vector<SettingValue> values = kvscope::test::otherValues(spec, kOddPath, /*whole_mib=*/false);

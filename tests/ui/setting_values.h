@@ -75,6 +75,16 @@ inline EngineConfig unusualConfig(const std::string& path, bool whole_mib) {
   return c;
 }
 
+// Every Path row but the model set to `path`: a base for walking rows one at
+// a time, so that a choice that needs a file (spec = draft needs
+// spec_draft_model) is valid alone. Such rows apply only under their choice,
+// so the file changes nothing else.
+inline void fillOtherPaths(EngineConfig& c, const std::string& path) {
+  for (const SettingSpec& spec : engine_settings()) {
+    if (spec.type == SettingType::Path && spec.key != "model_path") spec.set(c, path);
+  }
+}
+
 // "differ: key, key": the settings whose values differ, for a failure message.
 inline QString changedText(const EngineConfig& a, const EngineConfig& b) {
   QStringList keys;

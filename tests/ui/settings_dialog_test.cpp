@@ -75,6 +75,25 @@ void expectMessageRowUnder(QWidget* control, QLabel* message) {
 }
 
 // Puts `value` in the row's control as a person would pick it.
+void setControl(QWidget* dialog, const SettingSpec& spec, const SettingValue& value);
+
+// Sets the first choice (of any Choice row) under which `spec` applies, when
+// it does not apply to the dialog's config now: its control is enabled only then.
+void makeApply(SettingsDialog* dialog, const SettingSpec& spec) {
+  if (!spec.applies || spec.applies(dialog->config())) return;
+  for (const SettingSpec& row : kvscope::engine_settings()) {
+    if (row.type != SettingType::Choice) continue;
+    for (const std::string& choice : row.choices) {
+      EngineConfig c = dialog->config();
+      row.set(c, SettingValue(choice));
+      if (spec.applies(c)) {
+        setControl(dialog, row, SettingValue(choice));
+        return;
+      }
+    }
+  }
+}
+
 void setControl(QWidget* dialog, const SettingSpec& spec, const SettingValue& value) {
   QWidget* control = dialog->findChild<QWidget*>(qs(spec.key));
   QVERIFY2(control, spec.key.c_str());
@@ -296,6 +315,7 @@ class SettingsDialogTest : public QObject {
       if (spec.type != SettingType::Int && spec.type != SettingType::Bytes) continue;
       const QString key = qs(spec.key);
       auto* box = child<QSpinBox>(&dialog, spec.key.c_str());
+      makeApply(&dialog, spec);
       QVERIFY2(box->isEnabled(), qPrintable(key));
       const int64_t unit = spec.type == SettingType::Bytes ? kMiB : 1;
       const int64_t lo = spec.type == SettingType::Bytes ? minMiB(spec) : spec.min;
@@ -351,6 +371,7 @@ class SettingsDialogTest : public QObject {
     QVERIFY(file.open(QIODevice::WriteOnly));
     EngineConfig expected;
     expected.model_path = model_.toStdString();
+    kvscope::test::fillOtherPaths(expected, model_.toStdString());
     expected.record_snapshots = true;
     SettingsDialog dialog(expected, ConversationSettings(), {}, nullptr);
     expectEnabledWhereApplies(&dialog, QStringLiteral("opening"));

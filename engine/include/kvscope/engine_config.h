@@ -43,6 +43,8 @@ enum class CascadeMode {
 enum class SpecMethod {
   Off,    // one token per sequence per step
   Ngram,  // prompt lookup: what followed the last few tokens earlier in the sequence (spec/ngram_proposer.h)
+  Draft,  // a second, smaller model with the same vocabulary drafts greedily (spec/model_proposer.h)
+  EarlyExit,  // the target's first spec_early_exit_layer layers + final norm + head draft greedily
 };
 
 const char* scheduling_policy_name(SchedulingPolicy policy);
@@ -74,7 +76,13 @@ struct EngineConfig {
   int32_t spec_k = 4;          // draft tokens per proposal, at most
   int32_t spec_ngram_min = 1;  // n-gram proposer: shortest suffix it matches (above the max: the max)
   int32_t spec_ngram_max = 4;  // and longest (tried first)
+  std::string spec_draft_model;    // spec = draft: the draft model's file (same vocabulary as the model)
+  // spec = early_exit: layers the draft runs (1..the model's layers; 0: half of them, rounded down, at least 1).
+  int32_t spec_early_exit_layer = 0;
   bool record_snapshots = false;   // build an EngineSnapshot after every step
+  // Tests and benchmarks: speculate in every decode step, even where the
+  // auto-disable rule (spec/spec_tracker.h) would pause. Not a setting.
+  bool spec_never_pause = false;
 
   // Every problem: each setting against its table row's range, then the
   // rules that tie settings together. Empty when the config is usable.

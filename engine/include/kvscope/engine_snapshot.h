@@ -101,12 +101,19 @@ struct StepStats {
   int32_t num_verify_rows = 0;        // rows of the verifying sequences (1 + drafts each)
   int32_t num_rolled_back_blocks = 0; // blocks released because they held only rejected drafts
   int32_t num_spec_pauses = 0;        // sequences whose speculation switched itself off (did not pay)
-  double propose_time_s = 0.0;        // the proposer's time (scheduling)
+  double propose_time_s = 0.0;        // the proposer's time (scheduling; a model proposer's draft passes)
+  // A model proposer (spec = draft, early_exit): its forward passes this
+  // step and their query rows (a draft model's include every target row).
+  int32_t num_draft_forwards = 0;
+  int32_t num_draft_forward_rows = 0;
   int32_t num_batch_tokens() const { return num_prefill_tokens + num_decode_tokens + num_draft_tokens; }
 };
 
 // Speculative decoding since the engine was created (docs/speculative.md).
 struct SpecStats {
+  std::string method;               // the proposer: "ngram", "draft", "early_exit"; empty when off
+  int32_t draft_layers = 0;         // layers a model proposer's draft runs (early exit: L; draft: its model's)
+  int64_t draft_kv_bytes = 0;       // the draft model's share of the KV pool (spec = draft), in bytes
   int64_t num_drafts = 0;           // proposals verified
   int64_t num_draft_tokens = 0;     // tokens proposed (each a query row)
   int64_t num_accepted_tokens = 0;  // of those, accepted

@@ -29,6 +29,11 @@ struct ModelShape {
   int32_t head_dim = 0;
   int32_t vocab_size = 0;
   int32_t context_length = 0;  // trained maximum
+  // Speculative decoding with a draft model (spec = draft): the draft's
+  // layers and K/V width, whose K/V share each block (0: no draft model).
+  int32_t draft_num_layers = 0;
+  int32_t draft_num_kv_heads = 0;
+  int32_t draft_head_dim = 0;
 
   // K and V of one token over every layer: 2 * layers * kv_heads * head_dim
   // elements of `type`.
@@ -43,7 +48,10 @@ struct KvPlan {
 
   int32_t max_model_len = 0;  // resolved: the config's, or the model's context when 0
   int64_t kv_bytes_per_token = 0;
-  int64_t bytes_per_block = 0;  // kv_bytes_per_token * block_size
+  int64_t bytes_per_block = 0;  // (kv_bytes_per_token + the draft model's) * block_size
+  // The draft model's share of bytes_per_block (spec = draft; else 0): its
+  // K/V live in the same blocks, so the budget pays for both.
+  int64_t draft_bytes_per_block = 0;
   int64_t num_blocks = 0;       // config.num_blocks, else floor(kv_budget / bytes_per_block)
   int64_t num_swap_blocks = 0;  // floor(swap_space / bytes_per_block) with preemption = swap, else 0
   int64_t pool_bytes = 0;       // num_blocks * bytes_per_block

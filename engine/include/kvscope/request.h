@@ -40,6 +40,7 @@ struct RequestStats {
   int32_t num_draft_tokens = 0;
   int32_t num_accepted_tokens = 0;
   int32_t num_spec_pauses = 0;
+  std::string spec_method;  // the proposer ("ngram", "draft", "early_exit"); empty with speculation off
   // Decode speed with speculation against the same request without it,
   // estimated from forward-pass times (0: no estimate, e.g. nothing was
   // verified): tokens of its verification steps priced at its own plain

@@ -77,6 +77,7 @@ void KvCacheManager::prepare_write(BlockTable& table, int32_t first_write, int32
     if (pool_.ref_count(old) == 1) continue;
     const int32_t fresh = pool_.allocate();
     KvStorage::copy_block(storage_, old, storage_, fresh);
+    if (draft_storage_) KvStorage::copy_block(*draft_storage_, old, *draft_storage_, fresh);
     pool_.set_fill(fresh, pool_.fill(old));
     pool_.release(old);
     table.replace(i, fresh);

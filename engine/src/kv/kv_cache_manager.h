@@ -39,6 +39,12 @@ class KvCacheManager {
   // `storage` holds the device blocks; the swap space is allocated here.
   KvCacheManager(const KvCacheConfig& config, KvStorage& storage, EventLog& events);
 
+  // Speculative decoding with a draft model: the draft's KV (same blocks,
+  // indexed by the same block ids, docs/speculative.md), copied along on
+  // copy-on-write. Not swapped: a swapped-out sequence's draft KV is
+  // recomputed after it comes back. nullptr: none.
+  void set_draft_storage(KvStorage* draft) { draft_storage_ = draft; }
+
   const KvCacheConfig& config() const { return config_; }
   const BlockPool& pool() const { return pool_; }
   int32_t block_size() const { return config_.block_size; }
@@ -105,6 +111,7 @@ class KvCacheManager {
 
   KvCacheConfig config_;
   KvStorage& storage_;
+  KvStorage* draft_storage_ = nullptr;  // not owned
   EventLog& events_;
   BlockPool pool_;
   std::vector<int32_t> block_tokens_;  // [num_blocks * block_size] tokens of hashed blocks

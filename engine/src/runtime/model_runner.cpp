@@ -105,7 +105,8 @@ size_t ModelRunner::workspace_bytes() const {
   return floats * sizeof(float);
 }
 
-bool ModelRunner::forward(const StepBatch& batch, std::vector<float>& logits, const std::atomic<bool>* interrupt) {
+bool ModelRunner::forward(const StepBatch& batch, std::vector<float>& logits, const std::atomic<bool>* interrupt,
+                          int32_t num_layers) {
   const ModelConfig& c = config();
   const ModelWeights& w = *weights_;
   const int32_t T = batch.num_tokens;
@@ -121,7 +122,8 @@ bool ModelRunner::forward(const StepBatch& batch, std::vector<float>& logits, co
       for (int64_t i = 0; i < H; ++i) row[i] *= c.embedding_scale;
     }
   }
-  for (int32_t layer = 0; layer < c.num_layers; ++layer) {
+  const int32_t layers_run = num_layers > 0 ? std::min(num_layers, c.num_layers) : c.num_layers;
+  for (int32_t layer = 0; layer < layers_run; ++layer) {
     if (interrupt && interrupt->load(std::memory_order_relaxed)) return false;
     attention_block(layer, batch);
     ffn_block(layer, T);

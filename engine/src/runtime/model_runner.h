@@ -50,7 +50,11 @@ class ModelRunner {
 
   // logits: [batch.logits_rows.size()][vocab_size], resized here. Returns
   // false, with logits unset, when `interrupt` is set at a layer boundary.
-  bool forward(const StepBatch& batch, std::vector<float>& logits, const std::atomic<bool>* interrupt = nullptr);
+  // num_layers: run layers [0, num_layers) only, then the final norm and the
+  // head (early-exit self-speculation's draft); 0 or above the model's
+  // layers: all of them. Only those layers' K/V are written.
+  bool forward(const StepBatch& batch, std::vector<float>& logits, const std::atomic<bool>* interrupt = nullptr,
+               int32_t num_layers = 0);
 
   // The attention kernels of the last forward(), all layers.
   struct AttentionStats {

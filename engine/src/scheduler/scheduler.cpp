@@ -85,6 +85,7 @@ void Scheduler::propose_drafts(std::vector<ScheduledSequence>& out, int32_t& bud
   // cost is weighed against (spec/spec_tracker.h). The same for every
   // sequence, whatever order they are visited in.
   const int32_t num_rows = config_.max_batched_tokens - budget;
+  const bool model_proposer = proposer_->needs_forward();
   for (ScheduledSequence& w : out) {
     if (budget <= 0) break;
     Sequence& s = *w.seq;
@@ -97,14 +98,16 @@ void Scheduler::propose_drafts(std::vector<ScheduledSequence>& out, int32_t& bud
     const int32_t k = std::min({config_.spec_k, budget, room});
     if (k <= 0) continue;
     const int32_t pauses_before = s.spec.num_pauses();
-    const bool may = s.spec.may_propose(num_rows);
+    const bool may = config_.spec_never_pause || s.spec.may_propose(num_rows, draft_cost_in_rows_);
     num_spec_pauses_ += s.spec.num_pauses() - pauses_before;
     if (!may) continue;
-    const int32_t limit = s.spec.draft_limit(k);
-    std::vector<int32_t> draft = proposer_->propose(s.tokens, limit);
-    if (draft.empty()) continue;
+    const int32_t limit = config_.spec_never_pause ? k : s.spec.draft_limit(k);
+    // A model proposer always drafts `limit` tokens; the engine step fills
+    // s.draft with them after schedule() (spec/model_proposer.h).
+    std::vector<int32_t> draft = model_proposer ? std::vector<int32_t>{} : proposer_->propose(s.tokens, limit);
+    if (!model_proposer && draft.empty()) continue;
     if (static_cast<int32_t>(draft.size()) > limit) draft.resize(static_cast<size_t>(limit));
-    const int32_t num_draft = static_cast<int32_t>(draft.size());
+    const int32_t num_draft = model_proposer ? limit : static_cast<int32_t>(draft.size());
     const int32_t first = s.num_computed + 1;  // the last token's row was prepared by schedule_running
     if (!kv_.can_write(s.table, first, first + num_draft)) continue;  // a guess never preempts anyone
     kv_.prepare_write(s.table, first, first + num_draft, s.id, s.index);
@@ -151,6 +154,9 @@ void Scheduler::admit(std::vector<ScheduledSequence>& out, int32_t& budget) {
       if (!kv_.pool().can_allocate(s.table.num_blocks_needed(known))) break;
       const int32_t cached = kv_.acquire_cached_prefix(s.table, s.tokens, s.hash_seed, s.id);
       s.num_computed = cached;
+      // A cached block's draft-model K/V was written with its tokens (the
+      // draft runs over every row the target computes).
+      s.draft_num_computed = cached;
       if (s.num_preemptions == 0) s.num_cached_tokens = cached;
     }
     const int32_t rows = std::min(s.num_uncomputed(), budget);
@@ -178,6 +184,7 @@ void Scheduler::preempt(Sequence& victim) {
   events_.record(EngineEventType::Preempt, victim.id, victim.index, swap ? 1 : 0);
   if (swap) {
     kv_.swap_out(victim.table, victim.id, victim.index);
+    victim.draft_num_computed = 0;  // the draft model's K/V is not swapped: recomputed after swap-in
     victim.state = SequenceState::Swapped;
     swapped_.push_back(std::move(owned));
   } else {
@@ -189,6 +196,7 @@ void Scheduler::preempt(Sequence& victim) {
 void Scheduler::release_for_recompute(Sequence& s) {
   release_blocks(s);
   s.num_computed = 0;
+  s.draft_num_computed = 0;
   s.state = SequenceState::Waiting;
 }
 

@@ -44,6 +44,7 @@ struct SchedulerConfig {
   SchedulingPolicy policy = SchedulingPolicy::Continuous;
   PreemptionMode preemption = PreemptionMode::Recompute;
   int32_t spec_k = 4;  // draft tokens per proposal, at most (with a proposer)
+  bool spec_never_pause = false;  // EngineConfig::spec_never_pause
 };
 
 class Scheduler {
@@ -84,6 +85,12 @@ class Scheduler {
   // Seconds the proposer took in the last schedule(), and the sequences whose
   // speculation switched itself off there (SpecTracker pauses started).
   double last_propose_time_s() const { return propose_time_s_; }
+  // The proposer (nullptr: speculation off). A model proposer
+  // (needs_forward()) drafts in the engine step, for the rows reserved here.
+  Proposer* proposer() const { return proposer_.get(); }
+  // A model proposer's drafting cost per draft token, in target rows
+  // (SpecTracker::required_acceptance), measured by the engine; 0 for n-gram.
+  void set_draft_cost_in_rows(double rows) { draft_cost_in_rows_ = rows; }
   int32_t last_num_spec_pauses() const { return num_spec_pauses_; }
   // Removes finished sequences, releasing their blocks.
   std::vector<std::unique_ptr<Sequence>> reap_finished();
@@ -110,6 +117,7 @@ class Scheduler {
   EventLog& events_;
   std::unique_ptr<Proposer> proposer_;  // nullptr: speculative decoding off
   double propose_time_s_ = 0.0;
+  double draft_cost_in_rows_ = 0.0;
   int32_t num_spec_pauses_ = 0;
   std::deque<std::unique_ptr<Sequence>> waiting_;
   std::vector<std::unique_ptr<Sequence>> running_;  // in admission order

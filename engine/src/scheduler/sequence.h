@@ -54,6 +54,10 @@ struct Sequence {
   // and the sequence's acceptance record and auto-disable state.
   std::vector<int32_t> draft;  // [num_draft]
   SpecTracker spec;
+  // Speculation with a draft model: positions whose draft-model K/V are in
+  // place (<= num_computed; reset with num_computed, and on swap-out, as the
+  // draft's K/V are not swapped).
+  int32_t draft_num_computed = 0;
   // For RequestStats::spec_speedup_estimate: forward time of the steps in
   // which it verified a draft and the tokens they emitted, and of the steps
   // in which it decoded one token plainly.

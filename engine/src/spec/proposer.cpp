@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "spec/model_proposer.h"
 #include "spec/ngram_proposer.h"
 
 namespace kvscope {
@@ -14,6 +15,8 @@ std::unique_ptr<Proposer> make_proposer(const EngineConfig& config) {
       // values is usable, so the two settings can be changed one at a time.
       return std::make_unique<NgramProposer>(std::min(config.spec_ngram_min, config.spec_ngram_max),
                                              config.spec_ngram_max);
+    case SpecMethod::Draft:
+    case SpecMethod::EarlyExit: return std::make_unique<ModelProposer>(config.spec);
   }
   return nullptr;
 }

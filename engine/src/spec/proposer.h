@@ -3,9 +3,11 @@
 // forward pass as ordinary decoding and keeps only those the model would have
 // produced itself, so a proposer changes speed, never the output.
 //
-// Implementations: NgramProposer (prompt lookup, spec/ngram_proposer.h). A
-// draft-model proposer (a second, smaller model) and early-exit
-// self-speculation would implement the same interface; they are not built yet.
+// Implementations: NgramProposer (prompt lookup, spec/ngram_proposer.h), and
+// ModelProposer (spec/model_proposer.h: a draft model, or early-exit
+// self-speculation), which needs forward passes: needs_forward() is true, the
+// scheduler only reserves its draft rows and the engine step drafts for all
+// speculating sequences of the step together (ModelProposer::draft).
 #pragma once
 
 #include <cstdint>
@@ -33,8 +35,14 @@ class Proposer {
   // proposer that samples its drafts would also need to report q.
   virtual bool deterministic() const = 0;
 
-  // Required. Short name for logs and metrics ("ngram").
+  // Required. Short name for logs and metrics ("ngram"): spec_method_name of its method.
   virtual const char* name() const = 0;
+
+  // Whether drafting needs a model's forward pass. Then propose() is not
+  // called: the scheduler decides who drafts how many tokens and reserves
+  // their KV slots, leaving Sequence::draft empty, and the engine step fills
+  // every draft in one batched call (ModelProposer::draft).
+  virtual bool needs_forward() const { return false; }
 };
 
 // The proposer config.spec asks for, nullptr when speculation is off.

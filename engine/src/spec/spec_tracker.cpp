@@ -13,12 +13,12 @@ double SpecTracker::expected_acceptance() const {
   return static_cast<double>(accepted) / static_cast<double>(drafted);
 }
 
-bool SpecTracker::may_propose(int32_t num_rows) {
+bool SpecTracker::may_propose(int32_t num_rows, double draft_cost_in_rows) {
   if (pause_left_ > 0) {
     --pause_left_;
     return false;
   }
-  const double required = required_acceptance(num_rows);
+  const double required = required_acceptance(num_rows, draft_cost_in_rows);
   if (expected_acceptance() >= required) {
     const int32_t drafted = std::accumulate(recent_drafted_.begin(), recent_drafted_.end(), 0);
     const int32_t accepted = std::accumulate(recent_accepted_.begin(), recent_accepted_.end(), 0);

@@ -52,8 +52,12 @@ class SpecTracker {
   static constexpr int32_t kMaxPause = 256;
 
   // The acceptance rate a proposal must expect in a step of num_rows rows.
-  static double required_acceptance(int32_t num_rows) {
-    return num_rows <= 0 ? 0.0 : num_rows / (num_rows + kFixedCostInRows);
+  // draft_cost_in_rows: what drafting one token costs besides its row, in
+  // target rows (a model proposer's forward passes; 0 for n-gram). With
+  // d draft tokens costing d (r + c) the break-even of the header becomes
+  // a / d > n (1 + c / r) / (n + f / r); above 1 no proposal can pay.
+  static double required_acceptance(int32_t num_rows, double draft_cost_in_rows = 0.0) {
+    return num_rows <= 0 ? 0.0 : num_rows * (1.0 + draft_cost_in_rows) / (num_rows + kFixedCostInRows);
   }
   // Accepted / proposed draft tokens over the window and the prior.
   double expected_acceptance() const;
@@ -62,7 +66,7 @@ class SpecTracker {
   // may propose. While paused it counts the step toward the end of the
   // pause, so call it once per decode step in which the sequence could have
   // proposed; when the expected rate is too low it starts a pause.
-  bool may_propose(int32_t num_rows);
+  bool may_propose(int32_t num_rows, double draft_cost_in_rows = 0.0);
   // Draft tokens the next proposal may have, at most k: 1 while the window is
   // empty (a try on the prior alone), k otherwise.
   int32_t draft_limit(int32_t k) const { return num_recent_ == 0 ? std::min(k, 1) : k; }
