@@ -24,9 +24,11 @@
 #include <QUrl>
 #include <QVBoxLayout>
 
+#include "models/draft_spans.h"
 #include "models/markdown_code_blocks.h"
 #include "models/message_stats.h"
 #include "models/sampling_sources.h"
+#include "palette_colors.h"
 
 namespace kvscope::ui {
 namespace {
@@ -170,6 +172,7 @@ void ChatWidget::regenerate() {
 void ChatWidget::startReply(const ChatHistory& history) {
   const int n = std::clamp(settings_.n, ConversationSettings::kMinReplies, ConversationSettings::kMaxReplies);
   pending_.texts = QStringList(n, QString());
+  pending_.from_draft.assign(static_cast<size_t>(n), TextSpans{});
   pending_.finishes.assign(static_cast<size_t>(n), FinishInfo{});
   pending_.remaining = n;
   awaiting_start_ = true;
@@ -301,8 +304,11 @@ void ChatWidget::onRequestStarted(quint64 request_id, bool is_chat) {
   }
 }
 
-void ChatWidget::onTokens(quint64 request_id, int index, const QString& text) {
+void ChatWidget::onTokens(quint64 request_id, int index, const QString& text, const TextSpans& from_draft) {
   if (request_id != active_id_ || active_id_ == 0 || index < 0 || index >= pending_.texts.size()) return;
+  const int offset = static_cast<int>(pending_.texts[index].size());
+  TextSpans& spans = pending_.from_draft[static_cast<size_t>(index)];
+  for (const TextSpan& span : from_draft) spans.push_back({offset + span.begin, span.length});
   pending_.texts[index] += text;
   scheduleRender();
 }
@@ -361,6 +367,11 @@ void ChatWidget::onSnapshot(const kvscope::ui::SnapshotPtr& snapshot) {
                        .arg(rate, 0, 'f', 1)
                        .arg(locale.toString(total), locale.toString(context_length_));
     if (seq.num_cached_tokens > 0) text += tr(" · %1 prompt tokens from cache").arg(locale.toString(seq.num_cached_tokens));
+    if (seq.num_draft_tokens > 0) {
+      text += tr(" · drafts accepted %1 / %2")
+                  .arg(locale.toString(seq.num_accepted_tokens), locale.toString(seq.num_draft_tokens));
+    }
+    if (seq.spec_paused) text += tr(" · speculation paused: drafts were not paying");
     setStatus(text);
     return;
   }
@@ -500,7 +511,41 @@ void ChatWidget::renderStream() {
   cursor.removeSelectedText();
   cursor.insertMarkdown(shown);
   markdown_ = markdown_head_ + QStringLiteral("\n\n") + shown;
+  if (draft_tint_ && !text.isEmpty()) tintDrafts();
   if (at_bottom) bar->setValue(bar->maximum());
+}
+
+void ChatWidget::tintDrafts() {
+  const size_t shown = static_cast<size_t>(pending_.shown);
+  if (shown >= pending_.from_draft.size() || pending_.from_draft[shown].empty()) return;
+  const TextSpans rendered =
+      spansInRendering(pending_.texts.value(pending_.shown), pending_.from_draft[shown], streamText());
+  tintSpans(view_->document(), stream_start_, rendered, draftTokenBackground(view_->palette()));
+}
+
+QString ChatWidget::streamText() const {
+  if (stream_start_ < 0) return QString();
+  QTextCursor cursor(view_->document());
+  cursor.setPosition(stream_start_);
+  cursor.movePosition(QTextCursor::End, QTextCursor::KeepAnchor);
+  return cursor.selectedText();
+}
+
+TextSpans ChatWidget::tintedSpans() const {
+  if (stream_start_ < 0) return {};
+  return spansWithBackground(*view_->document(), stream_start_, draftTokenBackground(view_->palette()));
+}
+
+void ChatWidget::setDraftTint(bool on) {
+  if (draft_tint_ == on) return;
+  draft_tint_ = on;
+  if (stream_start_ >= 0) renderStream();
+}
+
+void ChatWidget::changeEvent(QEvent* event) {
+  QWidget::changeEvent(event);
+  // The tint is made from the palette: a theme switch redraws it.
+  if (event->type() == QEvent::PaletteChange && stream_start_ >= 0) renderStream();
 }
 
 void ChatWidget::updateHeader() {

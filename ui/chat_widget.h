@@ -5,7 +5,10 @@
 // (system prompt, the sampling values in force and where each came from: this
 // conversation, the model file or kvscope's defaults; n), an input box (Ctrl+Enter sends, Esc stops or
 // leaves editing) and a status line ("loading model 43%", "processing prompt
-// 340 / 1,200 tokens", tok/s, context usage).
+// 340 / 1,200 tokens", tok/s, context usage, "speculation paused").
+// With speculative decoding, the text of tokens that were accepted drafts is
+// tinted in the reply being written (setDraftTint; models/draft_spans.h), a
+// background only: the text stays the same plain, selectable text.
 //
 // It knows nothing of the engine: it asks for replies with sendRequested()
 // (the engine applies the model's chat template) and takes results through
@@ -55,6 +58,11 @@ class ChatWidget : public QWidget {
   const kvscope::SamplingDefaults& samplingDefaults() const { return sampling_defaults_; }
   // The header as shown (rich text).
   QString headerText() const;
+  bool draftTint() const { return draft_tint_; }
+  // For tests: the reply being written as rendered (plain text), and the
+  // runs of it whose background is the draft tint.
+  QString streamText() const;
+  TextSpans tintedSpans() const;
 
  public slots:
   // Sends `text` as the next user turn (after the edited turn's predecessors
@@ -80,10 +88,13 @@ class ChatWidget : public QWidget {
   // being written goes on.
   void onModelKept(const kvscope::ModelInfo& info);
   void onRequestStarted(quint64 request_id, bool is_chat);
-  void onTokens(quint64 request_id, int index, const QString& text);
+  // `from_draft`: the characters of `text` that came from accepted draft tokens.
+  void onTokens(quint64 request_id, int index, const QString& text, const kvscope::ui::TextSpans& from_draft = {});
   void onFinished(quint64 request_id, const kvscope::ui::FinishInfo& info);
   void onSnapshot(const kvscope::ui::SnapshotPtr& snapshot);
   void onError(const QString& message);
+  // Tints accepted draft tokens in the reply being written (on by default).
+  void setDraftTint(bool on);
 
  signals:
   void sendRequested(const kvscope::ui::ChatHistory& history, const kvscope::SamplingParams& sampling, int n);
@@ -100,6 +111,7 @@ class ChatWidget : public QWidget {
 
  protected:
   bool eventFilter(QObject* watched, QEvent* event) override;
+  void changeEvent(QEvent* event) override;
 
  private:
   // The request on its way and the reply being written: n streams, finished
@@ -109,6 +121,7 @@ class ChatWidget : public QWidget {
     int keep = 0;
     QString user_text;  // empty for regenerate
     QStringList texts;
+    std::vector<TextSpans> from_draft;  // per text: its accepted draft tokens' characters
     std::vector<FinishInfo> finishes;
     int remaining = 0;
     int shown = 0;
@@ -120,6 +133,7 @@ class ChatWidget : public QWidget {
   void scheduleRender();
   void render();        // everything
   void renderStream();  // only the reply being written
+  void tintDrafts();    // in the reply being written, as rendered
   void updateHeader();
   void updateButtons();
   QString markdownForTurn(int index) const;
@@ -145,6 +159,7 @@ class ChatWidget : public QWidget {
   quint64 active_id_ = 0;
   int editing_index_ = -1;
   bool model_ready_ = false;
+  bool draft_tint_ = true;
   QString model_name_;
   int context_length_ = 0;
   QElapsedTimer since_first_token_;

@@ -12,6 +12,7 @@ void registerEngineMetaTypes() {
   qRegisterMetaType<WorkloadSpec>();
   qRegisterMetaType<FinishInfo>();
   qRegisterMetaType<EventBatch>();
+  qRegisterMetaType<TextSpans>();
 }
 
 }  // namespace kvscope::ui

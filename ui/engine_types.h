@@ -36,6 +36,16 @@ struct WorkloadSpec {
   double arrival_rate_per_s = 0.0;
 };
 
+// A run of characters in a text: [begin, begin + length), in UTF-16 code
+// units (QString indices). The worker marks, in each streamed chunk of a
+// reply, the text of tokens that were accepted speculative drafts.
+struct TextSpan {
+  int begin = 0;
+  int length = 0;
+  bool operator==(const TextSpan&) const = default;
+};
+using TextSpans = std::vector<TextSpan>;
+
 // What the worker reports when a request ends.
 struct FinishInfo {
   int index = 0;  // which of the request's n completions ended
@@ -58,3 +68,4 @@ Q_DECLARE_METATYPE(kvscope::ui::ChatHistory)
 Q_DECLARE_METATYPE(kvscope::ui::WorkloadSpec)
 Q_DECLARE_METATYPE(kvscope::ui::FinishInfo)
 Q_DECLARE_METATYPE(kvscope::ui::EventBatch)
+Q_DECLARE_METATYPE(kvscope::ui::TextSpans)

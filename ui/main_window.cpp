@@ -5,6 +5,7 @@
 
 #include <QAction>
 #include <QApplication>
+#include <QDateTime>
 #include <QDockWidget>
 #include <QDragEnterEvent>
 #include <QDropEvent>
@@ -37,6 +38,7 @@
 #include "memory_panel.h"
 #include "settings_dialog.h"
 #include "shared_prefix_panel.h"
+#include "spec_plots.h"
 #include "trace_panel.h"
 #include "workload_dialog.h"
 
@@ -158,6 +160,14 @@ void MainWindow::createActions() {
   engine->addActions({workload, stop_workload, settings});
   QMenu* view = menuBar()->addMenu(tr("&View"));
   for (QDockWidget* dock : findChildren<QDockWidget*>()) view->addAction(dock->toggleViewAction());
+  view->addSeparator();
+  // Where speculation paid, in the reply being written; only with a proposer on.
+  draft_tint_action_ = view->addAction(tr("&Tint accepted draft tokens"));
+  draft_tint_action_->setObjectName(QStringLiteral("draft_tint_action"));
+  draft_tint_action_->setCheckable(true);
+  draft_tint_action_->setChecked(chat_->draftTint());
+  draft_tint_action_->setEnabled(config_.spec != kvscope::SpecMethod::Off);
+  connect(draft_tint_action_, &QAction::toggled, chat_, &ChatWidget::setDraftTint);
 
   QToolBar* bar = addToolBar(tr("Main"));
   bar->setObjectName(QStringLiteral("main_toolbar"));
@@ -279,6 +289,8 @@ void MainWindow::acceptConfig(const kvscope::ModelInfo& info) {
   memory_panel_->setModel(info, config_);
   shared_prefixes_->setModelInfo(info);
   invariance_panel_->setBaseConfig(config_);
+  plots_->specPlots()->setSpecMethod(config_.spec);
+  draft_tint_action_->setEnabled(config_.spec != kvscope::SpecMethod::Off);
 }
 
 bool MainWindow::showPanel(const QString& name) {
@@ -401,6 +413,8 @@ void MainWindow::onSnapshot(const kvscope::ui::SnapshotPtr& snapshot) {
   table_model_->setSnapshot(snapshot);
   plots_->addSnapshot(snapshot);
   chat_->onSnapshot(snapshot);
+  const QString pause_note = spec_pauses_.update(*snapshot, QDateTime::currentMSecsSinceEpoch());
+  if (!pause_note.isEmpty()) statusBar()->showMessage(pause_note, 10000);
   kv_summary_->setText(kvSummary(*snapshot));
   step_label_->setText(tr("step %1 · running %2 · waiting %3 · swapped %4 · %5 ms/step")
                            .arg(snapshot->step)

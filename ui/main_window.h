@@ -17,7 +17,9 @@
 #include "engine_types.h"
 #include "models/chat_turn.h"
 #include "models/conversation_settings.h"
+#include "models/spec_pause_notices.h"
 
+class QAction;
 class QLabel;
 class QMenu;
 class QTableView;
@@ -142,6 +144,8 @@ class MainWindow : public QMainWindow {
   InvariancePanel* invariance_panel_ = nullptr;
   QLabel* model_label_ = nullptr;
   QLabel* step_label_ = nullptr;
+  QAction* draft_tint_action_ = nullptr;  // View > Tint accepted draft tokens
+  SpecPauseNotices spec_pauses_;
 
   std::unique_ptr<ChatStore> store_;
   ConversationListWidget* conversations_ = nullptr;

@@ -25,6 +25,12 @@ QColor errorTextColor(const QPalette& palette) {
   return isDarkPalette(palette) ? QColor(255, 120, 120) : QColor(176, 0, 32);
 }
 
+QColor draftTokenBackground(const QPalette& palette) {
+  // A dark theme needs a stronger blend for the same visible difference.
+  const QColor green = isDarkPalette(palette) ? QColor(70, 190, 110) : QColor(60, 180, 90);
+  return mixColors(palette.color(QPalette::Base), green, isDarkPalette(palette) ? 0.28 : 0.22);
+}
+
 namespace {
 
 double relativeLuminance(const QColor& c) {

@@ -19,6 +19,11 @@ QColor mixColors(const QColor& a, const QColor& b, double t);
 // usual deep red on a light theme, a light red on a dark one.
 QColor errorTextColor(const QPalette& palette);
 
+// The background that marks text from accepted speculative draft tokens in
+// the chat: a green blended into the palette's Base, faint enough that the
+// palette's Text keeps a contrast of at least 4.5 on it (light and dark).
+QColor draftTokenBackground(const QPalette& palette);
+
 // WCAG relative-luminance contrast ratio of two colours (1 to 21); 4.5 is
 // the usual floor for body text.
 double contrastRatio(const QColor& a, const QColor& b);

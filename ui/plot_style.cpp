@@ -71,4 +71,32 @@ bool syncPlotPixelRatio(QCustomPlot* plot) {
   return true;
 }
 
+QCustomPlot* makeStripPlot(QWidget* parent, const QString& title, double window_steps) {
+  auto* plot = new QCustomPlot(parent);
+  const QFont font = parent->font();
+  plot->setMinimumHeight(110);
+  plot->setNoAntialiasingOnDrag(true);
+  plot->plotLayout()->insertRow(0);
+  auto* text = new QCPTextElement(plot, title, QFont(font.family(), font.pointSize(), QFont::Bold));
+  plot->plotLayout()->addElement(0, 0, text);
+  plot->legend->setVisible(true);
+  QFont legend_font = font;
+  legend_font.setPointSizeF(legend_font.pointSizeF() * 0.85);
+  plot->legend->setFont(legend_font);
+  plot->legend->setRowSpacing(-3);
+  plot->legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);  // one row
+  plot->legend->setWrap(0);
+  plot->legend->setColumnSpacing(6);
+  plot->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignRight);
+  plot->xAxis->setRange(0, window_steps);
+  plot->yAxis->setRange(0, 1);
+  plot->yAxis->ticker()->setTickCount(3);  // short strips: few labels that do not collide
+  plot->xAxis->setLabel(QString());
+  const QFontMetrics metrics(plot->yAxis->tickLabelFont());
+  plot->axisRect()->setAutoMargins(QCP::msTop | QCP::msBottom);
+  plot->axisRect()->setMargins(QMargins(metrics.horizontalAdvance(QStringLiteral("000000")) + 12, 0,
+                                        metrics.horizontalAdvance(QStringLiteral("0000")) + 12, 0));
+  return plot;
+}
+
 }  // namespace kvscope::ui

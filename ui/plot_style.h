@@ -7,6 +7,8 @@
 #include <QPalette>
 
 class QCustomPlot;
+class QString;
+class QWidget;
 
 namespace kvscope::ui {
 
@@ -22,5 +24,12 @@ void applyPaletteToPlot(QCustomPlot* plot, const QPalette& palette);
 // ratio and replots; returns whether it had to. Call it when the widget is
 // shown and on screen / pixel-ratio changes.
 bool syncPlotPixelRatio(QCustomPlot* plot);
+
+// A strip as the Plots dock draws them: a bold title row, a one-row legend
+// at the top right, few ticks, and fixed side margins (room for "000000" on
+// the left and "0000" on the right) so that strips stacked in one column
+// line up their x axes whether or not a strip has a right axis. x spans
+// [0, window_steps] until the caller slides it.
+QCustomPlot* makeStripPlot(QWidget* parent, const QString& title, double window_steps);
 
 }  // namespace kvscope::ui

@@ -3,12 +3,14 @@
 
 #include <algorithm>
 
+#include <QCoreApplication>
 #include <QEvent>
 #include <QVBoxLayout>
 #include <qcustomplot.h>
 
 #include "block_cell_style.h"
 #include "plot_style.h"
+#include "spec_plots.h"
 
 namespace kvscope::ui {
 
@@ -22,6 +24,8 @@ PlotsWidget::PlotsWidget(QWidget* parent) : QWidget(parent) {
   throughput_ = makePlot(tr("Throughput"));
   attention_ = makePlot(tr("Attention / step"));
   for (QCustomPlot* plot : plots()) layout->addWidget(plot);
+  spec_ = new SpecPlots(this);
+  layout->addWidget(spec_);
 
   queue_graphs_ = {addGraph(queues_, tr("running"), QColor(40, 120, 200), false),
                    addGraph(queues_, tr("waiting"), QColor(230, 140, 30), false),
@@ -98,6 +102,9 @@ bool PlotsWidget::event(QEvent* event) {
   // its device pixel ratio).
   if (event->type() == QEvent::ScreenChangeInternal) {
     for (QCustomPlot* plot : plots()) syncPlotPixelRatio(plot);
+    // Qt sends it to every widget of a window that changes screen, but a
+    // hidden one may miss it: the speculation plots follow with the strips.
+    QCoreApplication::sendEvent(spec_, event);
   }
   return QWidget::event(event);
 }
@@ -107,35 +114,7 @@ void PlotsWidget::showEvent(QShowEvent* event) {
   for (QCustomPlot* plot : plots()) syncPlotPixelRatio(plot);
 }
 
-QCustomPlot* PlotsWidget::makePlot(const QString& title) {
-  auto* plot = new QCustomPlot(this);
-  plot->setMinimumHeight(110);
-  plot->setNoAntialiasingOnDrag(true);
-  plot->plotLayout()->insertRow(0);
-  auto* text = new QCPTextElement(plot, title, QFont(font().family(), font().pointSize(), QFont::Bold));
-  plot->plotLayout()->addElement(0, 0, text);
-  plot->legend->setVisible(true);
-  QFont legend_font = font();
-  legend_font.setPointSizeF(legend_font.pointSizeF() * 0.85);
-  plot->legend->setFont(legend_font);
-  plot->legend->setRowSpacing(-3);
-  plot->legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);  // one row
-  plot->legend->setWrap(0);
-  plot->legend->setColumnSpacing(6);
-  plot->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignRight);
-  plot->xAxis->setRange(0, kWindowSteps);
-  plot->yAxis->setRange(0, 1);
-  plot->yAxis->ticker()->setTickCount(3);  // short strips: few labels that do not collide
-  plot->xAxis->setLabel(QString());
-  // Fixed side margins, room for "000000" on the left and "0000" on the
-  // right, so the strips' x axes line up whether or not a strip has a right
-  // axis (automatic margins would follow each strip's own tick labels).
-  const QFontMetrics metrics(plot->yAxis->tickLabelFont());
-  plot->axisRect()->setAutoMargins(QCP::msTop | QCP::msBottom);
-  plot->axisRect()->setMargins(QMargins(metrics.horizontalAdvance(QStringLiteral("000000")) + 12, 0,
-                                        metrics.horizontalAdvance(QStringLiteral("0000")) + 12, 0));
-  return plot;
-}
+QCustomPlot* PlotsWidget::makePlot(const QString& title) { return makeStripPlot(this, title, kWindowSteps); }
 
 QCPGraph* PlotsWidget::addGraph(QCustomPlot* plot, const QString& name, const QColor& color, bool filled,
                                 QCPAxis* value_axis) {
@@ -148,6 +127,7 @@ QCPGraph* PlotsWidget::addGraph(QCustomPlot* plot, const QString& name, const QC
 }
 
 void PlotsWidget::clear() {
+  spec_->clear();
   for (QCustomPlot* plot : plots()) {
     for (int i = 0; i < plot->graphCount(); ++i) plot->graph(i)->data()->clear();
     plot->replot(QCustomPlot::rpQueuedReplot);
@@ -201,7 +181,8 @@ void PlotsWidget::addSnapshot(const SnapshotPtr& snapshot) {
   if (!snapshot) return;
   const EngineSnapshot& s = *snapshot;
   const double step = static_cast<double>(s.step);
-  if (step < last_step_) clear();  // a new engine counts from zero again
+  if (step < last_step_) clear();
+  spec_->addSnapshot(snapshot);  // a new engine counts from zero again
   if (step == last_step_) return;  // an idle re-publish of the same step
   last_step_ = step;
 

@@ -10,6 +10,8 @@
 //                colours: steps where cascade attention ran (amber, the block
 //                map's cascade mark) and steps that attended flat, so turning
 //                cascade on or off mid-run shows its effect at once.
+// Under them, SpecPlots (spec_plots.h): speculative decoding, shown while a
+// proposer is on or has data.
 // Redraws are coalesced with QCustomPlot::rpQueuedReplot; points older than
 // the window are dropped, so memory stays bounded however long it runs.
 // Backgrounds, axes, grids and legends follow the widget's palette (restyled
@@ -29,6 +31,8 @@ class QCPGraph;
 
 namespace kvscope::ui {
 
+class SpecPlots;
+
 class PlotsWidget : public QWidget {
   Q_OBJECT
  public:
@@ -38,6 +42,7 @@ class PlotsWidget : public QWidget {
 
   void addSnapshot(const SnapshotPtr& snapshot);
   void clear();
+  SpecPlots* specPlots() const { return spec_; }
 
   // For tests: points held by every graph together (bounded by the window).
   int numPoints() const;
@@ -74,6 +79,7 @@ class PlotsWidget : public QWidget {
   QCustomPlot* attention_ = nullptr;
   QCPGraph* flat_attention_graph_ = nullptr;     // ms, steps without a cascade pass
   QCPGraph* cascade_attention_graph_ = nullptr;  // ms, steps with one
+  SpecPlots* spec_ = nullptr;
   double last_step_ = -1;
   double max_seqs_seen_ = 1;
   double max_tokens_seen_ = 1;

@@ -32,7 +32,10 @@ void EngineWorker::loadModel(const kvscope::EngineConfig& config) {
     EngineConfig cfg = config;
     cfg.record_snapshots = false;
     if (Status applied = engine_->reconfigure(cfg); !applied.ok()) {
-      emit error(tr("The settings were not applied: %1").arg(QString::fromStdString(applied.error())));
+      // Engine::reconfigure changes nothing when it fails: say that the
+      // engine runs on as it was (a draft model that cannot be loaded, say).
+      emit error(tr("The settings were not applied; the engine runs on with the ones it had.\n\n%1")
+                     .arg(QString::fromStdString(applied.error())));
       return;
     }
     emit reconfigured(engine_->model_info());
@@ -223,7 +226,21 @@ void EngineWorker::submitPendingWorkload() {
 void EngineWorker::onTokenEvent(const kvscope::TokenEvent& ev) {
   if (ev.id == workload_leader_) workload_leader_ready_ = true;
   auto chat = chat_requests_.find(ev.id);
-  if (chat != chat_requests_.end() && !ev.text.empty()) pending_text_[{ev.id, ev.index}] += ev.text;
+  if (chat != chat_requests_.end() && !ev.text.empty()) {
+    // Whole UTF-8 characters per event, so each converts on its own.
+    PendingText& pending = pending_text_[{ev.id, ev.index}];
+    const QString text = QString::fromStdString(ev.text);
+    const int begin = static_cast<int>(pending.text.size());
+    pending.text += text;
+    if (ev.from_draft) {
+      ui::TextSpans& spans = pending.from_draft;
+      if (!spans.empty() && spans.back().begin + spans.back().length == begin) {
+        spans.back().length += static_cast<int>(text.size());
+      } else {
+        spans.push_back({begin, static_cast<int>(text.size())});
+      }
+    }
+  }
   if (ev.finish == FinishReason::None) return;
   // Workload requests report their first completion's end only (they have one).
   if (chat == chat_requests_.end() && ev.index != 0) return;
@@ -268,8 +285,8 @@ void EngineWorker::runStep() {
 
 void EngineWorker::flushTokens() {
   since_flush_.start();
-  for (auto& [key, text] : pending_text_) {
-    if (!text.empty()) emit tokens(key.first, key.second, QString::fromStdString(text));
+  for (auto& [key, pending] : pending_text_) {
+    if (!pending.text.isEmpty()) emit tokens(key.first, key.second, pending.text, pending.from_draft);
   }
   pending_text_.clear();
   for (const auto& [id, info] : pending_finish_) emit finished(id, info);

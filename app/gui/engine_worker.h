@@ -78,8 +78,10 @@ class EngineWorker : public QObject {
   void loadFailed(const QString& message, bool previous_kept);
   void traceEvents(const kvscope::ui::EventBatch& events);
   void requestStarted(quint64 request_id, bool is_chat);
-  // Text of a chat request's completion `index` (0..n-1), coalesced per frame.
-  void tokens(quint64 request_id, int index, const QString& text);
+  // Text of a chat request's completion `index` (0..n-1), coalesced per frame;
+  // `from_draft`: where in `text` the tokens that were accepted speculative
+  // drafts are (TokenEvent::from_draft), in order, adjacent ones merged.
+  void tokens(quint64 request_id, int index, const QString& text, const kvscope::ui::TextSpans& from_draft);
   // Once per completion; FinishInfo::index says which.
   void finished(quint64 request_id, const kvscope::ui::FinishInfo& info);
   void snapshot(const kvscope::ui::SnapshotPtr& snapshot);
@@ -122,7 +124,11 @@ class EngineWorker : public QObject {
   int num_workload_requests_ = 0;
   using CompletionKey = std::pair<RequestId, int>;  // request, completion index
   std::map<RequestId, int> chat_requests_;  // whose text is streamed -> completions still running
-  std::map<CompletionKey, std::string> pending_text_;     // not yet emitted
+  struct PendingText {
+    QString text;
+    ui::TextSpans from_draft;  // in `text`
+  };
+  std::map<CompletionKey, PendingText> pending_text_;     // not yet emitted
   std::vector<std::pair<RequestId, ui::FinishInfo>> pending_finish_;  // emitted after their text
   QElapsedTimer since_flush_;
   QElapsedTimer since_snapshot_;

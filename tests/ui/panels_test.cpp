@@ -172,7 +172,8 @@ class PanelsTest : public QObject {
     QCOMPARE(plots.numAttentionPoints(false), 3);
     QCOMPARE(plots.numPoints(), 7 + 4 * 6 + 5);
     // The strip's value axis holds the slowest step.
-    const QList<QCustomPlot*> strips = plots.findChildren<QCustomPlot*>();
+    // Its own strips (SpecPlots, a child widget, holds the speculation plots).
+    const QList<QCustomPlot*> strips = plots.findChildren<QCustomPlot*>(QString(), Qt::FindDirectChildrenOnly);
     QCOMPARE(strips.size(), 5);
     QVERIFY(strips.back()->yAxis->range().upper >= 5.0);
     QVERIFY(strips.back()->yAxis->range().lower <= 2.0);  // log scale: the fast steps are in view too

@@ -19,6 +19,7 @@
 #include "palette_colors.h"
 #include "plots_widget.h"
 #include "shared_prefix_panel.h"
+#include "spec_plots.h"
 #include "test_palettes.h"
 #include "test_snapshots.h"
 #include "trace_panel.h"
@@ -199,7 +200,8 @@ class ThemeTest : public QObject {
     QVERIFY(QTest::qWaitForWindowExposed(&w));
     QCoreApplication::processEvents();  // the queued replots
     const QImage image = grabbed(w, dark ? "plots_dark" : "plots_light");
-    const QList<QCustomPlot*> plots = w.findChildren<QCustomPlot*>();
+    // Its own strips; the speculation plots (hidden: speculation is off) below.
+    const QList<QCustomPlot*> plots = w.findChildren<QCustomPlot*>(QString(), Qt::FindDirectChildrenOnly);
     QCOMPARE(plots.size(), 5);
     for (QCustomPlot* plot : plots) checkPlot(image, &w, plot, palette, dark);
     // The KV strip's free area (between used + cached and the pool size)
@@ -209,6 +211,34 @@ class ThemeTest : public QObject {
     const QPoint free_area(qRound(kv->xAxis->coordToPixel(30)), qRound(kv->yAxis->coordToPixel(40)));
     const QColor free_pixel = image.pixelColor(at + free_area);
     QVERIFY2(dark ? free_pixel.lightness() < 100 : free_pixel.lightness() > 180, qPrintable(free_pixel.name()));
+  }
+
+  void specPlotsFollowPalette_data() { addThemeRows(); }
+  void specPlotsFollowPalette() {
+    QFETCH(bool, dark);
+    const QPalette palette = paletteFor(dark);
+    SpecPlots w;
+    w.setPalette(palette);
+    w.setSpecMethod(SpecMethod::Ngram);
+    w.resize(500, 480);
+    auto s = std::make_shared<EngineSnapshot>();
+    s->step = 2;
+    StepStats st;
+    st.step = 1;
+    st.num_draft_tokens = 4;
+    st.num_accepted_tokens = 3;
+    s->last_step = st;
+    s->spec.num_drafts = 2;
+    s->spec.num_judged_at = {2, 2, 1, 1};
+    s->spec.num_accepted_at = {2, 1, 1, 0};
+    w.addSnapshot(s);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    QCoreApplication::processEvents();  // the queued replots
+    const QImage image = grabbed(w, dark ? "spec_plots_dark" : "spec_plots_light");
+    const QList<QCustomPlot*> plots = w.findChildren<QCustomPlot*>();
+    QCOMPARE(plots.size(), 3);
+    for (QCustomPlot* plot : plots) checkPlot(image, &w, plot, palette, dark);
   }
 
   void plotsAndBlockMapRestyleWhenTheSystemThemeChanges() {

@@ -26,6 +26,9 @@ MessageStats MessageStats::fromFinish(const FinishInfo& info) {
   m.total_time_s = s.total_time_s;
   m.tokens_per_s = s.decode_tokens_per_s;
   m.seed = s.seed;
+  m.draft_tokens = s.num_draft_tokens;
+  m.accepted_draft_tokens = s.num_accepted_tokens;
+  m.spec_speedup_estimate = s.spec_speedup_estimate;
   return m;
 }
 
@@ -43,6 +46,11 @@ QString messageStatsToJson(const std::vector<MessageStats>& stats) {
     o.insert(QStringLiteral("tokens_per_s"), m.tokens_per_s);
     // A string: a 64-bit seed does not survive a JSON double.
     o.insert(QStringLiteral("seed"), QString::number(m.seed));
+    if (m.draft_tokens > 0) {  // absent without speculation, as in older stores
+      o.insert(QStringLiteral("draft_tokens"), m.draft_tokens);
+      o.insert(QStringLiteral("accepted_draft_tokens"), m.accepted_draft_tokens);
+      o.insert(QStringLiteral("spec_speedup_estimate"), m.spec_speedup_estimate);
+    }
     list.append(o);
   }
   QJsonObject root;
@@ -67,6 +75,9 @@ std::vector<MessageStats> messageStatsFromJson(const QString& json) {
     m.total_time_s = o.value(QStringLiteral("total_time_s")).toDouble();
     m.tokens_per_s = o.value(QStringLiteral("tokens_per_s")).toDouble();
     m.seed = o.value(QStringLiteral("seed")).toString().toULongLong();
+    m.draft_tokens = o.value(QStringLiteral("draft_tokens")).toInt();
+    m.accepted_draft_tokens = o.value(QStringLiteral("accepted_draft_tokens")).toInt();
+    m.spec_speedup_estimate = o.value(QStringLiteral("spec_speedup_estimate")).toDouble();
     out.push_back(m);
   }
   return out;
@@ -85,6 +96,12 @@ QString messageStatsLine(const MessageStats& m) {
     parts << tr("%1 prompt tokens").arg(locale.toString(m.prompt_tokens));
   }
   if (m.preemptions > 0) parts << tr("preempted %1×").arg(m.preemptions);
+  if (m.draft_tokens > 0) {
+    parts << tr("drafts accepted %1 / %2")
+                 .arg(locale.toString(m.accepted_draft_tokens), locale.toString(m.draft_tokens));
+    // An estimate from the step times (RequestStats::spec_speedup_estimate), so it says so.
+    if (m.spec_speedup_estimate > 0.0) parts << tr("est. %1× faster").arg(m.spec_speedup_estimate, 0, 'f', 2);
+  }
   if (!m.finish.isEmpty()) parts << m.finish;
   return parts.join(QStringLiteral(" · "));
 }

@@ -1,6 +1,8 @@
 // MessageStats: what the chat shows under an assistant reply (tokens, time to
 // first token, tok/s, prompt tokens served by the prefix cache, preemptions,
-// the seed that reproduces it), one per alternative reply. Stored with the
+// the seed that reproduces it; with speculative decoding, draft tokens
+// accepted / proposed and the engine's estimated speed-up), one per
+// alternative reply. Stored with the
 // message as JSON ({"alternatives": [{...}, ...]}) so a saved conversation
 // shows the same line after a restart, and so exports carry the figures.
 #pragma once
@@ -23,6 +25,11 @@ struct MessageStats {
   double total_time_s = 0.0;
   double tokens_per_s = 0.0;
   quint64 seed = 0;
+  // Speculative decoding (RequestStats): draft tokens proposed and accepted,
+  // and the estimated decode speed-up against no speculation (0: none).
+  int draft_tokens = 0;
+  int accepted_draft_tokens = 0;
+  double spec_speedup_estimate = 0.0;
 
   static MessageStats fromFinish(const FinishInfo& info);
   bool operator==(const MessageStats&) const = default;
@@ -36,7 +43,8 @@ QString messageStatsToJson(const std::vector<MessageStats>& stats);
 std::vector<MessageStats> messageStatsFromJson(const QString& json);
 
 // One line for under the reply, e.g. "42 tokens · first token 0.12 s ·
-// 230.5 tok/s · 96 of 120 prompt tokens from cache · stop".
+// 230.5 tok/s · 96 of 120 prompt tokens from cache · drafts accepted 41 /
+// 46 · est. 1.86× faster · stop".
 QString messageStatsLine(const MessageStats& stats);
 
 }  // namespace kvscope::ui
