@@ -14,12 +14,6 @@
 namespace kvscope::detail {
 namespace {
 
-enum class Kind { kQ2K, kQ3K, kQ4K, kQ5K, kQ6K };
-
-// One scale per 16 elements (else per 32), the offset o and whether mins
-// come per 16 (kquant_packed.h).
-constexpr bool kPer16(Kind k) { return k == Kind::kQ2K || k == Kind::kQ3K || k == Kind::kQ6K; }
-constexpr int kOffset(Kind k) { return k == Kind::kQ6K ? 32 : k == Kind::kQ3K ? 4 : 0; }
 
 inline __m256i bcast_i32(const int8_t* p) {
   int32_t v;
@@ -32,7 +26,7 @@ inline __m256i or_masked(__m256i wv, __m256i shifted, __m256i mask) {
 }
 
 // Half h (lanes 8h..8h+7) of the 8 weight vectors of sub-block j.
-template <Kind K>
+template <TensorType K>
 inline void load_quants(const uint8_t* s, const KquantLayout& l, int j, int h, __m256i (&wv)[8]) {
   const __m256i lo4 = _mm256_set1_epi8(0x0f);
   for (int k = 0; k < 4; ++k) {
@@ -40,7 +34,7 @@ inline void load_quants(const uint8_t* s, const KquantLayout& l, int j, int h, _
     wv[k] = _mm256_and_si256(raw, lo4);
     wv[k + 4] = _mm256_and_si256(_mm256_srli_epi16(raw, 4), lo4);
   }
-  if constexpr (K == Kind::kQ5K) {
+  if constexpr (K == TensorType::Q5_K) {
     const __m256i hb = _mm256_load_si256(reinterpret_cast<const __m256i*>(s + l.hi + 64 * j + 32 * h));
     const __m256i bit4 = _mm256_set1_epi8(0x10);
     wv[0] = or_masked(wv[0], _mm256_slli_epi16(hb, 4), bit4);
@@ -51,7 +45,7 @@ inline void load_quants(const uint8_t* s, const KquantLayout& l, int j, int h, _
     wv[5] = or_masked(wv[5], _mm256_srli_epi16(hb, 1), bit4);
     wv[6] = or_masked(wv[6], _mm256_srli_epi16(hb, 2), bit4);
     wv[7] = or_masked(wv[7], _mm256_srli_epi16(hb, 3), bit4);
-  } else if constexpr (K == Kind::kQ6K) {
+  } else if constexpr (K == TensorType::Q6_K) {
     const __m256i bits45 = _mm256_set1_epi8(0x30);
     for (int kk = 0; kk < 2; ++kk) {
       const __m256i hb =
@@ -75,7 +69,7 @@ inline __m256i dot4(const __m256i* wv, const int8_t* qt) {
 }
 
 // Tokens [t0, t0 + TT) for one group; y points at the group's first column.
-template <Kind K, int TT>
+template <TensorType K, int TT>
 void tile(const uint8_t* wg, const KquantLayout& l, int64_t num_sb, const KquantActs& a, int64_t t0, float* y,
           int64_t y_stride, int valid) {
   __m256 acc[TT][2];
@@ -87,32 +81,32 @@ void tile(const uint8_t* wg, const KquantLayout& l, int64_t num_sb, const Kquant
     for (int h = 0; h < 2; ++h) {
       const __m256 d = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(s + l.d + 16 * h)));
       __m256 dmin = d;
-      if constexpr (K == Kind::kQ2K || K == Kind::kQ4K || K == Kind::kQ5K) {
+      if constexpr (K == TensorType::Q2_K || K == TensorType::Q4_K || K == TensorType::Q5_K) {
         dmin = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(s + l.dmin + 16 * h)));
       }
       for (int j = 0; j < 8; ++j) {
         __m256i wv[8];
         load_quants<K>(s, l, j, h, wv);
         const int64_t b = 8 * sb + j;
-        if constexpr (kPer16(K)) {
+        if constexpr (kquant_per16(K)) {
           const __m256i sc0 = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(s + l.sc + 32 * j + 8 * h)));
           const __m256i sc1 =
               _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(s + l.sc + 32 * j + 16 + 8 * h)));
           __m256i mn0 = sc0;
           __m256i mn1 = sc1;
-          if constexpr (K == Kind::kQ2K) {
+          if constexpr (K == TensorType::Q2_K) {
             mn0 = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(s + l.mn + 32 * j + 8 * h)));
             mn1 = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(s + l.mn + 32 * j + 16 + 8 * h)));
           }
           for (int t = 0; t < TT; ++t) {
             const int8_t* qt = q + t * a.acts.q_stride + 32 * b;
             const int32_t* hs = a.half_sums + (t0 + t) * a.hs_stride + 2 * b;
-            const __m256i dp0 = _mm256_sub_epi32(dot4(wv, qt), _mm256_set1_epi32(kOffset(K) * hs[0]));
-            const __m256i dp1 = _mm256_sub_epi32(dot4(wv + 4, qt + 16), _mm256_set1_epi32(kOffset(K) * hs[1]));
+            const __m256i dp0 = _mm256_sub_epi32(dot4(wv, qt), _mm256_set1_epi32(kquant_offset(K) * hs[0]));
+            const __m256i dp1 = _mm256_sub_epi32(dot4(wv + 4, qt + 16), _mm256_set1_epi32(kquant_offset(K) * hs[1]));
             const __m256i isum = _mm256_add_epi32(_mm256_mullo_epi32(sc0, dp0), _mm256_mullo_epi32(sc1, dp1));
             const __m256 dx = _mm256_set1_ps(ds[t * a.acts.ds_stride + 2 * b]);
             acc[t][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(d, dx), acc[t][h]);
-            if constexpr (K == Kind::kQ2K) {
+            if constexpr (K == TensorType::Q2_K) {
               const __m256i msum = _mm256_add_epi32(_mm256_mullo_epi32(mn0, _mm256_set1_epi32(hs[0])),
                                                     _mm256_mullo_epi32(mn1, _mm256_set1_epi32(hs[1])));
               acc[t][h] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_mul_ps(dmin, dx), acc[t][h]);
@@ -149,7 +143,7 @@ void tile(const uint8_t* wg, const KquantLayout& l, int64_t num_sb, const Kquant
   }
 }
 
-template <Kind K>
+template <TensorType K>
 void run(TensorType type, const uint8_t* w, int64_t g0, int64_t g1, int64_t num_rows, int64_t row_len,
          const KquantActs& a, int64_t num_tokens, float* y, int64_t y_stride) {
   const KquantLayout l = kquant_layout(type);
@@ -170,11 +164,11 @@ void run(TensorType type, const uint8_t* w, int64_t g0, int64_t g1, int64_t num_
 void kquant_groups_avx2(TensorType t, const uint8_t* w, int64_t g0, int64_t g1, int64_t num_rows,
                         int64_t row_len, const KquantActs& a, int64_t num_tokens, float* y, int64_t y_stride) {
   switch (t) {
-    case TensorType::Q4_K: return run<Kind::kQ4K>(t, w, g0, g1, num_rows, row_len, a, num_tokens, y, y_stride);
-    case TensorType::Q5_K: return run<Kind::kQ5K>(t, w, g0, g1, num_rows, row_len, a, num_tokens, y, y_stride);
-    case TensorType::Q2_K: return run<Kind::kQ2K>(t, w, g0, g1, num_rows, row_len, a, num_tokens, y, y_stride);
-    case TensorType::Q3_K: return run<Kind::kQ3K>(t, w, g0, g1, num_rows, row_len, a, num_tokens, y, y_stride);
-    default: return run<Kind::kQ6K>(t, w, g0, g1, num_rows, row_len, a, num_tokens, y, y_stride);
+    case TensorType::Q4_K: return run<TensorType::Q4_K>(t, w, g0, g1, num_rows, row_len, a, num_tokens, y, y_stride);
+    case TensorType::Q5_K: return run<TensorType::Q5_K>(t, w, g0, g1, num_rows, row_len, a, num_tokens, y, y_stride);
+    case TensorType::Q2_K: return run<TensorType::Q2_K>(t, w, g0, g1, num_rows, row_len, a, num_tokens, y, y_stride);
+    case TensorType::Q3_K: return run<TensorType::Q3_K>(t, w, g0, g1, num_rows, row_len, a, num_tokens, y, y_stride);
+    default: return run<TensorType::Q6_K>(t, w, g0, g1, num_rows, row_len, a, num_tokens, y, y_stride);
   }
 }
 

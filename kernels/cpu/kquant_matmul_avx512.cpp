@@ -21,12 +21,6 @@
 namespace kvscope::detail {
 namespace {
 
-enum class Kind { kQ2K, kQ3K, kQ4K, kQ5K, kQ6K };
-
-// One scale per 16 elements (else per 32), the offset o and whether mins
-// come per 16 (kquant_packed.h).
-constexpr bool kPer16(Kind k) { return k == Kind::kQ2K || k == Kind::kQ3K || k == Kind::kQ6K; }
-constexpr int kOffset(Kind k) { return k == Kind::kQ6K ? 32 : k == Kind::kQ3K ? 4 : 0; }
 
 inline __m512i bcast_i32(const int8_t* p) {
   int32_t v;
@@ -41,7 +35,7 @@ inline __m512i or_masked(__m512i wv, __m512i shifted, __m512i mask) {
 
 // The 8 unsigned-byte weight vectors of sub-block j (vector v pairs with
 // activation bytes 4v..4v+3).
-template <Kind K>
+template <TensorType K>
 inline void load_quants(const uint8_t* s, const KquantLayout& l, int j, __m512i (&wv)[8]) {
   const __m512i lo4 = _mm512_set1_epi8(0x0f);
   for (int k = 0; k < 4; ++k) {
@@ -49,7 +43,7 @@ inline void load_quants(const uint8_t* s, const KquantLayout& l, int j, __m512i 
     wv[k] = _mm512_and_si512(raw, lo4);
     wv[k + 4] = _mm512_and_si512(_mm512_srli_epi16(raw, 4), lo4);
   }
-  if constexpr (K == Kind::kQ5K) {
+  if constexpr (K == TensorType::Q5_K) {
     const __m512i h = _mm512_load_si512(s + l.hi + 64 * j);
     const __m512i bit4 = _mm512_set1_epi8(0x10);
     wv[0] = or_masked(wv[0], _mm512_slli_epi16(h, 4), bit4);
@@ -60,7 +54,7 @@ inline void load_quants(const uint8_t* s, const KquantLayout& l, int j, __m512i 
     wv[5] = or_masked(wv[5], _mm512_srli_epi16(h, 1), bit4);
     wv[6] = or_masked(wv[6], _mm512_srli_epi16(h, 2), bit4);
     wv[7] = or_masked(wv[7], _mm512_srli_epi16(h, 3), bit4);
-  } else if constexpr (K == Kind::kQ6K) {
+  } else if constexpr (K == TensorType::Q6_K) {
     const __m512i bits45 = _mm512_set1_epi8(0x30);
     for (int kk = 0; kk < 2; ++kk) {
       const __m512i h = _mm512_load_si512(s + l.hi + 128 * j + 64 * kk);
@@ -72,7 +66,7 @@ inline void load_quants(const uint8_t* s, const KquantLayout& l, int j, __m512i 
   }
 }
 
-template <Kind K, int RG, int TT>
+template <TensorType K, int RG, int TT>
 void tile(const uint8_t* w, size_t group_bytes, const KquantLayout& l, int64_t num_sb, const KquantActs& a,
           int64_t t0, float* y, int64_t y_stride, const __mmask16 (&masks)[RG]) {
   __m512 acc[RG][TT];
@@ -86,7 +80,7 @@ void tile(const uint8_t* w, size_t group_bytes, const KquantLayout& l, int64_t n
       const uint8_t* s = w + g * group_bytes + sb * l.bytes;
       const __m512 d = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(s + l.d)));
       __m512 dmin = d;
-      if constexpr (K == Kind::kQ2K || K == Kind::kQ4K || K == Kind::kQ5K) {
+      if constexpr (K == TensorType::Q2_K || K == TensorType::Q4_K || K == TensorType::Q5_K) {
         dmin = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(s + l.dmin)));
       }
       for (int j = 0; j < 8; ++j) {
@@ -100,13 +94,13 @@ void tile(const uint8_t* w, size_t group_bytes, const KquantLayout& l, int64_t n
         __m512i wv[8];
         load_quants<K>(s, l, j, wv);
         const int64_t b = 8 * sb + j;
-        if constexpr (kPer16(K)) {
+        if constexpr (kquant_per16(K)) {
           const __m512i sc0 = _mm512_cvtepi8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(s + l.sc + 32 * j)));
           const __m512i sc1 =
               _mm512_cvtepi8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(s + l.sc + 32 * j + 16)));
           __m512i mn0 = sc0;
           __m512i mn1 = sc1;
-          if constexpr (K == Kind::kQ2K) {
+          if constexpr (K == TensorType::Q2_K) {
             mn0 = _mm512_cvtepu8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(s + l.mn + 32 * j)));
             mn1 = _mm512_cvtepu8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(s + l.mn + 32 * j + 16)));
           }
@@ -119,14 +113,14 @@ void tile(const uint8_t* w, size_t group_bytes, const KquantLayout& l, int64_t n
               dp1 = _mm512_dpbusd_epi32(dp1, wv[v + 4], bcast_i32(qt + 16 + 4 * v));
             }
             const int32_t* hs = a.half_sums + (t0 + t) * a.hs_stride + 2 * b;
-            if constexpr (kOffset(K) != 0) {
-              dp0 = _mm512_sub_epi32(dp0, _mm512_set1_epi32(kOffset(K) * hs[0]));
-              dp1 = _mm512_sub_epi32(dp1, _mm512_set1_epi32(kOffset(K) * hs[1]));
+            if constexpr (kquant_offset(K) != 0) {
+              dp0 = _mm512_sub_epi32(dp0, _mm512_set1_epi32(kquant_offset(K) * hs[0]));
+              dp1 = _mm512_sub_epi32(dp1, _mm512_set1_epi32(kquant_offset(K) * hs[1]));
             }
             const __m512i isum = _mm512_add_epi32(_mm512_mullo_epi32(sc0, dp0), _mm512_mullo_epi32(sc1, dp1));
             const __m512 dx = _mm512_set1_ps(ds[t * a.acts.ds_stride + 2 * b]);
             acc[g][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(d, dx), acc[g][t]);
-            if constexpr (K == Kind::kQ2K) {
+            if constexpr (K == TensorType::Q2_K) {
               const __m512i msum = _mm512_add_epi32(_mm512_mullo_epi32(mn0, _mm512_set1_epi32(hs[0])),
                                                     _mm512_mullo_epi32(mn1, _mm512_set1_epi32(hs[1])));
               acc[g][t] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(msum), _mm512_mul_ps(dmin, dx), acc[g][t]);
@@ -163,7 +157,7 @@ inline __mmask16 group_mask(int64_t g, int64_t num_rows) {
 
 // Groups [g, g + RG) against every token: TT-token tiles, then 4-token tiles
 // (TT > 4), then 1-token tiles.
-template <Kind K, int RG, int TT>
+template <TensorType K, int RG, int TT>
 void token_tiles(const uint8_t* w, size_t group_bytes, const KquantLayout& l, int64_t g, int64_t num_rows,
                  int64_t num_sb, const KquantActs& a, int64_t num_tokens, float* y, int64_t y_stride) {
   __mmask16 masks[RG];
@@ -192,7 +186,7 @@ void token_tiles(const uint8_t* w, size_t group_bytes, const KquantLayout& l, in
   }
 }
 
-template <Kind K>
+template <TensorType K>
 void run(TensorType type, const uint8_t* w, int64_t g0, int64_t g1, int64_t num_rows, int64_t row_len,
          const KquantActs& a, int64_t num_tokens, float* y, int64_t y_stride) {
   const KquantLayout l = kquant_layout(type);
@@ -214,11 +208,11 @@ void run(TensorType type, const uint8_t* w, int64_t g0, int64_t g1, int64_t num_
 void kquant_groups_avx512(TensorType t, const uint8_t* w, int64_t g0, int64_t g1, int64_t num_rows,
                           int64_t row_len, const KquantActs& a, int64_t num_tokens, float* y, int64_t y_stride) {
   switch (t) {
-    case TensorType::Q4_K: return run<Kind::kQ4K>(t, w, g0, g1, num_rows, row_len, a, num_tokens, y, y_stride);
-    case TensorType::Q5_K: return run<Kind::kQ5K>(t, w, g0, g1, num_rows, row_len, a, num_tokens, y, y_stride);
-    case TensorType::Q2_K: return run<Kind::kQ2K>(t, w, g0, g1, num_rows, row_len, a, num_tokens, y, y_stride);
-    case TensorType::Q3_K: return run<Kind::kQ3K>(t, w, g0, g1, num_rows, row_len, a, num_tokens, y, y_stride);
-    default: return run<Kind::kQ6K>(t, w, g0, g1, num_rows, row_len, a, num_tokens, y, y_stride);
+    case TensorType::Q4_K: return run<TensorType::Q4_K>(t, w, g0, g1, num_rows, row_len, a, num_tokens, y, y_stride);
+    case TensorType::Q5_K: return run<TensorType::Q5_K>(t, w, g0, g1, num_rows, row_len, a, num_tokens, y, y_stride);
+    case TensorType::Q2_K: return run<TensorType::Q2_K>(t, w, g0, g1, num_rows, row_len, a, num_tokens, y, y_stride);
+    case TensorType::Q3_K: return run<TensorType::Q3_K>(t, w, g0, g1, num_rows, row_len, a, num_tokens, y, y_stride);
+    default: return run<TensorType::Q6_K>(t, w, g0, g1, num_rows, row_len, a, num_tokens, y, y_stride);
   }
 }
 

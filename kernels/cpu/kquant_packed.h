@@ -58,21 +58,23 @@
 
 namespace kvscope::detail {
 
-inline bool is_packed_kquant(TensorType t) {
+constexpr bool is_packed_kquant(TensorType t) {
   return t == TensorType::Q2_K || t == TensorType::Q3_K || t == TensorType::Q4_K || t == TensorType::Q5_K ||
          t == TensorType::Q6_K;
 }
 
 // Scales per super-block: 8 (one per 32: Q4_K, Q5_K) or 16 (one per 16).
-inline int kquant_scale_units(TensorType t) {
+constexpr int kquant_scale_units(TensorType t) {
   return t == TensorType::Q4_K || t == TensorType::Q5_K ? 8 : 16;
 }
 // Types with mins (and dmin): weight = d * sc * u - dmin * m.
-inline bool kquant_has_min(TensorType t) {
+constexpr bool kquant_has_min(TensorType t) {
   return t == TensorType::Q2_K || t == TensorType::Q4_K || t == TensorType::Q5_K;
 }
+// Whether scales (and, with mins, mins) come one per 16 elements.
+constexpr bool kquant_per16(TensorType t) { return kquant_scale_units(t) == 16; }
 // Offset of the per-16 types without mins: weight = d * sc * (u - offset).
-inline int kquant_offset(TensorType t) {
+constexpr int kquant_offset(TensorType t) {
   return t == TensorType::Q6_K ? 32 : t == TensorType::Q3_K ? 4 : 0;
 }
 

@@ -34,6 +34,7 @@
 #include "runtime/model_runner.h"
 #include "support/greedy.h"
 #include "support/require_data.h"
+#include "support/teacher_forced.h"
 #include "support/test_paths.h"
 #include "tokenizer/read_vocab.h"
 #include "tokenizer/tokenizer.h"
@@ -127,25 +128,6 @@ TEST_F(GemmaReference, GreedyTokensMatchExceptAtNearTies) {
             << " prompts match llama.cpp on all 24 greedy tokens\n";
 }
 
-// Runs llama.cpp's own sequence (prompt + its greedy tokens) through our runner
-// in one prefill and returns the logits of rows [first_row, num_tokens) only:
-// Gemma's vocabulary has 262144 entries, so logits for all ~700 rows of the
-// long prompt would take 700 MB.
-std::vector<float> teacher_forced_logits(ModelRunner& runner, BlockPool& pool, int32_t block_size,
-                                         const std::vector<int32_t>& tokens, int32_t first_row) {
-  BlockTable table(block_size);
-  table.grow(pool, static_cast<int32_t>(tokens.size()));
-  std::vector<int64_t> slots(tokens.size());
-  for (size_t i = 0; i < tokens.size(); ++i) slots[i] = table.slot(static_cast<int32_t>(i));
-  StepBatch batch;
-  batch.clear();
-  batch.add_sequence(tokens.data(), static_cast<int32_t>(tokens.size()), 0, slots.data(), table.blocks(), false);
-  for (int32_t i = first_row; i < batch.num_tokens; ++i) batch.logits_rows.push_back(i);
-  std::vector<float> logits;
-  runner.forward(batch, logits);
-  table.release_all(pool);
-  return logits;
-}
 
 // Teacher-forced comparison of one prompt: what TeacherForcedLogits checks and
 // prints, gathered so that the sliding-window test can reuse it.
@@ -167,7 +149,9 @@ Comparison compare_teacher_forced(ModelRunner& runner, BlockPool& pool, int32_t 
   tokens.insert(tokens.end(), gen.begin(), gen.end() - 1);
   // Row i of `logits` is generated step i (sequence row num_prompt - 1 + i).
   const std::vector<float> logits =
-      teacher_forced_logits(runner, pool, block_size, tokens, static_cast<int32_t>(num_prompt - 1));
+      // Rows from the last prompt token on only: Gemma's vocabulary has 262144
+      // entries, so logits for all ~700 rows of the long prompt would take 700 MB.
+      test::teacher_forced_logits(runner, pool, block_size, tokens, static_cast<int32_t>(num_prompt - 1));
   EXPECT_EQ(logits.size(), gen.size() * static_cast<size_t>(vocab));
   auto row_at = [&](size_t step) { return logits.data() + step * static_cast<size_t>(vocab); };
   Comparison out;

@@ -40,6 +40,7 @@
 #include "runtime/model_runner.h"
 #include "support/greedy.h"
 #include "support/require_data.h"
+#include "support/teacher_forced.h"
 #include "support/test_paths.h"
 #include "tokenizer/read_vocab.h"
 #include "tokenizer/tokenizer.h"
@@ -175,23 +176,6 @@ TEST_F(LlamaReference, GreedyTokensPartFromLlamaCppOnlyAtExactNearTies) {
             << ours_right << "\n";
 }
 
-// Runs llama.cpp's own sequence (prompt + its greedy tokens) through our runner
-// in one prefill and returns the logits of every row.
-std::vector<float> teacher_forced_logits(ModelRunner& runner, BlockPool& pool, int32_t block_size,
-                                         const std::vector<int32_t>& tokens) {
-  BlockTable table(block_size);
-  table.grow(pool, static_cast<int32_t>(tokens.size()));
-  std::vector<int64_t> slots(tokens.size());
-  for (size_t i = 0; i < tokens.size(); ++i) slots[i] = table.slot(static_cast<int32_t>(i));
-  StepBatch batch;
-  batch.clear();
-  batch.add_sequence(tokens.data(), static_cast<int32_t>(tokens.size()), 0, slots.data(), table.blocks(), false);
-  for (int32_t i = 0; i < batch.num_tokens; ++i) batch.logits_rows.push_back(i);
-  std::vector<float> logits;
-  runner.forward(batch, logits);
-  table.release_all(pool);
-  return logits;
-}
 
 // Disagreements with the exact argmax over all teacher-forced positions.
 struct FlipCount {
@@ -242,7 +226,8 @@ TEST_P(LlamaReferenceKvType, TeacherForcedLogits) {
     const auto gen = p["greedy_ids"].get<std::vector<int32_t>>();
     const size_t num_prompt = tokens.size();
     tokens.insert(tokens.end(), gen.begin(), gen.end() - 1);
-    const std::vector<float> logits = teacher_forced_logits(runner, pool, block_size, tokens);
+    // llama.cpp's own sequence (prompt + its greedy tokens), every row's logits.
+    const std::vector<float> logits = test::teacher_forced_logits(runner, pool, block_size, tokens);
     auto row_at = [&](size_t step) { return logits.data() + (num_prompt - 1 + step) * static_cast<size_t>(c.vocab_size); };
     for (size_t step = 0; step < gen.size(); ++step) {
       const float* row = row_at(step);

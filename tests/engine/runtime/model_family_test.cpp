@@ -30,11 +30,11 @@
 #include <nlohmann/json.hpp>
 
 #include "kv/block_pool.h"
-#include "kv/block_table.h"
 #include "kv/kv_storage.h"
 #include "model/gguf_file.h"
 #include "model/gguf_model_loader.h"
 #include "runtime/model_runner.h"
+#include "support/teacher_forced.h"
 #include "support/test_paths.h"
 #include "support/tiny_families.h"
 
@@ -53,18 +53,7 @@ std::vector<float> prefill_logits(std::shared_ptr<const ModelWeights> weights, c
   BlockPool pool(num_blocks);
   ThreadPool threads(2);
   ModelRunner runner(std::move(weights), kv, threads);
-  BlockTable table(block_size);
-  table.grow(pool, static_cast<int32_t>(tokens.size()));
-  std::vector<int64_t> slots(tokens.size());
-  for (size_t i = 0; i < tokens.size(); ++i) slots[i] = table.slot(static_cast<int32_t>(i));
-  StepBatch batch;
-  batch.clear();
-  batch.add_sequence(tokens.data(), static_cast<int32_t>(tokens.size()), 0, slots.data(), table.blocks(),
-                     static_cast<int32_t>(tokens.size()));
-  std::vector<float> logits;
-  runner.forward(batch, logits);
-  table.release_all(pool);
-  return logits;
+  return test::teacher_forced_logits(runner, pool, block_size, tokens);
 }
 
 // reference: [positions][vocab / id_step] logits of ids 0, id_step, 2 id_step, ...
