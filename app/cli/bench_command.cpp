@@ -1,9 +1,15 @@
-// `kvscope-cli bench`: single-sequence prefill and decode speed. Builds
+// `kvscope-cli bench`: prefill and decode speed in-process. Builds
 // deterministic prompts of exactly --prompt-tokens ids from a fixed paragraph,
 // runs one warm-up and then --repeats greedy generations of --gen-tokens
 // tokens (EOS ignored), and prints JSON with the medians: prefill tok/s =
 // prompt tokens / time to first token; decode tok/s from the engine's request
 // stats.
+//
+// --concurrency N (default 1) submits N sequences together per run, each with
+// its own prompt, and adds the aggregate figure (generated tokens of all N over
+// the run's wall time) and each request's time to first token (median, p90):
+// what the OpenAI-compatible server is compared with at the same number of
+// clients, so the difference is the server's overhead.
 //
 // Every run (the warm-up too) gets a fresh prompt whose first token no earlier
 // run started with. Prefix-cache blocks are found by a hash chained from the
@@ -14,7 +20,10 @@
 //
 //   kvscope-cli bench --threads 2 --prompt-tokens 128 --gen-tokens 128 --out bench.json
 #include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <fstream>
+#include <optional>
 #include <unordered_set>
 
 #include <CLI/CLI.hpp>
@@ -39,6 +48,7 @@ struct BenchOptions {
   int32_t prompt_tokens = 128;
   int32_t gen_tokens = 128;
   int32_t repeats = 5;
+  int32_t concurrency = 1;  // sequences submitted together per run
   std::string out;
 };
 
@@ -53,104 +63,181 @@ struct BenchRun {
   int32_t num_accepted_tokens = 0;       // and accepted
 };
 
-// One prompt of exactly `n` ids per run: the paragraph repeated, read from
-// offset starts[run], then cut. The offsets are chosen so that every run's
-// first token differs from every other run's.
+// One prompt of exactly `n` ids per sequence: a first token, then the
+// paragraph repeated from an offset, then cut. Every sequence's first token
+// differs from every other's. The first tokens come from the paragraph itself
+// (the prompt is then the paragraph read from that token on); a paragraph has
+// only some dozens of distinct tokens, so when the sequences (runs x
+// concurrency) need more, further first tokens are ids from the middle of the
+// vocabulary (where ordinary tokens sit, away from the special tokens that
+// vocabularies put at either end), each followed by the paragraph from its start.
 struct BenchPrompts {
   std::vector<int32_t> paragraph;  // the paragraph's ids, once
-  std::vector<size_t> starts;      // [num_runs] offset into paragraph of each run's first token
-  std::vector<int32_t> prompt(size_t run, int32_t n) const {
+  struct Start {
+    int32_t first_token = 0;
+    size_t next = 0;  // offset into paragraph of the second token
+  };
+  std::vector<Start> starts;  // [num_sequences]
+  std::vector<int32_t> prompt(size_t sequence, int32_t n) const {
     std::vector<int32_t> ids;
     ids.reserve(static_cast<size_t>(n));
+    ids.push_back(starts[sequence].first_token);
     for (size_t i = 0; ids.size() < static_cast<size_t>(n); ++i) {
-      ids.push_back(paragraph[(starts[run] + i) % paragraph.size()]);
+      ids.push_back(paragraph[(starts[sequence].next + i) % paragraph.size()]);
     }
     return ids;
   }
 };
 
-Result<BenchPrompts> make_prompts(const Engine& engine, int32_t num_runs) {
+Result<BenchPrompts> make_prompts(const Engine& engine, int32_t num_runs, int32_t concurrency) {
   BenchPrompts p;
   p.paragraph = engine.tokenize(kParagraph, /*parse_special=*/false);
   if (p.paragraph.empty()) return Error{"the model's tokenizer turned the benchmark paragraph into no tokens"};
+  const int64_t needed = int64_t{num_runs} * concurrency;
   std::unordered_set<int32_t> used;
-  for (size_t i = 0; i < p.paragraph.size() && static_cast<int32_t>(p.starts.size()) < num_runs; ++i) {
-    if (used.insert(p.paragraph[i]).second) p.starts.push_back(i);
+  for (size_t i = 0; i < p.paragraph.size() && static_cast<int64_t>(p.starts.size()) < needed; ++i) {
+    if (used.insert(p.paragraph[i]).second) p.starts.push_back({p.paragraph[i], i + 1});
   }
-  if (static_cast<int32_t>(p.starts.size()) < num_runs) {
-    return Error{fmt::format("{} runs need as many distinct first tokens, but the benchmark paragraph has only {} "
-                             "distinct tokens in this vocabulary: use --repeats {} or fewer",
-                             num_runs, used.size(), static_cast<int64_t>(used.size()) - 1)};
+  const int32_t vocab = engine.model_info().vocab_size;
+  for (int32_t id = vocab / 4; id < vocab * 3 / 4 && static_cast<int64_t>(p.starts.size()) < needed; ++id) {
+    if (used.insert(id).second) p.starts.push_back({id, 0});
+  }
+  if (static_cast<int64_t>(p.starts.size()) < needed) {
+    const int64_t available = static_cast<int64_t>(used.size());
+    const int64_t max_repeats = available / concurrency - 1;  // one run is the warm-up
+    const std::string advice = max_repeats >= 1 ? fmt::format("use --repeats {} or fewer", max_repeats)
+                                                : std::string("use a lower --concurrency");
+    return Error{fmt::format("{} runs of {} sequences need {} distinct first tokens, but only {} are available in "
+                             "this vocabulary: {}",
+                             num_runs, concurrency, needed, available, advice)};
   }
   return p;
 }
 
-Result<BenchRun> run_once(Engine& engine, const std::vector<int32_t>& prompt, int32_t gen_tokens) {
-  GenerationRequest request;
-  request.prompt_tokens = prompt;
-  request.sampling.temperature = 0.0f;
-  request.sampling.ignore_eos = true;
-  request.sampling.max_tokens = gen_tokens;
-  TokenEvent last;
-  request.on_event = [&last](const TokenEvent& ev) {
-    if (ev.finish != FinishReason::None) last = ev;
-  };
-  auto id = engine.submit(std::move(request));
-  if (!id.ok()) return Error{id.error()};
+// One run: `prompts` submitted together, then the engine stepped until all
+// finish. Returns one BenchRun per prompt, in order, and the run's wall time.
+struct BatchResult {
+  std::vector<BenchRun> requests;
+  double wall_s = 0;
+};
+
+Result<BatchResult> run_batch(Engine& engine, const std::vector<std::vector<int32_t>>& prompts, int32_t gen_tokens) {
+  std::vector<TokenEvent> finals(prompts.size());
+  const auto start = std::chrono::steady_clock::now();
+  for (size_t k = 0; k < prompts.size(); ++k) {
+    GenerationRequest request;
+    request.prompt_tokens = prompts[k];
+    request.sampling.temperature = 0.0f;
+    request.sampling.ignore_eos = true;
+    request.sampling.max_tokens = gen_tokens;
+    request.on_event = [&last = finals[k]](const TokenEvent& ev) {
+      if (ev.finish != FinishReason::None) last = ev;
+    };
+    if (auto id = engine.submit(std::move(request)); !id.ok()) {
+      // The requests already in hold callbacks into `finals`: let them finish first.
+      engine.run_until_idle();
+      return Error{id.error()};
+    }
+  }
   engine.run_until_idle();
-  if (last.finish == FinishReason::Error) return Error{last.error};
-  const RequestStats& s = last.stats;
-  BenchRun run;
-  run.time_to_first_token_s = s.time_to_first_token_s;
-  run.prefill_tok_s = s.time_to_first_token_s > 0 ? prompt.size() / s.time_to_first_token_s : 0.0;
-  run.decode_tok_s = s.decode_tokens_per_s;
-  run.total_s = s.total_time_s;
-  run.num_generated = s.num_generated_tokens;
-  run.num_cached_prompt_tokens = s.num_cached_prompt_tokens;
-  run.num_draft_tokens = s.num_draft_tokens;
-  run.num_accepted_tokens = s.num_accepted_tokens;
-  return run;
+  BatchResult batch;
+  batch.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  for (size_t k = 0; k < prompts.size(); ++k) {
+    const TokenEvent& last = finals[k];
+    if (last.finish == FinishReason::Error) return Error{last.error};
+    const RequestStats& s = last.stats;
+    BenchRun run;
+    run.time_to_first_token_s = s.time_to_first_token_s;
+    run.prefill_tok_s = s.time_to_first_token_s > 0 ? prompts[k].size() / s.time_to_first_token_s : 0.0;
+    run.decode_tok_s = s.decode_tokens_per_s;
+    run.total_s = s.total_time_s;
+    run.num_generated = s.num_generated_tokens;
+    run.num_cached_prompt_tokens = s.num_cached_prompt_tokens;
+    run.num_draft_tokens = s.num_draft_tokens;
+    run.num_accepted_tokens = s.num_accepted_tokens;
+    batch.requests.push_back(run);
+  }
+  return batch;
+}
+
+// The value below which `fraction` of v lies (nearest rank); 0 when empty.
+double percentile(std::vector<double> v, double fraction) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t rank = static_cast<size_t>(std::ceil(fraction * static_cast<double>(v.size())));
+  return v[std::clamp<size_t>(rank, 1, v.size()) - 1];
+}
+
+nlohmann::ordered_json request_json(const std::vector<int32_t>& prompt, const BenchRun& run) {
+  return {{"first_prompt_token", prompt.front()},
+          {"cached_prompt_tokens", run.num_cached_prompt_tokens},
+          {"time_to_first_token_s", run.time_to_first_token_s},
+          {"prefill_tok_s", run.prefill_tok_s},
+          {"decode_tok_s", run.decode_tok_s},
+          {"total_s", run.total_s},
+          {"generated_tokens", run.num_generated},
+          {"draft_tokens", run.num_draft_tokens},
+          {"accepted_draft_tokens", run.num_accepted_tokens}};
 }
 
 int run_bench(const BenchOptions& o) {
   int rc = kExitOk;
   std::unique_ptr<Engine> engine = open_engine(o.engine, rc);
   if (!engine) return rc;
-  auto prompts = make_prompts(*engine, o.repeats + 1);  // run 0 is the warm-up
+  const size_t width = static_cast<size_t>(o.concurrency);
+  auto prompts = make_prompts(*engine, o.repeats + 1, o.concurrency);  // run 0 is the warm-up
   if (!prompts.ok()) {
     print_error(prompts.error());
     return kExitRuntime;
   }
+  auto run_prompts = [&](size_t run) {
+    std::vector<std::vector<int32_t>> batch;
+    for (size_t k = 0; k < width; ++k) batch.push_back(prompts->prompt(run * width + k, o.prompt_tokens));
+    return batch;
+  };
   const CpuDescription cpu = describe_cpu();
-  fmt::print(stderr, "bench: {} prompt tokens, {} generated, {} threads on {}; warm-up...\n", o.prompt_tokens,
-             o.gen_tokens, engine->config().num_threads, cpu_summary(cpu));
-  if (auto warm = run_once(*engine, prompts->prompt(0, o.prompt_tokens), o.gen_tokens); !warm.ok()) {
+  const std::optional<std::vector<double>> loadavg_before = load_average();
+  fmt::print(stderr, "bench: {} prompt tokens, {} generated, {} sequence(s) at once, {} threads on {}; warm-up...\n",
+             o.prompt_tokens, o.gen_tokens, o.concurrency, engine->config().num_threads, cpu_summary(cpu));
+  if (auto warm = run_batch(*engine, run_prompts(0), o.gen_tokens); !warm.ok()) {
     print_error(warm.error());
     return kExitRuntime;
   }
-  std::vector<BenchRun> runs;
+  std::vector<BenchRun> requests;  // every measured request, all runs
+  std::vector<double> run_tok_s;   // aggregate generated tok/s of each run
   nlohmann::ordered_json runs_json = nlohmann::ordered_json::array();
   int64_t num_cached_prompt_tokens = 0;
   for (int32_t r = 0; r < o.repeats; ++r) {
-    const std::vector<int32_t> prompt = prompts->prompt(static_cast<size_t>(r) + 1, o.prompt_tokens);
-    auto run = run_once(*engine, prompt, o.gen_tokens);
-    if (!run.ok()) {
-      print_error(run.error());
+    const std::vector<std::vector<int32_t>> batch_prompts = run_prompts(static_cast<size_t>(r) + 1);
+    auto batch = run_batch(*engine, batch_prompts, o.gen_tokens);
+    if (!batch.ok()) {
+      print_error(batch.error());
       return kExitRuntime;
     }
-    fmt::print(stderr, "run {}/{}: prefill {:.1f} tok/s, decode {:.1f} tok/s\n", r + 1, o.repeats,
-               run->prefill_tok_s, run->decode_tok_s);
-    runs_json.push_back({{"first_prompt_token", prompt.front()},
-                         {"cached_prompt_tokens", run->num_cached_prompt_tokens},
-                         {"time_to_first_token_s", run->time_to_first_token_s},
-                         {"prefill_tok_s", run->prefill_tok_s},
-                         {"decode_tok_s", run->decode_tok_s},
-                         {"total_s", run->total_s},
-                         {"generated_tokens", run->num_generated},
-                         {"draft_tokens", run->num_draft_tokens},
-                         {"accepted_draft_tokens", run->num_accepted_tokens}});
-    num_cached_prompt_tokens += run->num_cached_prompt_tokens;
-    runs.push_back(*run);
+    int64_t generated = 0;
+    nlohmann::ordered_json requests_json = nlohmann::ordered_json::array();
+    for (size_t k = 0; k < width; ++k) {
+      const BenchRun& run = batch->requests[k];
+      generated += run.num_generated;
+      num_cached_prompt_tokens += run.num_cached_prompt_tokens;
+      requests_json.push_back(request_json(batch_prompts[k], run));
+      requests.push_back(run);
+    }
+    const double tok_s = batch->wall_s > 0 ? static_cast<double>(generated) / batch->wall_s : 0.0;
+    run_tok_s.push_back(tok_s);
+    if (width == 1) {
+      // One sequence: the run is the request (the record's shape before --concurrency).
+      fmt::print(stderr, "run {}/{}: prefill {:.1f} tok/s, decode {:.1f} tok/s\n", r + 1, o.repeats,
+                 batch->requests[0].prefill_tok_s, batch->requests[0].decode_tok_s);
+      runs_json.push_back(requests_json[0]);
+    } else {
+      fmt::print(stderr, "run {}/{}: {} sequences, {:.1f} generated tok/s in all, {:.2f} s\n", r + 1, o.repeats,
+                 o.concurrency, tok_s, batch->wall_s);
+      runs_json.push_back({{"wall_s", batch->wall_s},
+                           {"generated_tokens", generated},
+                           {"tokens_per_s", tok_s},
+                           {"requests", requests_json}});
+    }
   }
   if (num_cached_prompt_tokens != 0) {
     // Distinct first tokens make a prefix hit impossible; one means the
@@ -160,10 +247,11 @@ int run_bench(const BenchOptions& o) {
                             num_cached_prompt_tokens));
     return kExitRuntime;
   }
-  std::vector<double> prefill, decode;
-  for (const BenchRun& r : runs) {
+  std::vector<double> prefill, decode, ttft;
+  for (const BenchRun& r : requests) {
     prefill.push_back(r.prefill_tok_s);
     decode.push_back(r.decode_tok_s);
+    ttft.push_back(r.time_to_first_token_s);
   }
   const ModelInfo& info = engine->model_info();
   // The floor: decode reads every weight once per token. Measured from the
@@ -172,6 +260,7 @@ int run_bench(const BenchOptions& o) {
   const double cache_gbs = measure_read_bandwidth(info.weight_bytes, engine->config().num_threads, 5);
   const double dram_gbs = measure_read_bandwidth(size_t{1} << 30, engine->config().num_threads, 3);
   const double weight_gb = static_cast<double>(info.weight_bytes) / 1e9;
+  const auto loadavg_after = load_average();
   const nlohmann::ordered_json result = {
       {"engine", "kvscope"},
       {"model", info.name},
@@ -181,15 +270,25 @@ int run_bench(const BenchOptions& o) {
       {"prompt_tokens", o.prompt_tokens},
       {"gen_tokens", o.gen_tokens},
       {"repeats", o.repeats},
+      {"concurrency", o.concurrency},
       {"prefix_caching", engine->config().prefix_caching},
       {"spec", spec_method_name(engine->config().spec)},
       {"spec_k", engine->config().spec_k},
       // How prefill stays honest with the prefix cache on: see the file comment.
-      {"prefill_prompts", "fresh per run (warm-up included): distinct first tokens, so no prefix-cache block matches"},
+      {"prefill_prompts", "fresh per sequence (warm-up included): distinct first tokens, so no prefix-cache block "
+                          "matches"},
       {"prefill_cached_prompt_tokens", num_cached_prompt_tokens},
+      // Per request: with several sequences at once these share the steps, so
+      // they are each request's view, and tokens_per_s_median is the machine's.
       {"prefill_tok_s_median", median(prefill)},
       {"decode_tok_s_median", median(decode)},
+      {"time_to_first_token_s_median", median(ttft)},
+      {"time_to_first_token_s_p90", percentile(ttft, 0.9)},
+      // Generated tokens of all the run's sequences over its wall time (submit to idle).
+      {"tokens_per_s_median", median(run_tok_s)},
       {"runs", runs_json},
+      {"loadavg_before", loadavg_before ? nlohmann::ordered_json(*loadavg_before) : nlohmann::ordered_json()},
+      {"loadavg_after", loadavg_after ? nlohmann::ordered_json(*loadavg_after) : nlohmann::ordered_json()},
       {"weight_bytes", info.weight_bytes},
       {"read_bandwidth_gb_s", {{"model_sized_buffer", cache_gbs}, {"one_gib_buffer", dram_gbs}}},
       {"decode_floor_tok_s", {{"model_sized_buffer", cache_gbs / weight_gb}, {"one_gib_buffer", dram_gbs / weight_gb}}},
@@ -213,13 +312,17 @@ int run_bench(const BenchOptions& o) {
 Command add_bench_command(CLI::App& parent) {
   auto o = std::make_shared<BenchOptions>();
   o->engine.defaults.num_threads = 2;
-  CLI::App* cmd = parent.add_subcommand("bench", "Measure single-sequence prefill and decode speed (JSON)");
+  CLI::App* cmd = parent.add_subcommand("bench", "Measure prefill and decode speed in-process, one or --concurrency sequences at once (JSON)");
   cmd->add_option("--prompt-tokens", o->prompt_tokens, "prompt length in tokens")
       ->check(CLI::Range(1, 1 << 20))->capture_default_str();
   cmd->add_option("--gen-tokens", o->gen_tokens, "tokens to generate per run")
       ->check(CLI::Range(1, 1 << 20))->capture_default_str();
   cmd->add_option("--repeats", o->repeats, "measured runs (after one warm-up)")
       ->check(CLI::Range(1, 1 << 20))->capture_default_str();
+  cmd->add_option("--concurrency", o->concurrency,
+                  "sequences submitted together per run, each with its own prompt (aggregate tok/s, per-request "
+                  "time to first token)")
+      ->check(CLI::Range(1, 4096))->capture_default_str();
   cmd->add_option("--out", o->out, "also write the JSON to this file");
   add_engine_options(*cmd, o->engine);
   return {cmd, [o] { return run_bench(*o); }};

@@ -1,7 +1,8 @@
 // `kvscope-cli bench` on a tiny random model: the record names the CPU it ran
 // on and its prefill figure was computed, not read from the prefix cache
 // (every run gets a fresh prompt; before, the warm-up's prompt was reused and
-// its cached blocks made prefill look ~5x faster). Label: unit.
+// its cached blocks made prefill look ~5x faster). --concurrency N runs N
+// sequences at once, each with a prompt of its own. Label: unit.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -58,6 +59,56 @@ TEST_F(BenchRecord, NamesTheCpuAndNoPrefillTokenCameFromTheCache) {
   EXPECT_EQ(first_tokens.size(), 3u) << "every measured run starts with a token of its own";
   EXPECT_EQ(j["prompt_tokens"], 40);
   EXPECT_GT(j["prefill_tok_s_median"].get<double>(), 0.0);
+  EXPECT_EQ(j["concurrency"], 1) << "one sequence at a time is the default";
+}
+
+TEST_F(BenchRecord, ConcurrencySubmitsThatManySequencesTogetherEachWithItsOwnPrompt) {
+  auto r = run_cli({"bench", "--model", path_, "--threads", "1", "--prompt-tokens", "40", "--gen-tokens", "3",
+                    "--repeats", "2", "--concurrency", "4"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out, nullptr, /*allow_exceptions=*/false);
+  ASSERT_TRUE(j.is_object()) << r.out;
+  EXPECT_EQ(j["concurrency"], 4);
+  EXPECT_EQ(j["prefill_cached_prompt_tokens"], 0);
+  ASSERT_EQ(j["runs"].size(), 2u);
+  std::set<int> first_tokens;
+  for (const auto& run : j["runs"]) {
+    ASSERT_EQ(run["requests"].size(), 4u) << run.dump();
+    EXPECT_EQ(run["generated_tokens"], 4 * 3) << run.dump();
+    EXPECT_GT(run["wall_s"].get<double>(), 0.0);
+    EXPECT_GT(run["tokens_per_s"].get<double>(), 0.0);
+    for (const auto& request : run["requests"]) {
+      EXPECT_EQ(request["generated_tokens"], 3) << request.dump();
+      EXPECT_EQ(request["cached_prompt_tokens"], 0) << request.dump();
+      EXPECT_GT(request["time_to_first_token_s"].get<double>(), 0.0) << request.dump();
+      // A request's first token comes before the run (all four) ends.
+      EXPECT_LE(request["time_to_first_token_s"].get<double>(), run["wall_s"].get<double>()) << request.dump();
+      first_tokens.insert(request["first_prompt_token"].get<int>());
+    }
+  }
+  EXPECT_EQ(first_tokens.size(), 8u) << "every sequence of every run starts with a token of its own";
+  const double ttft_median = j["time_to_first_token_s_median"].get<double>();
+  EXPECT_GT(ttft_median, 0.0);
+  EXPECT_GE(j["time_to_first_token_s_p90"].get<double>(), ttft_median);
+  EXPECT_GT(j["tokens_per_s_median"].get<double>(), 0.0);
+}
+
+TEST_F(BenchRecord, ConcurrencyBelowOneIsRefusedWithAReason) {
+  for (const char* value : {"0", "-2"}) {
+    auto r = run_cli({"bench", "--model", path_, "--threads", "1", "--concurrency", value});
+    EXPECT_EQ(r.exit_code, 2) << value << "\n" << r.err;
+    EXPECT_NE(r.err.find("--concurrency"), std::string::npos) << r.err;
+    EXPECT_TRUE(r.out.empty()) << r.out;
+  }
+}
+
+TEST_F(BenchRecord, MoreSequencesThanDistinctFirstTokensIsRefusedNamingConcurrency) {
+  // 300-token vocabulary: far fewer than 1000 x 6 distinct first tokens.
+  auto r = run_cli({"bench", "--model", path_, "--threads", "1", "--prompt-tokens", "8", "--gen-tokens", "1",
+                    "--concurrency", "1000"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("distinct first tokens"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--concurrency"), std::string::npos) << r.err;
 }
 
 TEST_F(BenchRecord, TooManyRepeatsForDistinctPromptsIsRefusedWithAReason) {

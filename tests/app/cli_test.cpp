@@ -65,6 +65,7 @@ TEST(CliUsage, BadArgumentsExitWithTwo) {
       {"generate", "--system", "s", "-p", "x"},  // --system needs --chat
       {"generate", "-p", ""},
       {"bench", "--repeats", "0"},
+      {"bench", "--concurrency", "0"},
   };
   for (const auto& args : cases) {
     auto r = run_cli(args);
