@@ -7,6 +7,8 @@
 #include <thread>
 #include <vector>
 
+#include "kernels/cpu/huge_pages.h"
+
 namespace kvscope::cli {
 namespace {
 
@@ -28,7 +30,12 @@ uint64_t sum_words(const uint64_t* p, size_t n) {
 
 double measure_read_bandwidth(size_t bytes, int threads, int repeats) {
   const size_t words = bytes / sizeof(uint64_t);
-  std::vector<uint64_t> buffer(words);
+  // The same kind of memory as the packed weights decode reads (huge pages
+  // where the OS allows them): with 4 KiB pages this probe read ~8 GB/s where
+  // the same read on huge pages ran ~13 GB/s, and it called a floor that
+  // llama.cpp beat.
+  auto* buffer = static_cast<uint64_t*>(allocate_huge_page_backed(words * sizeof(uint64_t)));
+  if (buffer == nullptr) return 0.0;
   for (size_t i = 0; i < words; ++i) buffer[i] = i;  // touch every page
   std::vector<uint64_t> sums(static_cast<size_t>(threads));
   auto pass = [&] {
@@ -37,7 +44,7 @@ double measure_read_bandwidth(size_t bytes, int threads, int repeats) {
       pool.emplace_back([&, t] {
         const size_t begin = words * static_cast<size_t>(t) / static_cast<size_t>(threads);
         const size_t end = words * static_cast<size_t>(t + 1) / static_cast<size_t>(threads);
-        sums[static_cast<size_t>(t)] += sum_words(buffer.data() + begin, end - begin);
+        sums[static_cast<size_t>(t)] += sum_words(buffer + begin, end - begin);
       });
     }
     for (std::thread& th : pool) th.join();
@@ -50,11 +57,12 @@ double measure_read_bandwidth(size_t bytes, int threads, int repeats) {
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     rates.push_back(static_cast<double>(words * sizeof(uint64_t)) / s / 1e9);
   }
+  release_huge_page_backed(buffer);
   std::sort(rates.begin(), rates.end());
   volatile uint64_t sink = 0;
   for (uint64_t s : sums) sink = sink + s;
   (void)sink;
-  return rates[rates.size() / 2];
+  return rates.back();  // the best pass: see memory_bandwidth.h
 }
 
 }  // namespace kvscope::cli

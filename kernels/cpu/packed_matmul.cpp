@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "kernels/cpu/cpu_features.h"
+#include "kernels/cpu/huge_pages.h"
 #include "kernels/cpu/kquant_packed.h"
 #include "kernels/cpu/packed_matmul_internal.h"
 #include "kernels/reference/half.h"
@@ -90,7 +91,7 @@ void write_lane(const detail::PackedFormat& f, const detail::PackedGroupLayout& 
 
 }  // namespace
 
-void PackedWeight::Free::operator()(uint8_t* p) const { std::free(p); }
+void PackedWeight::Free::operator()(uint8_t* p) const { release_huge_page_backed(p); }
 
 PackedWeight PackedWeight::pack(TensorType type, int64_t row_len, std::span<const WeightPart> parts) {
   assert(is_supported_weight_type(type) && "PackedWeight::pack: unsupported weight type");
@@ -115,9 +116,9 @@ PackedWeight PackedWeight::pack(TensorType type, int64_t row_len, std::span<cons
   const detail::PackedGroupLayout layout = detail::packed_group_layout(f, num_blocks);
   const int64_t num_groups = (pw.num_rows_ + kGroupRows - 1) / kGroupRows;
   pw.packed_bytes_ = static_cast<size_t>(num_groups) * layout.bytes;
-  pw.packed_.reset(static_cast<uint8_t*>(std::aligned_alloc(64, pw.packed_bytes_)));
-  // Zero: padding rows get zero quants and scales (their lanes are never stored).
-  std::memset(pw.packed_.get(), 0, pw.packed_bytes_);
+  // Zeroed (padding rows get zero quants and scales; their lanes are never
+  // stored), on huge pages: decode streams these bytes once per token.
+  pw.packed_.reset(static_cast<uint8_t*>(allocate_huge_page_backed(pw.packed_bytes_)));
   const size_t src_row_bytes = row_bytes(type, row_len);
   const size_t src_block_bytes = static_cast<size_t>(traits_of(type).block_bytes);
   int64_t r = 0;  // stacked row index
@@ -204,8 +205,8 @@ void PackedWeight::pack_kquant(TensorType type, int64_t row_len, std::span<const
   const size_t group_bytes = detail::kquant_group_bytes(type, row_len);
   const int64_t num_groups = (pw->num_rows_ + kGroupRows - 1) / kGroupRows;
   pw->packed_bytes_ = static_cast<size_t>(num_groups) * group_bytes;
-  pw->packed_.reset(static_cast<uint8_t*>(std::aligned_alloc(64, pw->packed_bytes_)));
-  std::memset(pw->packed_.get(), 0, pw->packed_bytes_);  // padding rows: zero quants and scales
+  // Zeroed (padding rows: zero quants and scales), on huge pages as above.
+  pw->packed_.reset(static_cast<uint8_t*>(allocate_huge_page_backed(pw->packed_bytes_)));
   const size_t src_row_bytes = row_bytes(type, row_len);
   int64_t r = 0;  // stacked row index
   for (const WeightPart& p : parts) {

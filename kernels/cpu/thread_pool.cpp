@@ -36,7 +36,7 @@ ThreadPool::ThreadPool(int num_threads) {
   if (num_threads <= 0) num_threads = static_cast<int>(std::thread::hardware_concurrency());
   num_threads_ = num_threads > 0 ? num_threads : 1;
   workers_.reserve(static_cast<size_t>(num_threads_ - 1));
-  for (int i = 1; i < num_threads_; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
+  for (int i = 1; i < num_threads_; ++i) workers_.emplace_back([this] { worker_loop(); });
 }
 
 ThreadPool::~ThreadPool() {
@@ -56,6 +56,18 @@ void ThreadPool::run_chunk(int index) {
   if (begin < end) job_fn_(job_ctx_, begin, end);
 }
 
+// Claims chunks of the current job until none is left. Any thread may run any
+// chunk: on a shared machine a worker is often descheduled or still waking
+// (a futex wake costs tens of microseconds, a decode matmul chunk about as
+// much), and the caller then runs its chunk rather than wait for it.
+void ThreadPool::run_chunks() {
+  for (int c = next_chunk_.fetch_add(1, std::memory_order_acq_rel); c < num_threads_;
+       c = next_chunk_.fetch_add(1, std::memory_order_acq_rel)) {
+    run_chunk(c);
+    num_pending_.fetch_sub(1, std::memory_order_release);
+  }
+}
+
 void ThreadPool::run(int64_t num_tasks, TaskFn fn, void* ctx) {
   if (num_tasks <= 0) return;
   if (num_threads_ == 1 || num_tasks == 1) {
@@ -66,15 +78,18 @@ void ThreadPool::run(int64_t num_tasks, TaskFn fn, void* ctx) {
   job_fn_ = fn;
   job_ctx_ = ctx;
   job_num_tasks_ = num_tasks;
-  num_pending_.store(num_threads_ - 1, std::memory_order_relaxed);
+  num_pending_.store(num_threads_, std::memory_order_relaxed);
+  // Opens the chunks (release: a worker that claims one, even one still
+  // looping from the previous job, sees the job written above).
+  next_chunk_.store(0, std::memory_order_release);
   generation_.fetch_add(1);  // seq_cst: publishes the job (release) and orders before the read below
   if (num_sleeping_.load() > 0) {
     { std::lock_guard<std::mutex> lock(mutex_); }
     wake_.notify_all();
   }
-  run_chunk(0);
+  run_chunks();
   // Spin briefly, then yield: with more threads than free cores a worker may
-  // be waiting for this very core.
+  // be running its chunk on a core this thread's yield lets it have.
   for (int spins = 0; num_pending_.load(std::memory_order_acquire) != 0; ++spins) {
     if (spins < kSpinsBeforeYield) {
       cpu_relax();
@@ -84,7 +99,7 @@ void ThreadPool::run(int64_t num_tasks, TaskFn fn, void* ctx) {
   }
 }
 
-void ThreadPool::worker_loop(int index) {
+void ThreadPool::worker_loop() {
   uint32_t seen = 0;
   for (;;) {
     // Spin for a while, then sleep until the generation changes.
@@ -109,8 +124,7 @@ void ThreadPool::worker_loop(int index) {
     }
     seen = gen;
     if (stop_.load(std::memory_order_acquire)) return;
-    run_chunk(index);
-    num_pending_.fetch_sub(1, std::memory_order_release);
+    run_chunks();
   }
 }
 

@@ -2,7 +2,8 @@
 // ~150 times per token with a few microseconds of work each, so dispatch must
 // be cheap: workers spin on an atomic generation counter for a short while
 // (~200 us) after each job and only then sleep on a condition variable, so an
-// idle pool costs no CPU. The calling thread runs chunk 0 itself.
+// idle pool costs no CPU. The calling thread claims chunks like the workers,
+// so a worker that is descheduled or still waking does not stall the job.
 //
 // Not re-entrant: one thread calls parallel_for at a time and fn must not call
 // parallel_for on the same pool. Tested by tests/kernels/thread_pool_test.cpp.
@@ -30,8 +31,9 @@ class ThreadPool {
 
   // Splits [0, num_tasks) into num_threads() contiguous chunks (chunk i is
   // [i*n/T, (i+1)*n/T)) and calls fn(begin, end) once for every non-empty
-  // chunk; returns when all are done. Which thread runs which chunk is fixed,
-  // but results must not depend on it.
+  // chunk; returns when all are done. Which thread runs which chunk is not
+  // fixed (whoever is free claims the next one), so results must not depend
+  // on it.
   template <typename F>
   void parallel_for(int64_t num_tasks, F&& fn) {
     using Fn = std::remove_reference_t<F>;
@@ -43,8 +45,9 @@ class ThreadPool {
   using TaskFn = void (*)(void* ctx, int64_t begin, int64_t end);
 
   void run(int64_t num_tasks, TaskFn fn, void* ctx);
-  void worker_loop(int index);
+  void worker_loop();
   void run_chunk(int index);
+  void run_chunks();
 
   int num_threads_ = 1;
   std::vector<std::thread> workers_;
@@ -56,7 +59,8 @@ class ThreadPool {
   int64_t job_num_tasks_ = 0;
 
   alignas(64) std::atomic<uint32_t> generation_{0};
-  alignas(64) std::atomic<int> num_pending_{0};  // workers still running the job
+  alignas(64) std::atomic<int> next_chunk_{0};   // the next chunk to claim (>= num_threads_: none)
+  alignas(64) std::atomic<int> num_pending_{0};  // chunks of the job not yet finished
   alignas(64) std::atomic<int> num_sleeping_{0};
   std::atomic<bool> stop_{false};
   std::mutex mutex_;

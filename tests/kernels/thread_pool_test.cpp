@@ -61,5 +61,39 @@ TEST(ThreadPool, WorkersWakeAfterSleeping) {
   EXPECT_EQ(out[1], 5);
 }
 
+// A worker asleep on the condition variable takes tens of microseconds to wake;
+// the caller claims the chunk meanwhile instead of waiting for it. With fixed
+// chunk owners the caller would never run chunk 1.
+TEST(ThreadPool, CallerRunsTheChunkOfAWorkerNotYetAwake) {
+  ThreadPool pool(2);
+  const std::thread::id caller = std::this_thread::get_id();
+  int caller_ran_chunk1 = 0;
+  for (int round = 0; round < 20; ++round) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));  // past the spin time: the worker sleeps
+    std::atomic<bool> by_caller{false};
+    pool.parallel_for(2, [&](int64_t begin, int64_t) {
+      if (begin == 1 && std::this_thread::get_id() == caller) by_caller.store(true);
+    });
+    if (by_caller.load()) ++caller_ran_chunk1;
+  }
+  EXPECT_GT(caller_ran_chunk1, 0);
+}
+
+// Every chunk runs exactly once while workers race to claim them (many
+// threads, many jobs back to back, so some workers arrive a job late).
+TEST(ThreadPool, EveryChunkRunsOnceUnderContention) {
+  ThreadPool pool(8);
+  for (int job = 0; job < 2000; ++job) {
+    const int64_t n = 1 + job % 13;
+    std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
+    pool.parallel_for(n, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) hits[i].fetch_add(1);
+    });
+    for (int64_t i = 0; i < n; ++i) {
+      ASSERT_EQ(hits[i].load(), 1) << "job " << job << " task " << i;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace kvscope::test
