@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "kernel_test_util.h"
+#include "packed_test_util.h"
 #include "kernels/cpu/kquant_packed.h"
 #include "kernels/cpu/packed_matmul.h"
 #include "kernels/reference/dequantize.h"
@@ -29,7 +30,6 @@ const TensorType kKquantTypes[] = {TensorType::Q2_K, TensorType::Q3_K, TensorTyp
                                    TensorType::Q6_K};
 const int64_t kTokenCounts[] = {1, 2, 3, 4, 5, 6, 7, 33};
 
-std::string type_name(TensorType t) { return std::string(traits_of(t).name); }
 
 // Levels with a packed K-quant kernel on this machine (AVX2 and up).
 std::vector<CpuLevel> kernel_levels() {
@@ -38,11 +38,6 @@ std::vector<CpuLevel> kernel_levels() {
     if (l != CpuLevel::kScalar) out.push_back(l);
   }
   return out;
-}
-
-PackedWeight pack_one(TensorType type, const std::vector<uint8_t>& w, int64_t rows, int64_t row_len) {
-  const WeightPart part{w.data(), rows};
-  return PackedWeight::pack(type, row_len, std::span<const WeightPart>(&part, 1));
 }
 
 // The activations as matmul_packed makes them (quantize_acts_avx2: blocks of
@@ -222,9 +217,6 @@ TEST(KquantMatmul, ScalarReferenceMatchesDequantisedF32) {
 // batch of 1..33 on 1..3 threads, bitwise, at every kernel level.
 TEST(KquantMatmul, SameBitsAloneInBatchAndAcrossThreads) {
   constexpr int64_t kMaxTokens = 33;
-  ThreadPool single(1), two(2), three(3);
-  ThreadPool* pools[] = {&single, &two, &three};
-  MatmulScratch scratch;
   for (CpuLevel level : kernel_levels()) {
     ScopedCpuLevel scoped(level);
     for (TensorType type : kKquantTypes) {
@@ -233,18 +225,8 @@ TEST(KquantMatmul, SameBitsAloneInBatchAndAcrossThreads) {
       SCOPED_TRACE(type_name(type) + " " + std::string(cpu_level_name(level)));
       const auto w = random_weights(type, rows, row_len, 42);
       const PackedWeight pw = pack_one(type, w, rows, row_len);
-      const auto x = random_floats(kMaxTokens * row_len, 43);
-      std::vector<float> alone(static_cast<size_t>(kMaxTokens * rows));
-      for (int64_t t = 0; t < kMaxTokens; ++t) {
-        matmul_packed(pw, x.data() + t * row_len, 1, alone.data() + t * rows, single, scratch);
-      }
-      std::vector<float> y(alone.size());
-      for (int64_t batch = 1; batch <= kMaxTokens; ++batch) {
-        ThreadPool& pool = *pools[batch % 3];
-        matmul_packed(pw, x.data(), batch, y.data(), pool, scratch);
-        ASSERT_TRUE(bitwise_equal(y.data(), alone.data(), batch * rows))
-            << "batch " << batch << " threads " << pool.num_threads();
-      }
+      std::vector<float> alone;
+      ASSERT_NO_FATAL_FAILURE(expect_alone_equals_batched(pw, random_floats(kMaxTokens * row_len, 43), kMaxTokens, alone));
     }
   }
 }

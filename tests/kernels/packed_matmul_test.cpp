@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kernel_test_util.h"
+#include "packed_test_util.h"
 #include "kernels/cpu/kquant_packed.h"
 #include "kernels/cpu/packed_matmul.h"
 #include "kernels/reference/dequantize.h"
@@ -21,13 +22,6 @@ namespace {
 
 const TensorType kPackedTypes[] = {TensorType::Q4_0, TensorType::Q4_1, TensorType::Q5_0, TensorType::Q5_1,
                                    TensorType::Q8_0};
-
-std::string type_name(TensorType t) { return std::string(traits_of(t).name); }
-
-PackedWeight pack_one(TensorType type, const std::vector<uint8_t>& w, int64_t rows, int64_t row_len) {
-  const WeightPart part{w.data(), rows};
-  return PackedWeight::pack(type, row_len, std::span<const WeightPart>(&part, 1));
-}
 
 // Tolerances as in op_table_test.cpp: per case vs the reference on the int8
 // activations, scaled by dot(|w|, |x|): 1e-5; all cases vs the exact
@@ -131,8 +125,7 @@ TEST(PackedMatmul, StackedPartsEqualEachPartAlone) {
 // 1..67 on 1-3 threads, and in a reversed batch, bitwise.
 TEST(PackedMatmul, SameBitsAloneInBatchAndAcrossThreads) {
   constexpr int64_t kMaxTokens = 67;
-  ThreadPool single(1), two(2), three(3);
-  ThreadPool* pools[] = {&single, &two, &three};
+  ThreadPool two(2);
   MatmulScratch scratch;
   for (TensorType type : kPackedTypes) {
     for (int64_t rows : {97, 200}) {
@@ -141,17 +134,9 @@ TEST(PackedMatmul, SameBitsAloneInBatchAndAcrossThreads) {
       const auto w = random_weights(type, rows, row_len, 42);
       const PackedWeight pw = pack_one(type, w, rows, row_len);
       const auto x = random_floats(kMaxTokens * row_len, 43);
-      std::vector<float> alone(static_cast<size_t>(kMaxTokens * rows));
-      for (int64_t t = 0; t < kMaxTokens; ++t) {
-        matmul_packed(pw, x.data() + t * row_len, 1, alone.data() + t * rows, single, scratch);
-      }
+      std::vector<float> alone;
+      ASSERT_NO_FATAL_FAILURE(expect_alone_equals_batched(pw, x, kMaxTokens, alone));
       std::vector<float> y(alone.size());
-      for (int64_t batch = 1; batch <= kMaxTokens; ++batch) {
-        ThreadPool& pool = *pools[batch % 3];
-        matmul_packed(pw, x.data(), batch, y.data(), pool, scratch);
-        ASSERT_TRUE(bitwise_equal(y.data(), alone.data(), batch * rows))
-            << "batch " << batch << " threads " << pool.num_threads();
-      }
       std::vector<float> xr(x.size());
       for (int64_t t = 0; t < kMaxTokens; ++t) {
         std::copy_n(x.data() + (kMaxTokens - 1 - t) * row_len, row_len, xr.data() + t * row_len);
