@@ -67,6 +67,14 @@ Status Engine::reconfigure(const EngineConfig& config) {
   if (Impl::thread_count(resolved) != m.pool->num_threads()) {
     threads = std::make_unique<ThreadPool>(Impl::thread_count(resolved));
   }
+  // A new split (tp, tp_reduce) repacks the weights into new shards; make_kv_setup checked it splits.
+  std::unique_ptr<TensorParallelRunner> runner;
+  auto shards = m.shard_plan(resolved);
+  if (!shards.ok()) return Error{shards.error()};
+  if (resolved.tp != m.config.tp || resolved.tp_reduce != m.config.tp_reduce) {
+    runner = TensorParallelRunner::create(m.weights, *shards, *setup->kv, threads ? *threads : *m.pool, {});
+    if (!runner) return Error{"the model's weights could not be split for tensor parallelism"};
+  }
 
   // Requests submitted and cancelled so far reach the old scheduler; the
   // finished ones leave it. The rest come out holding no blocks.
@@ -81,11 +89,13 @@ Status Engine::reconfigure(const EngineConfig& config) {
     m.inbox.clear();
     m.config = resolved;
     m.info.setting_warnings = Impl::config_warnings(config, plan);
+    for (const std::string& note : shards->notes) m.info.setting_warnings.push_back(note);
     // The old scheduler refers to the old manager, which refers to the old storage: replace in that order.
     m.scheduler = std::move(setup->scheduler);
     m.kv_manager = std::move(setup->manager);
     m.kv = std::move(setup->kv);
     if (threads) m.pool = std::move(threads);
+    if (runner) m.runner = std::move(runner);
     m.runner->set_kv_storage(*m.kv);
     m.runner->set_thread_pool(*m.pool);
     if (draft_runner) m.draft_runner = std::move(draft_runner);

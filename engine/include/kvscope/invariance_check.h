@@ -50,8 +50,11 @@ struct InvarianceSide {
 // "k=v,k=v" (spaces around keys and values ignored; "" is the base config)
 // applied on top of `base`. Keys:
 //  - every key of the setting table (engine_settings(): threads, block_size,
-//    paged, prefix_caching, cascade, max_batched_tokens, ...), the value
-//    parsed by that row (booleans: true/false, on/off, yes/no, 1/0);
+//    paged, prefix_caching, cascade, max_batched_tokens, tp, tp_reduce, ...),
+//    the value parsed by that row (booleans: true/false, on/off, yes/no, 1/0);
+//    "tp=1,tp_reduce=deterministic" vs "tp=4,tp_reduce=deterministic" is
+//    identical bit for bit (docs/tensor-parallel.md), "tp=1" vs "tp=2"
+//    (fast) shows the reduction order's drift;
 //  - concurrency=N, 1..256;
 //  - the short aliases invariance_aliases() lists (kv_mode=paged|contiguous,
 //    prefix_cache=on|off, chunk=N).

@@ -5,25 +5,52 @@
 
 namespace kvscope {
 
-LinearGroup::LinearGroup(const std::vector<const WeightMatrix*>& parts) {
+LinearGroup::LinearGroup(const std::vector<const WeightMatrix*>& parts)
+    : LinearGroup(parts, 0, parts.empty() ? 0 : parts[0]->row_len) {}
+
+LinearGroup::LinearGroup(const std::vector<const WeightMatrix*>& parts, int64_t k_begin, int64_t k_size) {
   assert(!parts.empty());
+  row_len_ = k_size;
+  const bool whole_rows = k_begin == 0 && k_size == parts[0]->row_len;
+  // Each part as the rows to pack: the original data, or a gathered K slice.
+  std::vector<WeightMatrix> views;
   bool same_type = true;
   for (const WeightMatrix* p : parts) {
     assert(p->present() && p->row_len == parts[0]->row_len);
     same_type = same_type && p->type == parts[0]->type;
     part_rows_.push_back(p->num_rows);
     num_rows_ += p->num_rows;
+    WeightMatrix view = *p;
+    if (!whole_rows) {
+      const int64_t block = traits_of(p->type).block_elems;
+      assert(k_begin >= 0 && k_size > 0 && k_begin + k_size <= p->row_len);
+      assert(k_begin % block == 0 && k_size % block == 0);
+      (void)block;
+      const size_t src_stride = row_bytes(p->type, p->row_len), offset = row_bytes(p->type, k_begin);
+      const size_t dst_stride = row_bytes(p->type, k_size);
+      std::vector<uint8_t>& slice = slices_.emplace_back(dst_stride * static_cast<size_t>(p->num_rows));
+      const auto* src = static_cast<const uint8_t*>(p->data);
+      for (int64_t r = 0; r < p->num_rows; ++r) {
+        std::memcpy(slice.data() + r * dst_stride, src + r * src_stride + offset, dst_stride);
+      }
+      view.data = slice.data();
+      view.row_len = k_size;
+    }
+    views.push_back(view);
   }
   if (same_type) {
     std::vector<WeightPart> wp;
-    for (const WeightMatrix* p : parts) wp.push_back(WeightPart{p->data, p->num_rows});
-    packed_.push_back(PackedWeight::pack(parts[0]->type, parts[0]->row_len, wp));
+    for (const WeightMatrix& v : views) wp.push_back(WeightPart{v.data, v.num_rows});
+    packed_.push_back(PackedWeight::pack(views[0].type, k_size, wp));
   } else {
-    for (const WeightMatrix* p : parts) {
-      const WeightPart wp{p->data, p->num_rows};
-      packed_.push_back(PackedWeight::pack(p->type, p->row_len, std::span<const WeightPart>(&wp, 1)));
+    for (const WeightMatrix& v : views) {
+      const WeightPart wp{v.data, v.num_rows};
+      packed_.push_back(PackedWeight::pack(v.type, k_size, std::span<const WeightPart>(&wp, 1)));
     }
   }
+  bool all_packed = true;
+  for (const PackedWeight& pw : packed_) all_packed = all_packed && pw.is_packed();
+  if (all_packed) slices_.clear();  // the packed layout is a copy: the slices are no longer read
 }
 
 void LinearGroup::run(const float* x, int32_t num_tokens, float* y, ThreadPool& pool, MatmulScratch& scratch) {

@@ -3,8 +3,14 @@
 // and run as one: their outputs land side by side, y[t][part0 rows, part1 rows,
 // ...]. One call quantises the input once and dispatches the thread pool once,
 // which matters at decode, where each matmul is only microseconds of work.
+//
+// A K range packs only the columns [k_begin, k_begin + k_size) of every row
+// (a row-parallel slice for tensor parallelism, or one canonical chunk of
+// the deterministic reduction): the slice is gathered into a contiguous
+// copy, packed, and the copy dropped once the packed layout holds it.
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 #include "kernels/cpu/matmul.h"
@@ -19,9 +25,14 @@ class LinearGroup {
   LinearGroup() = default;
   // Precondition: every part is present and has the same row_len.
   explicit LinearGroup(const std::vector<const WeightMatrix*>& parts);
+  // Columns [k_begin, k_begin + k_size) of every part only. Preconditions: as
+  // above, and the range lies in the row and starts and ends on a block of
+  // every part's type.
+  LinearGroup(const std::vector<const WeightMatrix*>& parts, int64_t k_begin, int64_t k_size);
 
   int64_t num_rows() const { return num_rows_; }  // total output width
-  // x: [num_tokens][row_len]; y: [num_tokens][num_rows()].
+  int64_t row_len() const { return row_len_; }    // input width (k_size with a K range)
+  // x: [num_tokens][row_len()]; y: [num_tokens][num_rows()].
   void run(const float* x, int32_t num_tokens, float* y, ThreadPool& pool, MatmulScratch& scratch);
 
  private:
@@ -30,6 +41,9 @@ class LinearGroup {
   std::vector<PackedWeight> packed_;
   std::vector<int64_t> part_rows_;
   int64_t num_rows_ = 0;
+  int64_t row_len_ = 0;
+  // K-range copies the packed weights still point at (types packing keeps by reference).
+  std::vector<std::vector<uint8_t>> slices_;
   std::vector<float> part_out_;  // [num_tokens][part rows], for the per-part case
 };
 

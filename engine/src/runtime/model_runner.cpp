@@ -18,11 +18,12 @@
 namespace kvscope {
 namespace {
 
-// Adds bias to the `bias.size()` columns at `col` of each row of width `stride`.
-void add_bias(float* y, int64_t stride, int64_t col, const std::vector<float>& bias, int32_t num_tokens) {
+// Adds bias[bias_begin, bias_begin + n) to the n columns at `col` of each row
+// of width `stride` (a shard adds its slice of the bias).
+void add_bias(float* y, int64_t stride, int64_t col, const std::vector<float>& bias, int64_t bias_begin, int64_t n,
+              int32_t num_tokens) {
   if (bias.empty()) return;
-  const int64_t n = static_cast<int64_t>(bias.size());
-  for (int32_t t = 0; t < num_tokens; ++t) add(y + t * stride + col, bias.data(), n, y + t * stride + col);
+  for (int32_t t = 0; t < num_tokens; ++t) add(y + t * stride + col, bias.data() + bias_begin, n, y + t * stride + col);
 }
 
 void norm_rows(const float* x, const std::vector<float>& w, int32_t num_rows, float eps, float* out) {
@@ -33,7 +34,8 @@ void norm_rows(const float* x, const std::vector<float>& w, int32_t num_rows, fl
 
 ModelRunner::ModelRunner(std::shared_ptr<const ModelWeights> weights, KvStorage& kv, ThreadPool& pool,
                          NoPacking)
-    : weights_(std::move(weights)), kv_(&kv), pool_(&pool) {}
+    : weights_(std::move(weights)), plan_(ShardPlan::whole(weights_->config)), shard_(plan_.ranks[0]), kv_(&kv),
+      pool_(&pool) {}
 
 ModelRunner::ModelRunner(std::shared_ptr<const ModelWeights> weights, KvStorage& kv, ThreadPool& pool)
     : ModelRunner(std::move(weights), kv, pool, NoPacking{}) {
@@ -43,6 +45,21 @@ ModelRunner::ModelRunner(std::shared_ptr<const ModelWeights> weights, KvStorage&
 std::unique_ptr<ModelRunner> ModelRunner::create(std::shared_ptr<const ModelWeights> weights, KvStorage& kv,
                                                  ThreadPool& pool, const RepackProgress& progress) {
   std::unique_ptr<ModelRunner> runner(new ModelRunner(std::move(weights), kv, pool, NoPacking{}));
+  if (!runner->pack_weights(progress)) return nullptr;
+  return runner;
+}
+
+std::unique_ptr<ModelRunner> ModelRunner::create_shard(std::shared_ptr<const ModelWeights> weights,
+                                                       const ShardPlan& plan, int32_t rank, Communicator* comm,
+                                                       KvStorage& kv, ThreadPool& pool,
+                                                       const RepackProgress& progress) {
+  assert(rank >= 0 && rank < plan.world_size);
+  assert(plan.world_size == 1 || (comm && comm->world_size() == plan.world_size && comm->rank() == rank));
+  std::unique_ptr<ModelRunner> runner(new ModelRunner(std::move(weights), kv, pool, NoPacking{}));
+  runner->plan_ = plan;
+  runner->shard_ = plan.ranks[static_cast<size_t>(rank)];
+  runner->comm_ = plan.world_size > 1 ? comm : nullptr;
+  runner->split_kv_ = true;
   if (!runner->pack_weights(progress)) return nullptr;
   return runner;
 }
@@ -58,19 +75,13 @@ bool ModelRunner::pack_weights(const RepackProgress& progress) {
     for (const WeightMatrix* m : parts) done += m->num_bytes();
     return !progress || progress(total > 0 ? static_cast<double>(done) / static_cast<double>(total) : 1.0);
   };
+  const ModelConfig& c = config();
+  wo_parts_ = wo_parts(c, plan_, shard_);
+  down_parts_ = down_parts(plan_, shard_);
   for (const LayerWeights& L : weights_->layers) {
-    LayerLinears lin;
-    lin.qkv = LinearGroup({&L.wq, &L.wk, &L.wv});
-    if (!packed({&L.wq, &L.wk, &L.wv})) return false;
-    lin.wo = LinearGroup({&L.wo});
-    if (!packed({&L.wo})) return false;
-    lin.gate_up = LinearGroup({&L.w_gate, &L.w_up});
-    if (!packed({&L.w_gate, &L.w_up})) return false;
-    lin.down = LinearGroup({&L.w_down});
-    if (!packed({&L.w_down})) return false;
-    linears_.push_back(std::move(lin));
+    if (!pack_layer_shard(L, c, plan_, shard_, linears_.emplace_back(), packed)) return false;
   }
-  head_ = LinearGroup({&weights_->output});
+  head_ = pack_head_shard(*weights_, shard_);
   return packed({&weights_->output});
 }
 
@@ -85,11 +96,14 @@ void ModelRunner::resize_activations(int32_t capacity) {
   size(x_, n * c.hidden_size);
   size(h_, n * c.hidden_size);
   size(o_, n * c.hidden_size);
-  size(qkv_, n * (c.q_size() + 2 * c.kv_size()));
-  size(q_, n * c.q_size());
-  size(attn_, n * c.q_size());
-  size(gate_up_, n * 2 * c.ffn_size);
-  size(act_, n * c.ffn_size);
+  const size_t q = static_cast<size_t>(shard_.num_q_heads) * c.head_dim;
+  const size_t kv = static_cast<size_t>(shard_.num_kv_heads) * c.head_dim;
+  const size_t f = static_cast<size_t>(shard_.ffn_size);
+  size(qkv_, n * (q + 2 * kv));
+  size(q_, n * q);
+  size(attn_, n * q);
+  size(gate_up_, n * 2 * f);
+  size(act_, n * f);
 }
 
 void ModelRunner::reserve(int32_t max_tokens) { resize_activations(std::max(max_tokens, 1)); }
@@ -101,7 +115,10 @@ void ModelRunner::ensure_capacity(int32_t num_tokens) {
 
 size_t ModelRunner::workspace_bytes() const {
   size_t floats = 0;
-  for (const std::vector<float>* v : {&x_, &h_, &qkv_, &q_, &attn_, &o_, &gate_up_, &act_}) floats += v->capacity();
+  for (const std::vector<float>* v : {&x_, &h_, &qkv_, &q_, &attn_, &o_, &gate_up_, &act_, &part_in_, &partials_,
+                                      &gathered_, &head_local_, &head_all_, &q_head_, &out_head_}) {
+    floats += v->capacity();
+  }
   return floats * sizeof(float);
 }
 
@@ -124,7 +141,7 @@ bool ModelRunner::forward(const StepBatch& batch, std::vector<float>& logits, co
   }
   const int32_t layers_run = num_layers > 0 ? std::min(num_layers, c.num_layers) : c.num_layers;
   for (int32_t layer = 0; layer < layers_run; ++layer) {
-    if (interrupt && interrupt->load(std::memory_order_relaxed)) return false;
+    if (should_stop(interrupt)) return false;
     attention_block(layer, batch);
     ffn_block(layer, T);
   }
@@ -136,50 +153,75 @@ bool ModelRunner::forward(const StepBatch& batch, std::vector<float>& logits, co
   for (int32_t i = 0; i < num_logits; ++i) {
     rms_norm(x_.data() + batch.logits_rows[i] * H, w.output_norm.data(), 1, H, c.rms_eps, h_.data() + i * H);
   }
-  head_.run(h_.data(), num_logits, logits.data(), *pool_, scratch_);
+  head(h_.data(), num_logits, logits.data());
   if (c.final_softcap > 0.0f) {  // Gemma 2
     for (float& x : logits) x = c.final_softcap * std::tanh(x / c.final_softcap);
   }
   return true;
 }
 
+bool ModelRunner::should_stop(const std::atomic<bool>* interrupt) {
+  float stop = interrupt && interrupt->load(std::memory_order_relaxed) ? 1.0f : 0.0f;
+  if (comm_) comm_->broadcast(&stop, 1, 0);
+  return stop != 0.0f;
+}
+
 void ModelRunner::attention_block(int32_t layer, const StepBatch& batch) {
   const ModelConfig& c = config();
   const LayerWeights& L = weights_->layers[static_cast<size_t>(layer)];
-  LayerLinears& lin = linears_[static_cast<size_t>(layer)];
+  ShardLinears& lin = linears_[static_cast<size_t>(layer)];
   const int32_t T = batch.num_tokens;
-  const int64_t H = c.hidden_size, Q = c.q_size(), KV = c.kv_size(), QKV = Q + 2 * KV;
+  const int64_t H = c.hidden_size, hd = c.head_dim;
+  const int32_t num_q = shard_.num_q_heads, num_kv = shard_.num_kv_heads;
+  const int64_t Q = num_q * hd, KV = num_kv * hd, QKV = Q + 2 * KV;
+  const int64_t q0 = shard_.q_head_begin * hd, kv0 = shard_.kv_head_begin * hd;  // the shard's bias offsets
 
-  // qkv_ rows: [Q | K | V] per token.
+  // qkv_ rows: [Q | K | V] per token, the shard's heads only.
   norm_rows(x_.data(), L.attn_norm, T, c.rms_eps, h_.data());
   lin.qkv.run(h_.data(), T, qkv_.data(), *pool_, scratch_);
-  add_bias(qkv_.data(), QKV, 0, L.bq, T);
-  add_bias(qkv_.data(), QKV, Q, L.bk, T);
-  add_bias(qkv_.data(), QKV, Q + KV, L.bv, T);
+  add_bias(qkv_.data(), QKV, 0, L.bq, q0, Q, T);
+  add_bias(qkv_.data(), QKV, Q, L.bk, kv0, KV, T);
+  add_bias(qkv_.data(), QKV, Q + KV, L.bv, kv0, KV, T);
   if (c.qk_norm) {  // per-head RMSNorm (Gemma 3, Qwen3): each head is a row of head_dim
     for (int32_t t = 0; t < T; ++t) {
       float* row = qkv_.data() + t * QKV;
-      rms_norm(row, L.q_norm.data(), c.num_heads, c.head_dim, c.rms_eps, row);
-      rms_norm(row + Q, L.k_norm.data(), c.num_kv_heads, c.head_dim, c.rms_eps, row + Q);
+      rms_norm(row, L.q_norm.data(), num_q, c.head_dim, c.rms_eps, row);
+      rms_norm(row + Q, L.k_norm.data(), num_kv, c.head_dim, c.rms_eps, row + Q);
     }
   }
   const float base = c.layer_rope_base(layer);
   const std::vector<float>& factors = weights_->rope_freq_factors;
   const float* freq_factors = factors.empty() ? nullptr : factors.data();
-  rope(qkv_.data(), T, c.num_heads, c.head_dim, batch.positions.data(), base, c.rope_style, QKV, freq_factors);
-  rope(qkv_.data() + Q, T, c.num_kv_heads, c.head_dim, batch.positions.data(), base, c.rope_style, QKV,
-       freq_factors);
+  rope(qkv_.data(), T, num_q, c.head_dim, batch.positions.data(), base, c.rope_style, QKV, freq_factors);
+  rope(qkv_.data() + Q, T, num_kv, c.head_dim, batch.positions.data(), base, c.rope_style, QKV, freq_factors);
 
   for (int32_t t = 0; t < T; ++t) {
     const float* row = qkv_.data() + t * QKV;
     const int64_t slot = batch.slot_mapping[t];
     std::memcpy(q_.data() + t * Q, row, Q * sizeof(float));
-    kv_->store(layer, slot, row + Q, row + Q + KV);
+    if (!split_kv_) {
+      kv_->store(layer, slot, row + Q, row + Q + KV);
+    } else {
+      const int32_t first = layer * plan_.num_kv_slots + shard_.kv_slot_begin;
+      for (int32_t j = 0; j < num_kv; ++j) kv_->store(first + j, slot, row + Q + j * hd, row + Q + KV + j * hd);
+    }
   }
 
+  attend(layer, batch);
+
+  row_parallel(lin.wo, wo_parts_, false, attn_.data(), Q, T, o_.data());
+  if (c.post_norms) norm_rows(o_.data(), L.post_attn_norm, T, c.rms_eps, o_.data());
+  add(x_.data(), o_.data(), T * H, x_.data());
+}
+
+void ModelRunner::attend(int32_t layer, const StepBatch& batch) {
+  const ModelConfig& c = config();
+  const int32_t T = batch.num_tokens;
+  const int32_t num_q = shard_.num_q_heads, num_kv = shard_.num_kv_heads;
+  const int64_t hd = c.head_dim, Q = num_q * hd;
   AttentionShape shape;
-  shape.num_heads = c.num_heads;
-  shape.num_kv_heads = c.num_kv_heads;
+  shape.num_heads = num_q;
+  shape.num_kv_heads = num_kv;
   shape.head_dim = c.head_dim;
   shape.scale = c.softmax_scale();
   shape.softcap = c.attn_softcap;
@@ -193,21 +235,45 @@ void ModelRunner::attention_block(int32_t layer, const StepBatch& batch) {
   const CascadeGroups cascade{batch.num_cascade_groups(), batch.cascade_prefix_len.data(),
                               batch.cascade_seq_start.data(), batch.cascade_seqs.data()};
   const auto start = std::chrono::steady_clock::now();
-  const int64_t rows_saved = paged_attention(shape, kv_->layer_view(layer), pb, q_.data(), attn_.data(), *pool_, cascade);
+  int64_t rows_saved = 0;
+  if (!split_kv_) {
+    rows_saved = paged_attention(shape, kv_->layer_view(layer), pb, q_.data(), attn_.data(), *pool_, cascade);
+  } else if (num_kv == 1) {
+    const int32_t kv_layer = layer * plan_.num_kv_slots + shard_.kv_slot_begin;
+    rows_saved = paged_attention(shape, kv_->layer_view(kv_layer), pb, q_.data(), attn_.data(), *pool_, cascade);
+  } else {
+    // One KV head per storage layer: attend head group by head group. The
+    // group's query columns are copied out (the kernel reads q rows whole)
+    // and its output copied back; the arithmetic per (token, head) is the
+    // kernel's as in one call.
+    const int32_t group = num_q / num_kv;
+    const int64_t width = group * hd;
+    shape.num_heads = group;
+    shape.num_kv_heads = 1;
+    q_head_.resize(static_cast<size_t>(T * width));
+    out_head_.resize(static_cast<size_t>(T * width));
+    for (int32_t j = 0; j < num_kv; ++j) {
+      for (int32_t t = 0; t < T; ++t) {
+        std::memcpy(q_head_.data() + t * width, q_.data() + t * Q + j * width, width * sizeof(float));
+      }
+      const int32_t kv_layer = layer * plan_.num_kv_slots + shard_.kv_slot_begin + j;
+      rows_saved += paged_attention(shape, kv_->layer_view(kv_layer), pb, q_head_.data(), out_head_.data(), *pool_,
+                                    cascade);
+      for (int32_t t = 0; t < T; ++t) {
+        std::memcpy(attn_.data() + t * Q + j * width, out_head_.data() + t * width, width * sizeof(float));
+      }
+    }
+  }
   attention_stats_.time_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   // A K row and a V row of head_dim floats per (position, KV head).
   attention_stats_.cascade_kv_bytes_saved += rows_saved * 2 * c.head_dim * static_cast<int64_t>(sizeof(float));
-
-  lin.wo.run(attn_.data(), T, o_.data(), *pool_, scratch_);
-  if (c.post_norms) norm_rows(o_.data(), L.post_attn_norm, T, c.rms_eps, o_.data());
-  add(x_.data(), o_.data(), T * H, x_.data());
 }
 
 void ModelRunner::ffn_block(int32_t layer, int32_t T) {
   const ModelConfig& c = config();
   const LayerWeights& L = weights_->layers[static_cast<size_t>(layer)];
-  LayerLinears& lin = linears_[static_cast<size_t>(layer)];
-  const int64_t H = c.hidden_size, F = c.ffn_size;
+  ShardLinears& lin = linears_[static_cast<size_t>(layer)];
+  const int64_t H = c.hidden_size, F = shard_.ffn_size;
 
   norm_rows(x_.data(), L.ffn_norm, T, c.rms_eps, h_.data());
   lin.gate_up.run(h_.data(), T, gate_up_.data(), *pool_, scratch_);  // rows: [gate | up]
@@ -219,9 +285,77 @@ void ModelRunner::ffn_block(int32_t layer, int32_t T) {
       gelu_tanh_mul(gate, gate + F, F, act_.data() + t * F);
     }
   }
-  lin.down.run(act_.data(), T, o_.data(), *pool_, scratch_);
+  row_parallel(lin.down, down_parts_, true, act_.data(), F, T, o_.data());
   if (c.post_norms) norm_rows(o_.data(), L.post_ffn_norm, T, c.rms_eps, o_.data());
   add(x_.data(), o_.data(), T * H, x_.data());
+}
+
+void ModelRunner::row_parallel(std::vector<LinearGroup>& parts, const std::vector<KPart>& kparts, bool is_down,
+                               const float* x, int64_t x_width, int32_t T, float* y) {
+  const int64_t H = config().hidden_size, out = static_cast<int64_t>(T) * H;
+  // Part i's input: columns kparts[i] of x, contiguous per token (a pointer
+  // into x when the part is all of it or there is one token).
+  auto part_input = [&](size_t i) -> const float* {
+    const KPart& k = kparts[i];
+    if (k.size == x_width || T == 1) return x + k.offset;
+    part_in_.resize(static_cast<size_t>(T * k.size));
+    for (int32_t t = 0; t < T; ++t) {
+      std::memcpy(part_in_.data() + t * k.size, x + t * x_width + k.offset, k.size * sizeof(float));
+    }
+    return part_in_.data();
+  };
+  if (!plan_.deterministic) {
+    assert(parts.size() == 1);
+    parts[0].run(part_input(0), T, y, *pool_, scratch_);
+    if (comm_) comm_->all_reduce_sum(y, out);
+    return;
+  }
+  // Deterministic: every canonical chunk's partial product on its own, then
+  // y = ((p0 + p1) + p2) + ... in chunk order, whichever rank computed each.
+  const int32_t max_local = is_down ? plan_.max_down_chunks : plan_.max_wo_chunks;
+  partials_.resize(static_cast<size_t>(max_local * out));
+  for (size_t i = 0; i < parts.size(); ++i) parts[i].run(part_input(i), T, partials_.data() + i * out, *pool_, scratch_);
+  const float* all = partials_.data();
+  if (comm_) {
+    gathered_.resize(static_cast<size_t>(plan_.world_size * max_local * out));
+    comm_->all_gather(partials_.data(), max_local * out, gathered_.data());
+    all = gathered_.data();
+  }
+  bool first = true;
+  for (const RankShard& r : plan_.ranks) {
+    const int32_t begin = is_down ? r.down_chunk_begin : r.wo_chunk_begin;
+    const int32_t end = is_down ? r.down_chunk_end : r.wo_chunk_end;
+    const float* rank_partials = comm_ ? all + static_cast<int64_t>(r.rank) * max_local * out : all;
+    for (int32_t i = 0; i < end - begin; ++i) {
+      const float* p = rank_partials + i * out;
+      if (first) {
+        std::memcpy(y, p, static_cast<size_t>(out) * sizeof(float));
+        first = false;
+      } else {
+        add(y, p, out, y);
+      }
+    }
+  }
+}
+
+void ModelRunner::head(const float* h, int32_t num_rows, float* logits) {
+  if (!comm_) {
+    head_.run(h, num_rows, logits, *pool_, scratch_);
+    return;
+  }
+  // Each rank's vocabulary slice, padded to the largest, gathered, then laid
+  // out as [num_rows][vocab_size].
+  const int64_t V = config().vocab_size, pad = plan_.max_vocab_size * num_rows;
+  head_local_.resize(static_cast<size_t>(pad));
+  head_all_.resize(static_cast<size_t>(pad * plan_.world_size));
+  head_.run(h, num_rows, head_local_.data(), *pool_, scratch_);
+  comm_->all_gather(head_local_.data(), pad, head_all_.data());
+  for (const RankShard& r : plan_.ranks) {
+    const float* src = head_all_.data() + r.rank * pad;
+    for (int32_t i = 0; i < num_rows; ++i) {
+      std::memcpy(logits + i * V + r.vocab_begin, src + i * r.vocab_size, static_cast<size_t>(r.vocab_size) * sizeof(float));
+    }
+  }
 }
 
 }  // namespace kvscope

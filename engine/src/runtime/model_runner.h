@@ -7,6 +7,12 @@
 // Building one repacks every weight matrix (the slow part of loading a model);
 // the KV storage and thread pool it uses can be swapped afterwards, so that
 // Engine::reconfigure keeps the repacked weights.
+//
+// A runner can also be one rank's shard of a tensor-parallel model
+// (create_shard; parallel/tensor_parallel_runner.h runs N of them): it then
+// holds only its slice of the weights (parallel/shard_plan.h), meets the other
+// ranks through a Communicator after each row-parallel matmul and the head,
+// and returns the same full logits on every rank.
 #pragma once
 
 #include <atomic>
@@ -19,6 +25,9 @@
 #include "kernels/cpu/thread_pool.h"
 #include "kv/kv_storage.h"
 #include "model/model_weights.h"
+#include "parallel/communicator.h"
+#include "parallel/shard_plan.h"
+#include "parallel/shard_weights.h"
 #include "runtime/step_batch.h"
 
 namespace kvscope {
@@ -33,6 +42,14 @@ class ModelRunner {
   // As the constructor, reporting progress; nullptr when progress returned false.
   static std::unique_ptr<ModelRunner> create(std::shared_ptr<const ModelWeights> weights, KvStorage& kv,
                                              ThreadPool& pool, const RepackProgress& progress);
+  // Rank `rank` of `plan`. Its K/V go to `kv` laid out one layer per (model
+  // layer, KV head slot): storage layer = layer * plan.num_kv_slots +
+  // shard.kv_slot_begin + j, kv_size = head_dim (kv_storage_shape()), so
+  // that every rank's heads live in one storage whose blocks the KV manager
+  // copies and swaps whole. comm: the rank's communicator (world_size ranks).
+  static std::unique_ptr<ModelRunner> create_shard(std::shared_ptr<const ModelWeights> weights, const ShardPlan& plan,
+                                                   int32_t rank, Communicator* comm, KvStorage& kv, ThreadPool& pool,
+                                                   const RepackProgress& progress);
 
   const ModelConfig& config() const { return weights_->config; }
   const ModelWeights& weights() const { return *weights_; }
@@ -66,20 +83,31 @@ class ModelRunner {
  private:
   struct NoPacking {};
   ModelRunner(std::shared_ptr<const ModelWeights> weights, KvStorage& kv, ThreadPool& pool, NoPacking);
-  // Repacks every weight group into linears_ and head_; false when cancelled.
+  // Repacks every weight group of the shard into linears_ and head_; false when cancelled.
   bool pack_weights(const RepackProgress& progress);
   void resize_activations(int32_t capacity);
   void ensure_capacity(int32_t num_tokens);
+  // All ranks stop at the same layer: rank 0's reading of the flag is broadcast.
+  bool should_stop(const std::atomic<bool>* interrupt);
   void attention_block(int32_t layer, const StepBatch& batch);
+  void attend(int32_t layer, const StepBatch& batch);
   void ffn_block(int32_t layer, int32_t num_tokens);
-
-  // Per layer: Q|K|V, output projection, gate|up, down; then the head.
-  struct LayerLinears {
-    LinearGroup qkv, wo, gate_up, down;
-  };
+  // y[T][hidden] = the full product of a row-parallel matmul whose local K
+  // parts are `parts` (input x: [T][x_width], part i reading columns
+  // kparts[i]), reduced over ranks: fast = local sum then all_reduce_sum;
+  // deterministic = every canonical chunk's partial gathered, summed in
+  // chunk order.
+  void row_parallel(std::vector<LinearGroup>& parts, const std::vector<KPart>& kparts, bool is_down,
+                    const float* x, int64_t x_width, int32_t T, float* y);
+  void head(const float* h, int32_t num_rows, float* logits);
 
   std::shared_ptr<const ModelWeights> weights_;
-  std::vector<LayerLinears> linears_;
+  ShardPlan plan_;
+  RankShard shard_;
+  Communicator* comm_ = nullptr;  // not owned; null: one rank
+  bool split_kv_ = false;         // KV storage layers per KV head slot (create_shard)
+  std::vector<ShardLinears> linears_;
+  std::vector<KPart> wo_parts_, down_parts_;
   LinearGroup head_;
   KvStorage* kv_;     // not owned
   ThreadPool* pool_;  // not owned
@@ -88,7 +116,11 @@ class ModelRunner {
   int32_t capacity_ = 0;
   // Activations, [capacity_][width] each.
   // qkv_ holds Q|K|V side by side per token; q_ is Q alone (what attention reads).
+  // Widths are the shard's: Q = its query heads, KV = its KV heads, F = its FFN rows.
   std::vector<float> x_, h_, qkv_, q_, attn_, o_, gate_up_, act_;
+  // Row-parallel and head scratch (sized on use): a part's input columns,
+  // [chunks][T][hidden] partial products, all ranks' partials, head slices.
+  std::vector<float> part_in_, partials_, gathered_, head_local_, head_all_, q_head_, out_head_;
 };
 
 }  // namespace kvscope
