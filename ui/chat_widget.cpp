@@ -335,6 +335,8 @@ void ChatWidget::onFinished(quint64 request_id, const kvscope::ui::FinishInfo& i
   status += tr(" · context %1 / %2")
                 .arg(QLocale().toString(st.num_prompt_tokens + st.num_generated_tokens))
                 .arg(QLocale().toString(context_length_));
+  // Context overflow (docs/context-overflow.md): the model no longer saw all of the conversation.
+  if (st.num_dropped_tokens > 0) status += tr(" · %n token(s) dropped from the middle", "", st.num_dropped_tokens);
   if (shown.reason == FinishReason::Error) status = tr("error: %1").arg(QString::fromStdString(shown.error));
   setStatus(status);
   render();
@@ -348,7 +350,7 @@ void ChatWidget::onSnapshot(const kvscope::ui::SnapshotPtr& snapshot) {
     if (seq.id != active_id_ || seq.index != pending_.shown) continue;
     const QLocale locale;
     const int total = static_cast<int>(seq.tokens.size());
-    const int generated = total - seq.num_prompt_tokens;
+    const int generated = total + seq.num_dropped_tokens - seq.num_prompt_tokens;  // shifts dropped some
     if (generated <= 0) {
       QString text = tr("processing prompt %1 / %2 tokens")
                          .arg(locale.toString(seq.num_computed_tokens), locale.toString(seq.num_prompt_tokens));

@@ -86,6 +86,8 @@ std::shared_ptr<const EngineSnapshot> Engine::Impl::build_snapshot() {
     q.num_draft_tokens = s.spec.num_draft_tokens();
     q.num_accepted_tokens = s.spec.num_accepted_tokens();
     q.spec_paused = s.spec.paused();
+    q.num_context_shifts = s.num_context_shifts;
+    q.num_dropped_tokens = s.num_shifted_out_tokens;
     q.tokens = s.tokens;
     q.block_table = s.table.blocks();
     if (s.state != SequenceState::Swapped) {

@@ -43,8 +43,10 @@ struct SequenceSnapshot {
   // Speculative decoding so far (docs/speculative.md).
   int32_t num_draft_tokens = 0;     // tokens proposed and verified
   int32_t num_accepted_tokens = 0;  // of those, accepted
+  int32_t num_context_shifts = 0;   // context overflow = shift (docs/context-overflow.md)
+  int32_t num_dropped_tokens = 0;   // tokens shifts dropped from the middle of the context
   bool spec_paused = false;         // its speculation is switched off for now (it did not pay)
-  std::vector<int32_t> tokens;       // prompt + generated
+  std::vector<int32_t> tokens;       // prompt + generated (less what shifts dropped)
   std::vector<int32_t> block_table;  // logical -> physical block ids
 };
 

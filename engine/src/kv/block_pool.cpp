@@ -106,6 +106,11 @@ void BlockPool::register_hash(int32_t b, uint64_t hash) {
   hashes_[idx(b)] = hash;
 }
 
+void BlockPool::forget_hash(int32_t b) {
+  assert(ref_counts_[idx(b)] == 1 && "forget_hash: the block is shared or free");
+  drop_hash(b);
+}
+
 bool BlockPool::check_invariants() const {
   int32_t free_seen = 0, cached_seen = 0;
   int32_t prev = -1;

@@ -49,6 +49,9 @@ class BlockPool {
   // holds that hash (then nothing changes). Precondition: ref_count(block) > 0,
   // hash != 0, !has_hash(block).
   void register_hash(int32_t block, uint64_t hash);
+  // Drops the prefix hash of a block whose contents are about to change
+  // (context shift). Precondition: ref_count(block) == 1 (the caller's alone).
+  void forget_hash(int32_t block);
   bool has_hash(int32_t block) const { return hashes_[idx(block)] != 0; }
   uint64_t hash_of(int32_t block) const { return hashes_[idx(block)]; }
 

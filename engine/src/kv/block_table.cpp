@@ -26,6 +26,14 @@ void BlockTable::release_last(BlockPool& pool) {
   blocks_.pop_back();
 }
 
+void BlockTable::drop_range(BlockPool& pool, int32_t first, int32_t num) {
+  assert(first >= 0 && num >= 0 && first + num <= num_blocks() && "drop_range: out of the table");
+  const auto begin = blocks_.begin() + first;
+  for (auto it = begin; it != begin + num; ++it) pool.release(*it);
+  blocks_.erase(begin, begin + num);
+  if (num_hashed() > first) hashes_.resize(static_cast<size_t>(first));
+}
+
 int64_t BlockTable::slot(int32_t pos) const {
   assert(pos >= 0 && pos < capacity());
   return static_cast<int64_t>(blocks_[static_cast<size_t>(pos / block_size_)]) * block_size_ +

@@ -38,6 +38,10 @@ class BlockTable {
   // rollback). Precondition: num_blocks() > num_hashed(): a hashed block holds
   // a committed prefix and is never given back this way.
   void release_last(BlockPool& pool);
+  // Context shift: releases blocks [first, first + num) to `pool` and closes
+  // the gap (later blocks move down), keeping at most `first` prefix hashes.
+  // Precondition: first + num <= num_blocks().
+  void drop_range(BlockPool& pool, int32_t first, int32_t num);
   // Forgets the blocks without releasing them (they moved elsewhere: swap).
   void clear() { blocks_.clear(); hashes_.clear(); }
 

@@ -136,6 +136,43 @@ int32_t KvCacheManager::truncate(BlockTable& table, int32_t num_tokens) {
   return released;
 }
 
+bool KvCacheManager::drop_blocks(BlockTable& table, int32_t first, int32_t num, int32_t num_tokens, RequestId id,
+                                 int32_t index) {
+  assert(first >= 0 && num > 0 && first + num <= table.num_blocks() && "drop_blocks: out of the table");
+  int32_t num_copies = 0, num_freed = 0;
+  for (int32_t i = first; i < first + num; ++i) num_freed += pool_.ref_count(table.block(i)) == 1;
+  for (int32_t i = first + num; i < table.num_blocks(); ++i) num_copies += pool_.ref_count(table.block(i)) > 1;
+  if (num_copies > pool_.num_free_blocks() + num_freed) return false;
+  table.drop_range(pool_, first, num);
+  for (int32_t i = first; i < table.num_blocks(); ++i) {
+    const int32_t old = table.block(i);
+    if (pool_.ref_count(old) == 1) {
+      pool_.forget_hash(old);
+      continue;
+    }
+    // Another sequence reads this block at its old positions: rotate a copy.
+    const int32_t fresh = pool_.allocate();
+    KvStorage::copy_block(storage_, old, storage_, fresh);
+    if (draft_storage_) KvStorage::copy_block(*draft_storage_, old, *draft_storage_, fresh);
+    pool_.set_fill(fresh, pool_.fill(old));
+    pool_.release(old);
+    table.replace(i, fresh);
+    ++num_cows_;
+    events_.record(EngineEventType::CopyOnWrite, id, index, old, fresh);
+  }
+  // Hashes for the moved full blocks from a chain salted by this shift: the
+  // next commit() continues from them instead of re-hashing the moved blocks
+  // as if they were a fresh prefill of their tokens.
+  ++num_shifts_;
+  const int32_t salt[] = {static_cast<int32_t>(id), static_cast<int32_t>(id >> 32), index,
+                          static_cast<int32_t>(num_shifts_), static_cast<int32_t>(num_shifts_ >> 32)};
+  for (int32_t i = table.num_hashed(); i < table.num_blocks() && (i + 1) * config_.block_size <= num_tokens; ++i) {
+    const uint64_t parent = i == 0 ? prefix_hash_seed("context shift") : table.hash(i - 1);
+    table.push_hash(prefix_hash(parent ^ static_cast<uint64_t>(i), salt));
+  }
+  return true;
+}
+
 void KvCacheManager::fork(const BlockTable& parent, BlockTable& child) {
   assert(child.num_blocks() == 0);
   for (int32_t i = 0; i < parent.num_blocks(); ++i) {

@@ -87,6 +87,18 @@ class KvCacheManager {
   // covers every committed token (commit() before truncate()).
   int32_t truncate(BlockTable& table, int32_t num_tokens);
 
+  // Context shift (docs/context-overflow.md): releases blocks [first, first +
+  // num) of `table`, closes the gap, and makes every later block this table's
+  // alone and out of the prefix cache, so its keys can be re-rotated in place:
+  // a shared block (reference count > 1) is copied first, an owned one forgets
+  // its prefix hash. num_tokens: the tokens whose K/V the table holds after
+  // the drop. The moved full blocks get prefix hashes of a chain no prompt can
+  // reach, so neither they nor blocks committed after them are ever found by
+  // another sequence (their K/V saw the dropped tokens). False, with nothing
+  // changed, when the copies need more blocks than there are free.
+  // Precondition: first + num <= table.num_blocks(), a device table.
+  bool drop_blocks(BlockTable& table, int32_t first, int32_t num, int32_t num_tokens, RequestId id, int32_t index);
+
   // `child` (empty) shares every block of `parent` (parallel sampling).
   void fork(const BlockTable& parent, BlockTable& child);
   // Returns the blocks of a table on the device.
@@ -119,6 +131,7 @@ class KvCacheManager {
   BlockPool swap_pool_;
   int64_t num_prefix_queried_ = 0, num_prefix_hits_ = 0, num_cows_ = 0;
   int64_t num_swapped_out_ = 0, num_swapped_in_ = 0;
+  uint64_t num_shifts_ = 0;  // drop_blocks calls: salts the unreachable hash chains
 };
 
 }  // namespace kvscope

@@ -37,6 +37,11 @@ class KvStorage {
   const uint8_t* k(int32_t layer, int64_t slot) const { return k_[static_cast<size_t>(layer)].get() + slot * row_bytes_; }
   const uint8_t* v(int32_t layer, int64_t slot) const { return v_[static_cast<size_t>(layer)].get() + slot * row_bytes_; }
   PagedKvLayer layer_view(int32_t layer) const;
+  // The K rows of a block's block_size() slots of `layer`, writable (a
+  // context shift re-rotates them in place).
+  uint8_t* k_block(int32_t layer, int32_t block) {
+    return k_[static_cast<size_t>(layer)].get() + static_cast<size_t>(block) * block_bytes();
+  }
 
   // Copies block `src` of `from` into block `dst` of `to`, every layer, K and V
   // (copy-on-write within one storage; swap between device and host storage).

@@ -39,6 +39,15 @@ struct Sequence {
   int32_t num_cached_tokens = 0; // prompt tokens served by the prefix cache at first admission
   int32_t num_preemptions = 0;
   int32_t num_forks_pending = 0; // parallel sampling: siblings to create at the first token
+  // Context overflow (docs/context-overflow.md): tokens dropped from the
+  // middle by context shifts (no longer in `tokens`), the shifts, and the
+  // prompt tokens truncate_middle dropped before the sequence was made.
+  int32_t num_shifted_out_tokens = 0;
+  int32_t num_context_shifts = 0;
+  int32_t num_truncated_prompt_tokens = 0;
+  // The last shift, told on the next token event (TokenEvent::num_dropped_tokens).
+  int32_t pending_shift_dropped = 0;
+  int32_t pending_shift_from = 0;
   uint64_t hash_seed = 0;        // prefix-hash chain seed (from the request's cache salt)
   SequenceState state = SequenceState::Waiting;
 
@@ -69,7 +78,12 @@ struct Sequence {
   Clock::time_point submitted_at = Clock::now();
   Clock::time_point first_token_at{};
 
-  int32_t num_generated() const { return static_cast<int32_t>(tokens.size()) - num_prompt_tokens; }
+  // Shifted-out tokens still count: max_tokens bounds what was generated, not what is in the context.
+  int32_t num_generated() const {
+    return static_cast<int32_t>(tokens.size()) + num_shifted_out_tokens - num_prompt_tokens;
+  }
+  // Whether every prompt token's K/V has been computed (a shift may have dropped some of them).
+  bool prompt_computed() const { return num_computed + num_shifted_out_tokens >= num_prompt_tokens; }
   int32_t num_uncomputed() const { return static_cast<int32_t>(tokens.size()) - num_computed; }
   bool finished() const { return state == SequenceState::Finished; }
 };

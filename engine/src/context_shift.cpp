@@ -1,0 +1,73 @@
+// Context overflow; see context_shift.h.
+#include "context_shift.h"
+
+#include <algorithm>
+#include <cassert>
+
+#include "kernels/cpu/kv_rerotate.h"
+
+namespace kvscope {
+
+ContextShiftPlan plan_context_shift(int32_t num_computed, int32_t block_size, int32_t context_keep,
+                                    int32_t max_model_len) {
+  ContextShiftPlan plan;
+  // Whole blocks kept, so their keys are untouched (and a shared system
+  // prompt stays shared); at most half the context, so a shift frees room.
+  const int32_t keep_tokens = std::clamp(context_keep, 0, max_model_len / 2);
+  plan.keep_blocks = (keep_tokens + block_size - 1) / block_size;
+  // A quarter of the context per shift: a shift re-rotates what follows the
+  // dropped blocks, so it should be rare, not every token.
+  const int32_t quarter_blocks = (max_model_len / 4 + block_size - 1) / block_size;
+  const int32_t full_blocks = num_computed / block_size;
+  plan.drop_blocks = std::max(0, std::min(std::max(1, quarter_blocks), full_blocks - plan.keep_blocks));
+  return plan;
+}
+
+int32_t shift_context(Sequence& s, const ContextShiftPlan& plan, KvCacheManager& kv, KvStorage& storage,
+                      const ModelConfig& model, const std::vector<float>& freq_factors) {
+  if (plan.drop_blocks <= 0) return 0;
+  const int32_t bs = storage.block_size();
+  const int32_t first = plan.keep_blocks;
+  const int32_t num_dropped = plan.drop_blocks * bs;
+  assert((first + plan.drop_blocks) * bs <= s.num_computed && "shift_context: drops uncomputed tokens");
+  const int32_t num_after = s.num_computed - num_dropped;
+  if (!kv.drop_blocks(s.table, first, plan.drop_blocks, num_after, s.id, s.index)) return 0;
+  const float* factors = freq_factors.empty() ? nullptr : freq_factors.data();
+  // A plain runner stores one storage layer per model layer (all KV heads in
+  // a row); tensor parallelism one per (model layer, KV head slot), in that
+  // order (parallel/shard_plan.h): either way a storage layer holds
+  // kv_size / head_dim heads of model layer storage_layer / per_layer.
+  const int32_t per_layer = storage.num_layers() / model.num_layers;
+  const int32_t heads = storage.kv_size() / model.head_dim;
+  assert(per_layer * model.num_layers == storage.num_layers() && heads * model.head_dim == storage.kv_size());
+  for (int32_t i = first; i * bs < num_after; ++i) {
+    const int32_t rows = std::min(bs, num_after - i * bs);
+    for (int32_t layer = 0; layer < storage.num_layers(); ++layer) {
+      rerotate_kv_rows(storage.type(), storage.k_block(layer, s.table.block(i)), rows, heads, model.head_dim,
+                       -num_dropped, model.layer_rope_base(layer / per_layer), model.rope_style, factors);
+    }
+  }
+  const auto from = s.tokens.begin() + static_cast<std::ptrdiff_t>(first) * bs;
+  s.tokens.erase(from, from + num_dropped);
+  s.num_computed = num_after;
+  // A draft model's K/V of the moved blocks is at the old positions: it
+  // recomputes them from the kept prefix on (spec/model_proposer.h).
+  s.draft_num_computed = std::min(s.draft_num_computed, first * bs);
+  s.num_shifted_out_tokens += num_dropped;
+  ++s.num_context_shifts;
+  s.pending_shift_dropped = num_dropped;
+  s.pending_shift_from = first * bs;
+  return num_dropped;
+}
+
+std::vector<int32_t> truncate_middle(const std::vector<int32_t>& prompt, int32_t max_tokens, int32_t context_keep) {
+  const int32_t size = static_cast<int32_t>(prompt.size());
+  if (size <= max_tokens || max_tokens <= 0) return prompt;
+  const int32_t head = std::clamp(context_keep, 0, max_tokens / 2);
+  const int32_t tail = max_tokens - head;
+  std::vector<int32_t> out(prompt.begin(), prompt.begin() + head);
+  out.insert(out.end(), prompt.end() - tail, prompt.end());
+  return out;
+}
+
+}  // namespace kvscope
