@@ -5,12 +5,15 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "kvscope/result.h"
 
 namespace kvscope {
+
+class Grammar;  // kvscope/json_constraint.h
 
 struct SamplingParams {
   float temperature = 0.8f;         // 0: greedy (argmax, ties -> lowest id)
@@ -25,6 +28,11 @@ struct SamplingParams {
   int32_t max_tokens = 256;         // generated tokens at most
   std::vector<std::string> stop;    // stop strings (not part of the output)
   bool ignore_eos = false;          // keep generating past end-of-sequence
+  // Grammar-constrained decoding (kvscope/json_constraint.h, docs/json-schema.md):
+  // only tokens that keep the output a prefix of a value the grammar accepts,
+  // end-of-sequence only once it is complete. Null: unconstrained. Shared by
+  // the request's sequences; each keeps its own position in it.
+  std::shared_ptr<const Grammar> constraint;
 
   // Ok, or a message naming the first out-of-range field, its allowed range and
   // the value given, e.g. "top_p must be in (0, 1], got 1.5".

@@ -332,6 +332,7 @@ Sampler::Sampler(const SamplingParams& params) : params_(params), seed_(params.s
     if (seed_ == 0) seed_ = 1;  // 0 would mean "random" again when reported back
   }
   rng_.seed(seed_);
+  if (params.constraint) constraint_.emplace(params.constraint);
 }
 
 int32_t Sampler::sample(const float* logits, int32_t vocab_size,

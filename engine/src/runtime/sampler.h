@@ -32,6 +32,12 @@
 // cuts, so only tokens above that point (and above min-p's cut) are sorted.
 // No full sort of the vocabulary.
 //
+// Grammar-constrained decoding (params.constraint): the Sampler holds the
+// sequence's TokenConstraint (constrain/token_constraint.h); the engine step
+// passes rows masked by it, forbidden tokens at -inf. Those are sanitised to
+// -FLT_MAX below, stay there through the penalties, and get weight 0 after
+// softmax, so they are never drawn, greedy included.
+//
 // Non-finite logits are tolerated: NaN counts as -inf, +/-inf are clamped to
 // +/-FLT_MAX, so a row of all -inf gives a uniform distribution instead of NaNs.
 //
@@ -39,11 +45,13 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <random>
 #include <span>
 #include <utility>
 #include <vector>
 
+#include "constrain/token_constraint.h"
 #include "kvscope/result.h"
 #include "kvscope/sampling_params.h"
 
@@ -113,12 +121,17 @@ class Sampler {
   uint64_t seed() const { return seed_; }
   const SamplingParams& params() const { return params_; }
 
+  // The sequence's grammar state when params.constraint is set, else null.
+  TokenConstraint* constraint() { return constraint_ ? &*constraint_ : nullptr; }
+  bool constrained() const { return constraint_.has_value(); }
+
  private:
   SamplingParams params_;
   uint64_t seed_ = 0;
   std::mt19937_64 rng_;
   SamplerScratch scratch_;
   std::vector<TokenProb> distribution_;  // [num_candidates]
+  std::optional<TokenConstraint> constraint_;
 };
 
 }  // namespace kvscope

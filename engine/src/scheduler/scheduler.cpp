@@ -92,6 +92,9 @@ void Scheduler::propose_drafts(std::vector<ScheduledSequence>& out, int32_t& bud
     // Decoding: its one row is the last sampled token (the prompt is done and
     // parallel-sampling siblings, forked at the first token, exist).
     if (w.num_rows != 1 || s.num_uncomputed() != 1 || s.num_generated() == 0) continue;
+    // Grammar-constrained requests do not speculate: proposers draft without
+    // the grammar, so most drafts would be rejected rows for nothing.
+    if (s.sampler.constrained()) continue;
     // Verification emits up to drafts + 1 tokens; more drafts than the
     // request may still generate would be rows for nothing.
     const int32_t room = s.max_total_tokens - static_cast<int32_t>(s.tokens.size()) - 1;
