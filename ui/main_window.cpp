@@ -36,6 +36,8 @@
 #include "models/conversation_export.h"
 #include "plots_widget.h"
 #include "memory_panel.h"
+#include "server_dialog.h"
+#include "server_request_tags.h"
 #include "settings_dialog.h"
 #include "shared_prefix_panel.h"
 #include "spec_plots.h"
@@ -92,6 +94,11 @@ MainWindow::MainWindow(QWidget* parent, const QString& chat_store_path)
   step_label_ = new QLabel(this);
   statusBar()->addWidget(model_label_, 1);
   statusBar()->addPermanentWidget(step_label_);
+  server_dialog_ = new ServerDialog(this);
+  auto* server_label = new QLabel(this);
+  server_label->setObjectName(QStringLiteral("serverSummary"));
+  statusBar()->addPermanentWidget(server_label);
+  connect(server_dialog_, &ServerDialog::summaryChanged, server_label, &QLabel::setText);
   resize(1500, 920);
 
   if (!problems.isEmpty())
@@ -139,6 +146,9 @@ void MainWindow::createActions() {
   auto* stop_workload = new QAction(tr("S&top workload"), this);
   stop_workload->setToolTip(tr("Cancel the synthetic requests, running or still to arrive"));
   connect(stop_workload, &QAction::triggered, this, &MainWindow::workloadStopRequested);
+  auto* server = new QAction(tr("Ser&ver…"), this);
+  server->setToolTip(tr("Serve the loaded model over an OpenAI-compatible HTTP API"));
+  connect(server, &QAction::triggered, this, &MainWindow::showServerDialog);
   auto* settings = new QAction(tr("&Settings…"), this);
   // Ctrl+, everywhere; the platform's own preferences key too where it has one.
   settings->setShortcuts({QKeySequence(Qt::CTRL | Qt::Key_Comma), QKeySequence(QKeySequence::Preferences)});
@@ -157,7 +167,7 @@ void MainWindow::createActions() {
   QMenu* chat = menuBar()->addMenu(tr("&Chat"));
   chat->addActions({regenerate, chat_settings});
   QMenu* engine = menuBar()->addMenu(tr("&Engine"));
-  engine->addActions({workload, stop_workload, settings});
+  engine->addActions({workload, stop_workload, server, settings});
   QMenu* view = menuBar()->addMenu(tr("&View"));
   for (QDockWidget* dock : findChildren<QDockWidget*>()) view->addAction(dock->toggleViewAction());
   view->addSeparator();
@@ -172,7 +182,7 @@ void MainWindow::createActions() {
   QToolBar* bar = addToolBar(tr("Main"));
   bar->setObjectName(QStringLiteral("main_toolbar"));
   bar->setToolButtonStyle(Qt::ToolButtonTextOnly);
-  bar->addActions({open, new_chat, workload, stop_workload, settings});
+  bar->addActions({open, new_chat, workload, stop_workload, server, settings});
 }
 
 void MainWindow::createDocks() {
@@ -197,7 +207,9 @@ void MainWindow::createDocks() {
   table_model_ = new BlockTableModel(this);
   table_view_ = new QTableView(this);
   table_view_->setAccessibleName(tr("Sequences and their block tables"));
-  table_view_->setModel(table_model_);
+  server_tags_ = new ServerRequestTags(this);
+  server_tags_->setSourceModel(table_model_);
+  table_view_->setModel(server_tags_);
   table_view_->verticalHeader()->hide();
   table_view_->verticalHeader()->setDefaultSectionSize(fontMetrics().height() + 4);
   table_view_->horizontalHeader()->setStretchLastSection(true);
@@ -346,6 +358,12 @@ void MainWindow::showSettings() {
 void MainWindow::showWorkloadDialog() {
   WorkloadDialog dialog(workload_, this);
   if (dialog.exec() == QDialog::Accepted) startWorkload(dialog.spec());
+}
+
+void MainWindow::showServerDialog() {
+  server_dialog_->show();
+  server_dialog_->raise();
+  server_dialog_->activateWindow();
 }
 
 void MainWindow::onLoadProgress(double fraction, const QString& stage) {

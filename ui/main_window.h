@@ -34,6 +34,8 @@ class ConversationListWidget;
 class InvariancePanel;
 class MemoryPanel;
 class PlotsWidget;
+class ServerDialog;
+class ServerRequestTags;
 class SharedPrefixPanel;
 class TracePanel;
 
@@ -61,6 +63,10 @@ class MainWindow : public QMainWindow {
   SharedPrefixPanel* sharedPrefixPanel() const { return shared_prefixes_; }
   BlockMapWidget* blockMap() const { return block_map_; }
   InvariancePanel* invariancePanel() const { return invariance_panel_; }
+  // Engine > Server… (the wiring connects it to the app's server).
+  ServerDialog* serverDialog() const { return server_dialog_; }
+  // The Sequences table's model: BlockTableModel with server requests tagged.
+  ServerRequestTags* serverRequestTags() const { return server_tags_; }
   // The settings of the engine loaded (or last asked for, when none is).
   const kvscope::EngineConfig& engineConfig() const { return config_; }
   // The loaded model; name empty when none is.
@@ -83,6 +89,7 @@ class MainWindow : public QMainWindow {
   void openModel();
   void showSettings();
   void showWorkloadDialog();
+  void showServerDialog();
   void onLoadProgress(double fraction, const QString& stage);
   void onModelLoaded(const kvscope::ModelInfo& info);
   void onReconfigured(const kvscope::ModelInfo& info);
@@ -137,6 +144,8 @@ class MainWindow : public QMainWindow {
   QLabel* kv_summary_ = nullptr;
   BlockTableModel* table_model_ = nullptr;
   QTableView* table_view_ = nullptr;
+  ServerRequestTags* server_tags_ = nullptr;
+  ServerDialog* server_dialog_ = nullptr;
   PlotsWidget* plots_ = nullptr;
   TracePanel* trace_panel_ = nullptr;
   MemoryPanel* memory_panel_ = nullptr;

@@ -25,7 +25,8 @@ void lowerCurrentThreadPriority() {
 
 }  // namespace
 
-EngineHost::EngineHost(QObject* parent) : QObject(parent), worker_(new EngineWorker) {
+EngineHost::EngineHost(QObject* parent)
+    : QObject(parent), worker_(new EngineWorker), server_(new ServerController(worker_, this)) {
   thread_.setObjectName(QStringLiteral("kvscope-engine"));
   worker_->moveToThread(&thread_);
   thread_.start();
@@ -41,6 +42,7 @@ EngineHost::~EngineHost() { shutdown(); }
 
 void EngineHost::shutdown() {
   if (!worker_) return;
+  server_->shutdown();     // its connection threads reach the engine: stopped first
   worker_->requestStop();  // the step loop returns at its next turn
   thread_.quit();
   thread_.wait();
@@ -51,7 +53,18 @@ void EngineHost::shutdown() {
 }
 
 void EngineHost::loadModel(const kvscope::EngineConfig& config) {
-  if (worker_) QMetaObject::invokeMethod(worker_, [w = worker_, config] { w->loadModel(config); }, Qt::QueuedConnection);
+  if (!worker_) return;
+  server_->beforeEngineLoad();  // the server lets go of the engine before it may change
+  QMetaObject::invokeMethod(worker_, [w = worker_, config] { w->loadModel(config); }, Qt::QueuedConnection);
+  // Then, in the worker's thread once the load is done, whether it left an
+  // engine; the server may start on it.
+  QMetaObject::invokeMethod(
+      worker_,
+      [w = worker_, s = server_] {
+        const bool has_engine = w->withEngine([](kvscope::Engine&) {});
+        QMetaObject::invokeMethod(s, [s, has_engine] { s->engineLoadDone(has_engine); }, Qt::QueuedConnection);
+      },
+      Qt::QueuedConnection);
 }
 
 void EngineHost::submitChat(const kvscope::ui::ChatHistory& messages, const kvscope::SamplingParams& sampling,

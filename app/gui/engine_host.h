@@ -4,12 +4,17 @@
 // The destructor stops the step loop, quits the thread and joins it, so
 // closing the window mid-generation exits at the step's next layer boundary
 // (Engine::interrupt), well within a second.
+// It also owns the app's OpenAI-compatible server (server()): every load or
+// reconfigure stops a running server first and restarts it once the worker
+// has the engine (server_controller.h), and shutdown stops it before the
+// engine goes.
 #pragma once
 
 #include <QObject>
 #include <QThread>
 
 #include "engine_worker.h"
+#include "server_controller.h"
 
 namespace kvscope::gui {
 
@@ -20,6 +25,7 @@ class EngineHost : public QObject {
   ~EngineHost() override;
 
   EngineWorker* worker() const { return worker_; }
+  ServerController* server() const { return server_; }
 
   void loadModel(const kvscope::EngineConfig& config);
   void submitChat(const kvscope::ui::ChatHistory& messages, const kvscope::SamplingParams& sampling, int n = 1);
@@ -34,6 +40,7 @@ class EngineHost : public QObject {
  private:
   QThread thread_;
   EngineWorker* worker_ = nullptr;  // lives in thread_; deleted after the join
+  ServerController* server_ = nullptr;  // a child (GUI thread); stopped before the worker goes
 };
 
 }  // namespace kvscope::gui

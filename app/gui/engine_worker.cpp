@@ -25,6 +25,17 @@ void EngineWorker::requestStop() {
   if (engine_) engine_->interrupt();
 }
 
+bool EngineWorker::withEngine(const std::function<void(kvscope::Engine&)>& fn) {
+  std::lock_guard lock(engine_mutex_);
+  if (!engine_ || stop_.load()) return false;
+  fn(*engine_);
+  return true;
+}
+
+void EngineWorker::wake() {
+  QMetaObject::invokeMethod(this, [this] { scheduleStep(); }, Qt::QueuedConnection);
+}
+
 void EngineWorker::loadModel(const kvscope::EngineConfig& config) {
   if (stop_.load()) return;
   // Only a setting whose table row says Reload needs the weights again.

@@ -6,11 +6,14 @@
 // most one emission per ~16 ms, snapshots (and recorded trace events)
 // throttled to ~20 Hz. Loading reports progress and stops when the window
 // closes; new settings for the same model are applied in place
-// (Engine::reconfigure), so running requests carry on.
+// (Engine::reconfigure), so running requests carry on. The app's HTTP server
+// (gui_engine_driver.h) submits into the same engine from its own threads and
+// wakes the loop, which steps its requests with the chat's.
 // Tested by tests/ui/engine_worker_test.cpp.
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -42,6 +45,17 @@ class EngineWorker : public QObject {
   // interrupts the engine step in flight (Engine::interrupt), so the thread
   // can be joined within one layer instead of one whole step.
   void requestStop();
+
+  // Thread-safe, for the server's driver (gui_engine_driver.h): runs `fn` on
+  // the engine under the lock that guards replacing it, so a load cannot
+  // swap the engine meanwhile; false, without running it, when there is none
+  // or the worker is stopping. Steps run without that lock: `fn` may only
+  // make the engine's thread-safe calls (submit, cancel, the tokenizer),
+  // unless it runs in this worker's thread.
+  bool withEngine(const std::function<void(kvscope::Engine&)>& fn);
+  // Thread-safe: the step loop runs again (new work was submitted from
+  // another thread; it steps until the engine has none).
+  void wake();
 
   static constexpr int kTokenFlushMs = 16;
   static constexpr int kSnapshotIntervalMs = 50;  // 20 Hz

@@ -1,7 +1,8 @@
 // kvscope: the desktop app. Chat with a local model while the inspector shows
 // the paged-attention engine's KV blocks, sequences and batches live.
 //   kvscope [--model FILE] [--prompt TEXT] [--workload N] [--workload-preset NAME] [--settings FILE]
-//           [--trace FILE | --record] [--show PANEL] [--screenshot FILE [--screenshot-after-ms N]] [--measure-frames SECONDS]
+//           [--trace FILE | --record] [--show PANEL] [--serve PORT] [--screenshot FILE [--screenshot-after-ms N]]
+//           [--measure-frames SECONDS]
 // The engine runs in a worker thread (engine_host.h); the window only sends
 // commands and receives value snapshots.
 #include <algorithm>
@@ -22,6 +23,7 @@
 #include "fetch/model_dir.h"
 #include "first_run.h"
 #include "main_window.h"
+#include "server_dialog.h"
 #include "models/frame_time_probe.h"
 #include "models/workload_prompts.h"
 #include "trace_panel.h"
@@ -84,7 +86,12 @@ int main(int argc, char** argv) {
   QCommandLineOption trace_opt(QStringLiteral("trace"),
                                QStringLiteral("Open a saved Chrome trace (kvscope's) in the Trace panel for replay."),
                                QStringLiteral("FILE"));
-  parser.addOptions({model_opt, prompt_opt, workload_opt, workload_preset_opt, shot_opt, shot_ms_opt, frames_opt, settings_opt, show_opt, record_opt, trace_opt});
+  QCommandLineOption serve_opt(
+      QStringLiteral("serve"),
+      QStringLiteral("Serve the loaded model over the OpenAI-compatible API on PORT (0: any free port) once it is "
+                     "loaded, with the other settings of Engine > Server… (127.0.0.1 unless set there)."),
+      QStringLiteral("PORT"));
+  parser.addOptions({model_opt, prompt_opt, workload_opt, workload_preset_opt, shot_opt, shot_ms_opt, frames_opt, settings_opt, show_opt, record_opt, trace_opt, serve_opt});
   parser.process(app);
 
   kvscope::ui::registerEngineMetaTypes();
@@ -101,6 +108,26 @@ int main(int argc, char** argv) {
   if (parser.isSet(record_opt)) window.tracePanel()->setRecording(true);
   if (parser.isSet(trace_opt) && !window.tracePanel()->loadTraceFile(parser.value(trace_opt)))
     qWarning("kvscope: %s", qPrintable(window.tracePanel()->messageText()));
+
+  if (parser.isSet(serve_opt)) {
+    bool ok = false;
+    const int port = parser.value(serve_opt).toInt(&ok);
+    if (!ok || port < 0 || port > 65535) {
+      std::fprintf(stderr, "kvscope: --serve: %s is not a port (0-65535)\n", qPrintable(parser.value(serve_opt)));
+      return 2;
+    }
+    // For this run: shown in the dialog, not saved; the server waits for the model.
+    kvscope::ui::ServerSettings settings = window.serverDialog()->settings();
+    settings.port = port;
+    window.serverDialog()->setSettings(settings);
+    emit window.serverDialog()->startRequested(settings);
+    QObject::connect(host.server(), &kvscope::gui::ServerController::stateChanged, &window,
+                     [](kvscope::gui::ServerController::State state, const QString& message) {
+                       using State = kvscope::gui::ServerController::State;
+                       if (state == State::Serving || state == State::Failed)
+                         std::fprintf(stderr, "kvscope: %s\n", qPrintable(message));
+                     });
+  }
 
   // Start-up actions run once, after the first successful load.
   const QString prompt = parser.value(prompt_opt);
