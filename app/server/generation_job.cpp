@@ -1,6 +1,8 @@
 // One HTTP request's engine requests and their events (see generation_job.h).
 #include "generation_job.h"
 
+#include <cmath>
+
 namespace kvscope::server {
 
 GenerationJob::GenerationJob(EngineDriver& driver, int32_t num_choices, int32_t top_logprobs, bool logprobs,
@@ -23,6 +25,7 @@ GenerationJob::Start GenerationJob::start(EngineDriver& driver, const ParsedRequ
     GenerationRequest r;
     if (chat) {
       r.messages = request.messages;
+      r.tools_json = request.tools_json;
     } else if (request.prompts[static_cast<size_t>(p)].is_tokens) {
       r.prompt_tokens = request.prompts[static_cast<size_t>(p)].tokens;
     } else {
@@ -67,6 +70,9 @@ TokenLogprob GenerationJob::make_logprob(LogitsRow& row, int32_t token) const {
   const int32_t vocab = static_cast<int32_t>(row.logits.size());
   if (token >= 0 && token < vocab) lp.logprob = row.logits[static_cast<size_t>(token)] - row.log_sum_exp;
   lp.top = top_logprobs(row.logits.data(), vocab, row.log_sum_exp, top_logprobs_);
+  // With response_format json_object/json_schema the row is the constrained
+  // one (forbidden tokens at -inf): they are not alternatives, so not listed.
+  std::erase_if(lp.top, [](const TopLogprob& t) { return !std::isfinite(t.logprob); });
   for (const TopLogprob& t : lp.top) lp.top_bytes.push_back(driver_.engine().token_bytes(t.token, true));
   row.fresh = false;
   return lp;

@@ -2,12 +2,16 @@
 // generation_responder.h).
 #include "generation_responder.h"
 
+#include <algorithm>
 #include <memory>
 #include <optional>
+#include <random>
 #include <string>
 #include <vector>
 
 #include <httplib.h>
+
+#include "kvscope/tool_calls.h"
 
 namespace kvscope::server {
 namespace {
@@ -22,6 +26,10 @@ struct ResponseState {
   std::vector<std::string> echo;       // [num prompts] with echo: the prompt text
   std::vector<ChoiceResult> choices;   // [num choices]
   std::vector<size_t> logprob_offset;  // [num choices] completions logprobs' next text_offset
+  // Chat with tools offered: how the model writes a call, and how much of
+  // each choice's text has gone out as content (the rest may be a call).
+  ToolCallFormat tool_format = ToolCallFormat::None;
+  std::vector<size_t> content_sent;  // [num choices]
   int32_t num_finished = 0;
   bool started = false;
   std::string error;  // the first engine error
@@ -55,8 +63,58 @@ struct ResponseState {
   }
 };
 
+// A tool call id: 9 letters and digits, the form Mistral's templates insist
+// on when the id comes back in a tool turn (any client takes it).
+std::string new_tool_call_id() {
+  static constexpr char kAlphabet[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  std::uniform_int_distribution<size_t> pick(0, sizeof(kAlphabet) - 2);
+  std::string id(9, ' ');
+  for (char& ch : id) ch = kAlphabet[pick(rng)];
+  return id;
+}
+
+// Splits a finished choice's text into its content and tool calls (ids
+// named here); false when the reply made no call.
+bool take_tool_calls(ToolCallFormat format, ChoiceResult& c) {
+  ParsedReply parsed = parse_tool_calls(format, c.text);
+  if (parsed.tool_calls.empty()) return false;
+  for (ToolCall& call : parsed.tool_calls) call.id = new_tool_call_id();
+  c.tool_calls = std::move(parsed.tool_calls);
+  c.text = std::move(parsed.content);
+  return true;
+}
+
 bool write(httplib::DataSink& sink, const std::string& text) {
   return text.empty() || sink.write(text.data(), text.size());
+}
+
+// One event of a streamed chat reply with tools offered: text that may
+// become a call is held back (kvscope/tool_calls.h, streamable_prefix) until
+// the reply ends; then its calls go out as delta.tool_calls, or the held
+// text as content.
+void stream_tool_event(ResponseState& s, ChoiceEvent& ev, std::string& out) {
+  const auto i = static_cast<size_t>(ev.choice);
+  std::vector<TokenLogprob> logprobs;
+  if (ev.logprob) logprobs.push_back(*ev.logprob);
+  const bool finished = s.record(ev);
+  ChoiceResult& c = s.choices[i];
+  size_t& sent = s.content_sent[i];
+  const bool finished_well = finished && !finish_reason_json(ev.finish).is_null();
+  if (finished_well && take_tool_calls(s.tool_format, c)) {
+    if (!logprobs.empty()) {
+      out += sse_event(stream_chunk(s.ctx, ev.choice, "", std::nullopt, logprobs, FinishReason::None, s.include_usage));
+    }
+    for (const auto& chunk : tool_call_chunks(s.ctx, ev.choice, c.tool_calls, s.include_usage)) out += sse_event(chunk);
+    return;
+  }
+  const size_t ready = finished ? c.text.size() : streamable_prefix(s.tool_format, c.text);
+  const std::string piece = ready > sent ? c.text.substr(sent, ready - sent) : std::string();
+  sent = std::max(sent, ready);
+  if (!piece.empty() || !logprobs.empty()) {
+    out += sse_event(stream_chunk(s.ctx, ev.choice, piece, std::nullopt, logprobs, FinishReason::None, s.include_usage));
+  }
+  if (finished_well) out += sse_event(stream_chunk(s.ctx, ev.choice, "", std::nullopt, {}, ev.finish, s.include_usage));
 }
 
 // One call of the streaming provider: whatever arrived within kPollInterval
@@ -79,6 +137,10 @@ bool stream_step(ResponseState& s, httplib::DataSink& sink) {
     }
   }
   for (ChoiceEvent& ev : s.job->wait_events(kPollInterval)) {
+    if (s.tool_format != ToolCallFormat::None) {
+      stream_tool_event(s, ev, out);
+      continue;
+    }
     const auto i = static_cast<size_t>(ev.choice);
     std::vector<TokenLogprob> logprobs;
     if (ev.logprob) logprobs.push_back(*ev.logprob);
@@ -114,6 +176,9 @@ bool collect_step(ResponseState& s, httplib::DataSink& sink) {
   if (!s.error.empty()) {
     body = engine_error(s.error).body();
   } else {
+    if (s.tool_format != ToolCallFormat::None) {
+      for (ChoiceResult& c : s.choices) take_tool_calls(s.tool_format, c);
+    }
     std::vector<size_t> offsets(s.choices.size(), 0);
     if (!s.echo.empty()) {
       for (size_t i = 0; i < s.choices.size(); ++i) {
@@ -146,6 +211,9 @@ void respond_generation(EngineDriver& driver, const ParsedRequest& request, cons
   state->n = request.n;
   state->choices.resize(static_cast<size_t>(state->job->num_choices()));
   state->logprob_offset.assign(state->choices.size(), 0);
+  // The request was refused above unless the model's template offers tools.
+  if (!request.tools_json.empty()) state->tool_format = driver.engine().tool_call_format();
+  state->content_sent.assign(state->choices.size(), 0);
   if (request.echo) {
     for (const ParsedPrompt& p : request.prompts) state->echo.push_back(p.text);
   }

@@ -10,6 +10,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "kvscope/json_constraint.h"
+
 namespace kvscope::server {
 namespace {
 
@@ -134,21 +136,8 @@ MaybeError read_stop(const Json& obj, std::vector<std::string>& out) {
 
 // Fields that would change the output if honoured: refused rather than ignored.
 MaybeError refuse_unsupported(const Json& obj, int32_t n) {
-  if (const Json* v = field(obj, "tools"); v && !(v->is_array() && v->empty())) {
-    return invalid_request("'tools' is not supported: this server has no tool calling", "tools");
-  }
   if (const Json* v = field(obj, "functions"); v && !(v->is_array() && v->empty())) {
-    return invalid_request("'functions' is not supported: this server has no tool calling", "functions");
-  }
-  if (const Json* v = field(obj, "tool_choice"); v && !(v->is_string() && (*v == "none" || *v == "auto"))) {
-    return invalid_request("'tool_choice' is not supported: this server has no tool calling", "tool_choice");
-  }
-  if (const Json* v = field(obj, "response_format")) {
-    const bool text = v->is_object() && v->contains("type") && (*v)["type"] == "text";
-    if (!text) {
-      return invalid_request("'response_format' other than {\"type\": \"text\"} is not supported (no JSON mode or "
-                             "JSON schema grammar yet)", "response_format");
-    }
+    return invalid_request("'functions' (OpenAI's deprecated form) is not supported: use 'tools'", "functions");
   }
   if (const Json* v = field(obj, "logit_bias"); v && !(v->is_object() && v->empty())) {
     return invalid_request("'logit_bias' is not supported", "logit_bias");
@@ -161,6 +150,66 @@ MaybeError refuse_unsupported(const Json& obj, int32_t n) {
       return invalid_request("'best_of' other than n is not supported", "best_of");
     }
   }
+  return std::nullopt;
+}
+
+// response_format: {"type": "text"} (nothing to do), {"type": "json_object"}
+// or {"type": "json_schema", "json_schema": {"name", "schema", "strict"}},
+// compiled into a grammar the engine constrains decoding with
+// (docs/json-schema.md). The schema's text comes from a second, key-order-
+// preserving parse of the body: the order of its properties is the order the
+// model writes them in. "strict" is accepted and changes nothing: the grammar
+// is always enforced.
+MaybeError read_response_format(const Json& obj, std::string_view body, SamplingParams& sampling) {
+  const Json* v = field(obj, "response_format");
+  if (!v) return std::nullopt;
+  if (!v->is_object()) return wrong_type("response_format", "an object", *v);
+  const Json* type = field(*v, "type");
+  const char* types = "\"text\", \"json_object\" or \"json_schema\"";
+  if (!type || !type->is_string()) {
+    return invalid_request(fmt::format("'response_format.type' must be {}", types), "response_format");
+  }
+  if (*type == "text") return std::nullopt;
+  if (*type == "json_object") {
+    sampling.constraint = json_object_grammar();
+    return std::nullopt;
+  }
+  if (*type != "json_schema") {
+    return invalid_request(fmt::format("'response_format.type' must be {}, got '{}'", types, type->get<std::string>()),
+                           "response_format");
+  }
+  const Json* spec = field(*v, "json_schema");
+  if (!spec || !spec->is_object()) {
+    return invalid_request("'response_format.json_schema' (an object with \"name\" and \"schema\") is required with "
+                           "type json_schema", "response_format");
+  }
+  if (const Json* name = field(*spec, "name"); name && !name->is_string()) {
+    return invalid_request("'response_format.json_schema.name' must be a string", "response_format");
+  }
+  if (const Json* strict = field(*spec, "strict"); strict && !strict->is_boolean()) {
+    return invalid_request("'response_format.json_schema.strict' must be true or false", "response_format");
+  }
+  const Json* schema = field(*spec, "schema");
+  if (!schema || !(schema->is_object() || schema->is_boolean())) {
+    return invalid_request("'response_format.json_schema.schema' (a JSON schema object) is required", "response_format");
+  }
+  using Ordered = nlohmann::ordered_json;
+  const Ordered ordered = Ordered::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
+  std::string schema_text = schema->dump(-1, ' ', false, Json::error_handler_t::replace);
+  // The first parse found every level an object, so this one does too.
+  const Ordered* node = &ordered;
+  for (const char* key : {"response_format", "json_schema", "schema"}) {
+    if (!node->is_object()) break;
+    const auto it = node->find(key);
+    node = it == node->end() ? nullptr : &*it;
+    if (!node) break;
+  }
+  if (node) schema_text = node->dump(-1, ' ', false, Ordered::error_handler_t::replace);
+  auto grammar = compile_json_schema(schema_text);
+  if (!grammar.ok()) {
+    return invalid_request(fmt::format("'response_format.json_schema.schema': {}", grammar.error()), "response_format");
+  }
+  sampling.constraint = std::move(grammar).value();
   return std::nullopt;
 }
 
@@ -233,6 +282,92 @@ MaybeError read_content(const Json& message, const std::string& where, std::stri
   return std::nullopt;
 }
 
+// An assistant turn's tool_calls: [{"id", "type": "function", "function": {"name", "arguments": JSON text}}].
+MaybeError read_tool_calls(const Json& calls, const std::string& where, std::vector<ToolCall>& out) {
+  if (!calls.is_array()) return wrong_type(where, "an array", calls);
+  for (size_t i = 0; i < calls.size(); ++i) {
+    const Json& c = calls[i];
+    const std::string at = fmt::format("{}[{}]", where, i);
+    if (!c.is_object()) return wrong_type(at, "an object", c);
+    const Json* function = field(c, "function");
+    if (!function || !function->is_object()) {
+      return invalid_request(fmt::format("{}.function (an object) is required", at), at + ".function");
+    }
+    const Json* name = field(*function, "name");
+    if (!name || !name->is_string() || name->get<std::string>().empty()) {
+      return invalid_request(fmt::format("{}.function.name (a non-empty string) is required", at), at + ".function.name");
+    }
+    ToolCall call;
+    call.name = name->get<std::string>();
+    if (const Json* id = field(c, "id"); id && id->is_string()) call.id = id->get<std::string>();
+    // OpenAI sends the arguments as JSON text; an object is taken as well.
+    if (const Json* args = field(*function, "arguments")) {
+      if (args->is_string()) {
+        call.arguments = args->get<std::string>();
+      } else if (args->is_object()) {
+        call.arguments = args->dump(-1, ' ', false, Json::error_handler_t::replace);
+      } else {
+        return wrong_type(at + ".function.arguments", "JSON text of an object", *args);
+      }
+    } else {
+      call.arguments = "{}";
+    }
+    out.push_back(std::move(call));
+  }
+  return std::nullopt;
+}
+
+// tools: [{"type": "function", "function": {"name", "description"?, "parameters"?}}], kept as JSON
+// text for the chat template; tool_choice: "auto" (default), "none" (the tools are not offered).
+// "required" and a named function would need the reply forced into a call: refused.
+MaybeError read_tools(const Json& obj, ParsedRequest& out) {
+  const Json* tools = field(obj, "tools");
+  if (!tools || tools->is_null()) return std::nullopt;
+  if (!tools->is_array()) return wrong_type("tools", "an array", *tools);
+  if (tools->size() > kMaxTools) {
+    return invalid_request(fmt::format("'tools' holds {} tools; at most {} are accepted", tools->size(), kMaxTools),
+                           "tools");
+  }
+  for (size_t i = 0; i < tools->size(); ++i) {
+    const Json& t = (*tools)[i];
+    const std::string at = fmt::format("tools[{}]", i);
+    if (!t.is_object()) return wrong_type(at, "an object", t);
+    const Json* type = field(t, "type");
+    if (!type || !type->is_string() || *type != "function") {
+      return invalid_request(fmt::format("{}.type must be \"function\"", at), at + ".type");
+    }
+    const Json* function = field(t, "function");
+    if (!function || !function->is_object()) {
+      return invalid_request(fmt::format("{}.function (an object) is required", at), at + ".function");
+    }
+    const Json* name = field(*function, "name");
+    if (!name || !name->is_string() || name->get<std::string>().empty()) {
+      return invalid_request(fmt::format("{}.function.name (a non-empty string) is required", at), at + ".function.name");
+    }
+    if (const Json* params = field(*function, "parameters"); params && !params->is_object()) {
+      return wrong_type(at + ".function.parameters", "a JSON schema object", *params);
+    }
+  }
+  std::string choice = "auto";
+  if (const Json* v = field(obj, "tool_choice"); v && !v->is_null()) {
+    if (v->is_string()) {
+      choice = v->get<std::string>();
+    } else if (v->is_object()) {
+      choice = "a named function";
+    } else {
+      return wrong_type("tool_choice", "\"none\", \"auto\", \"required\" or {\"type\": \"function\", ...}", *v);
+    }
+  }
+  if (choice == "none" || tools->empty()) return std::nullopt;
+  if (choice != "auto") {
+    return invalid_request(fmt::format("tool_choice {} is not supported: only \"auto\" and \"none\" (the model "
+                                       "decides whether to call a tool)", choice == "a named function" ? choice : "'" + choice + "'"),
+                           "tool_choice");
+  }
+  out.tools_json = tools->dump(-1, ' ', false, Json::error_handler_t::replace);
+  return std::nullopt;
+}
+
 MaybeError read_messages(const Json& obj, std::vector<ChatMessage>& out) {
   const Json* messages = field(obj, "messages");
   if (!messages) return invalid_request("'messages' is required: an array of {\"role\", \"content\"}", "messages");
@@ -248,14 +383,27 @@ MaybeError read_messages(const Json& obj, std::vector<ChatMessage>& out) {
     ChatMessage message;
     message.role = role->get<std::string>();
     if (message.role == "developer") message.role = "system";  // OpenAI's newer name for the system turn
-    if (message.role != "system" && message.role != "user" && message.role != "assistant") {
-      return invalid_request(fmt::format("{}.role '{}' is not supported: use system, developer, user or assistant "
-                                         "(no tool calling)", where, message.role), where + ".role");
+    if (message.role != "system" && message.role != "user" && message.role != "assistant" && message.role != "tool") {
+      return invalid_request(fmt::format("{}.role '{}' is not supported: use system, developer, user, assistant "
+                                         "or tool", where, message.role), where + ".role");
     }
-    if (const Json* calls = field(m, "tool_calls"); calls && !(calls->is_array() && calls->empty())) {
-      return invalid_request(fmt::format("{}.tool_calls is not supported (no tool calling)", where),
-                             where + ".tool_calls");
+    if (const Json* calls = field(m, "tool_calls")) {
+      if (message.role != "assistant") {
+        return invalid_request(fmt::format("{}.tool_calls: only assistant turns make tool calls", where),
+                               where + ".tool_calls");
+      }
+      if (MaybeError e = read_tool_calls(*calls, where + ".tool_calls", message.tool_calls)) return e;
     }
+    if (message.role == "tool") {
+      const Json* id = field(m, "tool_call_id");
+      if (!id || !id->is_string()) {
+        return invalid_request(fmt::format("{}.tool_call_id (a string) is required in a tool turn", where),
+                               where + ".tool_call_id");
+      }
+      message.tool_call_id = id->get<std::string>();
+      if (const Json* name = field(m, "name"); name && name->is_string()) message.name = name->get<std::string>();
+    }
+    // An assistant turn that only calls tools may have no content.
     if (!field(m, "content") && message.role != "assistant") {
       return invalid_request(fmt::format("{}.content is required", where), where + ".content");
     }
@@ -341,7 +489,9 @@ ParseResult parse_chat_request(std::string_view body, const ParseDefaults& defau
   ParsedRequest out;
   out.endpoint = Endpoint::kChatCompletions;
   if (MaybeError e = read_common(obj, defaults, out)) return *e;
+  if (MaybeError e = read_response_format(obj, body, out.sampling)) return *e;
   if (MaybeError e = read_messages(obj, out.messages)) return *e;
+  if (MaybeError e = read_tools(obj, out)) return *e;
   if (MaybeError e = read_bool(obj, "logprobs", out.logprobs)) return *e;
   bool top_given = false;
   if (MaybeError e = read_int32(obj, "top_logprobs", 0, kMaxChatTopLogprobs, out.top_logprobs, &top_given)) return *e;
@@ -358,7 +508,11 @@ ParseResult parse_completion_request(std::string_view body, const ParseDefaults&
   ParsedRequest out;
   out.endpoint = Endpoint::kCompletions;
   if (MaybeError e = read_common(obj, defaults, out)) return *e;
+  if (MaybeError e = read_response_format(obj, body, out.sampling)) return *e;
   if (MaybeError e = read_prompts(obj, out.prompts)) return *e;
+  if (const Json* v = field(obj, "tools"); v && !(v->is_array() && v->empty())) {
+    return invalid_request("'tools' are offered on /v1/chat/completions only", "tools");
+  }
   bool logprobs_given = false;
   if (MaybeError e = read_int32(obj, "logprobs", 0, kMaxCompletionLogprobs, out.top_logprobs, &logprobs_given)) {
     return *e;

@@ -9,12 +9,17 @@
 //          max_completion_tokens, temperature, top_p, stop, seed,
 //          presence_penalty, frequency_penalty, and the extensions top_k,
 //          min_p, repetition_penalty, repeat_last_n, ignore_eos;
-//   chat:  messages (roles system/developer/user/assistant; content a string
-//          or text parts), logprobs (bool), top_logprobs (0..20);
+//   chat:  messages (roles system/developer/user/assistant/tool; content a
+//          string or text parts; assistant tool_calls, tool turns'
+//          tool_call_id), tools with tool_choice auto or none, logprobs
+//          (bool), top_logprobs (0..20);
+//   both:  response_format text, json_object or json_schema (grammar-
+//          constrained decoding, docs/json-schema.md; a schema outside the
+//          supported subset is a 400 with param "response_format");
 //   completions: prompt (a string, strings, token ids or lists of them),
 //          logprobs (0..5 most likely tokens), echo.
-// Fields that would change the output and are not implemented (tools,
-// response_format other than text, logit_bias, suffix, best_of > n) are
+// Fields that would change the output and are not implemented (tool_choice
+// required or named, logit_bias, suffix, best_of > n) are
 // refused with a 400 rather than ignored. Other unknown fields are ignored.
 #pragma once
 
@@ -43,6 +48,7 @@ struct ParsedRequest {
   Endpoint endpoint = Endpoint::kChatCompletions;
   std::string model;
   std::vector<ChatMessage> messages;  // chat: the conversation, rendered by the engine's chat template
+  std::string tools_json;             // chat: the tools offered (validated JSON array), "" for none
   std::vector<ParsedPrompt> prompts;  // completions: one engine request each (OpenAI's batch of prompts)
   SamplingParams sampling;            // validated; the defaults where the request says nothing
   int32_t n = 1;                      // completions per prompt
@@ -64,6 +70,7 @@ struct ParseDefaults {
 inline constexpr int32_t kMaxChoicesPerPrompt = 64;  // Engine::submit's limit on n
 inline constexpr int32_t kMaxPrompts = 64;           // prompts in one /v1/completions body
 inline constexpr int32_t kMaxStopStrings = 16;
+inline constexpr size_t kMaxTools = 128;
 inline constexpr int32_t kMaxChatTopLogprobs = 20;
 inline constexpr int32_t kMaxCompletionLogprobs = 5;
 

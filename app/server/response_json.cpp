@@ -50,6 +50,19 @@ Json header(const ResponseContext& ctx, const char* object) {
   return {{"id", ctx.id}, {"object", object}, {"created", ctx.created}, {"model", ctx.model}};
 }
 
+Json tool_calls_json(const std::vector<ToolCall>& calls, bool with_index) {
+  Json out = Json::array();
+  for (size_t i = 0; i < calls.size(); ++i) {
+    Json call = Json::object();
+    if (with_index) call["index"] = i;
+    call["id"] = calls[i].id;
+    call["type"] = "function";
+    call["function"] = {{"name", calls[i].name}, {"arguments", calls[i].arguments}};
+    out.push_back(std::move(call));
+  }
+  return out;
+}
+
 }  // namespace
 
 Json finish_reason_json(FinishReason reason) {
@@ -78,12 +91,17 @@ Json full_response(const ResponseContext& ctx, const std::vector<ChoiceResult>& 
     const size_t base = i < text_offset_base.size() ? text_offset_base[i] : 0;
     Json choice = {{"index", i}};
     if (chat) {
-      choice["message"] = {{"role", "assistant"}, {"content", c.text}, {"refusal", nullptr}};
+      // A turn that only calls tools has content null, as OpenAI's has.
+      const bool calls = !c.tool_calls.empty();
+      choice["message"] = {{"role", "assistant"},
+                           {"content", calls && c.text.empty() ? Json(nullptr) : Json(c.text)},
+                           {"refusal", nullptr}};
+      if (calls) choice["message"]["tool_calls"] = tool_calls_json(c.tool_calls, /*with_index=*/false);
     } else {
       choice["text"] = c.text;
     }
     choice["logprobs"] = logprobs_json(ctx, c.logprobs, base);
-    choice["finish_reason"] = finish_reason_json(c.finish);
+    choice["finish_reason"] = c.tool_calls.empty() ? finish_reason_json(c.finish) : Json("tool_calls");
     list.push_back(std::move(choice));
   }
   out["choices"] = std::move(list);
@@ -110,6 +128,23 @@ Json stream_chunk(const ResponseContext& ctx, int32_t index, const std::string& 
   choice["finish_reason"] = finish_reason_json(finish);
   out["choices"] = Json::array({std::move(choice)});
   if (include_usage) out["usage"] = nullptr;
+  return out;
+}
+
+std::vector<Json> tool_call_chunks(const ResponseContext& ctx, int32_t index, const std::vector<ToolCall>& calls,
+                                   bool include_usage) {
+  std::vector<Json> out;
+  for (const bool finishing : {false, true}) {
+    Json chunk = header(ctx, "chat.completion.chunk");
+    Json delta = Json::object();
+    if (!finishing) delta["tool_calls"] = tool_calls_json(calls, /*with_index=*/true);
+    chunk["choices"] = Json::array({{{"index", index},
+                                     {"delta", std::move(delta)},
+                                     {"logprobs", nullptr},
+                                     {"finish_reason", finishing ? Json("tool_calls") : Json(nullptr)}}});
+    if (include_usage) chunk["usage"] = nullptr;
+    out.push_back(std::move(chunk));
+  }
   return out;
 }
 

@@ -1,5 +1,6 @@
 // OpenAI's response objects, built from what a GenerationJob collected:
-//   chat:        chat.completion / chat.completion.chunk (delta.role, delta.content)
+//   chat:        chat.completion / chat.completion.chunk (delta.role, delta.content,
+//                delta.tool_calls; message.tool_calls)
 //   completions: text_completion (whole, and each streamed chunk)
 // with `usage` (prompt, completion and cached prompt tokens) and, when asked
 // for, `logprobs` in each endpoint's own shape. Pure functions of values, so
@@ -30,7 +31,8 @@ struct ResponseContext {
 
 // One choice as it accumulates.
 struct ChoiceResult {
-  std::string text;
+  std::string text;                    // the reply's text (without its tool calls once they are parsed out)
+  std::vector<ToolCall> tool_calls;    // chat with tools: the calls the reply made (finish_reason "tool_calls")
   std::vector<TokenLogprob> logprobs;  // with logprobs: one per generated token
   FinishReason finish = FinishReason::None;
   std::string error;
@@ -61,6 +63,12 @@ nlohmann::ordered_json full_response(const ResponseContext& ctx, const std::vect
 nlohmann::ordered_json stream_chunk(const ResponseContext& ctx, int32_t index, const std::string& text,
                             const std::optional<std::string>& role, const std::vector<TokenLogprob>& logprobs,
                             FinishReason finish, bool include_usage, size_t text_offset = 0);
+
+// The streamed end of a reply that called tools: one chunk whose delta
+// carries every call whole (index, id, type, function name and arguments),
+// then the finishing chunk with finish_reason "tool_calls".
+std::vector<nlohmann::ordered_json> tool_call_chunks(const ResponseContext& ctx, int32_t index,
+                                                     const std::vector<ToolCall>& calls, bool include_usage);
 
 // The last chunk with stream_options.include_usage: no choices, the usage.
 nlohmann::ordered_json usage_chunk(const ResponseContext& ctx, const Usage& usage);

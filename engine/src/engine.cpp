@@ -10,6 +10,7 @@
 #include <thread>
 #include <unistd.h>
 
+#include "context_shift.h"
 #include "engine_impl.h"
 #include "kernels/cpu/usable_cpus.h"
 #include "kv/prefix_hash.h"
@@ -30,6 +31,9 @@ int32_t resolved_early_exit_layers(const EngineConfig& config, int32_t num_layer
 }
 
 std::string early_exit_problem(const EngineConfig& config, int32_t num_layers) {
+  if (config.spec == SpecMethod::EarlyExit && (config.tp > 1 || config.tp_reduce != TpReduce::Fast)) {
+    return "spec = early_exit drafts with the model's own runner, which needs tp = 1 and tp_reduce = fast";
+  }
   if (config.spec != SpecMethod::EarlyExit || config.spec_early_exit_layer <= num_layers) return {};
   return fmt::format("spec_early_exit_layer = {} is more than the model's {} layers; choose 1 to {} (0: half)",
                      config.spec_early_exit_layer, num_layers, num_layers);
@@ -72,8 +76,8 @@ void Engine::Impl::attach_model_proposer() {
   if (!proposer) return;
   if (proposer->has_own_kv()) {
     proposer->attach(*draft_runner, 0);
-  } else {
-    proposer->attach(*runner, resolved_early_exit_layers(config, weights->config.num_layers));
+  } else if (ModelRunner* plain = runner->plain_runner()) {  // early exit: refused under tp (early_exit_problem)
+    proposer->attach(*plain, resolved_early_exit_layers(config, weights->config.num_layers));
   }
   draft_s_per_token_ema = 0.0;  // a new proposer: measured again
 }
@@ -92,15 +96,27 @@ std::vector<std::string> Engine::Impl::config_warnings(const EngineConfig& confi
   return warnings;
 }
 
+Result<ShardPlan> Engine::Impl::shard_plan(const EngineConfig& c) const {
+  auto plan = plan_shards(*weights, c.tp, c.tp_reduce == TpReduce::Deterministic);
+  if (!plan.ok()) return Error{fmt::format("{}: {}", weights->config.name.empty() ? "the model" : weights->config.name,
+                                           plan.error())};
+  return plan;
+}
+
 Result<KvSetup> Engine::Impl::make_kv_setup(const EngineConfig& c, const KvPlan& plan, const ModelConfig* draft) {
   const ModelConfig& mc = weights->config;
   const int32_t bs = c.block_size;
   const int64_t num_blocks = plan.num_blocks;
   const int64_t num_swap_blocks = plan.num_swap_blocks;
   const int64_t total = plan.pool_bytes + plan.swap_bytes;
+  // Tensor parallelism lays the ranks' KV heads out as layers of one storage
+  // (kv_storage_shape), so the manager's copy-on-write and swap cover every rank.
+  auto shards = shard_plan(c);
+  if (!shards.ok()) return Error{shards.error()};
+  const KvStorageShape shape = kv_storage_shape(*shards, mc);
   KvSetup setup;
   try {
-    setup.kv = std::make_unique<KvStorage>(mc.num_layers, static_cast<int32_t>(num_blocks), bs, mc.kv_size(),
+    setup.kv = std::make_unique<KvStorage>(shape.num_layers, static_cast<int32_t>(num_blocks), bs, shape.kv_size,
                                            c.kv_cache_type);
     KvCacheConfig kc;
     kc.block_size = bs;
@@ -200,7 +216,9 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config, const
 
   constexpr double kRepackStart = 0.1;
   if (!report(kRepackStart, "repacking weights")) return cancelled;
-  impl->runner = ModelRunner::create(impl->weights, *impl->kv, *impl->pool, [&](double done) {
+  auto shards = impl->shard_plan(impl->config);  // checked by make_kv_setup above
+  for (const std::string& note : shards->notes) impl->info.setting_warnings.push_back(note);
+  impl->runner = TensorParallelRunner::create(impl->weights, *shards, *impl->kv, *impl->pool, [&](double done) {
     return report(kRepackStart + (1.0 - kRepackStart) * done, "repacking weights");
   });
   if (!impl->runner) return cancelled;
@@ -242,6 +260,21 @@ Result<RequestId> Engine::submit(GenerationRequest request, SubmittedPrompt* sub
   // under it, so a request is checked and built against one consistent config.
   std::lock_guard lock(m.inbox_mutex);
   const int32_t max_len = m.config.max_model_len;
+  int32_t num_truncated = 0;
+  if (m.config.context_overflow == ContextOverflow::TruncateMiddle) {
+    // Room for the reply: max_tokens, but at most a quarter of the context,
+    // so that a huge max_tokens does not eat the prompt.
+    const int32_t room =
+        static_cast<int32_t>(std::clamp<int64_t>(request.sampling.max_tokens, 1, std::max(1, max_len / 4)));
+    const size_t before = prompt.size();
+    prompt = truncate_middle(prompt, max_len - room, m.config.context_keep);
+    num_truncated = static_cast<int32_t>(before - prompt.size());
+    if (num_truncated > 0) {
+      built->warnings.push_back(fmt::format("the prompt had {} tokens; {} from its middle were dropped to fit the "
+                                            "context of {} (context_overflow = truncate_middle)",
+                                            before, num_truncated, max_len));
+    }
+  }
   if (static_cast<int32_t>(prompt.size()) >= max_len) {
     return Error{fmt::format("the prompt has {} tokens; the context holds {} (max model length)", prompt.size(),
                              max_len)};
@@ -251,6 +284,7 @@ Result<RequestId> Engine::submit(GenerationRequest request, SubmittedPrompt* sub
   seq->max_total_tokens = static_cast<int32_t>(
       std::min<int64_t>(max_len, static_cast<int64_t>(seq->tokens.size()) + request.sampling.max_tokens));
   seq->num_forks_pending = request.n - 1;
+  seq->num_truncated_prompt_tokens = num_truncated;
   seq->on_logits = std::move(request.on_logits);
   seq->hash_seed = prefix_hash_seed(request.cache_salt);
   const int32_t need = seq->table.num_blocks_needed(seq->max_total_tokens);
@@ -262,6 +296,7 @@ Result<RequestId> Engine::submit(GenerationRequest request, SubmittedPrompt* sub
   if (submitted) {
     submitted->tokens = seq->tokens;
     submitted->warnings = std::move(built->warnings);
+    submitted->num_dropped_tokens = num_truncated;
   }
   seq->id = m.next_id++;
   const RequestId id = seq->id;
@@ -308,6 +343,8 @@ std::string Engine::detokenize(const std::vector<int32_t>& ids) const { return i
 std::string Engine::token_bytes(int32_t id, bool render_special) const {
   return impl_->tokenizer->token_bytes(id, render_special);
 }
+
+ToolCallFormat Engine::tool_call_format() const { return impl_->chat_template->tool_call_format(); }
 
 std::string Engine::render_chat(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const {
   return impl_->chat_template->render(messages, add_generation_prompt);

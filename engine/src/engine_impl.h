@@ -16,6 +16,7 @@
 #include "kvscope/kv_plan.h"
 #include "model/model_loader.h"
 #include "model/model_weights.h"
+#include "parallel/tensor_parallel_runner.h"
 #include "runtime/model_runner.h"
 #include "runtime/step_batch.h"
 #include "scheduler/scheduler.h"
@@ -58,7 +59,9 @@ struct Engine::Impl {
   std::unique_ptr<KvStorage> kv;
   EventLog events;
   std::unique_ptr<KvCacheManager> kv_manager;
-  std::unique_ptr<ModelRunner> runner;
+  // The model's runner: a plain ModelRunner inside for tp = 1 with the fast
+  // reduction, else the tp ranks' shards (parallel/tensor_parallel_runner.h).
+  std::unique_ptr<TensorParallelRunner> runner;
   std::unique_ptr<Scheduler> scheduler;
   // Speculative decoding with a draft model (spec = draft), else empty.
   std::string draft_path;
@@ -86,6 +89,9 @@ struct Engine::Impl {
   std::vector<float> logits;
   std::vector<int64_t> slots;
   std::vector<int32_t> row_tokens;  // [1 + k] a verifying sequence's rows: its last token, then the draft
+  // Grammar-constrained decoding: the vocabulary's bytes as a trie, built
+  // on the first constrained request (engine_step.cpp, constraint_trie()).
+  std::shared_ptr<const TokenTrie> token_trie;
   StepStats stats;
   SpecStats spec_totals;  // speculative decoding since creation
   // Mean forward time of recent plain decode steps (no drafts, no prefill),
@@ -102,6 +108,9 @@ struct Engine::Impl {
   // What has to be said about a config that loads (plan_kv's warnings, a
   // thread count lowered to the CPUs there are).
   static std::vector<std::string> config_warnings(const EngineConfig& config, const KvPlan& plan);
+  // How `config` splits the model over config.tp ranks; errors name tp and
+  // what does not divide.
+  Result<ShardPlan> shard_plan(const EngineConfig& config) const;
   // Builds what `plan` (plan_kv of `resolved`, which has max_model_len filled
   // in) describes. Errors say which setting to change.
   // `draft`: the draft model's shape (spec = draft), else nullptr.
@@ -128,6 +137,13 @@ struct Engine::Impl {
   // draft_token: the speculative draft at this position (-1: none); the token
   // event says whether the token is it (TokenEvent::from_draft).
   std::pair<int32_t, FinishReason> sample_token(Sequence& s, const float* logits, int32_t draft_token = -1);
+  // Context overflow = shift: the sequences sample_token found full this
+  // step, shifted (or finished, when no shift is possible) once every row
+  // of the step is committed.
+  std::vector<Sequence*> full_contexts;
+  void shift_full_contexts();
+  // token_trie, built now if this is the first constrained request.
+  const TokenTrie& constraint_trie();
   // sample_token, then finish() when it says so.
   void sample_and_publish(Sequence& s, const float* logits);
   // Speculative verification: `rows` holds [1 + s.draft.size()][vocab]

@@ -4,7 +4,9 @@
 //   drafts, then committing the accepted rows) -> publish -> release finished.
 #include <algorithm>
 #include <chrono>
+#include <utility>
 
+#include "context_shift.h"
 #include "engine_impl.h"
 #include "runtime/cascade_plan.h"
 
@@ -54,6 +56,8 @@ void Engine::Impl::finish(Sequence& s, FinishReason reason, std::string error) {
   st.num_draft_tokens = s.spec.num_draft_tokens();
   st.num_accepted_tokens = s.spec.num_accepted_tokens();
   st.num_spec_pauses = s.spec.num_pauses();
+  st.num_context_shifts = s.num_context_shifts;
+  st.num_dropped_tokens = s.num_shifted_out_tokens + s.num_truncated_prompt_tokens;
   if (config.spec != SpecMethod::Off) st.spec_method = spec_method_name(config.spec);
   st.spec_speedup_estimate = spec_speedup_estimate(s);
   st.total_time_s = seconds_between(s.submitted_at, now);
@@ -94,8 +98,15 @@ std::vector<Sequence*> Engine::Impl::fork_siblings(Sequence& s) {
 
 std::pair<int32_t, FinishReason> Engine::Impl::sample_token(Sequence& s, const float* row, int32_t draft_token) {
   const int32_t vocab = weights->config.vocab_size;
+  // Grammar-constrained decoding: this sequence's own mask (so greedy output
+  // does not depend on what else is in the batch), applied before anything
+  // reads the row, so on_logits (the server's logprobs) and the sampler see
+  // the constrained distribution.
+  TokenConstraint* constraint = s.sampler.constraint();
+  if (constraint) row = constraint->mask_logits(row, vocab, constraint_trie());
   if (s.on_logits) s.on_logits(s.index, static_cast<int32_t>(s.tokens.size()), row, vocab);
   const int32_t token = s.sampler.sample(row, vocab, s.tokens);
+  if (constraint) constraint->accept(token, constraint_trie());
   s.tokens.push_back(token);
   if (s.num_generated() == 1) s.first_token_at = Sequence::Clock::now();
   const SamplingParams& p = s.sampler.params();
@@ -105,12 +116,47 @@ std::pair<int32_t, FinishReason> Engine::Impl::sample_token(Sequence& s, const f
   ev.index = s.index;
   ev.token = token;
   ev.from_draft = token == draft_token;
+  ev.num_dropped_tokens = std::exchange(s.pending_shift_dropped, 0);
+  ev.dropped_from = std::exchange(s.pending_shift_from, 0);
   ev.text = s.stop.push(s.detokenizer.push(token));
   if (s.on_event) s.on_event(ev);
   if (s.stop.stopped()) return {token, FinishReason::Stop};
   if (s.num_generated() >= p.max_tokens) return {token, FinishReason::Length};
-  if (static_cast<int32_t>(s.tokens.size()) >= config.max_model_len) return {token, FinishReason::ContextFull};
+  if (static_cast<int32_t>(s.tokens.size()) >= config.max_model_len) {
+    // Shifted after this step's commits (shift_full_contexts); paged
+    // attention off keeps one contiguous run per sequence, which a shift
+    // would break, so it stops there as with `stop`.
+    if (config.context_overflow != ContextOverflow::Shift || !config.paged) return {token, FinishReason::ContextFull};
+    full_contexts.push_back(&s);
+  }
   return {token, FinishReason::None};
+}
+
+void Engine::Impl::shift_full_contexts() {
+  for (Sequence* s : full_contexts) {
+    // Finished meanwhile, or listed twice (shifted already).
+    if (s->finished() || static_cast<int32_t>(s->tokens.size()) < config.max_model_len) continue;
+    const ContextShiftPlan plan =
+        plan_context_shift(s->num_computed, config.block_size, config.context_keep, config.max_model_len);
+    if (shift_context(*s, plan, *kv_manager, *kv, weights->config, weights->rope_freq_factors) == 0) {
+      finish(*s, FinishReason::ContextFull);  // context_keep leaves nothing to drop, or no block for a copy
+    }
+  }
+  full_contexts.clear();
+}
+
+const TokenTrie& Engine::Impl::constraint_trie() {
+  if (!token_trie) {
+    const int32_t vocab = weights->config.vocab_size;
+    std::vector<std::string> bytes(static_cast<size_t>(vocab));
+    std::vector<int32_t> eog;
+    for (int32_t id = 0; id < vocab; ++id) {
+      bytes[static_cast<size_t>(id)] = tokenizer->token_bytes(id);  // control tokens: "" (never allowed)
+      if (tokenizer->is_eog(id)) eog.push_back(id);
+    }
+    token_trie = std::make_shared<const TokenTrie>(std::move(bytes), std::move(eog));
+  }
+  return *token_trie;
 }
 
 void Engine::Impl::sample_and_publish(Sequence& s, const float* row) {
@@ -164,7 +210,7 @@ void Engine::Impl::note_forward_time(const std::vector<ScheduledSequence>& work,
     if (w.num_draft > 0) {
       // A model proposer's draft passes are part of what its tokens cost.
       s.spec_forward_time_s += forward_s + stats.propose_time_s;
-    } else if (w.num_rows == 1 && s.num_computed >= s.num_prompt_tokens) {
+    } else if (w.num_rows == 1 && s.prompt_computed()) {
       s.plain_forward_time_s += forward_s;
       ++s.num_plain_decode_steps;
     }
@@ -293,7 +339,7 @@ void Engine::step() {
       m.batch.add_sequence(row_tokens, w.num_rows, s.num_computed, m.slots.data(), s.table.blocks(),
                            want ? 1 + w.num_draft : 0);
       wants_logits.push_back(want);
-      const bool decode = num_known_rows == 1 && s.num_computed >= s.num_prompt_tokens;
+      const bool decode = num_known_rows == 1 && s.prompt_computed();
       (decode ? stats.num_decode_tokens : stats.num_prefill_tokens) += num_known_rows;
       if (w.num_draft > 0) {
         stats.num_draft_tokens += w.num_draft;
@@ -341,6 +387,7 @@ void Engine::step() {
       for (Sequence* sib : siblings) m.sample_and_publish(*sib, logits);
     }
     m.note_draft_kv(work);
+    m.shift_full_contexts();
     stats.num_seqs = static_cast<int32_t>(work.size());
     stats.attention_time_s = m.runner->last_attention_stats().time_s;
     stats.cascade_kv_bytes_saved = m.runner->last_attention_stats().cascade_kv_bytes_saved;

@@ -106,6 +106,14 @@ std::vector<SettingSpec> make_table() {
                                "CPU threads for the model: more is faster until cores or memory bandwidth run "
                                "out; more than this machine's CPUs is lowered to them.");
   threads.zero_means = "one per core";
+  words(add(int_row("tp", &EngineConfig::tp, 1, 8)), "Compute", "Tensor parallelism", "ranks",
+        "Split each layer's heads and FFN rows between this many ranks (threads sharing the CPU threads), as "
+        "multi-GPU engines do; 1, 2, 4 or 8 as the model's heads and FFN allow (checked when loading).");
+  SettingSpec& tp_reduce = words(add(choice_row("tp_reduce", &EngineConfig::tp_reduce, {"fast", "deterministic"})),
+                                 "Compute", "Tensor-parallel sum", "",
+                                 "Fast adds each rank's partial result (tp changes the last bits); deterministic "
+                                 "adds fixed chunks in a fixed order, so every tp gives the same logits.");
+  tp_reduce.choice_labels = {"Fast", "Deterministic (same bits at every tp)"};
 
   SettingSpec& budget = words(add(bytes_row("kv_budget", &EngineConfig::kv_budget_bytes, 1, 16 * kTiB)),
                               "KV cache", "KV budget", "",
@@ -149,6 +157,19 @@ std::vector<SettingSpec> make_table() {
                            "trained context the output degrades.");
   ctx.zero_means = "the model's trained context";
   ctx.cli_name = "ctx";
+  SettingSpec& overflow = words(add(choice_row("context_overflow", &EngineConfig::context_overflow,
+                                               {"stop", "shift", "truncate_middle"})),
+                                "Batching", "When the context is full", "",
+                                "Stop ends a reply at the max model length; shift drops older tokens after the "
+                                "kept start and goes on (needs paged attention); truncate_middle accepts a prompt "
+                                "that is too long by dropping its middle.");
+  overflow.choice_labels = {"Stop the reply", "Shift: forget the middle, keep going",
+                            "Truncate long prompts in the middle"};
+  SettingSpec& keep = words(add(int_row("context_keep", &EngineConfig::context_keep, 0, 1 << 22)), "Batching",
+                            "Kept start of the context", "tokens",
+                            "Tokens at the start (the system prompt) that a shift or a middle truncation never "
+                            "drops; at most half the context.");
+  keep.applies = [](const EngineConfig& c) { return c.context_overflow != ContextOverflow::Stop; };
   words(add(int_row("max_seqs", &EngineConfig::max_seqs, 1, 4096)), "Batching", "Max sequences", "sequences",
         "Sequences batched in one step: more raises throughput but needs more KV memory.");
   words(add(int_row("max_batched_tokens", &EngineConfig::max_batched_tokens, 1, 1 << 20)), "Batching",

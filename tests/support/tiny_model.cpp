@@ -328,6 +328,7 @@ Status write_tiny_gguf(const TinyModelSpec& s, const std::string& path) {
   g.set_string("general.name", a == "phi3" ? std::string("tiny-fused-qkv") : "tiny-" + a);
   for (const auto& [key, value] : s.gguf_f32) g.set_f32(key, value);
   for (const auto& [key, value] : s.gguf_u32) g.set_u32(key, value);
+  for (const auto& [key, value] : s.gguf_str) g.set_string(key, value);
   g.set_u32(a + ".block_count", static_cast<uint32_t>(s.layers));
   g.set_u32(a + ".context_length", static_cast<uint32_t>(s.context_length));
   g.set_u32(a + ".embedding_length", static_cast<uint32_t>(s.hidden));

@@ -54,6 +54,7 @@ struct TinyModelSpec {
   // GGUF only: extra metadata keys (e.g. general.sampling.temp, general.sampling.top_k).
   std::map<std::string, float> gguf_f32;
   std::map<std::string, uint32_t> gguf_u32;
+  std::map<std::string, std::string> gguf_str;  // e.g. tokenizer.chat_template
 
   // Hugging Face directory only: dtype of the 2-D weights (F32, F16 or BF16;
   // equal to the GGUF values when it can represent them: F32 always, F16/BF16

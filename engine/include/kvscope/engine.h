@@ -19,6 +19,7 @@
 #include "kvscope/model_info.h"
 #include "kvscope/request.h"
 #include "kvscope/result.h"
+#include "kvscope/tool_calls.h"
 
 namespace kvscope {
 
@@ -113,6 +114,9 @@ class Engine {
   // (the streaming detokeniser strips it from a reply's first token).
   std::string token_bytes(int32_t id, bool render_special = false) const;
   std::string render_chat(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const;
+  // How the model's chat template has the model write tool calls
+  // (kvscope/tool_calls.h); None when it offers no tools.
+  ToolCallFormat tool_call_format() const;
 
  private:
   struct Impl;

@@ -47,6 +47,21 @@ enum class SpecMethod {
   EarlyExit,  // the target's first spec_early_exit_layer layers + final norm + head draft greedily
 };
 
+// What happens when a sequence's context (max_model_len) is full
+// (docs/context-overflow.md).
+enum class ContextOverflow {
+  Stop,            // the sequence finishes (FinishReason::ContextFull); prompts that do not fit are refused
+  Shift,           // drop whole blocks after the first context_keep tokens, re-rotate the later keys, go on
+  TruncateMiddle,  // a prompt that does not fit loses its middle at submit; running sequences stop
+};
+
+// How the partial products of the row-parallel matmuls are summed under
+// tensor parallelism (tp; docs/tensor-parallel.md).
+enum class TpReduce {
+  Fast,           // each rank's whole K slice, then the ranks in rank order: tp changes the rounding
+  Deterministic,  // a fixed set of K chunks summed in chunk order at every tp: tp = 1, 2, 4 give the same bits
+};
+
 const char* scheduling_policy_name(SchedulingPolicy policy);
 const char* spec_method_name(SpecMethod method);
 const char* cascade_mode_name(CascadeMode mode);
@@ -55,12 +70,18 @@ const char* preemption_mode_name(PreemptionMode mode);
 struct EngineConfig {
   std::string model_path;          // a .gguf file or a Hugging Face model directory
   int32_t num_threads = 0;         // 0: one per available core
+  int32_t tp = 1;                  // tensor-parallel ranks (threads of this process), each a slice of the model
+  TpReduce tp_reduce = TpReduce::Fast;
   int32_t block_size = 16;         // token slots per KV block
   int64_t kv_budget_bytes = 512ll << 20;  // memory for the KV pool; ignored when num_blocks > 0
   int32_t num_blocks = 0;          // exact pool size when > 0
   int32_t max_seqs = 64;           // sequences in one step
   int32_t max_batched_tokens = 512;  // query rows in one step (prefill is chunked to fit)
   int32_t max_model_len = 0;       // 0: the model's trained context length
+  ContextOverflow context_overflow = ContextOverflow::Stop;
+  // Tokens at the start (the system prompt) a shift or truncate_middle keeps;
+  // at most half the context is kept whatever this says.
+  int32_t context_keep = 256;
 
   // Paged attention off: each admitted request reserves its whole maximum
   // length (prompt + max_tokens, capped by max_model_len) up front in one

@@ -47,6 +47,10 @@ struct RequestStats {
   // decode steps' mean forward time (the engine's recent plain decode steps
   // when it had none), plus its plain steps, over the time actually spent.
   double spec_speedup_estimate = 0.0;
+  // Context overflow (docs/context-overflow.md): context shifts, and tokens
+  // dropped from the middle (by shifts, and from the prompt by truncate_middle).
+  int32_t num_context_shifts = 0;
+  int32_t num_dropped_tokens = 0;
 };
 
 struct TokenEvent {
@@ -57,6 +61,11 @@ struct TokenEvent {
   bool from_draft = false;   // the token was a speculative draft token the model accepted
   FinishReason finish = FinishReason::None;
   std::string error;         // when finish == Error
+  // Context overflow = shift: on the first token after a shift, the
+  // num_dropped_tokens tokens that were at context positions
+  // [dropped_from, dropped_from + num_dropped_tokens) left the context before it.
+  int32_t num_dropped_tokens = 0;
+  int32_t dropped_from = 0;
   RequestStats stats;        // filled on the finishing event
 };
 
@@ -77,6 +86,11 @@ struct GenerationRequest {
   std::vector<int32_t> prompt_tokens;
   std::vector<ChatMessage> messages;
   std::string prompt;
+  // With messages: the tools offered to the model, OpenAI's `tools` array as
+  // JSON text, rendered by the model's chat template ("" offers none; a
+  // template that takes no tools makes submit fail). kvscope/tool_calls.h
+  // reads the calls back out of the reply.
+  std::string tools_json;
   SamplingParams sampling;
   // Parallel sampling: n completions of one prompt, sharing the prompt's KV
   // blocks (copy-on-write when one of them writes into a shared block).
@@ -98,6 +112,8 @@ struct GenerationRequest {
 struct SubmittedPrompt {
   std::vector<int32_t> tokens;        // [num_prompt_tokens] the ids that run, BOS included when added
   std::vector<std::string> warnings;  // for a person: text that had no token and what it became
+  // context_overflow = truncate_middle: prompt tokens dropped from the middle (0: none).
+  int32_t num_dropped_tokens = 0;
 };
 
 }  // namespace kvscope

@@ -1,7 +1,9 @@
 #include "tokenizer/chat_template.h"
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 
+#include "tokenizer/jinja/json_value.h"
 #include "tokenizer/jinja/template.h"
 #include "tokenizer/tokenizer.h"
 
@@ -80,12 +82,14 @@ void ChatTemplate::use_model_template(std::string_view source) {
   Result<jinja::Template> parsed = jinja::Template::parse(source);
   if (!parsed) {
     model_template_.reset();
+    tool_call_format_ = ToolCallFormat::None;
     template_warning_ = "the model's chat template cannot be used (" + parsed.error() + "); using the built-in " +
                         std::string(family_name()) + " format instead";
     return;
   }
   model_template_ = std::make_shared<const jinja::Template>(std::move(parsed).value());
   template_source_ = std::string(source);
+  tool_call_format_ = detect_tool_call_format(source);
   template_warning_.clear();
 }
 
@@ -93,7 +97,8 @@ Result<RenderedPrompt> ChatTemplate::render_model_template(const jinja::Template
                                                            const std::vector<ChatMessage>& messages,
                                                            bool add_generation_prompt, std::string_view bos_text,
                                                            std::string_view eos_text,
-                                                           const jinja::RenderOptions& options) {
+                                                           const jinja::RenderOptions& options,
+                                                           std::string_view tools_json) {
   using jinja::Dict;
   using jinja::List;
   using jinja::TaintedString;
@@ -105,9 +110,38 @@ Result<RenderedPrompt> ChatTemplate::render_model_template(const jinja::Template
     Dict d;
     d.set("role", Value(TaintedString::from_message(m.role)));
     d.set("content", Value(TaintedString::from_message(m.content)));
+    // The keys transformers' templates test with "is defined": set only when
+    // the turn has them.
+    if (!m.tool_calls.empty()) {
+      List calls;
+      for (const ToolCall& call : m.tool_calls) {
+        Dict function;
+        function.set("name", Value(TaintedString::from_message(call.name)));
+        // Templates print arguments with |tojson or iterate them: a dict, as
+        // transformers gets it; text that is not JSON stays text.
+        const nlohmann::ordered_json args =
+            nlohmann::ordered_json::parse(call.arguments, nullptr, /*allow_exceptions=*/false);
+        function.set("arguments", args.is_discarded() ? Value(TaintedString::from_message(call.arguments))
+                                                      : jinja::value_from_json(args, /*tainted=*/true));
+        Dict c;
+        c.set("id", Value(TaintedString::from_message(call.id)));
+        c.set("type", Value(std::string("function")));
+        c.set("function", Value(std::move(function)));
+        calls.push_back(Value(std::move(c)));
+      }
+      d.set("tool_calls", Value(std::move(calls)));
+    }
+    if (!m.tool_call_id.empty()) d.set("tool_call_id", Value(TaintedString::from_message(m.tool_call_id)));
+    if (!m.name.empty()) d.set("name", Value(TaintedString::from_message(m.name)));
     message_values.push_back(Value(std::move(d)));
   }
-  return render_model_template(model_template, Value(std::move(message_values)), Value(jinja::None{}),
+  Value tool_values{jinja::None{}};
+  if (!tools_json.empty()) {
+    const nlohmann::ordered_json tools = nlohmann::ordered_json::parse(tools_json, nullptr, false);
+    if (tools.is_discarded() || !tools.is_array()) return Error{"the tools are not a JSON array"};
+    tool_values = jinja::value_from_json(tools, /*tainted=*/true);
+  }
+  return render_model_template(model_template, Value(std::move(message_values)), tool_values,
                                add_generation_prompt, bos_text, eos_text, options);
 }
 
@@ -210,6 +244,21 @@ RenderedPrompt ChatTemplate::render_prompt(const std::vector<ChatMessage>& messa
   RenderedPrompt fallback = render_family(messages, add_generation_prompt);
   if (!warning.empty()) fallback.warnings.push_back(std::move(warning));
   return fallback;
+}
+
+Result<RenderedPrompt> ChatTemplate::render_with_tools(const std::vector<ChatMessage>& messages,
+                                                       std::string_view tools_json) const {
+  if (!model_template_ || tool_call_format_ == ToolCallFormat::None) {
+    return Error{model_template_ ? "this model's chat template does not offer tools"
+                                 : "this model has no usable chat template, so it cannot be offered tools" +
+                                       (template_warning_.empty() ? std::string() : " (" + template_warning_ + ")")};
+  }
+  // No fallback here: the built-in formats cannot show tools, and a prompt
+  // that silently lost them would make the model answer without them.
+  Result<RenderedPrompt> rendered = render_model_template(*model_template_, messages, /*add_generation_prompt=*/true,
+                                                          bos_text_, eos_text_, {}, tools_json);
+  if (!rendered) return Error{"the model's chat template refused this conversation with tools: " + rendered.error()};
+  return rendered;
 }
 
 RenderedPrompt ChatTemplate::render_family(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const {

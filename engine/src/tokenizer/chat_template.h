@@ -24,6 +24,7 @@
 
 #include "kvscope/chat_message.h"
 #include "kvscope/result.h"
+#include "kvscope/tool_calls.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/vocab_data.h"
 
@@ -55,13 +56,16 @@ class ChatTemplate {
   static ChatTemplate from_vocab(const VocabData& vocab, const Tokenizer& tokenizer);
   // Renders `messages` with a model template as transformers'
   // apply_chat_template does: context messages (role, content),
-  // add_generation_prompt, bos_token, eos_token, tools = documents = None.
+  // add_generation_prompt, bos_token, eos_token, documents = None, and
+  // tools from `tools_json` (OpenAI's tools array as JSON text; "" = None).
+  // Tool calls and tool results go in as transformers' messages have them.
   // Errors: the template's raise_exception or a runtime error.
   static Result<RenderedPrompt> render_model_template(const jinja::Template& model_template,
                                                        const std::vector<ChatMessage>& messages,
                                                        bool add_generation_prompt, std::string_view bos_text,
                                                        std::string_view eos_text,
-                                                       const jinja::RenderOptions& options);
+                                                       const jinja::RenderOptions& options,
+                                                       std::string_view tools_json = {});
   // The same with JSON-like context: `messages` may carry tool calls and
   // tool results, `tools` (None for none) the tool schemas. Every string in
   // either is message text.
@@ -100,6 +104,12 @@ class ChatTemplate {
   // model's template refuses the conversation, the family format renders it
   // and `warnings` says so.
   RenderedPrompt render_prompt(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const;
+  // The conversation with the tools offered (OpenAI's tools array as JSON
+  // text), ready for the reply. Errors, rather than a fallback that would
+  // drop the tools: the template offers none, or refuses the conversation.
+  Result<RenderedPrompt> render_with_tools(const std::vector<ChatMessage>& messages, std::string_view tools_json) const;
+  // How the model's template asks for calls to be written (None: no tools).
+  ToolCallFormat tool_call_format() const { return tool_call_format_; }
   // Whether render() writes the BOS token's text itself (then callers must
   // not add a BOS id as well).
   bool writes_bos() const;
@@ -126,6 +136,7 @@ class ChatTemplate {
   std::shared_ptr<const jinja::Template> model_template_;  // shared: ChatTemplate stays copyable
   std::string template_source_;
   std::string template_warning_;
+  ToolCallFormat tool_call_format_ = ToolCallFormat::None;
 };
 
 }  // namespace kvscope

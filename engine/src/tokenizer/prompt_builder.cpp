@@ -22,9 +22,16 @@ Result<SubmittedPrompt> build_prompt(const GenerationRequest& request, const Tok
   // Raw text asks for its control tokens to be parsed (kvscope/request.h);
   // a chat prompt parses only the template's own markers, never the text of
   // a message.
+  if (!request.tools_json.empty() && request.messages.empty()) {
+    return Error{"tools are offered with chat messages only"};
+  }
   RenderedPrompt rendered;
   if (request.messages.empty()) {
     rendered.text = request.prompt;
+  } else if (!request.tools_json.empty()) {
+    Result<RenderedPrompt> with_tools = chat_template.render_with_tools(request.messages, request.tools_json);
+    if (!with_tools) return Error{with_tools.error()};
+    rendered = std::move(with_tools).value();
   } else {
     rendered = chat_template.render_prompt(request.messages, /*add_generation_prompt=*/true);
     for (std::string& w : rendered.warnings) out.warnings.push_back("chat template: " + std::move(w));

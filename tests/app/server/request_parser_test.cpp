@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "constrain/grammar_matcher.h"
+#include "kvscope/json_constraint.h"
 #include "request_parser.h"
 
 namespace kvscope::server {
@@ -84,6 +86,35 @@ TEST(RequestParser, ChatWithEverySupportedField) {
   EXPECT_EQ(r.top_logprobs, 4);
 }
 
+TEST(RequestParser, ToolsToolCallsAndToolResults) {
+  const ParsedRequest r = chat_ok(R"({"model": "m", "messages": [
+      {"role": "user", "content": "Weather in Paris?"},
+      {"role": "assistant", "content": null, "tool_calls": [
+        {"id": "abc123XYZ", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}},
+        {"id": "def", "type": "function", "function": {"name": "get_time", "arguments": {"tz": "CET"}}}]},
+      {"role": "tool", "tool_call_id": "abc123XYZ", "name": "get_weather", "content": "21 C"}],
+    "tools": [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}],
+    "tool_choice": "auto"})");
+  ASSERT_EQ(r.messages.size(), 3u);
+  ASSERT_EQ(r.messages[1].tool_calls.size(), 2u);
+  EXPECT_EQ(r.messages[1].tool_calls[0].id, "abc123XYZ");
+  EXPECT_EQ(r.messages[1].tool_calls[0].name, "get_weather");
+  EXPECT_EQ(r.messages[1].tool_calls[0].arguments, "{\"city\": \"Paris\"}") << "JSON text kept as sent";
+  EXPECT_EQ(r.messages[1].tool_calls[1].arguments, "{\"tz\":\"CET\"}") << "an object becomes its JSON text";
+  EXPECT_EQ(r.messages[2].role, "tool");
+  EXPECT_EQ(r.messages[2].tool_call_id, "abc123XYZ");
+  EXPECT_EQ(r.messages[2].name, "get_weather");
+  EXPECT_EQ(r.messages[2].content, "21 C");
+  EXPECT_EQ(nlohmann::json::parse(r.tools_json)[0]["function"]["name"], "get_weather");
+
+  // tool_choice none: the tools are not offered at all.
+  EXPECT_TRUE(chat_ok(R"({"model": "m", "tools": [{"type": "function", "function": {"name": "f"}}],
+                          "tool_choice": "none", )" + kUser + "}").tools_json.empty());
+  // Tools are a chat feature.
+  EXPECT_EQ(completion_error(R"({"model": "m", "prompt": "a", "tools": [{"type": "function", "function": {"name": "f"}}]})")
+                .param, "tools");
+}
+
 TEST(RequestParser, DefaultsFillWhatTheRequestLeavesOut) {
   const ParsedRequest r = chat_ok(R"({"model": "m", "temperature": null, )" + kUser + "}");
   EXPECT_EQ(r.sampling.temperature, 0.7f);  // null counts as not given
@@ -153,12 +184,17 @@ TEST(RequestParser, BadChatBodiesAre400sNamingTheField) {
       {R"({"model": "m", "messages": []})", "messages"},
       {R"({"model": "m", "messages": [7]})", "messages[0]"},
       {R"({"model": "m", "messages": [{"content": "a"}]})", "messages[0].role"},
-      {R"({"model": "m", "messages": [{"role": "tool", "content": "a"}]})", "messages[0].role"},
+      {R"({"model": "m", "messages": [{"role": "tool", "content": "a"}]})", "messages[0].tool_call_id"},
+      {R"({"model": "m", "messages": [{"role": "robot", "content": "a"}]})", "messages[0].role"},
+      {R"({"model": "m", "messages": [{"role": "user", "content": "a", "tool_calls": []}]})", "messages[0].tool_calls"},
+      {R"({"model": "m", "messages": [{"role": "assistant", "tool_calls": {}}]})", "messages[0].tool_calls"},
+      {R"({"model": "m", "messages": [{"role": "assistant", "tool_calls": [{"function": {"name": "f", "arguments": 5}}]}]})",
+       "messages[0].tool_calls[0].function.arguments"},
       {R"({"model": "m", "messages": [{"role": "user"}]})", "messages[0].content"},
       {R"({"model": "m", "messages": [{"role": "user", "content": 5}]})", "messages[0].content"},
       {R"({"model": "m", "messages": [{"role": "user", "content": [{"type": "image_url"}]}]})",
        "messages[0].content[0].type"},
-      {R"({"model": "m", "messages": [{"role": "assistant", "tool_calls": [{}]}]})", "messages[0].tool_calls"},
+      {R"({"model": "m", "messages": [{"role": "assistant", "tool_calls": [{}]}]})", "messages[0].tool_calls[0].function"},
       {R"({"model": "m", "stream": "yes", "messages": [{"role": "user", "content": "a"}]})", "stream"},
       {R"({"model": "m", "n": 0, "messages": [{"role": "user", "content": "a"}]})", "n"},
       {R"({"model": "m", "n": 65, "messages": [{"role": "user", "content": "a"}]})", "n"},
@@ -183,8 +219,18 @@ TEST(RequestParser, BadChatBodiesAre400sNamingTheField) {
       {R"({"model": "m", "logprobs": true, "top_logprobs": 21, "messages": [{"role": "user", "content": "a"}]})",
        "top_logprobs"},
       {R"({"model": "m", "stream_options": 1, "messages": [{"role": "user", "content": "a"}]})", "stream_options"},
-      {R"({"model": "m", "tools": [{"type": "function"}], "messages": [{"role": "user", "content": "a"}]})", "tools"},
-      {R"({"model": "m", "response_format": {"type": "json_object"}, "messages": [{"role": "user", "content": "a"}]})",
+      {R"({"model": "m", "tools": [{"type": "function"}], "messages": [{"role": "user", "content": "a"}]})",
+       "tools[0].function"},
+      {R"({"model": "m", "tools": {"type": "function"}, "messages": [{"role": "user", "content": "a"}]})", "tools"},
+      {R"({"model": "m", "tools": [{"type": "code"}], "messages": [{"role": "user", "content": "a"}]})", "tools[0].type"},
+      {R"({"model": "m", "tools": [{"type": "function", "function": {"name": "f", "parameters": []}}],
+           "messages": [{"role": "user", "content": "a"}]})", "tools[0].function.parameters"},
+      {R"({"model": "m", "tools": [{"type": "function", "function": {"name": "f"}}], "tool_choice": "required",
+           "messages": [{"role": "user", "content": "a"}]})", "tool_choice"},
+      {R"({"model": "m", "tools": [{"type": "function", "function": {"name": "f"}}], "tool_choice": 3,
+           "messages": [{"role": "user", "content": "a"}]})", "tool_choice"},
+      {R"({"model": "m", "functions": [{"name": "f"}], "messages": [{"role": "user", "content": "a"}]})", "functions"},
+      {R"({"model": "m", "response_format": {"type": "xml"}, "messages": [{"role": "user", "content": "a"}]})",
        "response_format"},
       {R"({"model": "m", "logit_bias": {"1": 5}, "messages": [{"role": "user", "content": "a"}]})", "logit_bias"},
       {R"({"model": "m", "best_of": 3, "messages": [{"role": "user", "content": "a"}]})", "best_of"},
@@ -247,6 +293,67 @@ TEST(RequestParser, ErrorJsonHasOpenAisShape) {
   // A message quoting bytes that are not UTF-8 still gives valid JSON text.
   ApiError raw = invalid_request("bad \xff byte");
   EXPECT_NE(raw.body().find("bad"), std::string::npos);
+}
+
+// The whole text is a complete value of the request's grammar.
+bool grammar_accepts(const ParsedRequest& r, const std::string& text) {
+  if (!r.sampling.constraint) return false;
+  GrammarMatcher m(r.sampling.constraint);
+  return m.advance(text) && m.is_complete();
+}
+
+TEST(RequestParser, ResponseFormatText) {
+  EXPECT_EQ(chat_ok(R"({"model": "m", "response_format": {"type": "text"}, )" + kUser + "}").sampling.constraint,
+            nullptr);
+  EXPECT_EQ(chat_ok(R"({"model": "m", "response_format": null, )" + kUser + "}").sampling.constraint, nullptr);
+}
+
+TEST(RequestParser, ResponseFormatJsonObjectOnBothEndpoints) {
+  const ParsedRequest chat = chat_ok(R"({"model": "m", "response_format": {"type": "json_object"}, )" + kUser + "}");
+  EXPECT_EQ(chat.sampling.constraint, json_object_grammar());
+  const ParsedRequest completion =
+      completion_ok(R"({"model": "m", "prompt": "x", "response_format": {"type": "json_object"}})");
+  EXPECT_TRUE(grammar_accepts(completion, R"({"a": [1]})"));
+  EXPECT_FALSE(grammar_accepts(completion, "[1]"));
+}
+
+TEST(RequestParser, ResponseFormatJsonSchemaKeepsThePropertyOrder) {
+  // "b" before "a": a parse that sorted keys would write them the other way round.
+  const std::string format = R"("response_format": {"type": "json_schema", "json_schema": {"name": "pair",
+      "strict": true, "schema": {"type": "object", "properties": {"b": {"type": "integer"}, "a": {"type": "string"}},
+      "required": ["b", "a"], "additionalProperties": false}}})";
+  const ParsedRequest chat = chat_ok(R"({"model": "m", )" + format + ", " + kUser + "}");
+  EXPECT_TRUE(grammar_accepts(chat, R"({"b": 1, "a": "x"})"));
+  EXPECT_FALSE(grammar_accepts(chat, R"({"a": "x", "b": 1})"));
+  const ParsedRequest completion = completion_ok(R"({"model": "m", "prompt": ["x", "y"], )" + format + "}");
+  EXPECT_TRUE(grammar_accepts(completion, R"({"b":2,"a":""})"));
+}
+
+TEST(RequestParser, ResponseFormatErrorsNameResponseFormat) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      // (response_format value, part of the message)
+      {R"("json")", "'response_format' must be an object"},
+      {R"({})", "'response_format.type' must be"},
+      {R"({"type": "yaml"})", "got 'yaml'"},
+      {R"({"type": "json_schema"})", "'response_format.json_schema'"},
+      {R"({"type": "json_schema", "json_schema": {"name": "x"}})", "'response_format.json_schema.schema'"},
+      {R"({"type": "json_schema", "json_schema": {"name": 3, "schema": {}}})", "name' must be a string"},
+      {R"({"type": "json_schema", "json_schema": {"strict": "yes", "schema": {}}})", "strict' must be true or false"},
+      {R"({"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "string", "pattern": "a+"}}})",
+       "schema at #: keyword 'pattern' is not supported"},
+      {R"({"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "object",
+          "properties": {"n": {"type": "integer", "minimum": 1}}}}})",
+       "schema at #/properties/n: keyword 'minimum' is not supported"},
+  };
+  for (const auto& [format, message] : cases) {
+    const ApiError chat = chat_error(R"({"model": "m", "response_format": )" + format + ", " + kUser + "}");
+    EXPECT_EQ(chat.status, 400) << format;
+    EXPECT_EQ(chat.type, "invalid_request_error") << format;
+    EXPECT_EQ(chat.param, "response_format") << format;
+    EXPECT_NE(chat.message.find(message), std::string::npos) << format << " -> " << chat.message;
+    const ApiError completion = completion_error(R"({"model": "m", "prompt": "x", "response_format": )" + format + "}");
+    EXPECT_EQ(completion.param, "response_format") << format;
+  }
 }
 
 }  // namespace

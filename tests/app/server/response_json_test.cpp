@@ -37,6 +37,36 @@ ResponseContext context(Endpoint endpoint, bool logprobs = false) {
   return {endpoint, "id-1", 123, "model-x", logprobs};
 }
 
+TEST(ResponseJson, ToolCallsInTheMessageAndInChunks) {
+  ChoiceResult c;
+  c.finish = FinishReason::Stop;
+  c.tool_calls = {{"abc123XYZ", "get_weather", "{\"city\":\"Paris\"}"}, {"def456UVW", "get_time", "{}"}};
+  const auto full = full_response(context(Endpoint::kChatCompletions), {c}, Usage{10, 4, 0});
+  const auto& message = full["choices"][0]["message"];
+  EXPECT_TRUE(message["content"].is_null()) << "a turn that only calls tools has no content";
+  ASSERT_EQ(message["tool_calls"].size(), 2u);
+  EXPECT_EQ(message["tool_calls"][0]["id"], "abc123XYZ");
+  EXPECT_EQ(message["tool_calls"][0]["type"], "function");
+  EXPECT_EQ(message["tool_calls"][0]["function"]["name"], "get_weather");
+  EXPECT_EQ(message["tool_calls"][0]["function"]["arguments"], "{\"city\":\"Paris\"}") << "arguments are JSON text";
+  EXPECT_FALSE(message["tool_calls"][0].contains("index"));
+  EXPECT_EQ(full["choices"][0]["finish_reason"], "tool_calls");
+
+  c.text = "Checking.";
+  EXPECT_EQ(full_response(context(Endpoint::kChatCompletions), {c}, Usage{})["choices"][0]["message"]["content"],
+            "Checking.");
+
+  const auto chunks = tool_call_chunks(context(Endpoint::kChatCompletions), 1, c.tool_calls, true);
+  ASSERT_EQ(chunks.size(), 2u);
+  EXPECT_EQ(chunks[0]["choices"][0]["index"], 1);
+  EXPECT_EQ(chunks[0]["choices"][0]["delta"]["tool_calls"][1]["index"], 1);
+  EXPECT_EQ(chunks[0]["choices"][0]["delta"]["tool_calls"][1]["function"]["name"], "get_time");
+  EXPECT_TRUE(chunks[0]["choices"][0]["finish_reason"].is_null());
+  EXPECT_TRUE(chunks[1]["choices"][0]["delta"].empty());
+  EXPECT_EQ(chunks[1]["choices"][0]["finish_reason"], "tool_calls");
+  EXPECT_TRUE(chunks[1].contains("usage"));
+}
+
 TEST(ResponseJson, ChatResponseAndChunks) {
   ChoiceResult c;
   c.text = "Hello";

@@ -51,6 +51,26 @@ std::vector<ChatMessage> to_messages(const json& j) {
   return out;
 }
 
+// OpenAI-style turns with tool calls and results, as a front end builds
+// them (arguments as JSON text), for the ChatMessage path.
+std::vector<ChatMessage> to_tool_messages(const json& j) {
+  std::vector<ChatMessage> out;
+  for (const json& m : j) {
+    ChatMessage message{m.at("role").get<std::string>(), m.at("content").get<std::string>()};
+    if (m.contains("tool_calls")) {
+      for (const json& c : m.at("tool_calls")) {
+        const json& f = c.at("function");
+        message.tool_calls.push_back({c.at("id").get<std::string>(), f.at("name").get<std::string>(),
+                                      f.at("arguments").dump()});
+      }
+    }
+    if (m.contains("tool_call_id")) message.tool_call_id = m.at("tool_call_id").get<std::string>();
+    if (m.contains("name")) message.name = m.at("name").get<std::string>();
+    out.push_back(std::move(message));
+  }
+  return out;
+}
+
 // The bytes of `text` inside the ranges, in order.
 std::string covered_text(const RenderedPrompt& p) {
   std::string covered;
@@ -85,6 +105,14 @@ TEST(ChatTemplateJinja, EveryModelTemplateRendersAsJinja2Does) {
                                                   jinja::value_from_json(c.at("tools"), true),
                                                   add_generation_prompt, bos, eos, options);
         ++tool_renders;
+        // The same conversation as ChatMessages with tool calls (what the
+        // server hands the engine) renders the same bytes.
+        const Result<RenderedPrompt> via_messages = ChatTemplate::render_model_template(
+            *parsed, to_tool_messages(c.at("messages")), add_generation_prompt, bos, eos, options, c.at("tools").dump());
+        EXPECT_EQ(bool(via_messages), bool(got)) << file << " / " << conversation;
+        if (via_messages && got) {
+          EXPECT_EQ(via_messages->text, got->text) << file << " / " << conversation;
+        }
       } else {
         messages = to_messages(expected.at("conversations").at(conversation));
         got = ChatTemplate::render_model_template(*parsed, messages, add_generation_prompt, bos, eos, options);
