@@ -351,7 +351,8 @@ Status write_tiny_gguf(const TinyModelSpec& s, const std::string& path) {
   g.set_u32("tokenizer.ggml.bos_token_id", kTinyEndOfText);
   g.set_u32("tokenizer.ggml.eos_token_id", kTinyEndOfText);
   g.set_bool("tokenizer.ggml.add_bos_token", s.add_bos);
-  g.set_string("tokenizer.chat_template", kChatMlTemplate);
+  // A spec's own template (gguf_str) wins over the ChatML default.
+  if (!s.gguf_str.contains("tokenizer.chat_template")) g.set_string("tokenizer.chat_template", kChatMlTemplate);
 
   auto matrix = [&](const std::string& name, const std::vector<float>& m, int64_t rows, int64_t cols) {
     g.add_tensor(name, t, {cols, rows}, matrix_bytes(t, m, cols));
