@@ -117,9 +117,9 @@ TEST_F(CheckCli, BadInputIsAUsageError) {
 // A bad key is a usage error even where the model is missing (checked first).
 TEST_F(CheckCli, BadKeyBeforeMissingModel) {
   const test::CliResult r =
-      run_cli({"check", "--model", model_ + ".missing", "-p", "hi", "--a", "tp=2", "--b", ""});
+      run_cli({"check", "--model", model_ + ".missing", "-p", "hi", "--a", "pp=2", "--b", ""});
   EXPECT_EQ(r.exit_code, 2) << r.err;
-  EXPECT_THAT(r.err, HasSubstr("unknown setting 'tp'"));
+  EXPECT_THAT(r.err, HasSubstr("unknown setting 'pp'"));
   const test::CliResult missing = run_cli({"check", "--model", model_ + ".missing", "-p", "hi", "--a", "", "--b", ""});
   EXPECT_EQ(missing.exit_code, 1) << missing.err;
   EXPECT_THAT(missing.err, HasSubstr("does not exist"));

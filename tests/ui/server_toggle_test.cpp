@@ -193,7 +193,8 @@ class ServerToggleTest : public QObject {
     // It ran in the app's engine: submitted through the driver, stepped by the
     // worker (which published snapshots as it went).
     QTRY_COMPARE_WITH_TIMEOUT(submitted.count(), 1, kTimeoutMs);
-    QVERIFY(snapshots.count() > 0);
+    // Snapshots arrive as queued signals: wait for the event loop to deliver one.
+    QTRY_VERIFY_WITH_TIMEOUT(snapshots.count() > 0, kTimeoutMs);
     QTRY_COMPARE_WITH_TIMEOUT(host_->server()->driver()->numLiveRequests(), 0, kTimeoutMs);
   }
 
