@@ -1,92 +1,38 @@
 // PackedWeight::pack (scalar, once at load time) and matmul_packed(): quantise
 // the activations once, split the 16-row groups over the pool in contiguous
-// chunks (never the reduction dimension), run the AVX-512 VNNI kernel (K-quants:
-// the AVX-512 or AVX2 kernel of kquant_packed.h). Types or CPU levels without
-// such a kernel run matmul() per part. See packed_matmul.h.
+// chunks (never the reduction dimension), run the AVX-512 VNNI kernel (Q5_0 and
+// Q5_1 below AVX-512: the AVX2 one; K-quants: the AVX-512 or AVX2 kernel of
+// kquant_packed.h). Types or CPU levels without such a kernel run matmul() per
+// part. Row packing and the chunk count: packed_layout.cpp. See
+// packed_matmul.h.
 #include "kernels/cpu/packed_matmul.h"
 
 #include <algorithm>
 #include <cassert>
 #include <cstdlib>
-#include <cstring>
 
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/huge_pages.h"
 #include "kernels/cpu/kquant_packed.h"
 #include "kernels/cpu/packed_matmul_internal.h"
-#include "kernels/reference/half.h"
 
 namespace kvscope {
 namespace {
 
 using detail::kGroupRows;
-using detail::PackedQuants;
 
 bool has_packed_kernel(TensorType t) {
 #if defined(__x86_64__) || defined(_M_X64)
   // K-quants (Q2_K..Q6_K) have an AVX2 kernel too (same bits as the AVX-512 one).
   if (detail::is_packed_kquant(t)) return cpu_level() != CpuLevel::kScalar;
-  return cpu_level() == CpuLevel::kAvx512 &&
-         (t == TensorType::Q4_0 || t == TensorType::Q4_1 || t == TensorType::Q5_0 || t == TensorType::Q5_1 ||
-          t == TensorType::Q8_0);
+  // The 5-bit layout (Q5_0, Q5_1) too; the others only at AVX-512 (their
+  // AVX2 path is matmul() on the GGUF blocks).
+  if (t == TensorType::Q5_0 || t == TensorType::Q5_1) return cpu_level() != CpuLevel::kScalar;
+  return cpu_level() == CpuLevel::kAvx512 && (t == TensorType::Q4_0 || t == TensorType::Q4_1 || t == TensorType::Q8_0);
 #else
   (void)t;
   return false;
 #endif
-}
-
-// One source block of `type` -> 32 unsigned quants (element order) and the
-// f16 bits of d and (Q4_1, Q5_1) m.
-void decode_block(TensorType type, const uint8_t* b, uint8_t (&u)[32], uint16_t* d, uint16_t* m) {
-  *d = load_u16(b);
-  *m = 0;
-  switch (type) {
-    case TensorType::Q8_0:
-      for (int e = 0; e < 32; ++e) u[e] = static_cast<uint8_t>(b[2 + e] ^ 0x80);
-      return;
-    case TensorType::Q4_0:
-    case TensorType::Q4_1: {
-      const uint8_t* qs = b + (type == TensorType::Q4_0 ? 2 : 4);
-      for (int e = 0; e < 16; ++e) {
-        u[e] = qs[e] & 15;
-        u[e + 16] = qs[e] >> 4;
-      }
-      if (type == TensorType::Q4_1) *m = load_u16(b + 2);
-      return;
-    }
-    case TensorType::Q5_0:
-    case TensorType::Q5_1: {
-      const bool q50 = type == TensorType::Q5_0;
-      const uint32_t qh = load_u32(b + (q50 ? 2 : 4));
-      const uint8_t* qs = b + (q50 ? 6 : 8);
-      for (int e = 0; e < 16; ++e) {
-        u[e] = static_cast<uint8_t>((qs[e] & 15) | (((qh >> e) & 1u) << 4));
-        u[e + 16] = static_cast<uint8_t>((qs[e] >> 4) | (((qh >> (e + 16)) & 1u) << 4));
-      }
-      if (!q50) *m = load_u16(b + 2);
-      return;
-    }
-    default:
-      assert(false && "decode_block: no packed layout for this type");
-  }
-}
-
-// Writes lane i (row i of its group) of block b into a packed group.
-void write_lane(const detail::PackedFormat& f, const detail::PackedGroupLayout& l, int64_t b,
-                const uint8_t (&u)[32], uint16_t d, uint16_t m, int i, uint8_t* group) {
-  uint8_t* quants = group + static_cast<size_t>(b) * detail::packed_quant_bytes(f.quants);
-  if (f.quants == PackedQuants::kNibbles) {
-    for (int k = 0; k < 4; ++k) {
-      for (int c = 0; c < 4; ++c) {
-        const int e = 4 * k + c;
-        quants[64 * k + 4 * i + c] = static_cast<uint8_t>(u[e] | (u[e + 16] << 4));
-      }
-    }
-  } else {
-    for (int j = 0; j < 8; ++j) std::memcpy(quants + 64 * j + 4 * i, u + 4 * j, 4);
-  }
-  std::memcpy(group + l.d + 32 * b + 2 * i, &d, 2);
-  if (f.has_min) std::memcpy(group + l.m + 32 * b + 2 * i, &m, 2);
 }
 
 }  // namespace
@@ -120,20 +66,12 @@ PackedWeight PackedWeight::pack(TensorType type, int64_t row_len, std::span<cons
   // stored), on huge pages: decode streams these bytes once per token.
   pw.packed_.reset(static_cast<uint8_t*>(allocate_huge_page_backed(pw.packed_bytes_)));
   const size_t src_row_bytes = row_bytes(type, row_len);
-  const size_t src_block_bytes = static_cast<size_t>(traits_of(type).block_bytes);
   int64_t r = 0;  // stacked row index
   for (const WeightPart& p : parts) {
     const auto* src = static_cast<const uint8_t*>(p.data);
     for (int64_t pr = 0; pr < p.num_rows; ++pr, ++r) {
-      const int lane = static_cast<int>(r % kGroupRows);
-      uint8_t* group = pw.packed_.get() + static_cast<size_t>(r / kGroupRows) * layout.bytes;
-      for (int64_t b = 0; b < num_blocks; ++b) {
-        uint8_t u[32] = {};
-        uint16_t d = 0;
-        uint16_t m = 0;
-        decode_block(type, src + pr * src_row_bytes + b * src_block_bytes, u, &d, &m);
-        write_lane(f, layout, b, u, d, m, lane, group);
-      }
+      detail::packed_pack_row(type, f, layout, src + pr * src_row_bytes, row_len, static_cast<int>(r % kGroupRows),
+                              pw.packed_.get() + static_cast<size_t>(r / kGroupRows) * layout.bytes);
     }
   }
   return pw;
@@ -193,9 +131,17 @@ void matmul_packed(const PackedWeight& w, const float* x, int64_t num_tokens, fl
   const detail::QuantizedActs acts{q, ds, q_stride, ds_stride};
   const detail::PackedGroupLayout layout = detail::packed_group_layout(f, row_len / 32);
   const int64_t num_groups = (num_rows + kGroupRows - 1) / kGroupRows;
-  pool.parallel_for(num_groups, [&](int64_t g0, int64_t g1) {
-    detail::matmul_packed_groups_avx512(f, w.packed_.get(), layout, g0, g1, num_rows, row_len, acts, num_tokens,
-                                        y, num_rows);
+  // Below AVX-512 only the 5-bit layout is packed (has_packed_kernel).
+  const bool avx512 = cpu_level() == CpuLevel::kAvx512;
+  const int num_chunks = detail::packed_row_chunks(pool.num_threads(), num_groups, layout.bytes);
+  pool.parallel_for_chunks(num_groups, num_chunks, [&](int64_t g0, int64_t g1) {
+    if (avx512) {
+      detail::matmul_packed_groups_avx512(f, w.packed_.get(), layout, g0, g1, num_rows, row_len, acts, num_tokens,
+                                          y, num_rows);
+    } else {
+      detail::matmul_packed_groups_avx2(f, w.packed_.get(), layout, g0, g1, num_rows, row_len, acts, num_tokens, y,
+                                        num_rows);
+    }
   });
 #endif
 }
@@ -252,7 +198,9 @@ void PackedWeight::matmul_packed_kquant(const PackedWeight& w, const float* x, i
   const detail::KquantActs kacts{acts, hs, hs_stride};
   const bool avx512 = cpu_level() == CpuLevel::kAvx512;
   const int64_t num_groups = (num_rows + kGroupRows - 1) / kGroupRows;
-  pool.parallel_for(num_groups, [&](int64_t g0, int64_t g1) {
+  const size_t group_bytes = detail::kquant_group_bytes(w.type_, row_len);
+  const int num_chunks = detail::packed_row_chunks(pool.num_threads(), num_groups, group_bytes);
+  pool.parallel_for_chunks(num_groups, num_chunks, [&](int64_t g0, int64_t g1) {
     if (avx512) {
       detail::kquant_groups_avx512(w.type_, w.packed_.get(), g0, g1, num_rows, row_len, kacts, num_tokens, y,
                                    num_rows);

@@ -42,7 +42,7 @@ class PackedWeight {
   PackedWeight() = default;
 
   // Packs `parts` (all of `type`, row_len elements per row), stacked in order.
-  // Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0 at CpuLevel::kAvx512, and Q2_K, Q3_K,
+  // Q4_0, Q4_1 and Q8_0 at CpuLevel::kAvx512, and Q5_0, Q5_1, Q2_K, Q3_K,
   // Q4_K, Q5_K and Q6_K at kAvx2 or kAvx512 (the level in effect now, see
   // cpu_features.h), are copied into the interleaved layout and the originals
   // may be freed. Any other type or level keeps references to the parts' data

@@ -1,4 +1,7 @@
 // AVX-512 VNNI kernel for PackedWeight (layout: packed_matmul_internal.h).
+// Every layout unpacks to the same 8 unsigned-byte vectors per block
+// (kFiveBit: nibbles, then bit v of the high plane into vector v's bit 4), so
+// the arithmetic below is the same for all of them.
 //
 // Lane i of every vector is row i of a 16-row group. Per 32-element block,
 // group and token:
@@ -20,7 +23,10 @@
 
 #include <immintrin.h>
 
+#include <cstdlib>
 #include <cstring>
+#include <memory>
+#include <new>
 
 #include "kernels/cpu/packed_matmul_internal.h"
 
@@ -33,16 +39,35 @@ inline __m512i bcast_i32(const int8_t* p) {
   return _mm512_set1_epi32(v);
 }
 
+// wv | (shifted & mask) in one instruction.
+inline __m512i or_masked(__m512i wv, __m512i shifted, __m512i mask) {
+  return _mm512_ternarylogic_epi32(wv, shifted, mask, 0xF8);
+}
+
 // The 8 unsigned-byte vectors of one packed block; vector j pairs with the
 // activation bytes 4j..4j+3.
 template <PackedQuants K>
 inline void load_quants(const uint8_t* blk, __m512i (&wv)[8]) {
-  if constexpr (K == PackedQuants::kNibbles) {
+  if constexpr (K == PackedQuants::kNibbles || K == PackedQuants::kFiveBit) {
     const __m512i lo4 = _mm512_set1_epi8(0x0f);
     for (int k = 0; k < 4; ++k) {
       const __m512i raw = _mm512_load_si512(blk + 64 * k);
       wv[k] = _mm512_and_si512(raw, lo4);
       wv[k + 4] = _mm512_and_si512(_mm512_srli_epi16(raw, 4), lo4);
+    }
+    if constexpr (K == PackedQuants::kFiveBit) {
+      // Bit v of each high-plane byte becomes bit 4 of vector v's byte (the
+      // 16-bit shifts move bits across bytes; the mask keeps bit 4 only).
+      const __m512i h = _mm512_load_si512(blk + 256);
+      const __m512i bit4 = _mm512_set1_epi8(0x10);
+      wv[0] = or_masked(wv[0], _mm512_slli_epi16(h, 4), bit4);
+      wv[1] = or_masked(wv[1], _mm512_slli_epi16(h, 3), bit4);
+      wv[2] = or_masked(wv[2], _mm512_slli_epi16(h, 2), bit4);
+      wv[3] = or_masked(wv[3], _mm512_slli_epi16(h, 1), bit4);
+      wv[4] = or_masked(wv[4], h, bit4);
+      wv[5] = or_masked(wv[5], _mm512_srli_epi16(h, 1), bit4);
+      wv[6] = or_masked(wv[6], _mm512_srli_epi16(h, 2), bit4);
+      wv[7] = or_masked(wv[7], _mm512_srli_epi16(h, 3), bit4);
     }
   } else {
     for (int j = 0; j < 8; ++j) wv[j] = _mm512_load_si512(blk + 64 * j);
@@ -52,7 +77,7 @@ inline void load_quants(const uint8_t* blk, __m512i (&wv)[8]) {
 template <PackedQuants K, bool kMin, int RG, int TT>
 void tile(const uint8_t* w, const PackedGroupLayout& l, int64_t num_blocks, const int8_t* q, int64_t q_stride,
           const float* ds, int64_t ds_stride, float* y, int64_t y_stride, const __mmask16 (&masks)[RG]) {
-  constexpr size_t kQuantBytes = K == PackedQuants::kNibbles ? 256 : 512;
+  constexpr size_t kQuantBytes = packed_quant_bytes(K);
   __m512 acc[RG][TT];
   for (int g = 0; g < RG; ++g) {
     for (int t = 0; t < TT; ++t) acc[g][t] = _mm512_setzero_ps();
@@ -124,9 +149,54 @@ void token_tiles(const uint8_t* w, const PackedGroupLayout& l, int64_t g, int64_
   }
 }
 
+// A per-thread buffer holding one group in the one-byte layout.
+uint8_t* group_scratch(size_t bytes) {
+  struct Buffer {
+    std::unique_ptr<uint8_t, decltype(&std::free)> data{nullptr, &std::free};
+    size_t size = 0;
+  };
+  thread_local Buffer buf;
+  if (buf.size < bytes) {
+    const size_t size = (bytes + 63) / 64 * 64;
+    buf.data.reset(static_cast<uint8_t*>(std::aligned_alloc(64, size)));
+    if (!buf.data) throw std::bad_alloc();
+    buf.size = size;
+  }
+  return buf.data.get();
+}
+
+// The 5-bit layout at 4 or more tokens: the unpacking (~3 instructions per
+// weight vector) would repeat for every 4-token tile, so each group is
+// unpacked once into the one-byte layout (L1/L2-resident: 512 bytes per block)
+// and the kBytes tiles run on that. Same unpacked vectors, same scales, same
+// tile code: the same bits as the 5-bit tiles.
+template <bool kMin>
+void run_unpacked(const uint8_t* w, const PackedGroupLayout& l, int64_t g0, int64_t g1, int64_t num_rows,
+                  int64_t row_len, const QuantizedActs& a, int64_t num_tokens, float* y, int64_t y_stride) {
+  const int64_t nb = row_len / 32;
+  const PackedGroupLayout lb = packed_group_layout({PackedQuants::kBytes, kMin, 0.0f}, nb);
+  uint8_t* buf = group_scratch(lb.bytes);
+  for (int64_t g = g0; g < g1; ++g) {
+    const uint8_t* wg = w + g * l.bytes;
+    for (int64_t b = 0; b < nb; ++b) {
+      __m512i wv[8];
+      load_quants<PackedQuants::kFiveBit>(wg + b * packed_quant_bytes(PackedQuants::kFiveBit), wv);
+      for (int j = 0; j < 8; ++j) _mm512_store_si512(buf + b * packed_quant_bytes(PackedQuants::kBytes) + 64 * j, wv[j]);
+    }
+    std::memcpy(buf + lb.d, wg + l.d, static_cast<size_t>(nb) * 32);
+    if constexpr (kMin) std::memcpy(buf + lb.m, wg + l.m, static_cast<size_t>(nb) * 32);
+    // As group 0 of a matrix of the rows left from group g on.
+    token_tiles<PackedQuants::kBytes, kMin, 1, 4>(buf, lb, 0, num_rows - 16 * g, nb, a, num_tokens, y + 16 * g,
+                                                  y_stride);
+  }
+}
+
 template <PackedQuants K, bool kMin>
 void run(const uint8_t* w, const PackedGroupLayout& l, int64_t g0, int64_t g1, int64_t num_rows, int64_t row_len,
          const QuantizedActs& a, int64_t num_tokens, float* y, int64_t y_stride) {
+  if constexpr (K == PackedQuants::kFiveBit) {
+    if (num_tokens >= 4) return run_unpacked<kMin>(w, l, g0, g1, num_rows, row_len, a, num_tokens, y, y_stride);
+  }
   const int64_t nb = row_len / 32;
   int64_t g = g0;
   if (num_tokens < 4) {
@@ -144,10 +214,15 @@ void matmul_packed_groups_avx512(const PackedFormat& f, const uint8_t* w, const 
                                  int64_t g1, int64_t num_rows, int64_t row_len, const QuantizedActs& acts,
                                  int64_t num_tokens, float* y, int64_t y_stride) {
   constexpr PackedQuants kNib = PackedQuants::kNibbles;
+  constexpr PackedQuants kFive = PackedQuants::kFiveBit;
   constexpr PackedQuants kByte = PackedQuants::kBytes;
   if (f.quants == kNib) {
     if (f.has_min) return run<kNib, true>(w, l, g0, g1, num_rows, row_len, acts, num_tokens, y, y_stride);
     return run<kNib, false>(w, l, g0, g1, num_rows, row_len, acts, num_tokens, y, y_stride);
+  }
+  if (f.quants == kFive) {
+    if (f.has_min) return run<kFive, true>(w, l, g0, g1, num_rows, row_len, acts, num_tokens, y, y_stride);
+    return run<kFive, false>(w, l, g0, g1, num_rows, row_len, acts, num_tokens, y, y_stride);
   }
   if (f.has_min) return run<kByte, true>(w, l, g0, g1, num_rows, row_len, acts, num_tokens, y, y_stride);
   return run<kByte, false>(w, l, g0, g1, num_rows, row_len, acts, num_tokens, y, y_stride);

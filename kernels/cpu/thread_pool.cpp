@@ -7,6 +7,7 @@
 // sees the new generation and does not sleep.
 #include "kernels/cpu/thread_pool.h"
 
+#include <algorithm>
 #include <cassert>
 #include <chrono>
 
@@ -49,28 +50,30 @@ ThreadPool::~ThreadPool() {
   for (std::thread& t : workers_) t.join();
 }
 
-void ThreadPool::run_chunk(int index) {
-  const int64_t n = job_num_tasks_;
-  const int64_t begin = n * index / num_threads_;
-  const int64_t end = n * (index + 1) / num_threads_;
-  if (begin < end) job_fn_(job_ctx_, begin, end);
-}
-
 // Claims chunks of the current job until none is left. Any thread may run any
 // chunk: on a shared machine a worker is often descheduled or still waking
 // (a futex wake costs tens of microseconds, a decode matmul chunk about as
-// much), and the caller then runs its chunk rather than wait for it.
+// much), and the caller then runs its chunk rather than wait for it. A claim
+// reads the job's chunk count from the same word (acquire: a claim that gets
+// a chunk of the new job also sees the job's fields written before it).
 void ThreadPool::run_chunks() {
-  for (int c = next_chunk_.fetch_add(1, std::memory_order_acq_rel); c < num_threads_;
-       c = next_chunk_.fetch_add(1, std::memory_order_acq_rel)) {
-    run_chunk(c);
+  for (;;) {
+    const uint64_t claim = next_chunk_.fetch_add(1, std::memory_order_acq_rel);
+    const int64_t index = static_cast<int64_t>(claim & 0xffffffffu);
+    const int64_t num_chunks = static_cast<int64_t>(claim >> 32);
+    if (index >= num_chunks) return;
+    const int64_t n = job_num_tasks_;
+    const int64_t begin = n * index / num_chunks;
+    const int64_t end = n * (index + 1) / num_chunks;
+    if (begin < end) job_fn_(job_ctx_, begin, end);
     num_pending_.fetch_sub(1, std::memory_order_release);
   }
 }
 
-void ThreadPool::run(int64_t num_tasks, TaskFn fn, void* ctx) {
+void ThreadPool::run(int64_t num_tasks, int num_chunks, TaskFn fn, void* ctx) {
   if (num_tasks <= 0) return;
-  if (num_threads_ == 1 || num_tasks == 1) {
+  num_chunks = std::clamp(num_chunks, 1, 1 << 20);
+  if (num_threads_ == 1 || num_tasks == 1 || num_chunks == 1) {
     fn(ctx, 0, num_tasks);
     return;
   }
@@ -78,10 +81,10 @@ void ThreadPool::run(int64_t num_tasks, TaskFn fn, void* ctx) {
   job_fn_ = fn;
   job_ctx_ = ctx;
   job_num_tasks_ = num_tasks;
-  num_pending_.store(num_threads_, std::memory_order_relaxed);
+  num_pending_.store(num_chunks, std::memory_order_relaxed);
   // Opens the chunks (release: a worker that claims one, even one still
   // looping from the previous job, sees the job written above).
-  next_chunk_.store(0, std::memory_order_release);
+  next_chunk_.store(static_cast<uint64_t>(num_chunks) << 32, std::memory_order_release);
   generation_.fetch_add(1);  // seq_cst: publishes the job (release) and orders before the read below
   if (num_sleeping_.load() > 0) {
     { std::lock_guard<std::mutex> lock(mutex_); }

@@ -15,6 +15,7 @@
 #include <mutex>
 #include <thread>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace kvscope {
@@ -36,17 +37,25 @@ class ThreadPool {
   // on it.
   template <typename F>
   void parallel_for(int64_t num_tasks, F&& fn) {
+    parallel_for_chunks(num_tasks, num_threads_, std::forward<F>(fn));
+  }
+
+  // The same with num_chunks chunks (chunk i is [i*n/C, (i+1)*n/C); C is
+  // clamped to [1, 2^20]). More chunks than threads let the threads that are
+  // running take more of a long job when one is descheduled or late (each
+  // thread claims the next chunk when it finishes one).
+  template <typename F>
+  void parallel_for_chunks(int64_t num_tasks, int num_chunks, F&& fn) {
     using Fn = std::remove_reference_t<F>;
-    run(num_tasks, [](void* ctx, int64_t begin, int64_t end) { (*static_cast<Fn*>(ctx))(begin, end); },
+    run(num_tasks, num_chunks, [](void* ctx, int64_t begin, int64_t end) { (*static_cast<Fn*>(ctx))(begin, end); },
         const_cast<void*>(static_cast<const void*>(&fn)));
   }
 
  private:
   using TaskFn = void (*)(void* ctx, int64_t begin, int64_t end);
 
-  void run(int64_t num_tasks, TaskFn fn, void* ctx);
+  void run(int64_t num_tasks, int num_chunks, TaskFn fn, void* ctx);
   void worker_loop();
-  void run_chunk(int index);
   void run_chunks();
 
   int num_threads_ = 1;
@@ -59,7 +68,10 @@ class ThreadPool {
   int64_t job_num_tasks_ = 0;
 
   alignas(64) std::atomic<uint32_t> generation_{0};
-  alignas(64) std::atomic<int> next_chunk_{0};   // the next chunk to claim (>= num_threads_: none)
+  // The job's chunk count (high 32 bits) and the next chunk to claim (low 32
+  // bits; >= the count: none). One word, so a thread still claiming from the
+  // previous job compares its index with that job's count, never the next's.
+  alignas(64) std::atomic<uint64_t> next_chunk_{0};
   alignas(64) std::atomic<int> num_pending_{0};  // chunks of the job not yet finished
   alignas(64) std::atomic<int> num_sleeping_{0};
   std::atomic<bool> stop_{false};

@@ -40,47 +40,13 @@ std::vector<CpuLevel> kernel_levels() {
   return out;
 }
 
-// The activations as matmul_packed makes them (quantize_acts_avx2: blocks of
-// 32, d = max|x| / 127, q = round-half-even(x / d), s = d * sum(q)), written
-// here in scalar C++ so a mismatch in the quantiser shows too.
-struct Acts {
-  std::vector<int8_t> q;
-  std::vector<float> ds;
-  std::vector<int32_t> half_sums;
-  int64_t q_stride = 0;
-  int64_t ds_stride = 0;
-  detail::KquantActs view() const {
-    return {{q.data(), ds.data(), q_stride, ds_stride}, half_sums.data(), ds_stride};
-  }
+// The scalar activations (packed_test_util.h) as the K-quant kernels take them.
+struct Acts : ScalarActs {
+  detail::KquantActs view() const { return {ScalarActs::view(), half_sums.data(), ds_stride}; }
 };
 
 Acts quantize(const std::vector<float>& x, int64_t tokens, int64_t row_len) {
-  Acts a;
-  const int64_t padded = detail::padded_blocks(row_len);
-  a.q_stride = padded * 32;
-  a.ds_stride = padded * 2;
-  a.q.assign(static_cast<size_t>(tokens * a.q_stride), 0);
-  a.ds.assign(static_cast<size_t>(tokens * a.ds_stride), 0.0f);
-  a.half_sums.assign(static_cast<size_t>(tokens * a.ds_stride), 0);
-  for (int64_t t = 0; t < tokens; ++t) {
-    for (int64_t b = 0; b < row_len / 32; ++b) {
-      const float* xb = x.data() + t * row_len + 32 * b;
-      float amax = 0.0f;
-      for (int e = 0; e < 32; ++e) amax = std::max(amax, std::fabs(xb[e]));
-      const float d = amax / 127.0f;
-      const float id = amax > 0.0f ? 127.0f / amax : 0.0f;
-      int sum = 0;
-      for (int e = 0; e < 32; ++e) {
-        const int q = static_cast<int>(std::nearbyint(xb[e] * id));
-        a.q[t * a.q_stride + 32 * b + e] = static_cast<int8_t>(q);
-        a.half_sums[t * a.ds_stride + 2 * b + e / 16] += q;
-        sum += q;
-      }
-      a.ds[t * a.ds_stride + 2 * b] = d;
-      a.ds[t * a.ds_stride + 2 * b + 1] = d * static_cast<float>(sum);
-    }
-  }
-  return a;
+  return Acts{quantize_acts_scalar(x, tokens, row_len)};
 }
 
 // The packed bytes of `w`, built with the pack routine alone (no CPU level).

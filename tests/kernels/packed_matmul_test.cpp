@@ -1,7 +1,8 @@
 // matmul_packed (kernels/cpu/packed_matmul.h) against the reference, and its
 // equivalences: stacked parts == each part alone, a token alone == in any
-// batch on any thread count (bitwise), and the fallback (CPU level below
-// AVX-512, or a type without a packed kernel) == matmul() per part (bitwise).
+// batch on any thread count (bitwise), a matrix split into many chunks == one
+// thread (bitwise), and the fallback (CPU level below AVX-512, or a type
+// without a packed kernel) == matmul() per part (bitwise).
 // On a CPU without AVX-512 VNNI the packed cases run the fallback path.
 #include <gtest/gtest.h>
 
@@ -14,6 +15,7 @@
 #include "packed_test_util.h"
 #include "kernels/cpu/kquant_packed.h"
 #include "kernels/cpu/packed_matmul.h"
+#include "kernels/cpu/packed_matmul_internal.h"
 #include "kernels/reference/dequantize.h"
 #include "kernels/reference/matmul.h"
 
@@ -78,9 +80,9 @@ TEST(PackedMatmul, PacksOnAvx512) {
     const auto w = random_weights(type, 17, 64, 5);
     EXPECT_TRUE(pack_one(type, w, 17, 64).is_packed()) << type_name(type);
   }
-  // Scales stay f16, so Q4_x / Q8_0 take exactly their GGUF bytes (decode
-  // streams the weights from L3: bytes are time).
-  for (TensorType type : {TensorType::Q4_0, TensorType::Q4_1, TensorType::Q8_0}) {
+  // Scales stay f16 and Q5_x quants take 5 bits, so all take exactly their
+  // GGUF bytes (decode streams the weights from L3: bytes are time).
+  for (TensorType type : kPackedTypes) {
     const auto w = random_weights(type, 64, 576, 6);
     EXPECT_EQ(pack_one(type, w, 64, 576).packed_bytes(), w.size()) << type_name(type);
   }
@@ -150,9 +152,30 @@ TEST(PackedMatmul, SameBitsAloneInBatchAndAcrossThreads) {
   }
 }
 
+// A matrix big enough to be split into more chunks than threads
+// (packed_row_chunks: Gemma 3's head is) gives the same bits as one thread.
+TEST(PackedMatmul, ManyChunksEqualOneThread) {
+  if (detected_cpu_level() == CpuLevel::kScalar) GTEST_SKIP() << "no AVX2: Q5_0 is not packed";
+  const TensorType type = TensorType::Q5_0;
+  const int64_t rows = 131072 + 5, row_len = 640, tokens = 2;
+  const auto w = random_weights(type, rows, row_len, 77);
+  const PackedWeight pw = pack_one(type, w, rows, row_len);
+  ASSERT_TRUE(pw.is_packed());
+  const int64_t num_groups = (rows + 15) / 16;
+  ASSERT_GT(detail::packed_row_chunks(2, num_groups, pw.packed_bytes() / static_cast<size_t>(num_groups)), 2);
+  const auto x = random_floats(tokens * row_len, 78);
+  ThreadPool one(1), two(2);
+  MatmulScratch scratch;
+  std::vector<float> y1(static_cast<size_t>(tokens * rows)), y2(y1.size());
+  matmul_packed(pw, x.data(), tokens, y1.data(), one, scratch);
+  matmul_packed(pw, x.data(), tokens, y2.data(), two, scratch);
+  EXPECT_TRUE(bitwise_equal(y1.data(), y2.data(), tokens * rows));
+}
+
 // Below AVX-512 (as with KVSCOPE_CPU=avx2) or for a type without a packed
 // kernel, matmul_packed is matmul() per part, bitwise, columns in place.
-// (K-quants pack at AVX2 too: tested in kquant_matmul_test.cpp.)
+// (K-quants and Q5_0/Q5_1 pack at AVX2 too: tested in kquant_matmul_test.cpp
+// and packed_q5_test.cpp.)
 TEST(PackedMatmul, FallbackEqualsMatmulPerPart) {
   ThreadPool pool(2);
   MatmulScratch scratch;
@@ -168,7 +191,9 @@ TEST(PackedMatmul, FallbackEqualsMatmulPerPart) {
     for (TensorType t : all_weight_types()) {
       const bool packs = (level == CpuLevel::kAvx512 &&
                           std::find(std::begin(kPackedTypes), std::end(kPackedTypes), t) != std::end(kPackedTypes)) ||
-                         (level != CpuLevel::kScalar && detail::is_packed_kquant(t));  // kquant_matmul_test.cpp
+                         (level != CpuLevel::kScalar && detail::is_packed_kquant(t)) ||  // kquant_matmul_test.cpp
+                         (level != CpuLevel::kScalar &&
+                          (t == TensorType::Q5_0 || t == TensorType::Q5_1));  // packed_q5_test.cpp
       if (!packs) cases.push_back({t, level});
     }
   }

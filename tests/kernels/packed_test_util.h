@@ -1,16 +1,20 @@
 // Helpers shared by the packed matmul tests (packed_matmul_test.cpp,
-// kquant_matmul_test.cpp): one matrix packed alone, and the invariance check
-// both run on every packed type.
+// kquant_matmul_test.cpp, packed_q5_test.cpp): one matrix packed alone, the
+// activations quantised in scalar C++ for the scalar reference kernels, and
+// the invariance check all of them run on every packed type.
 #pragma once
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "kernel_test_util.h"
+#include "kernels/cpu/matmul_internal.h"
 #include "kernels/cpu/packed_matmul.h"
 
 namespace kvscope::test {
@@ -20,6 +24,48 @@ inline std::string type_name(TensorType t) { return std::string(traits_of(t).nam
 inline PackedWeight pack_one(TensorType type, const std::vector<uint8_t>& w, int64_t rows, int64_t row_len) {
   const WeightPart part{w.data(), rows};
   return PackedWeight::pack(type, row_len, std::span<const WeightPart>(&part, 1));
+}
+
+// The activations as matmul_packed makes them (quantize_acts_avx2: blocks of
+// 32, d = max|x| / 127, q = round-half-even(x / d), s = d * sum(q)), written
+// here in scalar C++ so a mismatch in the quantiser shows too; plus the sums
+// over each 16 that the per-16 K-quants use.
+struct ScalarActs {
+  std::vector<int8_t> q;
+  std::vector<float> ds;
+  std::vector<int32_t> half_sums;
+  int64_t q_stride = 0;
+  int64_t ds_stride = 0;
+  detail::QuantizedActs view() const { return {q.data(), ds.data(), q_stride, ds_stride}; }
+};
+
+inline ScalarActs quantize_acts_scalar(const std::vector<float>& x, int64_t tokens, int64_t row_len) {
+  ScalarActs a;
+  const int64_t padded = detail::padded_blocks(row_len);
+  a.q_stride = padded * 32;
+  a.ds_stride = padded * 2;
+  a.q.assign(static_cast<size_t>(tokens * a.q_stride), 0);
+  a.ds.assign(static_cast<size_t>(tokens * a.ds_stride), 0.0f);
+  a.half_sums.assign(static_cast<size_t>(tokens * a.ds_stride), 0);
+  for (int64_t t = 0; t < tokens; ++t) {
+    for (int64_t b = 0; b < row_len / 32; ++b) {
+      const float* xb = x.data() + t * row_len + 32 * b;
+      float amax = 0.0f;
+      for (int e = 0; e < 32; ++e) amax = std::max(amax, std::fabs(xb[e]));
+      const float d = amax / 127.0f;
+      const float id = amax > 0.0f ? 127.0f / amax : 0.0f;
+      int sum = 0;
+      for (int e = 0; e < 32; ++e) {
+        const int q = static_cast<int>(std::nearbyint(xb[e] * id));
+        a.q[t * a.q_stride + 32 * b + e] = static_cast<int8_t>(q);
+        a.half_sums[t * a.ds_stride + 2 * b + e / 16] += q;
+        sum += q;
+      }
+      a.ds[t * a.ds_stride + 2 * b] = d;
+      a.ds[t * a.ds_stride + 2 * b + 1] = d * static_cast<float>(sum);
+    }
+  }
+  return a;
 }
 
 // docs/architecture.md "Invariance": each of max_tokens tokens of x run alone

@@ -8,6 +8,8 @@
 // K-quant stacked shapes (Q2_K..Q6_K, tokens 1 and 64): BM_PackedMatmul is
 // the integer kernel (kquant_packed.h), BM_MatmulParts the old dequantise path:
 //   ./kernel_bench --benchmark_filter='(Packed|Parts).*shape:([7-9]|1[0-5])/'
+// Q5_0 (Gemma's 640-wide rows): --benchmark_filter='Packed.*shape:1[67]/'
+// Gemma's head at 2 threads: --benchmark_filter='Packed.*shape:18/tokens:1/threads:2/l3:0'
 // l3:1 cycles through copies of the weights (>= 64 MiB in all) so they stream
 // from L3 as in a real decode step; l3:0 reuses one copy (L2-hot when small).
 //   ./kernel_bench --benchmark_filter='Packed|Parts' --benchmark_repetitions=5
@@ -110,11 +112,21 @@ const StackedShape kStackedShapes[] = {
     {TensorType::Q4_K, 1024, {640}},  {TensorType::Q4_K, 2048, {640}},     {TensorType::Q6_K, 2048, {640}},
     {TensorType::Q4_K, 1536, {576}},  {TensorType::Q6_K, 1536, {576}},     {TensorType::Q5_K, 2048, {640}},
     {TensorType::Q4_K, 2048, {2048, 2048}},  {TensorType::Q3_K, 2048, {640}}, {TensorType::Q2_K, 2048, {640}},
+    // Q5_0 (5-bit packed layout, packed_matmul_internal.h): Gemma 3 270M
+    // Q4_K_M's 640-wide q, k, gate and up fall back to Q5_0; gate-sized
+    // 2048x640 and its transpose 640x2048 (rows x cols).
+    {TensorType::Q5_0, 640, {2048}},  {TensorType::Q5_0, 2048, {640}},
+    // Gemma 3 270M's tied Q8_0 head (178 MB packed): how the rows are chunked
+    // over the threads matters at 2 threads on a shared machine.
+    {TensorType::Q8_0, 640, {262144}},
 };
 
-bool is_kquant_shape(const StackedShape& s) {
+// Shapes timed at 1 and 64 tokens only (K-quants, Q5_0 and the Gemma
+// head), not 1..128.
+bool is_decode_prefill_shape(const StackedShape& s) {
   return s.type == TensorType::Q2_K || s.type == TensorType::Q3_K || s.type == TensorType::Q4_K ||
-         s.type == TensorType::Q5_K || s.type == TensorType::Q6_K;
+         s.type == TensorType::Q5_K || s.type == TensorType::Q6_K || s.type == TensorType::Q5_0 ||
+         s.part_rows[0] >= 65536;
 }
 
 double thread_cpu_seconds() {
@@ -212,8 +224,8 @@ void BM_MatmulParts(benchmark::State& state) {
 void stacked_args(benchmark::internal::Benchmark* b) {
   b->ArgNames({"shape", "tokens", "threads", "l3"});
   for (int64_t shape = 0; shape < static_cast<int64_t>(std::size(kStackedShapes)); ++shape) {
-    const bool kquant = is_kquant_shape(kStackedShapes[shape]);
-    for (int64_t tokens : kquant ? std::vector<int64_t>{1, 64} : std::vector<int64_t>{1, 8, 32, 128}) {
+    const bool two_counts = is_decode_prefill_shape(kStackedShapes[shape]);
+    for (int64_t tokens : two_counts ? std::vector<int64_t>{1, 64} : std::vector<int64_t>{1, 8, 32, 128}) {
       for (int64_t threads : {1, 2}) {
         for (int64_t l3 : {0, 1}) {
           if (l3 == 0 || tokens <= 8) b->Args({shape, tokens, threads, l3});
