@@ -11,6 +11,7 @@
 #include <QToolTip>
 
 #include "block_cell_style.h"
+#include "models/rank_text.h"
 #include "models/sequence_label.h"
 #include "palette_colors.h"
 
@@ -263,6 +264,10 @@ QString BlockMapWidget::tooltipFor(int block) const {
   }
   if (const int position = focusedPosition(block); position >= 0) {
     text += tr("<br>logical block %1 of %2.%3").arg(position).arg(focus_id_).arg(focus_index_);
+  }
+  // Tensor parallelism: the block id indexes every rank's KV heads.
+  if (const QString ranks = blockSharedAcrossRanksText(s.tensor_parallel); !ranks.isEmpty()) {
+    text += QStringLiteral("<br>") + ranks;
   }
   return text;
 }

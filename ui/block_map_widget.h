@@ -12,6 +12,8 @@
 // last step's cascade attention read once for a group of sequences
 // (EngineSnapshot::cascade_groups) carry an amber bottom-right triangle, and
 // their tooltip says for how many sequences and how many shared tokens.
+// With tensor parallelism the tooltip also says that the block holds the K/V
+// of every rank's KV heads (one block table serves all ranks).
 // Background, free cells, marks and outlines come from the widget's palette
 // at each paint (CellPalette), so a light or dark theme, or a switch between
 // them at run time, needs nothing more than a repaint. Everything is drawn

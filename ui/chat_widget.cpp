@@ -264,11 +264,12 @@ void ChatWidget::onModelLoaded(const kvscope::ModelInfo& info) {
   sampling_defaults_ = kvscope::resolve_sampling_defaults(info.recommended_sampling);
   settings_ = withModelDefaults(settings_);
   updateHeader();
-  setStatus(tr("%1 loaded · %2 KV blocks of %3 tokens · context %4")
+  setStatus(tr("%1 loaded · %2 KV blocks of %3 tokens · context %4 · %5")
                 .arg(QString::fromStdString(info.name))
                 .arg(QLocale().toString(info.num_kv_blocks))
                 .arg(info.block_size)
-                .arg(QLocale().toString(info.context_length)));
+                .arg(QLocale().toString(info.context_length))
+                .arg(QString::fromStdString(info.backend_reason)));
   render();
   updateButtons();
   input_->setFocus();

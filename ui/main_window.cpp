@@ -34,6 +34,7 @@
 #include "models/block_table_model.h"
 #include "models/chat_store.h"
 #include "models/conversation_export.h"
+#include "models/rank_text.h"
 #include "plots_widget.h"
 #include "memory_panel.h"
 #include "server_dialog.h"
@@ -193,11 +194,12 @@ void MainWindow::createDocks() {
   block_map_->setAccessibleName(tr("KV block map"));
   kv_summary_ = new QLabel(map_panel);
   kv_summary_->setWordWrap(true);
-  auto* legend = new QLabel(tr("colour = request · deeper = fuller · ◤ shared · "
-                               "<span style='color:#e68700'>◢</span> read once by cascade attention · "
-                               "<span style='color:#6482aa'>■</span> cached-free · "
-                               "<span style='color:#bbbbbb'>■</span> free · click a block to pick its requests"),
-                            map_panel);
+  block_map_legend_text_ = tr("colour = request · deeper = fuller · ◤ shared · "
+                              "<span style='color:#e68700'>◢</span> read once by cascade attention · "
+                              "<span style='color:#6482aa'>■</span> cached-free · "
+                              "<span style='color:#bbbbbb'>■</span> free · click a block to pick its requests");
+  auto* legend = new QLabel(block_map_legend_text_, map_panel);
+  block_map_legend_ = legend;
   legend->setObjectName(QStringLiteral("blockMapLegend"));
   legend->setWordWrap(true);
   map_layout->addWidget(kv_summary_);
@@ -434,6 +436,9 @@ void MainWindow::onSnapshot(const kvscope::ui::SnapshotPtr& snapshot) {
   const QString pause_note = spec_pauses_.update(*snapshot, QDateTime::currentMSecsSinceEpoch());
   if (!pause_note.isEmpty()) statusBar()->showMessage(pause_note, 10000);
   kv_summary_->setText(kvSummary(*snapshot));
+  const QString ranks = blockSharedAcrossRanksText(snapshot->tensor_parallel);
+  block_map_legend_->setText(ranks.isEmpty() ? block_map_legend_text_
+                                             : block_map_legend_text_ + QStringLiteral(" · ") + ranks);
   step_label_->setText(tr("step %1 · running %2 · waiting %3 · swapped %4 · %5 ms/step")
                            .arg(snapshot->step)
                            .arg(snapshot->num_running)

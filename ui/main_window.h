@@ -142,6 +142,9 @@ class MainWindow : public QMainWindow {
   ChatWidget* chat_ = nullptr;
   BlockMapWidget* block_map_ = nullptr;
   QLabel* kv_summary_ = nullptr;
+  // The block map's legend; with tp > 1 it adds that blocks are shared by the ranks.
+  QLabel* block_map_legend_ = nullptr;
+  QString block_map_legend_text_;
   BlockTableModel* table_model_ = nullptr;
   QTableView* table_view_ = nullptr;
   ServerRequestTags* server_tags_ = nullptr;

@@ -13,6 +13,7 @@
 #include <QVBoxLayout>
 
 #include "block_cell_style.h"
+#include "models/rank_text.h"
 #include "palette_colors.h"
 
 namespace kvscope::ui {
@@ -90,8 +91,13 @@ QWidget* MemoryPanel::makeBreakdownBox() {
   bar_->setObjectName(QStringLiteral("memoryBar"));
   breakdown_table_ = new QLabel(box);
   breakdown_table_->setTextFormat(Qt::RichText);
+  rank_table_ = new QLabel(box);
+  rank_table_->setObjectName(QStringLiteral("rankTable"));
+  rank_table_->setTextFormat(Qt::RichText);
+  rank_table_->setWordWrap(true);
   layout->addWidget(bar_);
   layout->addWidget(breakdown_table_);
+  layout->addWidget(rank_table_);
   return box;
 }
 
@@ -169,12 +175,17 @@ void MemoryPanel::setModel(const ModelInfo& info, const EngineConfig& config) {
   config_ = config;
   snapshot_.reset();
   breakdown_ = memoryBreakdown(info, config);
-  header_->setText(tr("<b>%1</b> · backend: CPU · %2 KV blocks of %3 tokens · %4 KiB of %5 K/V per token")
+  // The backend line names the device the engine resolved (backend = auto
+  // says why in the tooltip: e.g. a build without CUDA).
+  const QString device = info.device_name.empty() ? tr("CPU") : QString::fromStdString(info.device_name);
+  header_->setToolTip(QString::fromStdString(info.backend_reason));
+  header_->setText(tr("<b>%1</b> · backend: %6 · %2 KV blocks of %3 tokens · %4 KiB of %5 K/V per token")
                        .arg(QString::fromStdString(info.name).toHtmlEscaped())
                        .arg(info.num_kv_blocks)
                        .arg(info.block_size)
                        .arg(static_cast<double>(info.kv_bytes_per_token) / 1024.0, 0, 'f', 1)
-                       .arg(QLatin1String(kv_cache_type_name(config.kv_cache_type))));
+                       .arg(QLatin1String(kv_cache_type_name(config.kv_cache_type)))
+                       .arg(device.toHtmlEscaped()));
   const QSignalBlocker b1(block_size_), b2(budget_mib_), b3(prompt_tokens_), b4(output_tokens_), b5(max_tokens_);
   for (QSpinBox* s : {block_size_, budget_mib_, prompt_tokens_, output_tokens_, max_tokens_}) s->setEnabled(true);
   block_size_->setValue(info.block_size > 0 ? info.block_size : config.block_size);
@@ -232,6 +243,13 @@ void MemoryPanel::refreshBreakdown() {
     note += tr("<br>KV waste (reserved but unwritten): %1 %").arg(snapshot_->kv.waste_percent(), 0, 'f', 1);
   }
   breakdown_table_->setText(QStringLiteral("<table cellspacing=2>%1</table>%2").arg(rows, note));
+  // Per rank: the snapshot's figures follow a reconfigure; before any, the model's.
+  const QString ranks = has_model_ ? rankTableHtml(snapshot_ && !snapshot_->tensor_parallel.ranks.empty()
+                                                       ? snapshot_->tensor_parallel
+                                                       : info_.tensor_parallel)
+                                   : QString();
+  rank_table_->setText(ranks);
+  rank_table_->setVisible(!ranks.isEmpty());
 }
 
 EngineConfig MemoryPanel::whatIfConfig() const {

@@ -7,6 +7,9 @@
 //     request) whose figures update as it is edited (memory_estimate.h): pool
 //     blocks and token capacity, how many such requests fit at once paged vs
 //     contiguous, and the slots each reserves but never writes.
+//   - With tensor parallelism (tp > 1), a per-rank table: each rank's query
+//     and KV heads, weight bytes and KV bytes (models/rank_text.h), from the
+//     latest snapshot, else from the model info.
 //   - "Apply to engine" emits applyRequested() with the engine's config
 //     changed to the what-if block size and budget; whoever owns the engine
 //     restarts it. The panel never touches the engine.
@@ -70,6 +73,7 @@ class MemoryPanel : public QWidget {
   QLabel* header_ = nullptr;
   MemoryBarWidget* bar_ = nullptr;
   QLabel* breakdown_table_ = nullptr;
+  QLabel* rank_table_ = nullptr;  // hidden at tp = 1
   QSpinBox* block_size_ = nullptr;
   QSpinBox* budget_mib_ = nullptr;
   QSpinBox* prompt_tokens_ = nullptr;

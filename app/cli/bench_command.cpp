@@ -24,6 +24,7 @@
 #include <cmath>
 #include <fstream>
 #include <optional>
+#include <string_view>
 #include <unordered_set>
 
 #include <CLI/CLI.hpp>
@@ -168,6 +169,12 @@ double percentile(std::vector<double> v, double fraction) {
   return v[std::clamp<size_t>(rank, 1, v.size()) - 1];
 }
 
+// A setting's value as the command line and the settings file write it ("deterministic").
+std::string setting_text(const EngineConfig& config, std::string_view key) {
+  const SettingSpec* spec = find_setting(key);
+  return spec ? spec->format(spec->get(config)) : std::string();
+}
+
 nlohmann::ordered_json request_json(const std::vector<int32_t>& prompt, const BenchRun& run) {
   return {{"first_prompt_token", prompt.front()},
           {"cached_prompt_tokens", run.num_cached_prompt_tokens},
@@ -274,6 +281,9 @@ int run_bench(const BenchOptions& o) {
       {"prefix_caching", engine->config().prefix_caching},
       {"spec", spec_method_name(engine->config().spec)},
       {"spec_k", engine->config().spec_k},
+      // Tensor parallelism: ranks and how their partial sums are added (docs/tensor-parallel.md).
+      {"tp", engine->config().tp},
+      {"tp_reduce", setting_text(engine->config(), "tp_reduce")},
       // How prefill stays honest with the prefix cache on: see the file comment.
       {"prefill_prompts", "fresh per sequence (warm-up included): distinct first tokens, so no prefix-cache block "
                           "matches"},

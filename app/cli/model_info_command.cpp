@@ -3,11 +3,12 @@
 // totals by type, parameter count, and the engine's memory plan (plan_kv) for
 // the engine options given (the same options as generate: --kv-budget,
 // --block-size, --ctx, ...), so the sizes shown are the ones Engine::create
-// would allocate.
+// would allocate, and the backend it would run on (--backend) and why.
 //
 //   kvscope-cli model-info                       # the default model
 //   kvscope-cli model-info --model x.gguf --json
 //   kvscope-cli model-info --kv-budget 2G --block-size 32
+//   kvscope-cli model-info --tp 4    # and each rank's heads, weights and KV
 #include <algorithm>
 
 #include <CLI/CLI.hpp>
@@ -15,6 +16,8 @@
 #include <nlohmann/json.hpp>
 
 #include "common_options.h"
+#include "kvscope/backend_choice.h"
+#include "kvscope/rank_memory.h"
 
 namespace kvscope::cli {
 namespace {
@@ -59,6 +62,42 @@ std::string plan_text(const KvPlan& p, const EngineConfig& c) {
   out += fmt::format("workspace   {} ({} tokens per step, {} sequences)\n",
                      human_bytes(static_cast<uint64_t>(p.workspace_bytes)), c.max_batched_tokens, c.max_seqs);
   for (const std::string& w : p.warnings) out += fmt::format("warning     {}\n", w);
+  return out;
+}
+
+// Tensor parallelism (--tp N > 1): each rank's heads, weight slices and KV
+// share of the planned pool, as Engine::create would split the model.
+nlohmann::ordered_json ranks_json(const TensorParallelMemory& m) {
+  nlohmann::ordered_json ranks = nlohmann::ordered_json::array();
+  for (const RankMemory& r : m.ranks) {
+    ranks.push_back({{"rank", r.rank}, {"q_head_begin", r.q_head_begin}, {"num_q_heads", r.num_q_heads},
+                     {"kv_head_begin", r.kv_head_begin}, {"num_kv_heads", r.num_kv_heads},
+                     {"weight_bytes", r.weight_bytes}, {"kv_bytes", r.kv_bytes}});
+  }
+  return {{"tp", m.tp},
+          {"tp_reduce", m.deterministic ? "deterministic" : "fast"},
+          {"num_kv_heads", m.num_kv_heads},
+          {"num_kv_head_slots", m.num_kv_head_slots},
+          {"kv_heads_replicated", m.kv_heads_replicated},
+          {"ranks", ranks}};
+}
+
+std::string heads_text(int32_t begin, int32_t num) {
+  return num <= 1 ? fmt::format("{}", begin) : fmt::format("{}-{}", begin, begin + num - 1);
+}
+
+std::string ranks_text(const TensorParallelMemory& m) {
+  std::string out = fmt::format("ranks       tp = {} (tp_reduce = {}): {} KV heads stored", m.tp,
+                                m.deterministic ? "deterministic" : "fast", m.num_kv_head_slots);
+  out += m.kv_heads_replicated
+             ? fmt::format(" for the model's {}: ranks that share a KV head each keep a copy\n", m.num_kv_heads)
+             : std::string("; one block table serves every rank\n");
+  out += fmt::format("  {:<4}  {:>11}  {:>8}  {:>10}  {:>10}\n", "rank", "query heads", "KV heads", "weights", "KV");
+  for (const RankMemory& r : m.ranks) {
+    out += fmt::format("  {:<4}  {:>11}  {:>8}  {:>10}  {:>10}\n", r.rank, heads_text(r.q_head_begin, r.num_q_heads),
+                       heads_text(r.kv_head_begin, r.num_kv_heads), human_bytes(static_cast<uint64_t>(r.weight_bytes)),
+                       human_bytes(static_cast<uint64_t>(r.kv_bytes)));
+  }
   return out;
 }
 
@@ -183,14 +222,36 @@ int run_model_info(const ModelInfoOptions& o) {
     }
     plan = plan_kv(shape, *config, physical_memory_bytes());
   }
+  // What Engine::create would run the model on (--backend), and why.
+  const Result<BackendChoice> backend = choose_backend(config->backend);
+  // --tp N: the split, on the planned pool (the file is mapped, not repacked).
+  std::optional<Result<TensorParallelMemory>> ranks;
+  if (plan && plan->ok() && config->tp > 1) {
+    EngineConfig split = *config;
+    split.model_path = *path;
+    ranks = tensor_parallel_memory(split, plan->num_blocks);
+  }
   if (o.json) {
     nlohmann::ordered_json j = summary_json(*summary);
     j["kv_plan"] = plan ? plan_json(*plan, *config) : nlohmann::ordered_json(nullptr);
+    j["backend"] = backend.ok() ? nlohmann::ordered_json{{"kind", backend_kind_name(backend->kind)},
+                                                          {"reason", backend->reason}}
+                                : nlohmann::ordered_json{{"error", backend.error()}};
+    j["tensor_parallel"] = !ranks        ? nlohmann::ordered_json(nullptr)
+                           : ranks->ok() ? ranks_json(**ranks)
+                                         : nlohmann::ordered_json{{"error", ranks->error()}};
     write_stdout(dump_json(j) + "\n");
   } else {
     std::string text = summary_text(*summary);
     // The plan goes right after the memory lines, before the metadata.
     if (plan) text.insert(text.find("\nmetadata ("), plan_text(*plan, *config));
+    if (ranks) {
+      const std::string split =
+          ranks->ok() ? ranks_text(**ranks) : fmt::format("ranks       cannot split: {}\n", ranks->error());
+      text.insert(text.find("\nmetadata ("), split);
+    }
+    text.insert(text.find("\nmetadata ("), fmt::format("backend     {}\n", backend.ok() ? backend->reason
+                                                                                  : backend.error()));
     write_stdout(text);
   }
   return kExitOk;

@@ -4,8 +4,6 @@
 #include <algorithm>
 #include <cassert>
 
-#include "kernels/cpu/kv_rerotate.h"
-
 namespace kvscope {
 
 ContextShiftPlan plan_context_shift(int32_t num_computed, int32_t block_size, int32_t context_keep,
@@ -23,29 +21,16 @@ ContextShiftPlan plan_context_shift(int32_t num_computed, int32_t block_size, in
   return plan;
 }
 
-int32_t shift_context(Sequence& s, const ContextShiftPlan& plan, KvCacheManager& kv, KvStorage& storage,
-                      const ModelConfig& model, const std::vector<float>& freq_factors) {
+int32_t shift_context(Sequence& s, const ContextShiftPlan& plan, KvCacheManager& kv, KvBlockStore& blocks) {
   if (plan.drop_blocks <= 0) return 0;
-  const int32_t bs = storage.block_size();
+  const int32_t bs = kv.block_size();
   const int32_t first = plan.keep_blocks;
   const int32_t num_dropped = plan.drop_blocks * bs;
   assert((first + plan.drop_blocks) * bs <= s.num_computed && "shift_context: drops uncomputed tokens");
   const int32_t num_after = s.num_computed - num_dropped;
   if (!kv.drop_blocks(s.table, first, plan.drop_blocks, num_after, s.id, s.index)) return 0;
-  const float* factors = freq_factors.empty() ? nullptr : freq_factors.data();
-  // A plain runner stores one storage layer per model layer (all KV heads in
-  // a row); tensor parallelism one per (model layer, KV head slot), in that
-  // order (parallel/shard_plan.h): either way a storage layer holds
-  // kv_size / head_dim heads of model layer storage_layer / per_layer.
-  const int32_t per_layer = storage.num_layers() / model.num_layers;
-  const int32_t heads = storage.kv_size() / model.head_dim;
-  assert(per_layer * model.num_layers == storage.num_layers() && heads * model.head_dim == storage.kv_size());
   for (int32_t i = first; i * bs < num_after; ++i) {
-    const int32_t rows = std::min(bs, num_after - i * bs);
-    for (int32_t layer = 0; layer < storage.num_layers(); ++layer) {
-      rerotate_kv_rows(storage.type(), storage.k_block(layer, s.table.block(i)), rows, heads, model.head_dim,
-                       -num_dropped, model.layer_rope_base(layer / per_layer), model.rope_style, factors);
-    }
+    blocks.rerotate_keys(s.table.block(i), std::min(bs, num_after - i * bs), -num_dropped);
   }
   const auto from = s.tokens.begin() + static_cast<std::ptrdiff_t>(first) * bs;
   s.tokens.erase(from, from + num_dropped);

@@ -5,8 +5,8 @@
 // half the context) stay where they are; the next whole blocks (a quarter of
 // the context, at least one) are dropped; every later block moves down by the
 // dropped tokens and its keys are re-rotated in place by that many positions
-// (kernels/cpu/kv_rerotate.h), every layer with its own rope base. Values are
-// not rotated. Shared blocks are copied first and moved blocks leave the
+// (KvBlockStore::rerotate_keys: the backend's pool does it where the K/V live),
+// every layer with its own rope base. Values are not rotated. Shared blocks are copied first and moved blocks leave the
 // prefix cache (KvCacheManager::drop_blocks).
 //   tested by tests/engine/runtime/context_overflow_test.cpp
 #pragma once
@@ -15,8 +15,7 @@
 #include <vector>
 
 #include "kv/kv_cache_manager.h"
-#include "kv/kv_storage.h"
-#include "model/model_config.h"
+#include "kv/kv_block_store.h"
 #include "scheduler/sequence.h"
 
 namespace kvscope {
@@ -34,11 +33,10 @@ ContextShiftPlan plan_context_shift(int32_t num_computed, int32_t block_size, in
 // Shifts a running sequence per `plan`: drops the blocks, re-rotates the keys
 // of the later blocks by -dropped tokens, and moves the sequence on (tokens,
 // num_computed, draft-model K/V to recompute, the notice for its next token
-// event). freq_factors: the model's rope freq factors (empty: none). Returns
-// the tokens dropped; 0 (nothing changed) when the plan drops nothing or the
+// event). blocks: the pool the manager moves blocks in. Returns the tokens
+// dropped; 0 (nothing changed) when the plan drops nothing or the
 // copies of shared blocks found no free blocks.
-int32_t shift_context(Sequence& s, const ContextShiftPlan& plan, KvCacheManager& kv, KvStorage& storage,
-                      const ModelConfig& model, const std::vector<float>& freq_factors);
+int32_t shift_context(Sequence& s, const ContextShiftPlan& plan, KvCacheManager& kv, KvBlockStore& blocks);
 
 // truncate_middle: the prompt with its middle dropped so that at most
 // `max_tokens` remain (the first min(context_keep, max_tokens / 2) tokens and

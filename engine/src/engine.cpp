@@ -1,4 +1,4 @@
-// Engine: creation (model, tokenizer, KV pool, runner, scheduler), thread-safe
+// Engine: creation (model, tokenizer, backend and KV pool, scheduler), thread-safe
 // submission and cancellation, and accessors. One iteration of continuous
 // batching is in engine_step.cpp; the inspector's snapshot in engine_snapshot.cpp.
 #include "kvscope/engine.h"
@@ -15,6 +15,7 @@
 #include "kernels/cpu/usable_cpus.h"
 #include "kv/prefix_hash.h"
 #include "model/model_loader.h"
+#include "parallel/rank_memory.h"
 #include "spec/proposer.h"
 #include "tokenizer/prompt_builder.h"
 
@@ -75,9 +76,9 @@ void Engine::Impl::attach_model_proposer() {
   auto* proposer = dynamic_cast<ModelProposer*>(scheduler->proposer());
   if (!proposer) return;
   if (proposer->has_own_kv()) {
-    proposer->attach(*draft_runner, 0);
-  } else if (ModelRunner* plain = runner->plain_runner()) {  // early exit: refused under tp (early_exit_problem)
-    proposer->attach(*plain, resolved_early_exit_layers(config, weights->config.num_layers));
+    proposer->attach(*draft_backend, 0);
+  } else {  // early exit: the model's own backend, first layers only (refused under tp: early_exit_problem)
+    proposer->attach(*backend, resolved_early_exit_layers(config, weights->config.num_layers));
   }
   draft_s_per_token_ema = 0.0;  // a new proposer: measured again
 }
@@ -103,53 +104,17 @@ Result<ShardPlan> Engine::Impl::shard_plan(const EngineConfig& c) const {
   return plan;
 }
 
-Result<KvSetup> Engine::Impl::make_kv_setup(const EngineConfig& c, const KvPlan& plan, const ModelConfig* draft) {
-  const ModelConfig& mc = weights->config;
-  const int32_t bs = c.block_size;
-  const int64_t num_blocks = plan.num_blocks;
-  const int64_t num_swap_blocks = plan.num_swap_blocks;
-  const int64_t total = plan.pool_bytes + plan.swap_bytes;
-  // Tensor parallelism lays the ranks' KV heads out as layers of one storage
-  // (kv_storage_shape), so the manager's copy-on-write and swap cover every rank.
-  auto shards = shard_plan(c);
-  if (!shards.ok()) return Error{shards.error()};
-  const KvStorageShape shape = kv_storage_shape(*shards, mc);
-  KvSetup setup;
-  try {
-    setup.kv = std::make_unique<KvStorage>(shape.num_layers, static_cast<int32_t>(num_blocks), bs, shape.kv_size,
-                                           c.kv_cache_type);
-    KvCacheConfig kc;
-    kc.block_size = bs;
-    kc.num_blocks = static_cast<int32_t>(num_blocks);
-    kc.num_swap_blocks = static_cast<int32_t>(num_swap_blocks);
-    kc.prefix_caching = c.prefix_caching;
-    kc.contiguous = !c.paged;
-    setup.manager = std::make_unique<KvCacheManager>(kc, *setup.kv, events);
-    if (draft && c.spec == SpecMethod::Draft) {
-      setup.draft_kv = std::make_unique<KvStorage>(draft->num_layers, static_cast<int32_t>(num_blocks), bs,
-                                                   draft->kv_size(), c.kv_cache_type);
-      setup.manager->set_draft_storage(setup.draft_kv.get());
-    }
-  } catch (const std::bad_alloc&) {
-    return Error{fmt::format("cannot reserve {} MiB for the KV pool; lower the KV budget", total >> 20)};
-  }
-  SchedulerConfig sc;
-  sc.max_seqs = c.max_seqs;
-  sc.max_batched_tokens = c.max_batched_tokens;
-  sc.policy = c.policy;
-  sc.preemption = c.preemption;
-  sc.spec_k = c.spec_k;
-  sc.spec_never_pause = c.spec_never_pause;
-  setup.scheduler = std::make_unique<Scheduler>(sc, *setup.manager, events, make_proposer(c));
-  return setup;
-}
-
 void Engine::Impl::update_memory_info() {
-  info.num_kv_blocks = kv->num_blocks();
-  info.block_size = kv->block_size();
-  info.kv_pool_bytes = kv->num_bytes() + (draft_kv ? draft_kv->num_bytes() : 0);
+  const BackendMemory memory = backend->memory();
+  info.num_kv_blocks = backend->kv_blocks().num_blocks();
+  info.block_size = config.block_size;
+  info.kv_pool_bytes = memory.kv_pool_bytes + (draft_backend ? draft_backend->kv_blocks().pool_bytes() : 0);
   info.swap_pool_bytes = kv_manager->swap_bytes();
-  info.workspace_bytes = runner->workspace_bytes() + logits.capacity() * sizeof(float);
+  info.workspace_bytes = memory.workspace_bytes + logits.capacity() * sizeof(float);
+  info.backend = backend_kind_name(backend->kind());
+  info.backend_reason = backend_choice.reason;
+  info.device_name = memory.device_name;
+  info.tensor_parallel = rank_memory(runner->plan(), *weights, info.num_kv_blocks, info.block_size, config.kv_cache_type);
 }
 
 Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config) { return create(config, {}); }
@@ -200,35 +165,32 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config, const
   impl->vocab_tokens = model->vocab.tokens;
   const ModelConfig* draft_shape = impl->draft_weights ? &impl->draft_weights->config : nullptr;
 
-  // The pool before the slow repacking, so that a budget that cannot work fails at once.
+  auto choice = choose_backend(config.backend);
+  if (!choice.ok()) return Error{choice.error()};
+  impl->backend_choice = std::move(choice).value();
   if (!report(0.07, "allocating KV pool")) return cancelled;
   const KvPlan plan = plan_kv(impl->plan_shape(draft_shape), impl->config, physical_memory_bytes());
   if (Status s = problems_status(plan.problems); !s.ok()) return Error{s.error()};
   impl->config.max_model_len = plan.max_model_len;
   impl->info.setting_warnings = Impl::config_warnings(config, plan);
-  auto setup = impl->make_kv_setup(impl->config, plan, draft_shape);
-  if (!setup.ok()) return Error{setup.error()};
-  impl->kv = std::move(setup->kv);
-  impl->draft_kv = std::move(setup->draft_kv);
-  impl->kv_manager = std::move(setup->manager);
-  impl->scheduler = std::move(setup->scheduler);
   impl->pool = std::make_unique<ThreadPool>(Impl::thread_count(config));
 
+  // make_kv_setup allocates the pools before the slow repacking, so that a
+  // budget that cannot work fails at once.
   constexpr double kRepackStart = 0.1;
   if (!report(kRepackStart, "repacking weights")) return cancelled;
-  auto shards = impl->shard_plan(impl->config);  // checked by make_kv_setup above
-  for (const std::string& note : shards->notes) impl->info.setting_warnings.push_back(note);
-  impl->runner = TensorParallelRunner::create(impl->weights, *shards, *impl->kv, *impl->pool, [&](double done) {
+  auto setup = impl->make_kv_setup(impl->config, plan, impl->draft_weights, *impl->pool, [&](double done) {
     return report(kRepackStart + (1.0 - kRepackStart) * done, "repacking weights");
   });
-  if (!impl->runner) return cancelled;
-  if (impl->draft_weights) {
-    // Small beside the model, so no progress of its own.
-    impl->draft_runner = ModelRunner::create(impl->draft_weights, *impl->draft_kv, *impl->pool, {});
-    if (!impl->draft_runner) return cancelled;
-  }
+  if (!setup.ok()) return Error{setup.error()};
+  auto shards = impl->shard_plan(impl->config);  // checked by make_kv_setup above
+  for (const std::string& note : shards->notes) impl->info.setting_warnings.push_back(note);
+  impl->set_backend(std::move(setup->backend));
+  impl->draft_backend = std::move(setup->draft_backend);
+  impl->kv_manager = std::move(setup->manager);
+  impl->scheduler = std::move(setup->scheduler);
   impl->attach_model_proposer();
-  impl->runner->reserve(impl->config.max_batched_tokens);
+  impl->backend->reserve(impl->config.max_batched_tokens);
   impl->logits.reserve(static_cast<size_t>(max_logits_rows(impl->config)) * static_cast<size_t>(mc.vocab_size));
 
   ModelInfo& info = impl->info;

@@ -11,13 +11,14 @@
 #include <vector>
 
 #include "kv/kv_cache_manager.h"
-#include "kv/kv_storage.h"
+#include "kvscope/backend_choice.h"
 #include "kvscope/engine.h"
 #include "kvscope/kv_plan.h"
 #include "model/model_loader.h"
 #include "model/model_weights.h"
 #include "parallel/tensor_parallel_runner.h"
-#include "runtime/model_runner.h"
+#include "runtime/backend.h"
+#include "runtime/cpu_backend.h"
 #include "runtime/step_batch.h"
 #include "scheduler/scheduler.h"
 #include "spec/model_proposer.h"
@@ -28,10 +29,14 @@
 namespace kvscope {
 
 // What the engine sizes from its config: built whole, then swapped in, so a
-// failure leaves the engine as it was (create and reconfigure).
+// failure leaves the engine as it was (reconfigure). The KV pools are either
+// inside new backends (a new tp split, a new draft model) or new pools for
+// the running backends, handed over with Backend::use_kv_pool.
 struct KvSetup {
-  std::unique_ptr<KvStorage> kv;
-  std::unique_ptr<KvStorage> draft_kv;  // spec = draft: the draft model's K/V, same blocks as kv
+  std::unique_ptr<CpuBackend> backend;        // a new backend owning its pool, or null
+  std::unique_ptr<KvBlockStore> kv;           // else a new pool for the running backend
+  std::unique_ptr<Backend> draft_backend;     // spec = draft: a new draft backend, or null
+  std::unique_ptr<KvBlockStore> draft_kv;     // else a new pool for the running one (same blocks as kv)
   std::unique_ptr<KvCacheManager> manager;
   std::unique_ptr<Scheduler> scheduler;
 };
@@ -56,19 +61,23 @@ struct Engine::Impl {
   Clock::time_point created_at = Clock::now();
 
   std::unique_ptr<ThreadPool> pool;
-  std::unique_ptr<KvStorage> kv;
   EventLog events;
   std::unique_ptr<KvCacheManager> kv_manager;
-  // The model's runner: a plain ModelRunner inside for tp = 1 with the fast
-  // reduction, else the tp ranks' shards (parallel/tensor_parallel_runner.h).
-  std::unique_ptr<TensorParallelRunner> runner;
+  // What runs the model and holds its KV pool (runtime/backend.h), and why
+  // it was chosen (EngineConfig::backend). Steps go through backend only.
+  BackendChoice backend_choice;
+  std::unique_ptr<Backend> backend;
+  // The CPU backend's runner (owned by backend; set with it by set_backend):
+  // a plain ModelRunner inside for tp = 1 with the fast reduction, else the
+  // tp ranks' shards. For figures per rank (plan, timings), not for steps.
+  TensorParallelRunner* runner = nullptr;
   std::unique_ptr<Scheduler> scheduler;
   // Speculative decoding with a draft model (spec = draft), else empty.
   std::string draft_path;
   std::vector<std::string> vocab_tokens;  // the model's, for a draft model loaded by reconfigure
   std::shared_ptr<const ModelWeights> draft_weights;
-  std::unique_ptr<KvStorage> draft_kv;
-  std::unique_ptr<ModelRunner> draft_runner;
+  // The draft model's own backend (its weights and K/V, on the model's device).
+  std::unique_ptr<Backend> draft_backend;
   std::vector<DraftSequence> draft_seqs;  // this step's part of a model proposer's call
   std::vector<int32_t> draft_fed_end;     // [work] positions the draft model fed up to (-1: none)
   // A model proposer's cost, exponentially weighted: seconds per draft
@@ -112,12 +121,21 @@ struct Engine::Impl {
   // what does not divide.
   Result<ShardPlan> shard_plan(const EngineConfig& config) const;
   // Builds what `plan` (plan_kv of `resolved`, which has max_model_len filled
-  // in) describes. Errors say which setting to change.
-  // `draft`: the draft model's shape (spec = draft), else nullptr.
-  Result<KvSetup> make_kv_setup(const EngineConfig& resolved, const KvPlan& plan, const ModelConfig* draft = nullptr);
+  // in) describes: every KV pool first, then a new backend where there is
+  // none yet or resolved's tp / tp_reduce differ from config's (repacking the
+  // weights on `threads`, reporting `progress`), a new draft backend for a
+  // new draft model, and the manager and scheduler over the pools. `draft`:
+  // the draft model (spec = draft), else nullptr. Errors say which setting
+  // to change; kLoadCancelledMessage when progress returned false.
+  // Only CpuBackend exists: choose_backend never resolves to CUDA yet.
+  Result<KvSetup> make_kv_setup(const EngineConfig& resolved, const KvPlan& plan,
+                                const std::shared_ptr<const ModelWeights>& draft, ThreadPool& threads,
+                                const CpuBackend::RepackProgress& progress = {});
+  // Makes `cpu` the backend, and runner its runner.
+  void set_backend(std::unique_ptr<CpuBackend> cpu);
   // The shape plan_kv needs: the model's, and the draft model's when `draft` is given.
   ModelShape plan_shape(const ModelConfig* draft) const;
-  // Points the scheduler's model proposer (if any) at the runner that drafts.
+  // Points the scheduler's model proposer (if any) at the backend that drafts.
   void attach_model_proposer();
   // A model proposer's drafts for this step's speculating sequences (and,
   // for a draft model, its K/V for every row of the step), in one batched

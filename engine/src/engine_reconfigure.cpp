@@ -3,8 +3,8 @@
 // create); every unfinished sequence leaves the old scheduler as a recompute
 // preemption would (Scheduler::take_all_for_recompute) and joins the new one's
 // waiting queue with its tokens, sampler, detokeniser and stop matcher intact.
-// The weights stay repacked in the model runner, which is pointed at the new
-// pool.
+// The weights stay repacked in the backend, which is handed the new pool
+// (Backend::use_kv_pool); a new tp split builds a new backend.
 #include <algorithm>
 #include <fmt/format.h>
 
@@ -39,6 +39,8 @@ Status Engine::reconfigure(const EngineConfig& config) {
   }
   // Everything that can fail comes first, so that a failure changes nothing.
   if (std::string why = early_exit_problem(config, m.weights->config.num_layers); !why.empty()) return Error{why};
+  auto choice = choose_backend(config.backend);
+  if (!choice.ok()) return Error{choice.error()};
   // A draft model is loaded beside the model when it is new (the model's weights stay).
   std::shared_ptr<const ModelWeights> draft_weights;
   if (config.spec == SpecMethod::Draft) {
@@ -56,25 +58,17 @@ Status Engine::reconfigure(const EngineConfig& config) {
   if (Status s = problems_status(plan.problems); !s.ok()) return s;
   EngineConfig resolved = config;
   resolved.max_model_len = plan.max_model_len;
-  auto setup = m.make_kv_setup(resolved, plan, draft_shape);
-  if (!setup.ok()) return Error{setup.error()};
-  std::unique_ptr<ModelRunner> draft_runner;
-  if (draft_weights && draft_weights != m.draft_weights) {
-    draft_runner = ModelRunner::create(draft_weights, *setup->draft_kv, *m.pool, {});
-    if (!draft_runner) return Error{"the draft model's weights could not be prepared"};
-  }
   std::unique_ptr<ThreadPool> threads;
   if (Impl::thread_count(resolved) != m.pool->num_threads()) {
     threads = std::make_unique<ThreadPool>(Impl::thread_count(resolved));
   }
-  // A new split (tp, tp_reduce) repacks the weights into new shards; make_kv_setup checked it splits.
-  std::unique_ptr<TensorParallelRunner> runner;
-  auto shards = m.shard_plan(resolved);
+  // New pools for the running backends, or a new backend where the split
+  // (tp, tp_reduce) changed (its weights repacked into new shards) or the
+  // draft model is new.
+  auto setup = m.make_kv_setup(resolved, plan, draft_weights, threads ? *threads : *m.pool);
+  if (!setup.ok()) return Error{setup.error()};
+  auto shards = m.shard_plan(resolved);  // checked by make_kv_setup
   if (!shards.ok()) return Error{shards.error()};
-  if (resolved.tp != m.config.tp || resolved.tp_reduce != m.config.tp_reduce) {
-    runner = TensorParallelRunner::create(m.weights, *shards, *setup->kv, threads ? *threads : *m.pool, {});
-    if (!runner) return Error{"the model's weights could not be split for tensor parallelism"};
-  }
 
   // Requests submitted and cancelled so far reach the old scheduler; the
   // finished ones leave it. The rest come out holding no blocks.
@@ -90,25 +84,28 @@ Status Engine::reconfigure(const EngineConfig& config) {
     m.config = resolved;
     m.info.setting_warnings = Impl::config_warnings(config, plan);
     for (const std::string& note : shards->notes) m.info.setting_warnings.push_back(note);
-    // The old scheduler refers to the old manager, which refers to the old storage: replace in that order.
+    // The old scheduler refers to the old manager, which refers to the old pools: replace in that order.
     m.scheduler = std::move(setup->scheduler);
     m.kv_manager = std::move(setup->manager);
-    m.kv = std::move(setup->kv);
     if (threads) m.pool = std::move(threads);
-    if (runner) m.runner = std::move(runner);
-    m.runner->set_kv_storage(*m.kv);
-    m.runner->set_thread_pool(*m.pool);
-    if (draft_runner) m.draft_runner = std::move(draft_runner);
-    if (!draft_weights) m.draft_runner.reset();
+    if (setup->backend) {
+      m.set_backend(std::move(setup->backend));
+    } else {
+      m.backend->use_kv_pool(std::move(setup->kv));
+    }
+    m.backend->set_thread_pool(*m.pool);
+    m.backend_choice = std::move(choice).value();
+    if (setup->draft_backend) {
+      m.draft_backend = std::move(setup->draft_backend);
+    } else if (setup->draft_kv) {
+      m.draft_backend->use_kv_pool(std::move(setup->draft_kv));
+    }
+    if (!draft_weights) m.draft_backend.reset();
+    if (m.draft_backend) m.draft_backend->set_thread_pool(*m.pool);
     m.draft_weights = draft_weights;
     m.draft_path = draft_weights ? config.spec_draft_model : std::string();
-    m.draft_kv = std::move(setup->draft_kv);
-    if (m.draft_runner) {
-      m.draft_runner->set_kv_storage(*m.draft_kv);
-      m.draft_runner->set_thread_pool(*m.pool);
-    }
     m.attach_model_proposer();
-    m.runner->reserve(resolved.max_batched_tokens);
+    m.backend->reserve(resolved.max_batched_tokens);
     std::vector<float>().swap(m.logits);  // reserve() alone never shrinks
     m.logits.reserve(static_cast<size_t>(max_logits_rows(resolved)) *
                      static_cast<size_t>(m.weights->config.vocab_size));

@@ -70,7 +70,9 @@ std::shared_ptr<const EngineSnapshot> Engine::Impl::build_snapshot() {
   if (const auto* proposer = dynamic_cast<const ModelProposer*>(scheduler->proposer())) {
     snap->spec.draft_layers = proposer->num_layers() > 0 ? proposer->num_layers() : draft_weights->config.num_layers;
   }
-  snap->spec.draft_kv_bytes = draft_kv ? static_cast<int64_t>(draft_kv->num_bytes()) : 0;
+  snap->spec.draft_kv_bytes = draft_backend ? static_cast<int64_t>(draft_backend->kv_blocks().pool_bytes()) : 0;
+  snap->tensor_parallel = info.tensor_parallel;
+  snap->backend_reason = info.backend_reason;
 
   // Owners per device block (swapped tables hold swap ids: not device blocks).
   std::vector<std::vector<RequestId>> owners(static_cast<size_t>(pool.num_blocks()));

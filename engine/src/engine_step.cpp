@@ -17,6 +17,30 @@ double seconds_between(Sequence::Clock::time_point a, Sequence::Clock::time_poin
   return std::chrono::duration<double>(b - a).count();
 }
 
+// Tensor parallelism: each rank's part of the forward pass into the step's
+// stats and, with tp > 1, one RankForward event per rank (the Chrome trace's
+// rank lanes), recorded in order of begin time so the log's times never run
+// backwards (every earlier event of the step was recorded before the pass).
+void note_rank_timings(const TensorParallelRunner& runner, EventLog& events, StepStats& stats) {
+  static_assert(kDownChunks <= StepStats::kMaxRanks, "StepStats must hold every rank tp allows");
+  const std::vector<TensorParallelRunner::RankTiming>& timings = runner.last_rank_timings();
+  stats.num_ranks = static_cast<int32_t>(std::min<size_t>(timings.size(), StepStats::kMaxRanks));
+  for (int32_t r = 0; r < stats.num_ranks; ++r) {
+    stats.rank_forward_s[static_cast<size_t>(r)] = timings[static_cast<size_t>(r)].seconds();
+  }
+  if (timings.size() < 2 || !events.enabled()) return;
+  std::vector<int32_t> order(timings.size());
+  for (size_t r = 0; r < order.size(); ++r) order[r] = static_cast<int32_t>(r);
+  std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
+    return timings[static_cast<size_t>(a)].begin < timings[static_cast<size_t>(b)].begin;
+  });
+  for (int32_t r : order) {
+    const TensorParallelRunner::RankTiming& t = timings[static_cast<size_t>(r)];
+    const int64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(t.end - t.begin).count();
+    events.record_at(events.seconds_at(t.begin), EngineEventType::RankForward, 0, 0, r, ns);
+  }
+}
+
 }  // namespace
 
 void Engine::Impl::drain_inbox() {
@@ -138,7 +162,7 @@ void Engine::Impl::shift_full_contexts() {
     if (s->finished() || static_cast<int32_t>(s->tokens.size()) < config.max_model_len) continue;
     const ContextShiftPlan plan =
         plan_context_shift(s->num_computed, config.block_size, config.context_keep, config.max_model_len);
-    if (shift_context(*s, plan, *kv_manager, *kv, weights->config, weights->rope_freq_factors) == 0) {
+    if (shift_context(*s, plan, *kv_manager, backend->kv_blocks()) == 0) {
       finish(*s, FinishReason::ContextFull);  // context_keep leaves nothing to drop, or no block for a copy
     }
   }
@@ -353,7 +377,8 @@ void Engine::step() {
     // Interrupted: the engine is about to be destroyed, so the half-done
     // step (blocks allocated, nothing computed committed) is left as it is.
     const auto forward_start = Sequence::Clock::now();
-    if (!m.runner->forward(m.batch, m.logits, &m.interrupted)) return;
+    if (!m.backend->forward(m.batch, m.logits, &m.interrupted)) return;
+    if (m.runner) note_rank_timings(*m.runner, m.events, stats);  // the CPU backend's ranks
     const double forward_s = std::chrono::duration<double>(Sequence::Clock::now() - forward_start).count();
     m.note_forward_time(work, stats, forward_s);
     if (m.draft_s_per_token_ema > 0.0) {
@@ -389,8 +414,9 @@ void Engine::step() {
     m.note_draft_kv(work);
     m.shift_full_contexts();
     stats.num_seqs = static_cast<int32_t>(work.size());
-    stats.attention_time_s = m.runner->last_attention_stats().time_s;
-    stats.cascade_kv_bytes_saved = m.runner->last_attention_stats().cascade_kv_bytes_saved;
+    const BackendAttentionStats attention = m.backend->last_attention_stats();
+    stats.attention_time_s = attention.time_s;
+    stats.cascade_kv_bytes_saved = attention.cascade_kv_bytes_saved;
   } else {
     m.last_cascade.clear();
   }

@@ -1,10 +1,15 @@
 // plan_kv: the engine's memory arithmetic in one pure function (kv_plan.h).
+// Bytes per block are the KV storage's own (kv_block_bytes of the layout
+// kv_storage_shape gives for the config's tp), so the pool's size is
+// what Engine::create allocates at every tp.
 #include "kvscope/kv_plan.h"
 
 #include <algorithm>
 #include <fmt/format.h>
 #include <limits>
 #include <unistd.h>
+
+#include "parallel/shard_plan.h"
 
 namespace kvscope {
 namespace {
@@ -57,7 +62,15 @@ KvPlan plan_kv(const ModelShape& m, const EngineConfig& c, int64_t machine_memor
                                                        m.head_dim)});
     return p;
   }
-  p.kv_bytes_per_token = m.kv_bytes_per_token(c.kv_cache_type);
+  // What the storage allocates (kv_storage_shape): tensor parallelism keeps
+  // one storage layer per KV head slot, and a rank beyond the model's KV
+  // heads keeps its own copy of its group's head.
+  const KvStorageShape stored = kv_storage_shape(m.num_layers, m.num_kv_heads, m.head_dim, std::max(c.tp, 1),
+                                                 c.tp_reduce == TpReduce::Deterministic);
+  if (m.num_kv_heads > 0 && m.head_dim > 0) {
+    p.num_kv_head_slots = num_kv_head_slots(m.num_kv_heads, std::max(c.tp, 1));
+    p.kv_bytes_per_token = kv_block_bytes(stored, 1, c.kv_cache_type);
+  }
   if (p.kv_bytes_per_token <= 0 || c.block_size < 1) {
     p.problems.push_back({"", "the model's shape is unknown: no layers or KV heads"});
     return p;

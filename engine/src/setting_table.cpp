@@ -114,6 +114,12 @@ std::vector<SettingSpec> make_table() {
                                  "Fast adds each rank's partial result (tp changes the last bits); deterministic "
                                  "adds fixed chunks in a fixed order, so every tp gives the same logits.");
   tp_reduce.choice_labels = {"Fast", "Deterministic (same bits at every tp)"};
+  SettingSpec& backend = words(add(choice_row("backend", &EngineConfig::backend, {"cpu", "cuda", "auto"})),
+                               "Compute", "Backend", "",
+                               "What runs the model: the CPU, an NVIDIA GPU (CUDA), or auto, which takes the GPU "
+                               "when this build has CUDA and a device is present, else the CPU (the status line "
+                               "and model-info say which and why).");
+  backend.choice_labels = {"CPU", "CUDA (NVIDIA GPU)", "Auto (GPU if present)"};
 
   SettingSpec& budget = words(add(bytes_row("kv_budget", &EngineConfig::kv_budget_bytes, 1, 16 * kTiB)),
                               "KV cache", "KV budget", "",

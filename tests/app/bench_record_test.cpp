@@ -2,7 +2,8 @@
 // on and its prefill figure was computed, not read from the prefix cache
 // (every run gets a fresh prompt; before, the warm-up's prompt was reused and
 // its cached blocks made prefill look ~5x faster). --concurrency N runs N
-// sequences at once, each with a prompt of its own. Label: unit.
+// sequences at once, each with a prompt of its own; the record names tp and
+// tp_reduce. Label: unit.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -60,6 +61,27 @@ TEST_F(BenchRecord, NamesTheCpuAndNoPrefillTokenCameFromTheCache) {
   EXPECT_EQ(j["prompt_tokens"], 40);
   EXPECT_GT(j["prefill_tok_s_median"].get<double>(), 0.0);
   EXPECT_EQ(j["concurrency"], 1) << "one sequence at a time is the default";
+  EXPECT_EQ(j["tp"], 1);
+  EXPECT_EQ(j["tp_reduce"], "fast");
+}
+
+// The record says how the model was split: a tp = 2 figure is not a tp = 1 one.
+TEST(BenchRecordTp, NamesTpAndTheReduction) {
+  const std::string path = test::tiny_model_temp_path("bench_record_tp");
+  test::TinyModelSpec spec;  // 4 heads of 32 and an FFN of 8 blocks of 32: splits at tp 2
+  spec.head_dim = 32;
+  spec.hidden = 128;
+  spec.ffn = 256;
+  ASSERT_TRUE(test::write_tiny_gguf(spec, path).ok());
+  auto r = run_cli({"bench", "--model", path, "--threads", "2", "--prompt-tokens", "20", "--gen-tokens", "3",
+                    "--repeats", "1", "--tp", "2", "--tp-reduce", "deterministic"});
+  std::remove(path.c_str());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out, nullptr, /*allow_exceptions=*/false);
+  ASSERT_TRUE(j.is_object()) << r.out;
+  EXPECT_EQ(j["tp"], 2);
+  EXPECT_EQ(j["tp_reduce"], "deterministic");
+  EXPECT_GT(j["decode_tok_s_median"].get<double>(), 0.0);
 }
 
 TEST_F(BenchRecord, ConcurrencySubmitsThatManySequencesTogetherEachWithItsOwnPrompt) {

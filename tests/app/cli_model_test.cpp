@@ -137,6 +137,8 @@ TEST(CliBench, PrintsJson) {
   EXPECT_EQ(j["runs"][0]["generated_tokens"], 4);
   EXPECT_GT(j["prefill_tok_s_median"].get<double>(), 0.0);
   EXPECT_GT(j["weight_bytes"].get<double>(), 0.0);
+  EXPECT_EQ(j["tp"], 1);
+  EXPECT_EQ(j["tp_reduce"], "fast");
 }
 
 TEST(ModelFileOnDefaultModel, SummaryAndTokenizer) {

@@ -101,6 +101,37 @@ TEST(CliSettings, ModelInfoShowsThePlanForTheOptionsGiven) {
   EXPECT_THAT(tiny.out, HasSubstr("holds no block"));
 }
 
+// --tp N: each rank's query and KV heads, weights and KV share of the
+// planned pool; a copied KV head is said; a model that does not split says why.
+TEST(CliSettings, ModelInfoShowsEachRankAtTpAboveOne) {
+  const std::string path = test::tiny_model_temp_path("cli_settings_ranks");
+  test::TinyModelSpec spec;  // 6 heads over 3 KV heads of 32, an FFN of 8 blocks: tp 2 and 4 split
+  spec.heads = 6;
+  spec.kv_heads = 3;
+  spec.head_dim = 32;
+  spec.hidden = 96;
+  spec.ffn = 256;
+  ASSERT_TRUE(test::write_tiny_gguf(spec, path).ok());
+  const test::CliResult two = test::run_cli({"model-info", "--model", path, "--tp", "2", "--num-blocks", "12"});
+  ASSERT_EQ(two.exit_code, 0) << two.err;
+  EXPECT_THAT(two.out, HasSubstr("ranks       tp = 2 (tp_reduce = fast): 3 KV heads stored; one block table"));
+  // Rank 0: KV group 0 (query heads 0-1); rank 1: groups 1-2 (query heads 2-5).
+  EXPECT_THAT(two.out, ::testing::ContainsRegex("  0 +0-1 +0 +[0-9]"));
+  EXPECT_THAT(two.out, ::testing::ContainsRegex("  1 +2-5 +1-2 +[0-9]"));
+  const test::CliResult four = test::run_cli({"model-info", "--model", path, "--tp", "4", "--json"});
+  ASSERT_EQ(four.exit_code, 0) << four.err;
+  EXPECT_THAT(four.out, HasSubstr("\"num_kv_head_slots\": 4"));
+  EXPECT_THAT(four.out, HasSubstr("\"kv_heads_replicated\": true"));
+  const test::CliResult one = test::run_cli({"model-info", "--model", path, "--json"});
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  EXPECT_THAT(one.out, HasSubstr("\"tensor_parallel\": null"));
+  std::remove(path.c_str());
+  // The default tiny model's FFN (4 blocks of 32) cannot be cut into 8 chunks.
+  const test::CliResult refused = test::run_cli({"model-info", "--model", tiny_model(), "--tp", "2"});
+  ASSERT_EQ(refused.exit_code, 0) << refused.err;
+  EXPECT_THAT(refused.out, HasSubstr("ranks       cannot split: "));
+}
+
 // chat: sampling options not typed come from the model file's
 // general.sampling.* keys, else kvscope's chat defaults; typed ones win; the
 // line on stderr says which is which.

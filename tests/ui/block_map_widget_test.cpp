@@ -116,6 +116,24 @@ class BlockMapWidgetTest : public QObject {
     QToolTip::hideText();
   }
 
+  // One block table serves every tensor-parallel rank: the tooltip says a
+  // block holds each rank's KV heads, and which are copies; not at tp = 1.
+  void tooltipSaysTheBlockHoldsEveryRanksHeads() {
+    BlockMapWidget w;
+    w.setSnapshot(test::makeSnapshot(3, 3, 1));
+    QVERIFY2(!w.tooltipFor(3).contains(QStringLiteral("rank")), qPrintable(w.tooltipFor(3)));
+    w.setSnapshot(test::withRanks(test::makeSnapshot(3, 3, 1), test::smolRanks(2, 1 << 20)));
+    const QString two = w.tooltipFor(3);
+    QVERIFY2(two.contains(QStringLiteral("one block table for all 2 ranks: each block holds the K/V of every "
+                                         "rank's heads (rank 0: KV head 0, rank 1: KV heads 1–2)")),
+             qPrintable(two));
+    QVERIFY(two.contains(QStringLiteral("Block 3")));  // the rest is still there
+    w.setSnapshot(test::withRanks(test::makeSnapshot(3, 3, 1), test::smolRanks(4, 1 << 20)));
+    const QString four = w.tooltipFor(0);
+    QVERIFY2(four.contains(QStringLiteral("rank 1: KV head 1, rank 2: KV head 2 (a copy), rank 3: KV head 2 (a copy)")),
+             qPrintable(four));
+  }
+
   void tooltipShowsTheBlocksText() {
     // Sequence 101 (blocks 0, 3, 4 of 16 slots; the last holds 8) spells a
     // chat prompt one byte per token; the table maps ids to bytes as a byte

@@ -382,6 +382,13 @@ class MainWindowTest : public QObject {
     auto* legend = window.findChild<QLabel*>(QStringLiteral("blockMapLegend"));
     QVERIFY(legend);
     QVERIFY2(legend->text().contains(QStringLiteral("read once by cascade attention")), qPrintable(legend->text()));
+    // Tensor parallelism: the legend adds that a block holds every rank's
+    // KV heads, and drops it again at tp = 1.
+    window.onSnapshot(test::withRanks(test::makeSnapshot(2, 3, 1), test::smolRanks(2, 1 << 20)));
+    QVERIFY2(legend->text().contains(QStringLiteral("one block table for all 2 ranks")), qPrintable(legend->text()));
+    QVERIFY(legend->text().contains(QStringLiteral("read once by cascade attention")));
+    window.onSnapshot(test::makeSnapshot(2, 3, 1));
+    QVERIFY2(!legend->text().contains(QStringLiteral("ranks")), qPrintable(legend->text()));
 
     QVERIFY(window.showPanel(QStringLiteral("invariance")));
     ui::InvariancePanel* panel = window.invariancePanel();

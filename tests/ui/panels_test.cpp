@@ -116,6 +116,42 @@ class PanelsTest : public QObject {
     QVERIFY(!apply->isEnabled());
   }
 
+  // tp = 2: one row per rank (query heads, KV heads, weights, KV), from the
+  // snapshot; at tp = 1 no table; at tp = 4 the copied KV head is named.
+  void memoryPanelShowsPerRankRowsUnderTensorParallelism() {
+    MemoryPanel panel;
+    EngineConfig config;
+    config.model_path = "SmolLM2-135M-Instruct.Q4_1.gguf";
+    panel.setModel(smolInfo(), config);
+    auto* table = panel.findChild<QLabel*>(QStringLiteral("rankTable"));
+    QVERIFY(table);
+    panel.setSnapshot(test::makeSnapshot(3, 3, 2));
+    QVERIFY(table->isHidden());  // one rank: nothing to split
+    QVERIFY(table->text().isEmpty());
+
+    const int64_t pool = int64_t{91} * 737280;
+    config.tp = 2;
+    panel.setModel(smolInfo(), config);
+    panel.setSnapshot(test::withRanks(test::makeSnapshot(3, 3, 2), test::smolRanks(2, pool)));
+    QVERIFY(!table->isHidden());
+    const QString text = table->text();
+    QVERIFY2(text.contains(QStringLiteral("Tensor parallelism: 2 ranks")), qPrintable(text));
+    // Rank 0: query heads 0-2, KV head 0, a third of the pool (21.33 MiB of
+    // 64 MiB); rank 1: query heads 3-8, KV heads 1-2, two thirds.
+    QVERIFY2(text.contains(QStringLiteral("<td>0</td><td align=center>0–2</td><td align=center>0</td>")),
+             qPrintable(text));
+    QVERIFY2(text.contains(QStringLiteral("<td>1</td><td align=center>3–8</td><td align=center>1–2</td>")),
+             qPrintable(text));
+    QVERIFY2(text.contains(QStringLiteral("21.33 MiB")) && text.contains(QStringLiteral("42.66 MiB")),
+             qPrintable(text));
+    QVERIFY(!text.contains(QStringLiteral("copy")));
+
+    panel.setSnapshot(test::withRanks(test::makeSnapshot(3, 3, 2), test::smolRanks(4, pool)));
+    QVERIFY2(table->text().contains(QStringLiteral("stores 4 KV heads instead of 3")), qPrintable(table->text()));
+    panel.clear();
+    QVERIFY(table->isHidden());
+  }
+
   void sharedPrefixPanelTotals() {
     SharedPrefixPanel panel;
     panel.setModelInfo(smolInfo());

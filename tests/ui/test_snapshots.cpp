@@ -1,6 +1,7 @@
 // Hand-made snapshots (see test_snapshots.h).
 #include "test_snapshots.h"
 
+#include <array>
 #include <cassert>
 #include <map>
 
@@ -73,6 +74,38 @@ std::shared_ptr<const EngineSnapshot> makeCascadeSnapshot(int num_seqs, int bloc
   st.num_cascade_tokens = group.num_shared_tokens;
   st.cascade_kv_bytes_saved = int64_t{num_seqs - 1} * group.num_shared_tokens * kSmolKvBytesPerToken;
   s->cascade_groups.push_back(std::move(group));
+  return s;
+}
+
+TensorParallelMemory smolRanks(int tp, int64_t kv_pool_bytes) {
+  assert(tp == 2 || tp == 4);
+  TensorParallelMemory m;
+  m.tp = tp;
+  m.num_kv_heads = 3;
+  m.num_kv_head_slots = tp == 2 ? 3 : 4;
+  m.kv_heads_replicated = tp == 4;
+  // {query head begin, count, KV head begin, count}
+  const std::vector<std::array<int32_t, 4>> heads =
+      tp == 2 ? std::vector<std::array<int32_t, 4>>{{0, 3, 0, 1}, {3, 6, 1, 2}}
+              : std::vector<std::array<int32_t, 4>>{{0, 3, 0, 1}, {3, 3, 1, 1}, {6, 1, 2, 1}, {7, 2, 2, 1}};
+  for (int r = 0; r < tp; ++r) {
+    RankMemory rank;
+    rank.rank = r;
+    rank.q_head_begin = heads[static_cast<size_t>(r)][0];
+    rank.num_q_heads = heads[static_cast<size_t>(r)][1];
+    rank.kv_head_begin = heads[static_cast<size_t>(r)][2];
+    rank.num_kv_heads = heads[static_cast<size_t>(r)][3];
+    rank.weight_bytes = (int64_t{80} << 20) * rank.num_q_heads / 9;  // 80 MiB of weights by query heads
+    rank.kv_bytes = kv_pool_bytes / m.num_kv_head_slots * rank.num_kv_heads;
+    m.ranks.push_back(rank);
+  }
+  return m;
+}
+
+std::shared_ptr<const EngineSnapshot> withRanks(const std::shared_ptr<const EngineSnapshot>& snapshot,
+                                                const TensorParallelMemory& tp) {
+  auto s = std::make_shared<EngineSnapshot>(*snapshot);
+  s->tensor_parallel = tp;
   return s;
 }
 

@@ -128,6 +128,10 @@ QString TraceEventModel::describe(const EngineEvent& e) {
       return QStringLiteral("speculation: %1 of %2 accepted")
           .arg(e.value)
           .arg(count(e.value2, "draft token", "draft tokens"));
+    case EngineEventType::RankForward:
+      return QStringLiteral("rank %1 forward pass: %2 ms")
+          .arg(e.value)
+          .arg(static_cast<double>(e.value2) / 1e6, 0, 'f', 2);
   }
   return QStringLiteral("event type %1").arg(static_cast<int>(e.type));
 }

@@ -11,7 +11,10 @@
 //   - one async span ("b"/"e", cat "request") per completion, "request <id>"
 //     or "request <id>.<index>", from its first Admit to its Finish (spans of
 //     requests the log never saw finish are closed at the last timestamp);
-//   - counters ("C"): "KV blocks" {used, cached_free} and "batch" {tokens, seqs}.
+//   - counters ("C"): "KV blocks" {used, cached_free} and "batch" {tokens, seqs};
+//   - with tensor parallelism, one thread per rank, "rank r" (tid 10 + r):
+//     a complete event "forward" (cat "rank") per step, from when that rank
+//     began its part of the forward pass, as long as its own thread took.
 //
 // Exact round trip: every EngineEvent is stored, verbatim, as one record in
 // the "kvscope" array of some trace event's args (counters excepted: viewers

@@ -62,6 +62,15 @@ enum class TpReduce {
   Deterministic,  // a fixed set of K chunks summed in chunk order at every tp: tp = 1, 2, 4 give the same bits
 };
 
+// Which backend runs the model (runtime/backend.h; kvscope/backend_choice.h
+// says what each becomes on this build and machine).
+enum class BackendKind {
+  Cpu,   // the CPU kernels (kernels/cpu), with or without tensor parallelism
+  Cuda,  // an NVIDIA GPU; loading fails, saying why, where it cannot run
+  Auto,  // CUDA when the build has it and a device is present, else the CPU
+};
+
+const char* backend_kind_name(BackendKind kind);  // "cpu", "cuda", "auto"
 const char* scheduling_policy_name(SchedulingPolicy policy);
 const char* spec_method_name(SpecMethod method);
 const char* cascade_mode_name(CascadeMode mode);
@@ -69,6 +78,7 @@ const char* preemption_mode_name(PreemptionMode mode);
 
 struct EngineConfig {
   std::string model_path;          // a .gguf file or a Hugging Face model directory
+  BackendKind backend = BackendKind::Auto;  // what runs the model (ModelInfo::backend_reason says why)
   int32_t num_threads = 0;         // 0: one per available core
   int32_t tp = 1;                  // tensor-parallel ranks (threads of this process), each a slice of the model
   TpReduce tp_reduce = TpReduce::Fast;

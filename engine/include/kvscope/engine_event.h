@@ -26,6 +26,9 @@ enum class EngineEventType : uint8_t {
                 // value: shared tokens, value2: sequences in the pass
   Verify,       // speculative decoding checked the request's draft;
                 // value: draft tokens accepted, value2: draft tokens proposed
+  RankForward,  // tensor parallelism (tp > 1): one rank's part of the step's forward pass;
+                // time_s: when the rank began it, value: rank, value2: its duration in nanoseconds.
+                // Recorded once the pass is over, in order of begin time, so the log's times never run backwards.
 };
 
 const char* engine_event_type_name(EngineEventType type);

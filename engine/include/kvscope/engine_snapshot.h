@@ -3,10 +3,12 @@
 // and be kept while the engine moves on.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <vector>
 
 #include "kernels/cpu/kv_cache_type.h"
+#include "kvscope/rank_memory.h"
 #include "kvscope/request.h"
 
 namespace kvscope {
@@ -108,6 +110,12 @@ struct StepStats {
   // step and their query rows (a draft model's include every target row).
   int32_t num_draft_forwards = 0;
   int32_t num_draft_forward_rows = 0;
+  // Tensor parallelism: each rank's part of the forward pass, wall time on
+  // its own thread ([num_ranks]; 0 ranks when the step ran no forward pass).
+  // The Chrome trace has the same as one lane per rank (EngineEventType::RankForward).
+  static constexpr int kMaxRanks = 8;  // the tp setting's maximum
+  int32_t num_ranks = 0;
+  std::array<double, kMaxRanks> rank_forward_s{};
   int32_t num_batch_tokens() const { return num_prefill_tokens + num_decode_tokens + num_draft_tokens; }
 };
 
@@ -169,6 +177,11 @@ struct EngineSnapshot {
   std::vector<CascadeGroupSnapshot> cascade_groups;  // last step's shared passes
   KvStats kv;
   SpecStats spec;
+  // Tensor parallelism (ModelInfo::tensor_parallel): each rank's heads,
+  // weights and KV bytes. One block table serves every rank: a physical
+  // block holds the K/V of every rank's KV heads.
+  TensorParallelMemory tensor_parallel;
+  std::string backend_reason;  // what runs the model and why (ModelInfo::backend_reason)
 };
 
 }  // namespace kvscope

@@ -47,7 +47,11 @@ struct KvPlan {
   std::vector<std::string> warnings;     // it fits, but a person should know (trained context exceeded)
 
   int32_t max_model_len = 0;  // resolved: the config's, or the model's context when 0
+  // K and V of one token as the pool stores them: over every layer and every
+  // stored KV head, which with tp > num_kv_heads is one copy per rank
+  // (num_kv_head_slots heads, not num_kv_heads: docs/tensor-parallel.md).
   int64_t kv_bytes_per_token = 0;
+  int32_t num_kv_head_slots = 0;  // KV heads stored per layer: the model's, or tp when tp > KV heads
   int64_t bytes_per_block = 0;  // (kv_bytes_per_token + the draft model's) * block_size
   // The draft model's share of bytes_per_block (spec = draft; else 0): its
   // K/V live in the same blocks, so the budget pays for both.

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 
+#include "kvscope/rank_memory.h"
 #include "kvscope/sampling_defaults.h"
 #include <vector>
 
@@ -35,6 +36,14 @@ struct ModelInfo {
   size_t workspace_bytes = 0;
   int32_t num_kv_blocks = 0;
   int32_t block_size = 0;
+  // What runs the model (EngineConfig::backend as choose_backend resolved
+  // it; follows Engine::reconfigure).
+  std::string backend;         // "cpu" or "cuda"
+  std::string backend_reason;  // "CPU: this build has no CUDA backend (built with KVSCOPE_CUDA=OFF)"
+  std::string device_name;     // "CPU (AMD EPYC 7B13)", "NVIDIA H100 80GB HBM3"
+  // How tp splits the model and the pool between ranks (one rank when tp = 1);
+  // follows Engine::reconfigure like the sizes above.
+  TensorParallelMemory tensor_parallel;
   std::string chat_template_family;  // "chatml", "gemma", ...
   // What the model file recommends for sampling; resolve_sampling_defaults()
   // layers it over kvscope's defaults (kvscope/sampling_defaults.h).

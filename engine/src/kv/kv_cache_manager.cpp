@@ -7,14 +7,12 @@
 
 namespace kvscope {
 
-KvCacheManager::KvCacheManager(const KvCacheConfig& config, KvStorage& storage, EventLog& events)
-    : config_(config), storage_(storage), events_(events), pool_(config.num_blocks),
+KvCacheManager::KvCacheManager(const KvCacheConfig& config, KvBlockStore& blocks, EventLog& events)
+    : config_(config), blocks_(blocks), events_(events), pool_(config.num_blocks),
       block_tokens_(static_cast<size_t>(config.num_blocks) * config.block_size, -1),
       swap_pool_(config.num_swap_blocks) {
-  if (config.num_swap_blocks > 0) {
-    swap_storage_ = std::make_unique<KvStorage>(storage.num_layers(), config.num_swap_blocks, config.block_size,
-                                                storage.kv_size(), storage.type());
-  }
+  assert(blocks.num_blocks() >= config.num_blocks && blocks.num_swap_blocks() >= config.num_swap_blocks &&
+         "KvCacheManager: the block store is smaller than the config");
 }
 
 bool KvCacheManager::tokens_match(int32_t block, std::span<const int32_t> tokens) const {
@@ -76,8 +74,8 @@ void KvCacheManager::prepare_write(BlockTable& table, int32_t first_write, int32
     const int32_t old = table.block(i);
     if (pool_.ref_count(old) == 1) continue;
     const int32_t fresh = pool_.allocate();
-    KvStorage::copy_block(storage_, old, storage_, fresh);
-    if (draft_storage_) KvStorage::copy_block(*draft_storage_, old, *draft_storage_, fresh);
+    blocks_.copy_block(old, fresh);
+    if (draft_blocks_) draft_blocks_->copy_block(old, fresh);
     pool_.set_fill(fresh, pool_.fill(old));
     pool_.release(old);
     table.replace(i, fresh);
@@ -152,8 +150,8 @@ bool KvCacheManager::drop_blocks(BlockTable& table, int32_t first, int32_t num, 
     }
     // Another sequence reads this block at its old positions: rotate a copy.
     const int32_t fresh = pool_.allocate();
-    KvStorage::copy_block(storage_, old, storage_, fresh);
-    if (draft_storage_) KvStorage::copy_block(*draft_storage_, old, *draft_storage_, fresh);
+    blocks_.copy_block(old, fresh);
+    if (draft_blocks_) draft_blocks_->copy_block(old, fresh);
     pool_.set_fill(fresh, pool_.fill(old));
     pool_.release(old);
     table.replace(i, fresh);
@@ -185,11 +183,11 @@ void KvCacheManager::fork(const BlockTable& parent, BlockTable& child) {
 void KvCacheManager::release(BlockTable& table) { table.release_all(pool_); }
 
 void KvCacheManager::swap_out(BlockTable& table, RequestId id, int32_t index) {
-  assert(can_swap_out(table) && swap_storage_);
+  assert(can_swap_out(table));
   std::vector<int32_t> host;
   for (int32_t b : table.blocks()) {
     const int32_t s = swap_pool_.allocate();
-    KvStorage::copy_block(storage_, b, *swap_storage_, s);
+    blocks_.swap_out_block(b, s);
     swap_pool_.set_fill(s, pool_.fill(b));
     pool_.release(b);
     host.push_back(s);
@@ -200,11 +198,11 @@ void KvCacheManager::swap_out(BlockTable& table, RequestId id, int32_t index) {
 }
 
 void KvCacheManager::swap_in(BlockTable& table, RequestId id, int32_t index) {
-  assert(can_swap_in(table) && swap_storage_);
+  assert(can_swap_in(table) && config_.num_swap_blocks > 0);
   std::vector<int32_t> device;
   for (int32_t s : table.blocks()) {
     const int32_t b = pool_.allocate();
-    KvStorage::copy_block(*swap_storage_, s, storage_, b);
+    blocks_.swap_in_block(s, b);
     pool_.set_fill(b, swap_pool_.fill(s));
     swap_pool_.release(s);
     device.push_back(b);

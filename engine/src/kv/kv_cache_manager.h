@@ -1,6 +1,7 @@
 // KvCacheManager: gives sequences the KV blocks they need and takes them back.
-// It owns the block metadata (BlockPool), the prefix cache and the host swap
-// space, and moves block contents in KvStorage for copy-on-write and swap.
+// It owns the block metadata (BlockPool, the swap pool's), the prefix cache,
+// and moves block contents for copy-on-write and swap through a KvBlockStore
+// (kv/kv_block_store.h: the backend's pool, host or device memory).
 // Sequences are seen only through their BlockTable and token ids.
 //
 // Prefix caching: a full block's hash chains its parent's hash and its tokens
@@ -20,7 +21,7 @@
 
 #include "kv/block_pool.h"
 #include "kv/block_table.h"
-#include "kv/kv_storage.h"
+#include "kv/kv_block_store.h"
 #include "kvscope/engine_snapshot.h"
 #include "trace/event_log.h"
 
@@ -36,20 +37,21 @@ struct KvCacheConfig {
 
 class KvCacheManager {
  public:
-  // `storage` holds the device blocks; the swap space is allocated here.
-  KvCacheManager(const KvCacheConfig& config, KvStorage& storage, EventLog& events);
+  // `blocks` holds the pool's contents and the host swap space (its
+  // num_blocks() and num_swap_blocks() at least config's); not owned.
+  KvCacheManager(const KvCacheConfig& config, KvBlockStore& blocks, EventLog& events);
 
   // Speculative decoding with a draft model: the draft's KV (same blocks,
   // indexed by the same block ids, docs/speculative.md), copied along on
   // copy-on-write. Not swapped: a swapped-out sequence's draft KV is
   // recomputed after it comes back. nullptr: none.
-  void set_draft_storage(KvStorage* draft) { draft_storage_ = draft; }
+  void set_draft_blocks(KvBlockStore* draft) { draft_blocks_ = draft; }
 
   const KvCacheConfig& config() const { return config_; }
   const BlockPool& pool() const { return pool_; }
   int32_t block_size() const { return config_.block_size; }
-  // Bytes of the host swap storage allocated here (0 when num_swap_blocks is 0).
-  size_t swap_bytes() const { return swap_storage_ ? swap_storage_->num_bytes() : 0; }
+  // Bytes of the host swap space (0 when num_swap_blocks is 0).
+  size_t swap_bytes() const { return config_.num_swap_blocks > 0 ? blocks_.swap_bytes() : 0; }
 
   // Prompt tokens a new sequence would get from the cache (no state change).
   int32_t num_cached_prefix_tokens(std::span<const int32_t> tokens, uint64_t seed) const;
@@ -107,7 +109,7 @@ class KvCacheManager {
   // Swap: the table's device blocks are copied to host swap blocks and freed
   // (the table then holds swap ids), or back.
   bool can_swap_out(const BlockTable& table) const {
-    return swap_storage_ && table.num_blocks() > 0 && swap_pool_.can_allocate(table.num_blocks());
+    return config_.num_swap_blocks > 0 && table.num_blocks() > 0 && swap_pool_.can_allocate(table.num_blocks());
   }
   void swap_out(BlockTable& table, RequestId id, int32_t index);
   bool can_swap_in(const BlockTable& table) const { return pool_.can_allocate(table.num_blocks()); }
@@ -122,12 +124,11 @@ class KvCacheManager {
   bool tokens_match(int32_t block, std::span<const int32_t> tokens) const;
 
   KvCacheConfig config_;
-  KvStorage& storage_;
-  KvStorage* draft_storage_ = nullptr;  // not owned
+  KvBlockStore& blocks_;
+  KvBlockStore* draft_blocks_ = nullptr;  // not owned
   EventLog& events_;
   BlockPool pool_;
   std::vector<int32_t> block_tokens_;  // [num_blocks * block_size] tokens of hashed blocks
-  std::unique_ptr<KvStorage> swap_storage_;
   BlockPool swap_pool_;
   int64_t num_prefix_queried_ = 0, num_prefix_hits_ = 0, num_cows_ = 0;
   int64_t num_swapped_out_ = 0, num_swapped_in_ = 0;

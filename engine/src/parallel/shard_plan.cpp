@@ -1,6 +1,7 @@
 #include "parallel/shard_plan.h"
 
 #include <algorithm>
+#include <cassert>
 #include <fmt/format.h>
 #include <numeric>
 
@@ -35,6 +36,18 @@ ShardPlan ShardPlan::whole(const ModelConfig& c) {
 KvStorageShape kv_storage_shape(const ShardPlan& plan, const ModelConfig& c) {
   if (plan.is_plain()) return {c.num_layers, c.kv_size()};
   return {c.num_layers * plan.num_kv_slots, c.head_dim};
+}
+
+int64_t kv_block_bytes(const KvStorageShape& shape, int32_t block_size, KvCacheType type) {
+  return int64_t{2} * static_cast<int64_t>(kv_row_bytes(type, shape.kv_size)) * shape.num_layers * block_size;
+}
+
+int32_t num_kv_head_slots(int32_t num_kv_heads, int32_t tp) { return std::max(num_kv_heads, tp); }
+
+KvStorageShape kv_storage_shape(int32_t num_layers, int32_t num_kv_heads, int32_t head_dim, int32_t tp,
+                                bool deterministic) {
+  if (tp == 1 && !deterministic) return {num_layers, num_kv_heads * head_dim};
+  return {num_layers * num_kv_head_slots(num_kv_heads, tp), head_dim};
 }
 
 int64_t k_alignment(TensorType type) { return std::max<int64_t>(32, traits_of(type).block_elems); }
@@ -129,6 +142,8 @@ Result<ShardPlan> plan_shards(const ModelWeights& w, int32_t tp, bool determinis
     p.ranks.push_back(s);
   }
   p.num_kv_slots = kv_slot;
+  // plan_kv sized the pool before this plan existed, with num_kv_head_slots.
+  assert(p.num_kv_slots == num_kv_head_slots(K, tp) && "KV head slots disagree with num_kv_head_slots");
   return p;
 }
 

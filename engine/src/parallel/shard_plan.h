@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/cpu/kv_cache_type.h"
 #include "kvscope/result.h"
 #include "model/model_weights.h"
 
@@ -65,6 +66,20 @@ struct KvStorageShape {
   int32_t kv_size = 0;
 };
 KvStorageShape kv_storage_shape(const ShardPlan& plan, const ModelConfig& config);
+// KV heads stored over all ranks for a split plan_shards accepts: the
+// model's, or one per rank when there are more ranks than KV heads (each
+// rank then holds one group's head, a copy of it). Equals ShardPlan::num_kv_slots.
+int32_t num_kv_head_slots(int32_t num_kv_heads, int32_t tp);
+// The same layout before any plan exists (plan_kv sizes blocks from a
+// model's shape and the config's tp): what kv_storage_shape(plan, ...) gives
+// for the plan of (tp, deterministic).
+KvStorageShape kv_storage_shape(int32_t num_layers, int32_t num_kv_heads, int32_t head_dim, int32_t tp,
+                                bool deterministic);
+
+// Bytes one block takes in a KV storage of `shape`: K and V of block_size
+// slots in every storage layer (KvStorage's arithmetic; plan_kv and the
+// per-rank figures size the pool with it).
+int64_t kv_block_bytes(const KvStorageShape& shape, int32_t block_size, KvCacheType type);
 
 // K alignment a row-parallel slice of `type` needs: the quantisation block
 // (32 for Q4_0/Q4_1/Q5_x/Q8_0, 256 for K-quants), and at least 32 so that

@@ -19,6 +19,7 @@ std::unique_ptr<TensorParallelRunner> TensorParallelRunner::create(std::shared_p
   std::unique_ptr<TensorParallelRunner> tp(new TensorParallelRunner());
   tp->plan_ = plan;
   const int32_t world = plan.world_size;
+  tp->rank_timings_.resize(static_cast<size_t>(world));
   if (plan.is_plain()) {
     auto runner = ModelRunner::create(std::move(weights), kv, pool, progress);
     if (!runner) return nullptr;
@@ -86,7 +87,13 @@ size_t TensorParallelRunner::workspace_bytes() const {
 
 bool TensorParallelRunner::forward(const StepBatch& batch, std::vector<float>& logits,
                                    const std::atomic<bool>* interrupt, int32_t num_layers) {
-  if (shards_.size() == 1) return shards_[0]->forward(batch, logits, interrupt, num_layers);
+  using Clock = std::chrono::steady_clock;
+  if (shards_.size() == 1) {
+    rank_timings_[0].begin = Clock::now();
+    const bool ok = shards_[0]->forward(batch, logits, interrupt, num_layers);
+    rank_timings_[0].end = Clock::now();
+    return ok;
+  }
   {
     std::lock_guard lock(mutex_);
     job_ = Job{&batch, interrupt, num_layers};
@@ -96,7 +103,9 @@ bool TensorParallelRunner::forward(const StepBatch& batch, std::vector<float>& l
   job_ready_.notify_all();
   // Every rank reaches the same decision at each layer boundary (the stop
   // flag is broadcast from rank 0), so all return the same value.
+  rank_timings_[0].begin = Clock::now();
   const bool ok = shards_[0]->forward(batch, logits, interrupt, num_layers);
+  rank_timings_[0].end = Clock::now();
   std::unique_lock lock(mutex_);
   job_done_.wait(lock, [&] { return num_done_ == plan_.world_size - 1; });
   return ok;
@@ -113,8 +122,12 @@ void TensorParallelRunner::worker(int32_t rank) {
       seen = job_generation_;
       job = job_;
     }
+    // Read by forward()'s caller once num_done_ says this rank is done (under mutex_).
+    RankTiming& timing = rank_timings_[static_cast<size_t>(rank)];
+    timing.begin = std::chrono::steady_clock::now();
     shards_[static_cast<size_t>(rank)]->forward(*job.batch, rank_logits_[static_cast<size_t>(rank)], job.interrupt,
                                                 job.num_layers);
+    timing.end = std::chrono::steady_clock::now();
     {
       std::lock_guard lock(mutex_);
       ++num_done_;

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -41,8 +42,6 @@ class TensorParallelRunner {
   const ShardPlan& plan() const { return plan_; }
   const ModelConfig& config() const { return shards_[0]->config(); }
   int32_t world_size() const { return plan_.world_size; }
-  // The one runner of a plain plan (early-exit drafting runs it), else nullptr.
-  ModelRunner* plain_runner() { return plan_.is_plain() ? shards_[0].get() : nullptr; }
 
   void set_kv_storage(KvStorage& kv);
   // Re-divides pool.num_threads() between the ranks (at least one each).
@@ -55,6 +54,16 @@ class TensorParallelRunner {
                int32_t num_layers = 0);
   const AttentionStats& last_attention_stats() const { return shards_[0]->last_attention_stats(); }
 
+  // When each rank's part of the last forward() began and ended, stamped by
+  // the rank's own thread: [world_size] (one rank for a plain plan). A rank
+  // that waits in a collective for a slower one counts the wait: the spans
+  // show who waited for whom.
+  struct RankTiming {
+    std::chrono::steady_clock::time_point begin, end;
+    double seconds() const { return std::chrono::duration<double>(end - begin).count(); }
+  };
+  const std::vector<RankTiming>& last_rank_timings() const { return rank_timings_; }
+
  private:
   TensorParallelRunner() = default;
   void worker(int32_t rank);
@@ -64,6 +73,7 @@ class TensorParallelRunner {
   std::vector<std::unique_ptr<ThreadPool>> pools_;  // [world_size] when world_size > 1
   std::vector<std::unique_ptr<ModelRunner>> shards_;
   std::vector<std::vector<float>> rank_logits_;  // [world_size] ranks 1.. write theirs here
+  std::vector<RankTiming> rank_timings_;         // [world_size] each rank writes its own
 
   // The job the worker threads run: one forward() call.
   struct Job {

@@ -14,8 +14,8 @@ int32_t argmax(const float* row, int32_t vocab) {
 }  // namespace
 
 bool ModelProposer::draft(std::span<DraftSequence> seqs, const std::atomic<bool>* interrupt) {
-  assert(runner_ && "ModelProposer::draft before attach");
-  const int32_t vocab = runner_->config().vocab_size;
+  assert(backend_ && "ModelProposer::draft before attach");
+  const int32_t vocab = backend_->model_config().vocab_size;
   last_num_forwards_ = 0;
   last_num_rows_ = 0;
   int32_t max_draft = 0;
@@ -36,7 +36,7 @@ bool ModelProposer::draft(std::span<DraftSequence> seqs, const std::atomic<bool>
   }
   if (batch_.num_tokens == 0) return true;
   for (int32_t j = 0;; ++j) {
-    if (!runner_->forward(batch_, logits_, interrupt, num_layers_)) return false;
+    if (!backend_->forward(batch_, logits_, interrupt, num_layers_)) return false;
     ++last_num_forwards_;
     last_num_rows_ += batch_.num_tokens;
     size_t row = 0;

@@ -31,7 +31,7 @@
 #include <span>
 
 #include "kv/block_table.h"
-#include "runtime/model_runner.h"
+#include "runtime/backend.h"
 #include "runtime/step_batch.h"
 #include "spec/proposer.h"
 
@@ -60,10 +60,11 @@ class ModelProposer final : public Proposer {
   // also see every row the target computes, and each sequence's
   // Sequence::draft_num_computed says how far that K/V is complete.
   bool has_own_kv() const { return method_ == SpecMethod::Draft; }
-  // The runner that drafts (the draft model's, or the target's for early
-  // exit) and the layers it runs (0: all). Before the first draft().
-  void attach(ModelRunner& runner, int32_t num_layers) {
-    runner_ = &runner;
+  // The backend that drafts (the draft model's own, or the target's for
+  // early exit: runtime/backend.h says why both go through a Backend) and
+  // the layers it runs (0: all). Before the first draft().
+  void attach(Backend& backend, int32_t num_layers) {
+    backend_ = &backend;
     num_layers_ = num_layers;
   }
   int32_t num_layers() const { return num_layers_; }
@@ -77,7 +78,7 @@ class ModelProposer final : public Proposer {
 
  private:
   SpecMethod method_;
-  ModelRunner* runner_ = nullptr;  // not owned
+  Backend* backend_ = nullptr;  // not owned
   int32_t num_layers_ = 0;
   int32_t last_num_forwards_ = 0;
   int32_t last_num_rows_ = 0;

@@ -9,6 +9,7 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <utility>
 
@@ -23,6 +24,10 @@ using json = nlohmann::json;
 
 constexpr int kPid = 1;
 constexpr int kEngineTid = 1;
+// Tensor parallelism: rank r's forward passes are on thread kRankTidBase + r
+// ("rank r"), for ranks below kMaxRankLanes (a larger one is a garbled log).
+constexpr int kRankTidBase = 10;
+constexpr int64_t kMaxRankLanes = 64;
 
 double to_us(double seconds) { return seconds * 1e6; }
 
@@ -74,6 +79,13 @@ class TraceBuilder {
     json trace_events = json::array();
     trace_events.push_back(metadata("process_name", -1, "kvscope"));
     trace_events.push_back(metadata("thread_name", kEngineTid, "engine"));
+    for (int64_t rank : rank_lanes_) {
+      const int tid = kRankTidBase + static_cast<int>(rank);
+      trace_events.push_back(metadata("thread_name", tid, fmt::format("rank {}", rank)));
+      // The lanes below the engine's, in rank order.
+      trace_events.push_back(
+          {{"ph", "M"}, {"pid", kPid}, {"tid", tid}, {"name", "thread_sort_index"}, {"args", {{"sort_index", tid}}}});
+    }
     for (Out& o : out_) trace_events.push_back(std::move(o.body));
     return json{{"traceEvents", std::move(trace_events)},
                 {"displayTimeUnit", "ms"},
@@ -89,15 +101,15 @@ class TraceBuilder {
 
   static std::string span_id(RequestId request, int32_t index) { return fmt::format("{}.{}", request, index); }
 
-  static json metadata(const char* what, int tid, const char* name) {
+  static json metadata(const char* what, int tid, const std::string& name) {
     json m{{"ph", "M"}, {"pid", kPid}, {"name", what}, {"args", {{"name", name}}}};
     if (tid >= 0) m["tid"] = tid;
     return m;
   }
 
-  size_t push(double time_s, size_t order, json body) {
+  size_t push(double time_s, size_t order, json body, int tid = kEngineTid) {
     body["pid"] = kPid;
-    body["tid"] = kEngineTid;
+    body["tid"] = tid;
     body["ts"] = to_us(time_s);
     out_.push_back({to_us(time_s), order, std::move(body)});
     return out_.size() - 1;
@@ -213,6 +225,19 @@ class TraceBuilder {
       case EngineEventType::Allocate:
         if (!attach_to_step(e, seq)) push_instant(e, seq, {{"value", e.value}});
         return;
+      case EngineEventType::RankForward:
+        if (e.value < 0 || e.value >= kMaxRankLanes) {
+          push_instant(e, seq, {{"rank", e.value}, {"duration_ns", e.value2}});
+          return;
+        }
+        // On the rank's own lane, as long as its own pass took.
+        rank_lanes_.insert(e.value);
+        push(e.time_s, seq,
+             {{"ph", "X"}, {"cat", "rank"}, {"name", "forward"},
+              {"dur", std::max<double>(0.0, static_cast<double>(e.value2) / 1e3)},
+              {"args", {{"rank", e.value}, {"kvscope", json::array({raw_record(e, seq)})}}}},
+             kRankTidBase + static_cast<int>(e.value));
+        return;
     }
     push_instant(e, seq, {});  // a type added to the enum but not yet here
   }
@@ -223,6 +248,7 @@ class TraceBuilder {
   std::optional<size_t> open_step_;  // index in out_ of the step's "X"
   std::optional<size_t> last_step_;
   std::map<std::pair<RequestId, int32_t>, std::string> open_spans_;  // (request, index) -> span name
+  std::set<int64_t> rank_lanes_;  // ranks that had a forward pass in the log
 };
 
 // One "kvscope" record back into an event; an error says which field is wrong.

@@ -23,6 +23,7 @@ const char* engine_event_type_name(EngineEventType type) {
     case EngineEventType::KvUsage: return "kv_usage";
     case EngineEventType::Cascade: return "cascade";
     case EngineEventType::Verify: return "verify";
+    case EngineEventType::RankForward: return "rank_forward";
   }
   return "unknown";
 }
@@ -43,9 +44,18 @@ double EventLog::now_s() const {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
 }
 
+double EventLog::seconds_at(std::chrono::steady_clock::time_point t) const {
+  return std::chrono::duration<double>(t - start_).count();
+}
+
 void EventLog::append(EngineEventType type, RequestId request, int32_t index, int64_t value,
                       int64_t value2) {
-  const EngineEvent event{now_s(), type, request, index, value, value2};
+  append_at(now_s(), type, request, index, value, value2);
+}
+
+void EventLog::append_at(double time_s, EngineEventType type, RequestId request, int32_t index, int64_t value,
+                         int64_t value2) {
+  const EngineEvent event{time_s, type, request, index, value, value2};
   if (events_.size() < capacity_) {
     events_.push_back(event);
     return;

@@ -25,7 +25,7 @@
 
 namespace kvscope {
 
-inline constexpr int kNumEngineEventTypes = static_cast<int>(EngineEventType::Verify) + 1;
+inline constexpr int kNumEngineEventTypes = static_cast<int>(EngineEventType::RankForward) + 1;
 
 // Inverse of engine_event_type_name(); nullopt for a name no type has.
 std::optional<EngineEventType> engine_event_type_from_name(std::string_view name);
@@ -48,6 +48,15 @@ class EventLog {
     append(type, request, index, value, value2);
   }
 
+  // Appends one event stamped with `time_s` (a time of this log's clock,
+  // seconds_at()) for something measured elsewhere, such as a rank's forward
+  // pass on its own thread; does nothing while disabled.
+  void record_at(double time_s, EngineEventType type, RequestId request, int32_t index, int64_t value = 0,
+                 int64_t value2 = 0) {
+    if (!enabled_) return;
+    append_at(time_s, type, request, index, value, value2);
+  }
+
   // The held events, oldest first; leaves the log empty (still enabled or not).
   std::vector<EngineEvent> take();
 
@@ -58,9 +67,13 @@ class EventLog {
 
   // Seconds since construction on the steady clock: the time base of the events.
   double now_s() const;
+  // The same time base for a moment stamped earlier on the steady clock.
+  double seconds_at(std::chrono::steady_clock::time_point t) const;
 
  private:
   void append(EngineEventType type, RequestId request, int32_t index, int64_t value, int64_t value2);
+  void append_at(double time_s, EngineEventType type, RequestId request, int32_t index, int64_t value,
+                 int64_t value2);
 
   std::chrono::steady_clock::time_point start_;
   size_t capacity_;

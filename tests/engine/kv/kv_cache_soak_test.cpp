@@ -13,6 +13,7 @@
 #include <random>
 #include <set>
 
+#include "kv/host_kv_pool.h"
 #include "kv/kv_cache_manager.h"
 #include "kv/prefix_hash.h"
 
@@ -31,7 +32,8 @@ class KvSoak : public ::testing::TestWithParam<bool> {};
 TEST_P(KvSoak, InvariantsHoldAfterEveryOperation) {
   const bool contiguous = GetParam();
   const int32_t bs = 4, num_blocks = 48;
-  KvStorage storage(1, num_blocks, bs, 2);
+  HostKvPool blocks(KvPoolSpec{.num_layers = 1, .kv_size = 2, .num_blocks = num_blocks, .block_size = bs,
+                               .num_swap_blocks = 24});
   EventLog events;
   KvCacheConfig cfg;
   cfg.block_size = bs;
@@ -39,7 +41,7 @@ TEST_P(KvSoak, InvariantsHoldAfterEveryOperation) {
   cfg.num_swap_blocks = 24;
   cfg.prefix_caching = true;
   cfg.contiguous = contiguous;
-  KvCacheManager kv(cfg, storage, events);
+  KvCacheManager kv(cfg, blocks, events);
   std::mt19937 rng(2024);
   std::vector<SimSeq> seqs;
   const uint64_t seed = prefix_hash_seed("");

@@ -10,6 +10,7 @@
 #include <numeric>
 #include <vector>
 
+#include "kv/host_kv_pool.h"
 #include "kv/kv_cache_manager.h"
 #include "kv/prefix_hash.h"
 
@@ -20,10 +21,12 @@ constexpr int32_t kBlockSize = 4;
 const uint64_t kSeed = prefix_hash_seed("");
 
 struct Fixture {
-  Fixture() : storage(1, 32, kBlockSize, 2) {
+  Fixture()
+      : blocks(KvPoolSpec{.num_layers = 1, .kv_size = 2, .num_blocks = 32, .block_size = kBlockSize}),
+        storage(blocks.storage()) {
     cfg.block_size = kBlockSize;
     cfg.num_blocks = 32;
-    kv = std::make_unique<KvCacheManager>(cfg, storage, events);
+    kv = std::make_unique<KvCacheManager>(cfg, blocks, events);
   }
   void prefill(BlockTable& t, const std::vector<int32_t>& tokens) {
     const int32_t n = static_cast<int32_t>(tokens.size());
@@ -40,7 +43,8 @@ struct Fixture {
     std::memcpy(k, storage.k(0, t.slot(pos)), sizeof k);
     return k[e];
   }
-  KvStorage storage;
+  HostKvPool blocks;
+  KvStorage& storage;  // blocks' contents, written and read directly
   EventLog events;
   KvCacheConfig cfg;
   std::unique_ptr<KvCacheManager> kv;

@@ -7,6 +7,7 @@
 
 #include <vector>
 
+#include "kv/host_kv_pool.h"
 #include "kv/kv_cache_manager.h"
 #include "kv/prefix_hash.h"
 
@@ -16,14 +17,15 @@ namespace {
 constexpr int32_t kBlockSize = 4;
 
 struct Fixture {
-  explicit Fixture(bool contiguous = false) : storage(1, 32, kBlockSize, 2) {
+  explicit Fixture(bool contiguous = false)
+      : blocks(KvPoolSpec{.num_layers = 1, .kv_size = 2, .num_blocks = 32, .block_size = kBlockSize}) {
     cfg.block_size = kBlockSize;
     cfg.num_blocks = 32;
     cfg.prefix_caching = true;
     cfg.contiguous = contiguous;
-    kv = std::make_unique<KvCacheManager>(cfg, storage, events);
+    kv = std::make_unique<KvCacheManager>(cfg, blocks, events);
   }
-  KvStorage storage;
+  HostKvPool blocks;
   EventLog events;
   KvCacheConfig cfg;
   std::unique_ptr<KvCacheManager> kv;

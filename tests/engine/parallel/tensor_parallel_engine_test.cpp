@@ -28,12 +28,13 @@ struct Happened {
 struct TpRun {
   int32_t tp = 1;
   CascadeMode cascade = CascadeMode::Off;
+  int32_t num_requests = 9;
   int32_t concurrency = 1;  // requests in flight together
   bool swap = false;        // a pool too small for all: preemption by swap
   int32_t reconfigure_to_tp = 0;  // > 0: reconfigure to this tp after a few steps
 };
 
-// Nine requests sharing a 70-token prefix, each with its own tail.
+// r.num_requests requests sharing a 70-token prefix, each with its own tail.
 Logits run(const std::string& model, const TpRun& r, Happened* happened = nullptr) {
   EngineConfig c;
   c.model_path = model;
@@ -68,7 +69,7 @@ Logits run(const std::string& model, const TpRun& r, Happened* happened = nullpt
       }
     }
   };
-  for (int32_t i = 0; i < 9; ++i) {
+  for (int32_t i = 0; i < r.num_requests; ++i) {
     GenerationRequest req;
     req.prompt_tokens = prefix;
     for (int32_t t = 0; t <= i % 4; ++t) req.prompt_tokens.push_back(10 + i * 5 + t);
@@ -120,19 +121,23 @@ class TensorParallelEngineTest : public ::testing::Test {
   std::string path_;
 };
 
+// The grid: tp 1/2/4 x cascade off/on x concurrency 1 and 32, all
+// against tp 1 run one request at a time.
 TEST_F(TensorParallelEngineTest, DeterministicLogitsAreTheSameAtEveryTp) {
-  const Logits reference = run(path_, TpRun{});
-  ASSERT_EQ(reference.size(), 9u);
-  for (int32_t concurrency : {1, 9}) {
+  TpRun base;
+  base.num_requests = 32;
+  const Logits reference = run(path_, base);
+  ASSERT_EQ(reference.size(), 32u);
+  for (int32_t concurrency : {1, 32}) {
     for (CascadeMode cascade : {CascadeMode::Off, CascadeMode::On}) {
       for (int32_t tp : {1, 2, 4}) {
-        TpRun r;
+        TpRun r = base;
         r.tp = tp;
         r.cascade = cascade;
         r.concurrency = concurrency;
         Happened happened;
         const Logits got = run(path_, r, &happened);
-        if (cascade == CascadeMode::On && concurrency == 9) {
+        if (cascade == CascadeMode::On && concurrency > 1) {
           EXPECT_GT(happened.cascade_seqs, 0) << "the shared prefix had no cascade pass";
         }
         expect_same(reference, got,

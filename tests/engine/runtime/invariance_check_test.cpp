@@ -75,7 +75,7 @@ TEST(InvarianceSide, AliasesMapOntoTableRows) {
 }
 
 TEST(InvarianceSide, UnknownKeyListsTheKnownOnes) {
-  for (const char* key : {"kv_dtype", "speculative", "pp", "backend"}) {
+  for (const char* key : {"kv_dtype", "speculative", "pp", "device"}) {
     auto side = parse_invariance_side(std::string(key) + "=1", with_model());
     ASSERT_FALSE(side.ok()) << key;
     EXPECT_NE(side.error().find("unknown setting '" + std::string(key) + "'"), std::string::npos) << side.error();

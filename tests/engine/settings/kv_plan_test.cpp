@@ -33,6 +33,27 @@ TEST(KvPlan, BudgetMakesWholeBlocks) {
   EXPECT_TRUE(p.warnings.empty());
 }
 
+// Tensor parallelism: SmolLM2's 3 KV heads are dealt out at tp 2 (3 stored)
+// and copied at tp 4 (one per rank: 4 stored), so a block is 4/3 as large.
+TEST(KvPlan, ReplicatedKvHeadsAreCounted) {
+  EngineConfig c = config();
+  for (TpReduce reduce : {TpReduce::Fast, TpReduce::Deterministic}) {
+    c.tp_reduce = reduce;
+    c.tp = 2;
+    KvPlan p = plan_kv(smollm2(), c, 0);
+    ASSERT_TRUE(p.ok());
+    EXPECT_EQ(p.num_kv_head_slots, 3);
+    EXPECT_EQ(p.kv_bytes_per_token, 46080);
+    c.tp = 4;
+    p = plan_kv(smollm2(), c, 0);
+    ASSERT_TRUE(p.ok());
+    EXPECT_EQ(p.num_kv_head_slots, 4);
+    EXPECT_EQ(p.kv_bytes_per_token, 46080 / 3 * 4);  // 2 * 4 bytes * 30 layers * 4 heads * 64
+    EXPECT_EQ(p.bytes_per_block, 61440 * 16);
+    EXPECT_EQ(p.num_blocks, (int64_t{512} << 20) / (61440 * 16));  // 546: the budget holds fewer blocks
+  }
+}
+
 TEST(KvPlan, BlockCountOverridesTheBudgetAndSwapFollowsPreemption) {
   EngineConfig c = config();
   c.num_blocks = 100;

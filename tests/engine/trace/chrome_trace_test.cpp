@@ -199,6 +199,43 @@ TEST(ChromeTrace, HasCountersAndInstants) {
   EXPECT_FALSE(instants.count("kv_usage"));  // in-step usage rides on the step
 }
 
+// Tensor parallelism: each rank's forward pass is a span on its own lane
+// (tid 10 + rank, named "rank r"), as long as the rank's own measured time.
+TEST(ChromeTrace, RankForwardsHaveALanePerRank) {
+  const std::vector<EngineEvent> events = {
+      {0.010, T::StepBegin, 0, 0, 0, 0},
+      {0.011, T::RankForward, 0, 0, 0, 2'000'000},   // rank 0: 2 ms
+      {0.0112, T::RankForward, 0, 0, 1, 1'500'000},  // rank 1: 1.5 ms
+      {0.014, T::StepEnd, 0, 0, 3, 1},
+      {0.015, T::RankForward, 0, 0, 99, 5},  // a rank no tp has: an instant, not a lane
+  };
+  const json trace = json::parse(to_chrome_trace_json(events));
+  std::map<int, json> spans;
+  for (const json& x : with_phase(trace, "X")) {
+    if (x["cat"] == "rank") spans[x["tid"].get<int>()] = x;
+  }
+  ASSERT_EQ(spans.size(), 2u);
+  EXPECT_DOUBLE_EQ(spans[10]["ts"].get<double>(), 11000.0);
+  EXPECT_DOUBLE_EQ(spans[10]["dur"].get<double>(), 2000.0);
+  EXPECT_DOUBLE_EQ(spans[11]["ts"].get<double>(), 11200.0);
+  EXPECT_DOUBLE_EQ(spans[11]["dur"].get<double>(), 1500.0);
+  EXPECT_EQ(spans[11]["name"], "forward");
+  EXPECT_EQ(spans[11]["args"]["rank"], 1);
+  std::map<int, std::string> names;
+  for (const json& m : with_phase(trace, "M")) {
+    if (m["name"] == "thread_name") names[m["tid"].get<int>()] = m["args"]["name"];
+  }
+  EXPECT_EQ(names[10], "rank 0");
+  EXPECT_EQ(names[11], "rank 1");
+  EXPECT_FALSE(names.count(10 + 99));
+  bool instant = false;
+  for (const json& i : with_phase(trace, "i")) instant |= i["name"] == "rank_forward" && i["tid"] == 1;
+  EXPECT_TRUE(instant);
+  auto back = parse_chrome_trace(trace.dump());
+  ASSERT_TRUE(back.ok()) << back.error();
+  expect_same(events, *back);
+}
+
 TEST(ChromeTrace, WriteThenReadIsExact) {
   const std::vector<EngineEvent> events = session();
   const std::string path = temp_path("session.json");
