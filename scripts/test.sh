@@ -5,13 +5,14 @@
 #   3. fuzz the GGUF reader, the weight loader and both tokenizers briefly
 #      (scripts/run_fuzz.sh);
 #   4. run the unit and ui tests under ASan + UBSan (scripts/sanitize.sh);
-#   5. build with warnings as errors and run every test: ctest last, so its
-#      summary closes the output.
+#   5. build with warnings as errors; build the CUDA kernels, their tests and
+#      the NCCL communicator in build-cuda (compile and link only: no GPU);
+#      run every test: ctest last, so its summary closes the output.
 # KVSCOPE_REQUIRE_TEST_DATA=1 is set for all of it: a test whose model or data
 # is missing fails with the fetch command instead of skipping
 # (tests/support/require_data.h), so the run cannot pass by skipping.
 # Environment: KVSCOPE_FUZZ_SECONDS (default 120, 0 skips fuzzing),
-# KVSCOPE_SANITIZE_TESTS=0 skips step 4.
+# KVSCOPE_SANITIZE_TESTS=0 skips step 4, KVSCOPE_CUDA_BUILD=0 the CUDA build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export KVSCOPE_REQUIRE_TEST_DATA=1
@@ -35,4 +36,17 @@ fi
 
 cmake -S . -B build-test -G Ninja -DCMAKE_BUILD_TYPE=Release -DKVSCOPE_CUDA=OFF -DKVSCOPE_WERROR=ON >/dev/null
 cmake --build build-test -j"$jobs"
+if [[ "${KVSCOPE_CUDA_BUILD:-1}" != 0 ]]; then
+  # CUDA and NCCL compile and link (CI has the toolkit, no GPU): only the CUDA
+  # kernels, their test binary and the NCCL communicator with its test, not
+  # the whole project; of them only the launchers' precondition checks run
+  # here (they need no device). The GPU run is scripts/gpu_check.sh.
+  nvcc_path="$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)"
+  [[ -x "$nvcc_path" ]] || { echo "test.sh: nvcc not found (install the CUDA toolkit or set KVSCOPE_CUDA_BUILD=0)" >&2; exit 1; }
+  cmake -S . -B build-cuda -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_COMPILER="$nvcc_path" \
+    -DKVSCOPE_CUDA=ON -DKVSCOPE_NCCL=ON -DKVSCOPE_GUI=OFF -DKVSCOPE_WERROR=ON -DCMAKE_CUDA_ARCHITECTURES=90 >/dev/null
+  cmake --build build-cuda -j"$jobs" --target cuda_kernels_test cuda_gemm_test nccl_communicator_test
+  build-cuda/tests/kernels/cuda/cuda_kernels_test --gtest_filter='CudaLaunchCheck.*:*Harness*' --gtest_brief=1
+  build-cuda/tests/kernels/cuda/cuda_gemm_test --gtest_filter='CudaGemmLaunchCheck.*' --gtest_brief=1
+fi
 ctest --test-dir build-test --output-on-failure -j"$jobs" --timeout 900

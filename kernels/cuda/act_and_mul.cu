@@ -1,0 +1,58 @@
+// SwiGLU / GeGLU kernels; see act_and_mul.cuh. Bandwidth-bound (12 bytes per
+// element), one element per thread of a grid-stride loop; expf / tanhf are
+// the accurate library functions, not the __expf intrinsics, so the result
+// stays within a few ulp of the f64 reference.
+#include "kernels/cuda/act_and_mul.cuh"
+
+#include "kernels/cuda/launch_check.h"
+
+namespace kvscope::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+constexpr unsigned int kMaxBlocks = 65535;  // grid-stride beyond this
+
+struct Silu {
+  __device__ float operator()(float g) const { return g / (1.0f + expf(-g)); }
+};
+
+struct GeluTanh {
+  __device__ float operator()(float g) const {
+    constexpr float kSqrt2OverPi = 0.7978845608028654f;
+    return 0.5f * g * (1.0f + tanhf(kSqrt2OverPi * (g + 0.044715f * g * g * g)));
+  }
+};
+
+template <typename Act>
+__global__ void act_and_mul_kernel(const float* gate, const float* up, int64_t n, float* out) {
+  const Act act;
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
+    // Read both inputs before writing: out may alias gate or up.
+    const float g = gate[i];
+    const float u = up[i];
+    out[i] = act(g) * u;
+  }
+}
+
+template <typename Act>
+cudaError_t launch(const float* gate, const float* up, int64_t n, float* out, cudaStream_t stream, const char* op) {
+  KVSCOPE_CUDA_REQUIRE(op, n >= 0);
+  if (n == 0) return cudaSuccess;
+  KVSCOPE_CUDA_REQUIRE(op, gate != nullptr && up != nullptr && out != nullptr);
+  const unsigned int blocks = n / kThreads + 1 < kMaxBlocks ? num_blocks_for(n, kThreads) : kMaxBlocks;
+  act_and_mul_kernel<Act><<<blocks, kThreads, 0, stream>>>(gate, up, n, out);
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+cudaError_t silu_mul(const float* gate, const float* up, int64_t n, float* out, cudaStream_t stream) {
+  return launch<Silu>(gate, up, n, out, stream, "silu_mul");
+}
+
+cudaError_t gelu_tanh_mul(const float* gate, const float* up, int64_t n, float* out, cudaStream_t stream) {
+  return launch<GeluTanh>(gate, up, n, out, stream, "gelu_tanh_mul");
+}
+
+}  // namespace kvscope::cuda

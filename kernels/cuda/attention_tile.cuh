@@ -1,0 +1,128 @@
+// Device code shared by the prefill and cascade attention passes
+// (paged_prefill.cu): one warp folds one (query row, query head) over tiles
+// of kAttentionTile absolute key positions held in shared memory, keeping the
+// running state (max, sum of exp(score - max), unnormalised output) of
+// kernels/cpu/attention_state.h.
+//
+// Bitwise contract: the arithmetic of a tile depends only on the row's q, the
+// tile's K/V rows and the sub-range [lo, hi) of positions the row sees in it
+// (lane j <-> position lo + j), never on which other rows or heads share the
+// block or the shared memory. Every float operation is an explicit
+// round-to-nearest intrinsic (__fmaf_rn, __fmul_rn, __fadd_rn, ...), so the
+// compiler has no contraction choice that could differ between the kernels
+// or call sites using this code; the cascade pass and the flat pass therefore
+// compute bit-identical states for the same tiles.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/cpu/paged_attention.h"
+#include "kernels/cuda/device_util.cuh"
+
+namespace kvscope::cuda {
+
+inline constexpr int32_t kMaxPrefillHeadDim = 256;
+inline constexpr int kPrefillDimsPerLane = kMaxPrefillHeadDim / kWarpSize;  // o[d] for d = lane + 32 * i
+
+// A warp's running attention state; every lane holds the same max and sum.
+struct WarpState {
+  float max;
+  float sum;
+  float o[kPrefillDimsPerLane];
+};
+
+__device__ inline void clear_state(WarpState& st) {
+  st.max = -INFINITY;
+  st.sum = 0.0f;
+#pragma unroll
+  for (int i = 0; i < kPrefillDimsPerLane; ++i) st.o[i] = 0.0f;
+}
+
+// Shared-memory tile rows are padded to head_dim + 1 floats so that lane j
+// reading K[j][d] (the score loop) hits bank (j + d) % 32 when head_dim is a
+// multiple of 32: no bank conflicts.
+__host__ __device__ inline int32_t tile_row_stride(int32_t head_dim) { return head_dim + 1; }
+
+// Folds the tile's keys [lo, hi) into st, as merge_attention_state does on
+// the CPU: the tile's own state first (max over its scores, weights
+// exp(score - max) summed by a fixed xor tree over the lanes, output
+// sum_j w_j V[j][d] in j order), then the merge. k_s / v_s hold the tile's
+// rows from position tile_start, tile_row_stride(head_dim) floats apart;
+// q_s holds the warp's query row. Called by all 32 lanes of the warp.
+__device__ inline void attend_tile(WarpState& st, const float* q_s, const float* k_s, const float* v_s,
+                                   int32_t tile_start, int32_t lo, int32_t hi, int32_t head_dim, float scale,
+                                   float softcap) {
+  const int lane = threadIdx.x % kWarpSize;
+  const int32_t n = hi - lo;
+  const int32_t stride = tile_row_stride(head_dim);
+  const int32_t first_row = lo - tile_start;
+  // score[j] = scale * sum_d q[d] K[lo + j][d], an FMA chain over d in order.
+  float score = -INFINITY;
+  if (lane < n) {
+    const float* k_row = k_s + (first_row + lane) * stride;
+    float dot = 0.0f;
+    for (int32_t d = 0; d < head_dim; ++d) dot = __fmaf_rn(q_s[d], k_row[d], dot);
+    score = __fmul_rn(dot, scale);
+    if (softcap > 0.0f) score = __fmul_rn(softcap, tanhf(__fdiv_rn(score, softcap)));
+  }
+  const float tile_max = warp_max(score);  // exact in any order
+  const float w = lane < n ? expf(__fsub_rn(score, tile_max)) : 0.0f;
+  float tile_sum = w;
+  for (int offset = kWarpSize / 2; offset > 0; offset /= 2) {
+    tile_sum = __fadd_rn(tile_sum, __shfl_xor_sync(0xffffffffu, tile_sum, offset));
+  }
+  // o_tile[d] = sum_j w_j V[lo + j][d], j in order; lane owns d = lane + 32 i.
+  float o_tile[kPrefillDimsPerLane];
+#pragma unroll
+  for (int i = 0; i < kPrefillDimsPerLane; ++i) o_tile[i] = 0.0f;
+  for (int32_t j = 0; j < n; ++j) {
+    const float wj = __shfl_sync(0xffffffffu, w, j);
+    const float* v_row = v_s + (first_row + j) * stride;
+#pragma unroll
+    for (int i = 0; i < kPrefillDimsPerLane; ++i) {
+      const int32_t d = lane + kWarpSize * i;
+      if (d < head_dim) o_tile[i] = __fmaf_rn(wj, v_row[d], o_tile[i]);
+    }
+  }
+  // merge_attention_state(st, o, tile state, o_tile): empty tile -> no change,
+  // empty running state -> copy, else rescale both to the larger max.
+  if (tile_sum == 0.0f) return;
+  if (st.sum == 0.0f) {
+    st.max = tile_max;
+    st.sum = tile_sum;
+#pragma unroll
+    for (int i = 0; i < kPrefillDimsPerLane; ++i) st.o[i] = o_tile[i];
+    return;
+  }
+  const float m = st.max > tile_max ? st.max : tile_max;
+  const float fa = expf(__fsub_rn(st.max, m));
+  const float fb = expf(__fsub_rn(tile_max, m));
+#pragma unroll
+  for (int i = 0; i < kPrefillDimsPerLane; ++i) st.o[i] = __fadd_rn(__fmul_rn(st.o[i], fa), __fmul_rn(o_tile[i], fb));
+  st.sum = __fadd_rn(__fmul_rn(st.sum, fa), __fmul_rn(tile_sum, fb));
+  st.max = m;
+}
+
+// Converts K and V rows of positions [begin, end) (at most one tile) of one
+// KV head into the shared tile, row p - tile_start. All threads of the block
+// call it; the caller synchronises before and after.
+__device__ inline void load_kv_tile(float* k_s, float* v_s, const PagedKvLayer& kv, const int32_t* table,
+                                    int32_t num_kv_heads, int32_t kv_head, int32_t head_dim, int32_t tile_start,
+                                    int32_t begin, int32_t end) {
+  const int64_t slot_bytes = kv_bytes(kv.type, static_cast<int64_t>(num_kv_heads) * head_dim);
+  const int64_t head_bytes = kv_bytes(kv.type, static_cast<int64_t>(kv_head) * head_dim);
+  const int32_t stride = tile_row_stride(head_dim);
+  const int32_t count = (end - begin) * head_dim;
+  for (int32_t e = threadIdx.x; e < count; e += blockDim.x) {
+    const int32_t p = begin + e / head_dim;
+    const int32_t d = e % head_dim;
+    // slot = table[p / block_size] * block_size + p % block_size; row bytes slot * slot_bytes + head_bytes
+    const int64_t slot = static_cast<int64_t>(table[p / kv.block_size]) * kv.block_size + p % kv.block_size;
+    const int64_t at = slot * slot_bytes + head_bytes;
+    const int32_t row = (p - tile_start) * stride;
+    k_s[row + d] = load_kv_element(kv.type, static_cast<const uint8_t*>(kv.k) + at, d);
+    v_s[row + d] = load_kv_element(kv.type, static_cast<const uint8_t*>(kv.v) + at, d);
+  }
+}
+
+}  // namespace kvscope::cuda

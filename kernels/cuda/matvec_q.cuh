@@ -1,0 +1,24 @@
+// Dequantising matrix-vector product on the GPU, for decode: the weights stay
+// in their GGUF block layout as loaded (Q4_1 for SmolLM2's layers, Q8_0 for
+// its tied embedding / LM head) and are dequantised in registers, so each
+// weight byte crosses the memory bus once per step. Mirrors
+// kernels/reference/matmul.h; tested by tests/kernels/cuda/matvec_q_test.cpp.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "kernels/tensor_type.h"
+
+namespace kvscope::cuda {
+
+// y[t][r] = dot(dequant(w row r), x[t]) for t < num_tokens (a few decode rows).
+// w: [num_rows][row_bytes(type, row_len)] device bytes; x: [num_tokens][row_len]
+// device f32; y: [num_tokens][num_rows] device f32.
+// Preconditions: type Q4_1 or Q8_0, row_len > 0 and a multiple of 32,
+// num_rows > 0, 0 <= num_tokens <= 65535.
+cudaError_t matvec_q(TensorType type, const void* w, int64_t num_rows, int64_t row_len, const float* x,
+                     int64_t num_tokens, float* y, cudaStream_t stream);
+
+}  // namespace kvscope::cuda

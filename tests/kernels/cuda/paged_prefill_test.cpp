@@ -1,0 +1,175 @@
+// kernels/cuda/paged_prefill (mixed prefill / decode batches) against the f64
+// reference attention (kernels/reference/attention.h) over K/V as the cache
+// stores them: GQA / MHA / MQA, sliding window, softcap, every cache type,
+// odd head dims; then the bitwise equivalences of the invariance contract:
+// chunked prefill == one prefill, block size 16 == block size 5, a row alone
+// == the row in a batch. Tolerance 1e-4 normalised (f32 against f64).
+// Without a device: the harness (CPU kernel over the same pool and batches)
+// and the planner run everywhere.
+#include "kernels/cuda/paged_prefill.cuh"
+
+#include <algorithm>
+#include <set>
+
+#include "cuda_test_util.h"
+#include "prefill_run.h"
+
+namespace kvscope {
+namespace {
+
+using cuda_test::PrefillProblem;
+using cuda_test::SeqSpec;
+
+constexpr double kTolerance = 1e-4;
+
+// Decode rows, short and long prefill chunks, whole prompts: sizes 1, 7, 17, 54, 97 and beyond a few tiles.
+const std::vector<SeqSpec> kMixedBatch = {
+    {1, 1}, {7, 7}, {17, 1}, {54, 20}, {97, 97}, {300, 33}, {70, 1}, {129, 65},
+};
+
+PrefillProblem make(AttentionShape shape, KvCacheType type, std::vector<SeqSpec> seqs, std::mt19937& rng) {
+  return cuda_test::make_prefill_problem(shape, type, std::move(seqs), rng);
+}
+
+TEST(CudaPagedPrefillHarness, CpuKernelOnThePoolMatchesReference) {
+  std::mt19937 rng(60);
+  for (KvCacheType type : {KvCacheType::F32, KvCacheType::Q8_0}) {
+    for (int32_t window : {0, 40}) {
+      const PrefillProblem p = make(cuda_test::decode_shape(6, 2, 64, window, window > 0 ? 2.0f : 0.0f), type,
+                                    kMixedBatch, rng);
+      EXPECT_LT(cuda_test::normalised_error(cuda_test::run_prefill_cpu(p, 7, false, rng), p.ref), kTolerance)
+          << kv_cache_type_name(type) << " window " << window;
+    }
+  }
+}
+
+// Every row lands in exactly one flat item of at most rows_per_block rows, of its own sequence.
+TEST(CudaPagedPrefillHarness, PlanCoversEveryRowOnce) {
+  std::mt19937 rng(61);
+  for (int32_t heads : {1, 3, 9, 16}) {
+    const PrefillProblem p = make(cuda_test::decode_shape(heads, 1, 32), KvCacheType::F32, kMixedBatch, rng);
+    const PagedAttentionBatch batch{static_cast<int32_t>(p.seqs.size()), p.query_start.data(), p.positions.data(),
+                                    nullptr, nullptr};
+    cuda::PrefillPlan plan;
+    ASSERT_EQ(cuda::plan_paged_prefill(p.shape, batch, {}, &plan), cudaSuccess);
+    EXPECT_EQ(plan.rows_per_block, std::max(1, 16 / heads));
+    EXPECT_EQ(plan.num_shared_items, 0);
+    EXPECT_EQ(cuda::paged_prefill_workspace_floats(plan, p.shape), 0u);
+    std::multiset<int32_t> seen;
+    for (int32_t i = 0; i < plan.num_items; ++i) {
+      const int32_t* item = plan.data.data() + plan.items_at + 3 * i;
+      EXPECT_GT(item[2], item[1]);
+      EXPECT_LE(item[2] - item[1], plan.rows_per_block);
+      for (int32_t r = item[1]; r < item[2]; ++r) {
+        const int32_t t = plan.data[static_cast<size_t>(plan.rows_at + r)];
+        EXPECT_TRUE(t >= p.query_start[item[0]] && t < p.query_start[item[0] + 1]);
+        seen.insert(t);
+      }
+    }
+    EXPECT_EQ(seen.size(), static_cast<size_t>(p.num_tokens()));
+    EXPECT_EQ(std::set<int32_t>(seen.begin(), seen.end()).size(), seen.size());
+  }
+}
+
+TEST(CudaPagedPrefillHarness, PlanRefusesWhatTheCpuKernelAsserts) {
+  const std::vector<int32_t> query_start = {0, 2};
+  const std::vector<int32_t> positions = {40, 41};
+  const PagedAttentionBatch batch{1, query_start.data(), positions.data(), nullptr, nullptr};
+  cuda::PrefillPlan plan;
+  EXPECT_EQ(cuda::plan_paged_prefill(cuda_test::decode_shape(17, 1, 32), batch, {}, &plan), cudaErrorInvalidValue);
+  EXPECT_EQ(cuda::plan_paged_prefill(cuda_test::decode_shape(6, 4, 32), batch, {}, &plan), cudaErrorInvalidValue);
+  const std::vector<int32_t> seq_start = {0, 1}, seqs = {0};
+  for (int32_t prefix : {0, 20, 64}) {  // not a positive tile multiple; beyond the rows
+    const CascadeGroups groups{1, &prefix, seq_start.data(), seqs.data()};
+    EXPECT_EQ(cuda::plan_paged_prefill(cuda_test::decode_shape(4, 2, 32), batch, groups, &plan),
+              cudaErrorInvalidValue) << "prefix " << prefix;
+  }
+}
+
+TEST(CudaPagedPrefill, MixedBatchShapesWindowsSoftcapAndCacheTypes) {
+  KVSCOPE_REQUIRE_CUDA_DEVICE();
+  std::mt19937 rng(62);
+  struct Case {
+    int32_t num_heads, num_kv_heads, head_dim, window;
+    float softcap;
+  };
+  const Case cases[] = {
+      {1, 1, 32, 0, 0.0f}, {4, 1, 64, 0, 0.0f}, {9, 3, 64, 0, 0.0f}, {8, 8, 128, 0, 0.0f},  // MHA, GQA, MQA
+      {16, 1, 64, 0, 0.0f},                                                                  // widest group
+      {8, 2, 64, 17, 0.0f}, {8, 2, 64, 100, 0.0f}, {8, 2, 64, 512, 0.0f},                   // sliding window
+      {8, 2, 64, 0, 1.5f}, {4, 1, 256, 33, 5.0f},                                           // softcap (+ window)
+  };
+  for (KvCacheType type : {KvCacheType::F32, KvCacheType::F16, KvCacheType::BF16, KvCacheType::Q8_0}) {
+    for (const Case& c : cases) {
+      SCOPED_TRACE(testing::Message() << kv_cache_type_name(type) << " heads=" << c.num_heads << "/" << c.num_kv_heads
+                                      << " dim=" << c.head_dim << " window=" << c.window << " softcap=" << c.softcap);
+      const PrefillProblem p =
+          make(cuda_test::decode_shape(c.num_heads, c.num_kv_heads, c.head_dim, c.window, c.softcap), type,
+               kMixedBatch, rng);
+      EXPECT_LT(cuda_test::normalised_error(cuda_test::run_prefill_cuda(p, 16, false, rng), p.ref), kTolerance);
+    }
+  }
+}
+
+TEST(CudaPagedPrefill, OddHeadDimsAndRowsPerSequence) {
+  KVSCOPE_REQUIRE_CUDA_DEVICE();
+  std::mt19937 rng(63);
+  for (int64_t head_dim : cuda_test::kOddSizes) {
+    SCOPED_TRACE(testing::Message() << "head_dim=" << head_dim);
+    const PrefillProblem p = make(cuda_test::decode_shape(6, 3, static_cast<int32_t>(head_dim)), KvCacheType::F16,
+                                  kMixedBatch, rng);
+    const std::vector<float> out = cuda_test::run_prefill_cuda(p, 7, false, rng);
+    // Per sequence too, so a decode row cannot hide in a long prefill's norm.
+    for (size_t s = 0; s < p.seqs.size(); ++s) {
+      const auto at = [&](const std::vector<float>& v, int32_t t) { return v.begin() + t * p.row_floats(); };
+      const std::vector<float> o(at(out, p.query_start[s]), at(out, p.query_start[s + 1]));
+      const std::vector<float> r(at(p.ref, p.query_start[s]), at(p.ref, p.query_start[s + 1]));
+      EXPECT_LT(cuda_test::normalised_error(o, r), kTolerance) << "sequence " << s;
+    }
+  }
+}
+
+// Chunked prefill: the same prompt in two or three chunks (each chunk's K/V
+// stored up to its end) gives bitwise the rows of one whole prefill.
+TEST(CudaPagedPrefill, ChunkedPrefillIsBitwiseWholePrefill) {
+  KVSCOPE_REQUIRE_CUDA_DEVICE();
+  std::mt19937 rng(64);
+  for (int32_t window : {0, 50}) {
+    const PrefillProblem p = make(cuda_test::decode_shape(9, 3, 64, window), KvCacheType::BF16, {{200, 200}}, rng);
+    const std::vector<float> whole = cuda_test::run_prefill_cuda(p, 16, false, rng);
+    EXPECT_LT(cuda_test::normalised_error(whole, p.ref), kTolerance);
+    std::vector<float> chunked;
+    for (const auto& [first, count] : std::vector<std::pair<int32_t, int32_t>>{{0, 77}, {77, 43}, {120, 80}}) {
+      const std::vector<float> part =
+          cuda_test::run_prefill_cuda(cuda_test::sub_problem(p, {{0, first, count, first + count}}), 16, false, rng);
+      chunked.insert(chunked.end(), part.begin(), part.end());
+    }
+    EXPECT_TRUE(chunked == whole) << "chunking changed the bits, window " << window;
+  }
+}
+
+// Tiles are absolute positions: the block size changes no bit, nor does a
+// row's company in the batch.
+TEST(CudaPagedPrefill, BitwiseInvariantToBlockSizeAndBatch) {
+  KVSCOPE_REQUIRE_CUDA_DEVICE();
+  std::mt19937 rng(65);
+  const PrefillProblem p = make(cuda_test::decode_shape(9, 3, 64, 0, 0.0f), KvCacheType::F16, kMixedBatch, rng);
+  const std::vector<float> a = cuda_test::run_prefill_cuda(p, 16, false, rng);
+  const std::vector<float> b = cuda_test::run_prefill_cuda(p, 5, false, rng);
+  EXPECT_TRUE(a == b) << "block size changed the bits";
+  // Row 10 of sequence 5 (context 300), alone: one row at its position, all of its context stored.
+  const PrefillProblem alone = cuda_test::sub_problem(p, {{5, 10, 1, 300}});
+  const std::vector<float> c = cuda_test::run_prefill_cuda(alone, 16, false, rng);
+  const size_t t = static_cast<size_t>(p.query_start[5] + 10);
+  EXPECT_TRUE(std::equal(c.begin(), c.end(), a.begin() + t * p.row_floats())) << "the batch changed a row's bits";
+  // Two sequences swapped and with a third removed: each row keeps its bits.
+  const PrefillProblem swapped = cuda_test::sub_problem(p, {{7, 0, 65, 129}, {3, 0, 20, 54}});
+  const std::vector<float> d = cuda_test::run_prefill_cuda(swapped, 5, false, rng);
+  const size_t at7 = static_cast<size_t>(p.query_start[7]) * p.row_floats();
+  const size_t at3 = static_cast<size_t>(p.query_start[3]) * p.row_floats();
+  EXPECT_TRUE(std::equal(d.begin(), d.begin() + 65 * p.row_floats(), a.begin() + at7));
+  EXPECT_TRUE(std::equal(d.begin() + 65 * p.row_floats(), d.end(), a.begin() + at3));
+}
+
+}  // namespace
+}  // namespace kvscope
