@@ -105,12 +105,7 @@ TEST(CliSettings, ModelInfoShowsThePlanForTheOptionsGiven) {
 // planned pool; a copied KV head is said; a model that does not split says why.
 TEST(CliSettings, ModelInfoShowsEachRankAtTpAboveOne) {
   const std::string path = test::tiny_model_temp_path("cli_settings_ranks");
-  test::TinyModelSpec spec;  // 6 heads over 3 KV heads of 32, an FFN of 8 blocks: tp 2 and 4 split
-  spec.heads = 6;
-  spec.kv_heads = 3;
-  spec.head_dim = 32;
-  spec.hidden = 96;
-  spec.ffn = 256;
+  const test::TinyModelSpec spec = test::tensor_parallel_tiny_spec();
   ASSERT_TRUE(test::write_tiny_gguf(spec, path).ok());
   const test::CliResult two = test::run_cli({"model-info", "--model", path, "--tp", "2", "--num-blocks", "12"});
   ASSERT_EQ(two.exit_code, 0) << two.err;

@@ -306,6 +306,17 @@ std::string tiny_model_temp_path(const std::string& suite) {
       .string();
 }
 
+TinyModelSpec tensor_parallel_tiny_spec(TensorType matrix_type) {
+  TinyModelSpec spec;
+  spec.heads = 6;
+  spec.kv_heads = 3;
+  spec.head_dim = 32;
+  spec.hidden = 96;
+  spec.ffn = 256;
+  spec.matrix_type = matrix_type;
+  return spec;
+}
+
 Status write_tiny_gguf(const TinyModelSpec& s, const std::string& path) {
   if (Status st = check_spec(s); !st.ok()) return st;
   const TinyWeights w = make_weights(s);

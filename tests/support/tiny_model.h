@@ -69,6 +69,10 @@ inline constexpr int32_t kTinyImStart = 257;    // <|im_start|>
 inline constexpr int32_t kTinyImEnd = 258;      // <|im_end|>
 
 Status write_tiny_gguf(const TinyModelSpec& spec, const std::string& path);
+// A tiny model tensor parallelism splits every way the tests need: 6 query
+// heads over 3 KV heads of 32 (tp 2: 1 + 2 KV heads, uneven; tp 4: KV heads
+// copied), hidden 96, an FFN of 256 (8 blocks of 32).
+TinyModelSpec tensor_parallel_tiny_spec(TensorType matrix_type = TensorType::F32);
 // A temporary path for a suite's tiny model, "kvscope_<suite>_tiny_<pid>.gguf":
 // one file per process, because ctest runs each test of a suite as its own
 // process, in parallel, and a shared path would be rewritten under a reader.

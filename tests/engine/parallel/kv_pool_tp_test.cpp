@@ -23,13 +23,7 @@ class KvPoolTpTest : public ::testing::Test {
  protected:
   void SetUp() override {
     path_ = test::tiny_model_temp_path("kv_pool_tp");
-    test::TinyModelSpec spec;  // 6 heads over 3 KV heads: tp 2 = 2 + 1 groups, tp 4 copies KV heads
-    spec.heads = 6;
-    spec.kv_heads = 3;
-    spec.head_dim = 32;
-    spec.hidden = 96;
-    spec.ffn = 256;
-    spec.matrix_type = TensorType::Q8_0;
+    const test::TinyModelSpec spec = test::tensor_parallel_tiny_spec(TensorType::Q8_0);
     ASSERT_TRUE(test::write_tiny_gguf(spec, path_).ok());
     auto model = load_model(path_);
     ASSERT_TRUE(model.ok()) << model.error();
