@@ -29,6 +29,7 @@ CellPalette CellPalette::fromPalette(const QPalette& palette) {
   // one, so the triangle itself stands off the background either way.
   c.cascade_fill = c.dark ? QColor(255, 190, 60) : QColor(230, 135, 0);
   c.cascade_edge = c.mark_edge;
+  c.dropped = c.dark ? QColor(255, 90, 110) : QColor(200, 20, 60);  // stands off either background
   return c;
 }
 

@@ -39,6 +39,9 @@ struct CellPalette {
   // the map uses, with the shared mark's edge so it reads on any fill.
   QColor cascade_fill = QColor(240, 150, 0);
   QColor cascade_edge = QColor(30, 30, 30);
+  // The context-shift mark (a cross over a block a recent shift freed):
+  // crimson, unlike the request hues' usual use and the amber cascade mark.
+  QColor dropped = QColor(200, 20, 60);
 
   static CellPalette fromPalette(const QPalette& palette);
 };

@@ -56,6 +56,7 @@ void BlockMapWidget::setSnapshot(SnapshotPtr snapshot) {
   if (!snapshot_ || snapshot_->blocks.size() != old_blocks) relayout();
   refocus();
   indexCascadeGroups();
+  dropped_ = snapshot_ ? droppedBlocks(*snapshot_) : std::vector<DroppedBlock>{};
   update();
 }
 
@@ -216,6 +217,13 @@ void BlockMapWidget::paintEvent(QPaintEvent* event) {
       p.drawPolygon(tri, 3);
       p.setBrush(Qt::NoBrush);
     }
+    if (droppedMarked(i)) {
+      // A cross corner to corner: the block a context shift just freed (it
+      // is free or cached-free, so it carries neither triangle).
+      p.setPen(QPen(colours.dropped, r.width() >= 10 ? 2.0 : 1.0));
+      p.drawLine(QLineF(r.topLeft(), r.bottomRight()).translated(0.5, 0.5));
+      p.drawLine(QLineF(r.topRight(), r.bottomLeft()).translated(0.5, 0.5));
+    }
     if (style.highlighted) drawInnerFrame(p, r, highlight);
     if (numbered && position >= 0) {
       // Black or white, whichever contrasts more with this fill (vivid
@@ -261,6 +269,9 @@ QString BlockMapWidget::tooltipFor(int block) const {
     text += tr("<br>read once by the cascade pass for %1 sequences (%2 shared tokens)")
                 .arg(static_cast<int>(group.request_ids.size()))
                 .arg(group.num_shared_tokens);
+  }
+  if (droppedMarked(block)) {
+    text += QStringLiteral("<br>") + droppedBlockText(s, dropped_[static_cast<size_t>(block)]).toHtmlEscaped();
   }
   if (const int position = focusedPosition(block); position >= 0) {
     text += tr("<br>logical block %1 of %2.%3").arg(position).arg(focus_id_).arg(focus_index_);

@@ -12,6 +12,9 @@
 // last step's cascade attention read once for a group of sequences
 // (EngineSnapshot::cascade_groups) carry an amber bottom-right triangle, and
 // their tooltip says for how many sequences and how many shared tokens.
+// Blocks a context shift freed in the last kDroppedMarkSeconds
+// (EngineSnapshot::recent_shifts, models/dropped_blocks.h) carry a crimson
+// cross, and their tooltip says which request's shift and which positions.
 // With tensor parallelism the tooltip also says that the block holds the K/V
 // of every rank's KV heads (one block table serves all ranks).
 // Background, free cells, marks and outlines come from the widget's palette
@@ -25,6 +28,7 @@
 #include <QWidget>
 
 #include "engine_types.h"
+#include "models/dropped_blocks.h"
 #include "models/token_text.h"
 
 namespace kvscope::ui {
@@ -62,6 +66,10 @@ class BlockMapWidget : public QWidget {
   // no longer in use: its requests ended with that step).
   int cascadeGroupOf(int block) const;
   bool cascadeMarked(int block) const { return cascadeGroupOf(block) >= 0; }
+  // Freed by a recent context shift and not in use since (models/dropped_blocks.h).
+  bool droppedMarked(int block) const {
+    return block >= 0 && static_cast<size_t>(block) < dropped_.size() && dropped_[static_cast<size_t>(block)].marked();
+  }
   // The rich text shown when hovering block `block`.
   QString tooltipFor(int block) const;
   // Where block `block` is painted (gap excluded).
@@ -97,6 +105,7 @@ class BlockMapWidget : public QWidget {
   bool focus_shown_ = false;          // the focused sequence holds pool blocks in snapshot_
   std::vector<int32_t> focus_position_;  // [num_blocks] logical index in its table, or -1
   std::vector<int32_t> cascade_group_;   // [num_blocks] cascade group that read it, or -1
+  std::vector<DroppedBlock> dropped_;    // [num_blocks] the recent shift that freed it, if any
   Layout layout_;
 };
 

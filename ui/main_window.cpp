@@ -196,8 +196,10 @@ void MainWindow::createDocks() {
   kv_summary_->setWordWrap(true);
   block_map_legend_text_ = tr("colour = request · deeper = fuller · ◤ shared · "
                               "<span style='color:#e68700'>◢</span> read once by cascade attention · "
+                              "<span style='color:#c8143c'>✕</span> freed by a context shift (for %1 s) · "
                               "<span style='color:#6482aa'>■</span> cached-free · "
-                              "<span style='color:#bbbbbb'>■</span> free · click a block to pick its requests");
+                              "<span style='color:#bbbbbb'>■</span> free · click a block to pick its requests")
+                              .arg(kDroppedMarkSeconds);
   auto* legend = new QLabel(block_map_legend_text_, map_panel);
   block_map_legend_ = legend;
   legend->setObjectName(QStringLiteral("blockMapLegend"));

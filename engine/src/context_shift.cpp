@@ -21,14 +21,32 @@ ContextShiftPlan plan_context_shift(int32_t num_computed, int32_t block_size, in
   return plan;
 }
 
-int32_t shift_context(Sequence& s, const ContextShiftPlan& plan, KvCacheManager& kv, KvBlockStore& blocks) {
+int32_t shift_context(Sequence& s, const ContextShiftPlan& plan, KvCacheManager& kv, KvBlockStore& blocks,
+                      ContextShiftSnapshot* record) {
   if (plan.drop_blocks <= 0) return 0;
   const int32_t bs = kv.block_size();
   const int32_t first = plan.keep_blocks;
   const int32_t num_dropped = plan.drop_blocks * bs;
   assert((first + plan.drop_blocks) * bs <= s.num_computed && "shift_context: drops uncomputed tokens");
   const int32_t num_after = s.num_computed - num_dropped;
+  const auto dropped_begin = s.table.blocks().begin() + first;
+  const std::vector<int32_t> dropped(dropped_begin, dropped_begin + plan.drop_blocks);  // read before the drop
   if (!kv.drop_blocks(s.table, first, plan.drop_blocks, num_after, s.id, s.index)) return 0;
+  if (record) {
+    *record = ContextShiftSnapshot{};
+    record->request_id = s.id;
+    record->index = s.index;
+    record->dropped_from = first * bs;
+    record->num_dropped_tokens = num_dropped;
+    // Freed: nobody holds it after the drop (the copies drop_blocks made of
+    // shared moved blocks may have taken a just-freed block again).
+    for (int32_t i = 0; i < plan.drop_blocks; ++i) {
+      const int32_t b = dropped[static_cast<size_t>(i)];
+      if (kv.pool().ref_count(b) != 0) continue;
+      record->freed_blocks.push_back(b);
+      record->freed_from.push_back((first + i) * bs);
+    }
+  }
   for (int32_t i = first; i * bs < num_after; ++i) {
     blocks.rerotate_keys(s.table.block(i), std::min(bs, num_after - i * bs), -num_dropped);
   }

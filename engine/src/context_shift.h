@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "kvscope/engine_snapshot.h"
 #include "kv/kv_cache_manager.h"
 #include "kv/kv_block_store.h"
 #include "scheduler/sequence.h"
@@ -35,8 +36,11 @@ ContextShiftPlan plan_context_shift(int32_t num_computed, int32_t block_size, in
 // num_computed, draft-model K/V to recompute, the notice for its next token
 // event). blocks: the pool the manager moves blocks in. Returns the tokens
 // dropped; 0 (nothing changed) when the plan drops nothing or the
-// copies of shared blocks found no free blocks.
-int32_t shift_context(Sequence& s, const ContextShiftPlan& plan, KvCacheManager& kv, KvBlockStore& blocks);
+// copies of shared blocks found no free blocks. `record`, when given and the
+// shift happened, gets the request, the dropped positions and the blocks the
+// shift freed (its step and time are the caller's to set).
+int32_t shift_context(Sequence& s, const ContextShiftPlan& plan, KvCacheManager& kv, KvBlockStore& blocks,
+                      ContextShiftSnapshot* record = nullptr);
 
 // truncate_middle: the prompt with its middle dropped so that at most
 // `max_tokens` remain (the first min(context_keep, max_tokens / 2) tokens and

@@ -111,6 +111,7 @@ struct Engine::Impl {
   uint64_t num_steps = 0;
   std::shared_ptr<const EngineSnapshot> last_snapshot;
   std::vector<StepStats> steps_since_snapshot;  // handed to the next snapshot
+  std::vector<ContextShiftSnapshot> recent_shifts;  // the last EngineSnapshot::kMaxRecentShifts shifts
 
   // Threads for the kernels: config.num_threads, or one per core.
   static int32_t thread_count(const EngineConfig& config);

@@ -87,6 +87,7 @@ Status Engine::reconfigure(const EngineConfig& config) {
     // The old scheduler refers to the old manager, which refers to the old pools: replace in that order.
     m.scheduler = std::move(setup->scheduler);
     m.kv_manager = std::move(setup->manager);
+    m.recent_shifts.clear();  // their block ids were the old pool's
     if (threads) m.pool = std::move(threads);
     if (setup->backend) {
       m.set_backend(std::move(setup->backend));

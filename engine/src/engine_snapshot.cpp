@@ -65,6 +65,7 @@ std::shared_ptr<const EngineSnapshot> Engine::Impl::build_snapshot() {
   steps_since_snapshot.clear();
   snap->kv = kv_stats();
   snap->cascade_groups = last_cascade;
+  snap->recent_shifts = recent_shifts;
   snap->spec = spec_totals;
   if (config.spec != SpecMethod::Off) snap->spec.method = spec_method_name(config.spec);
   if (const auto* proposer = dynamic_cast<const ModelProposer*>(scheduler->proposer())) {

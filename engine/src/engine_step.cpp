@@ -162,9 +162,16 @@ void Engine::Impl::shift_full_contexts() {
     if (s->finished() || static_cast<int32_t>(s->tokens.size()) < config.max_model_len) continue;
     const ContextShiftPlan plan =
         plan_context_shift(s->num_computed, config.block_size, config.context_keep, config.max_model_len);
-    if (shift_context(*s, plan, *kv_manager, backend->kv_blocks()) == 0) {
+    ContextShiftSnapshot shift;
+    if (shift_context(*s, plan, *kv_manager, backend->kv_blocks(), &shift) == 0) {
       finish(*s, FinishReason::ContextFull);  // context_keep leaves nothing to drop, or no block for a copy
+      continue;
     }
+    // For the snapshot's block map (EngineSnapshot::recent_shifts), bounded.
+    shift.step = num_steps;
+    shift.time_s = now_s();
+    if (recent_shifts.size() >= EngineSnapshot::kMaxRecentShifts) recent_shifts.erase(recent_shifts.begin());
+    recent_shifts.push_back(std::move(shift));
   }
   full_contexts.clear();
 }

@@ -1,7 +1,8 @@
 // BlockMapWidget rendered into QImages: a focused sequence's blocks keep
 // their colour and carry their logical numbers, the rest are washed out; the
 // hover tooltip names the block (and its logical position); blocks the last
-// step's cascade pass read carry the cascade mark and say so on hover; and
+// step's cascade pass read carry the cascade mark and say so on hover;
+// blocks a recent context shift freed carry a cross and say so; and
 // the time to paint a 4096-block pool.
 //   ctest --test-dir build -R block_map_widget_test --output-on-failure
 #include <algorithm>
@@ -132,6 +133,66 @@ class BlockMapWidgetTest : public QObject {
     const QString four = w.tooltipFor(0);
     QVERIFY2(four.contains(QStringLiteral("rank 1: KV head 1, rank 2: KV head 2 (a copy), rank 3: KV head 2 (a copy)")),
              qPrintable(four));
+  }
+
+  // Blocks a context shift freed in the last kDroppedMarkSeconds carry a
+  // crimson cross and say so on hover; older shifts and blocks in use again
+  // (reallocated) do not.
+  void blocksFreedByAContextShiftAreMarkedForAWhile() {
+    auto s = std::make_shared<EngineSnapshot>(*test::makeSnapshot(3, 3, 1));  // blocks 0..6 used, 16 slots
+    s->time_s = 10.0;
+    auto shift = [](RequestId id, double time_s, std::vector<int32_t> blocks, std::vector<int32_t> from) {
+      ContextShiftSnapshot c;
+      c.request_id = id;
+      c.time_s = time_s;
+      c.dropped_from = from.front();
+      c.num_dropped_tokens = 16 * static_cast<int32_t>(blocks.size());
+      c.freed_blocks = std::move(blocks);
+      c.freed_from = std::move(from);
+      return c;
+    };
+    s->recent_shifts = {shift(102, 10.0 - 5.0, {22}, {64}),           // too old
+                        shift(101, 10.0 - 0.5, {20, 21, 3}, {32, 48, 64})};  // block 3 is in use again
+    BlockMapWidget w;
+    w.resize(400, 300);
+    w.setSnapshot(s);
+    QVERIFY(w.droppedMarked(20));
+    QVERIFY(w.droppedMarked(21));
+    QVERIFY(!w.droppedMarked(22));
+    QVERIFY(!w.droppedMarked(3));
+    QVERIFY(!w.droppedMarked(25));
+    QVERIFY2(w.tooltipFor(20).contains(QStringLiteral("dropped by a context shift of request 101: positions 32–47")),
+             qPrintable(w.tooltipFor(20)));
+    QVERIFY(w.tooltipFor(21).contains(QStringLiteral("positions 48–63")));
+    QVERIFY(w.tooltipFor(20).contains(QStringLiteral("Block 20")));  // the rest is still there
+    QVERIFY(!w.tooltipFor(22).contains(QStringLiteral("context shift")));
+    QVERIFY(!w.tooltipFor(3).contains(QStringLiteral("context shift")));
+
+    // The cross: crimson pixels in the marked cells, none in the others.
+    const QImage marked = render(w);
+    auto crimson = [&](const QImage& image, int block) {
+      const QRect r = w.cellRect(block);
+      int n = 0;
+      for (int y = r.top(); y <= r.bottom(); ++y) {
+        for (int x = r.left(); x <= r.right(); ++x) {
+          const QColor c = image.pixelColor(x, y);
+          n += c.red() > 150 && c.green() < 90 && c.blue() < 110;
+        }
+      }
+      return n;
+    };
+    QVERIFY(crimson(marked, 20) > w.cellRect(20).width());
+    QVERIFY(crimson(marked, 21) > 0);
+    QCOMPARE(crimson(marked, 22), 0);
+    QCOMPARE(crimson(marked, 25), 0);
+
+    // Two seconds later the shift is no longer news.
+    auto later = std::make_shared<EngineSnapshot>(*s);
+    later->time_s = 10.0 - 0.5 + kvscope::ui::kDroppedMarkSeconds + 0.01;
+    w.setSnapshot(later);
+    QVERIFY(!w.droppedMarked(20));
+    QVERIFY(!w.tooltipFor(20).contains(QStringLiteral("context shift")));
+    QCOMPARE(crimson(render(w), 20), 0);
   }
 
   void tooltipShowsTheBlocksText() {

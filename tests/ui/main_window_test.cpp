@@ -382,6 +382,7 @@ class MainWindowTest : public QObject {
     auto* legend = window.findChild<QLabel*>(QStringLiteral("blockMapLegend"));
     QVERIFY(legend);
     QVERIFY2(legend->text().contains(QStringLiteral("read once by cascade attention")), qPrintable(legend->text()));
+    QVERIFY2(legend->text().contains(QStringLiteral("freed by a context shift (for 2 s)")), qPrintable(legend->text()));
     // Tensor parallelism: the legend adds that a block holds every rank's
     // KV heads, and drops it again at tp = 1.
     window.onSnapshot(test::withRanks(test::makeSnapshot(2, 3, 1), test::smolRanks(2, 1 << 20)));

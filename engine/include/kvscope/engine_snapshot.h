@@ -156,6 +156,23 @@ struct CascadeGroupSnapshot {
   std::vector<int32_t> indices;
 };
 
+// One context shift (context_overflow = shift, docs/context-overflow.md):
+// the whole blocks it dropped after the kept prefix that went back to the
+// pool, so the block map can mark them for a moment.
+struct ContextShiftSnapshot {
+  RequestId request_id = 0;
+  int32_t index = 0;             // which of the request's n completions
+  uint64_t step = 0;             // the step after which it shifted
+  double time_s = 0.0;           // when, since the engine was created
+  int32_t dropped_from = 0;      // positions [dropped_from, dropped_from + num_dropped_tokens),
+  int32_t num_dropped_tokens = 0;  // counted in the context as it was before the shift
+  // The dropped blocks whose reference count reached 0 (a block another
+  // sequence still holds is not freed; one a copy of a shared moved block
+  // took again at once is not free either), by position.
+  std::vector<int32_t> freed_blocks;  // [freed] physical block ids
+  std::vector<int32_t> freed_from;    // [freed] first position each held (block_size positions)
+};
+
 struct EngineSnapshot {
   uint64_t step = 0;
   double time_s = 0.0;  // since the engine was created
@@ -175,6 +192,10 @@ struct EngineSnapshot {
   static constexpr size_t kMaxRecentSteps = 1024;
   std::vector<StepStats> recent_steps;
   std::vector<CascadeGroupSnapshot> cascade_groups;  // last step's shared passes
+  // The last kMaxRecentShifts context shifts, oldest first, kept from one
+  // snapshot to the next (a viewer decides how long a shift stays news).
+  static constexpr size_t kMaxRecentShifts = 16;
+  std::vector<ContextShiftSnapshot> recent_shifts;
   KvStats kv;
   SpecStats spec;
   // Tensor parallelism (ModelInfo::tensor_parallel): each rank's heads,
