@@ -9,21 +9,13 @@
 
 #include <cstring>
 
+#include "kernels/cpu/byte_vectors_avx2.h"
 #include "kernels/cpu/kquant_packed.h"
 
 namespace kvscope::detail {
 namespace {
 
-
-inline __m256i bcast_i32(const int8_t* p) {
-  int32_t v;
-  std::memcpy(&v, p, 4);
-  return _mm256_set1_epi32(v);
-}
-
-inline __m256i or_masked(__m256i wv, __m256i shifted, __m256i mask) {
-  return _mm256_or_si256(wv, _mm256_and_si256(shifted, mask));
-}
+using namespace avx2;
 
 // Half h (lanes 8h..8h+7) of the 8 weight vectors of sub-block j.
 template <TensorType K>
@@ -36,15 +28,7 @@ inline void load_quants(const uint8_t* s, const KquantLayout& l, int j, int h, _
   }
   if constexpr (K == TensorType::Q5_K) {
     const __m256i hb = _mm256_load_si256(reinterpret_cast<const __m256i*>(s + l.hi + 64 * j + 32 * h));
-    const __m256i bit4 = _mm256_set1_epi8(0x10);
-    wv[0] = or_masked(wv[0], _mm256_slli_epi16(hb, 4), bit4);
-    wv[1] = or_masked(wv[1], _mm256_slli_epi16(hb, 3), bit4);
-    wv[2] = or_masked(wv[2], _mm256_slli_epi16(hb, 2), bit4);
-    wv[3] = or_masked(wv[3], _mm256_slli_epi16(hb, 1), bit4);
-    wv[4] = or_masked(wv[4], hb, bit4);
-    wv[5] = or_masked(wv[5], _mm256_srli_epi16(hb, 1), bit4);
-    wv[6] = or_masked(wv[6], _mm256_srli_epi16(hb, 2), bit4);
-    wv[7] = or_masked(wv[7], _mm256_srli_epi16(hb, 3), bit4);
+    add_high_bit_plane(hb, wv);
   } else if constexpr (K == TensorType::Q6_K) {
     const __m256i bits45 = _mm256_set1_epi8(0x30);
     for (int kk = 0; kk < 2; ++kk) {
@@ -130,17 +114,7 @@ void tile(const uint8_t* wg, const KquantLayout& l, int64_t num_sb, const Kquant
       }
     }
   }
-  for (int t = 0; t < TT; ++t) {
-    if (valid >= 16) {
-      _mm256_storeu_ps(y + t * y_stride, acc[t][0]);
-      _mm256_storeu_ps(y + t * y_stride + 8, acc[t][1]);
-    } else {
-      alignas(32) float lanes[16];
-      _mm256_store_ps(lanes, acc[t][0]);
-      _mm256_store_ps(lanes + 8, acc[t][1]);
-      std::memcpy(y + t * y_stride, lanes, static_cast<size_t>(valid) * sizeof(float));
-    }
-  }
+  for (int t = 0; t < TT; ++t) store_row_group(acc[t], valid, y + t * y_stride);
 }
 
 template <TensorType K>

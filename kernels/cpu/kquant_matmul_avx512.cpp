@@ -16,22 +16,13 @@
 
 #include <cstring>
 
+#include "kernels/cpu/byte_vectors_avx512.h"
 #include "kernels/cpu/kquant_packed.h"
 
 namespace kvscope::detail {
 namespace {
 
-
-inline __m512i bcast_i32(const int8_t* p) {
-  int32_t v;
-  std::memcpy(&v, p, 4);
-  return _mm512_set1_epi32(v);
-}
-
-// wv | (shifted & mask) in one instruction.
-inline __m512i or_masked(__m512i wv, __m512i shifted, __m512i mask) {
-  return _mm512_ternarylogic_epi32(wv, shifted, mask, 0xF8);
-}
+using namespace avx512;
 
 // The 8 unsigned-byte weight vectors of sub-block j (vector v pairs with
 // activation bytes 4v..4v+3).
@@ -45,15 +36,7 @@ inline void load_quants(const uint8_t* s, const KquantLayout& l, int j, __m512i 
   }
   if constexpr (K == TensorType::Q5_K) {
     const __m512i h = _mm512_load_si512(s + l.hi + 64 * j);
-    const __m512i bit4 = _mm512_set1_epi8(0x10);
-    wv[0] = or_masked(wv[0], _mm512_slli_epi16(h, 4), bit4);
-    wv[1] = or_masked(wv[1], _mm512_slli_epi16(h, 3), bit4);
-    wv[2] = or_masked(wv[2], _mm512_slli_epi16(h, 2), bit4);
-    wv[3] = or_masked(wv[3], _mm512_slli_epi16(h, 1), bit4);
-    wv[4] = or_masked(wv[4], h, bit4);
-    wv[5] = or_masked(wv[5], _mm512_srli_epi16(h, 1), bit4);
-    wv[6] = or_masked(wv[6], _mm512_srli_epi16(h, 2), bit4);
-    wv[7] = or_masked(wv[7], _mm512_srli_epi16(h, 3), bit4);
+    add_high_bit_plane(h, wv);
   } else if constexpr (K == TensorType::Q6_K) {
     const __m512i bits45 = _mm512_set1_epi8(0x30);
     for (int kk = 0; kk < 2; ++kk) {

@@ -28,21 +28,13 @@
 #include <memory>
 #include <new>
 
+#include "kernels/cpu/byte_vectors_avx512.h"
 #include "kernels/cpu/packed_matmul_internal.h"
 
 namespace kvscope::detail {
 namespace {
 
-inline __m512i bcast_i32(const int8_t* p) {
-  int32_t v;
-  std::memcpy(&v, p, 4);
-  return _mm512_set1_epi32(v);
-}
-
-// wv | (shifted & mask) in one instruction.
-inline __m512i or_masked(__m512i wv, __m512i shifted, __m512i mask) {
-  return _mm512_ternarylogic_epi32(wv, shifted, mask, 0xF8);
-}
+using namespace avx512;
 
 // The 8 unsigned-byte vectors of one packed block; vector j pairs with the
 // activation bytes 4j..4j+3.
@@ -56,18 +48,8 @@ inline void load_quants(const uint8_t* blk, __m512i (&wv)[8]) {
       wv[k + 4] = _mm512_and_si512(_mm512_srli_epi16(raw, 4), lo4);
     }
     if constexpr (K == PackedQuants::kFiveBit) {
-      // Bit v of each high-plane byte becomes bit 4 of vector v's byte (the
-      // 16-bit shifts move bits across bytes; the mask keeps bit 4 only).
       const __m512i h = _mm512_load_si512(blk + 256);
-      const __m512i bit4 = _mm512_set1_epi8(0x10);
-      wv[0] = or_masked(wv[0], _mm512_slli_epi16(h, 4), bit4);
-      wv[1] = or_masked(wv[1], _mm512_slli_epi16(h, 3), bit4);
-      wv[2] = or_masked(wv[2], _mm512_slli_epi16(h, 2), bit4);
-      wv[3] = or_masked(wv[3], _mm512_slli_epi16(h, 1), bit4);
-      wv[4] = or_masked(wv[4], h, bit4);
-      wv[5] = or_masked(wv[5], _mm512_srli_epi16(h, 1), bit4);
-      wv[6] = or_masked(wv[6], _mm512_srli_epi16(h, 2), bit4);
-      wv[7] = or_masked(wv[7], _mm512_srli_epi16(h, 3), bit4);
+      add_high_bit_plane(h, wv);
     }
   } else {
     for (int j = 0; j < 8; ++j) wv[j] = _mm512_load_si512(blk + 64 * j);
