@@ -4,6 +4,7 @@
 #include "openai_server.h"
 
 #include <atomic>
+#include <chrono>
 #include <csignal>
 #include <ctime>
 #include <filesystem>
@@ -73,6 +74,7 @@ struct OpenAiServer::Impl {
   ServerOptions options;
   httplib::Server http;
   std::thread listener;
+  std::atomic<bool> listener_returned{false};
   int port = -1;
   bool started = false;
   std::string model_id;
@@ -252,7 +254,17 @@ Status OpenAiServer::start() {
                              m.options.host, m.options.port)};
   }
   m.started = true;
-  m.listener = std::thread([&m] { m.http.listen_after_bind(); });
+  m.listener_returned = false;
+  m.listener = std::thread([&m] {
+    m.http.listen_after_bind();
+    m.listener_returned = true;
+  });
+  // httplib's stop() only closes the socket of a server whose accept loop
+  // has begun (is_running()); a stop() that came before that is lost and the
+  // loop then waits on the socket forever, so stop()'s join never returns
+  // (seen as a hung app when the engine was reconfigured right after Start on
+  // a loaded machine). Return once the loop runs, so stop() always reaches it.
+  while (!m.http.is_running() && !m.listener_returned) std::this_thread::sleep_for(std::chrono::microseconds(200));
   return Status::success();
 }
 

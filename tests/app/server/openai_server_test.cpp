@@ -358,5 +358,32 @@ TEST(OpenAiServerLimits, NoCorsHeadersAndBrowserPagesRefusedWithoutAllowedOrigin
   EXPECT_EQ(http_get(s->port(), "/v1/models", {{"Origin", "http://localhost:3000"}}).status, 403);
 }
 
+// Stop() right after start(), before the accept loop could have begun, as
+// the app does when the engine is reconfigured just after Start: each stop
+// must end the loop (it once was lost, and the join hung the app). A hang
+// here is a ctest timeout.
+TEST(OpenAiServerLifecycle, StopRightAfterStartAlwaysReturns) {
+  const std::string path = test::tiny_model_temp_path("openai_server_restart");
+  ASSERT_TRUE(test::write_tiny_gguf(test::TinyModelSpec{}, path).ok());
+  EngineConfig c;
+  c.model_path = path;
+  c.num_threads = 1;
+  c.num_blocks = 64;
+  auto engine = Engine::create(c);
+  std::filesystem::remove(path);
+  ASSERT_TRUE(engine.ok()) << engine.error();
+  server::StepLoop loop(*engine.value());
+  for (int round = 0; round < 300; ++round) {
+    server::ServerOptions options;
+    options.host = "127.0.0.1";
+    options.port = 0;
+    server::OpenAiServer server(loop, options);
+    ASSERT_TRUE(server.start().ok()) << "round " << round;
+    ASSERT_GT(server.port(), 0);
+    server.stop();
+  }
+  loop.stop();
+}
+
 }  // namespace
 }  // namespace kvscope
