@@ -89,6 +89,9 @@ nlohmann::ordered_json outcome_json(const SubmittedPrompt& submitted, const Outc
                 {"draft_tokens", s.num_draft_tokens},
                 {"accepted_tokens", s.num_accepted_tokens},
                 {"pauses", s.num_spec_pauses}}},
+      // Context overflow (docs/context-overflow.md): tokens that left the
+      // middle of the context, by shifts and by truncate_middle at submit.
+      {"context", {{"overflow_shifts", s.num_context_shifts}, {"dropped_tokens", s.num_dropped_tokens}}},
       {"warnings", submitted.warnings},
   };
 }

@@ -51,6 +51,30 @@ class CliInput : public ::testing::Test {
 
 std::string CliInput::base_, CliInput::gguf_, CliInput::hf_;
 
+// --json says what context overflow dropped: nothing in a reply that fits;
+// with shift at a 48-token context a 100-token reply shifts, and the dropped
+// count is the prompt plus reply that no longer fit.
+TEST_F(CliInput, GenerateJsonCountsTheTokensContextOverflowDropped) {
+  const nlohmann::json fits = generate_json(gguf_);
+  ASSERT_FALSE(fits.is_null());
+  EXPECT_EQ(fits["context"]["overflow_shifts"], 0);
+  EXPECT_EQ(fits["context"]["dropped_tokens"], 0);
+
+  const test::CliResult r =
+      run_cli({"generate", "--model", gguf_, "-p", "Hello there", "-n", "100", "--temp", "0", "--ignore-eos",
+               "--ctx", "48", "--block-size", "4", "--context-overflow", "shift", "--context-keep", "4", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json shifted = nlohmann::json::parse(r.out);
+  EXPECT_EQ(shifted["num_generated_tokens"], 100);
+  EXPECT_GT(shifted["context"]["overflow_shifts"].get<int>(), 0);
+  const int dropped = shifted["context"]["dropped_tokens"].get<int>();
+  const int total = shifted["num_prompt_tokens"].get<int>() + 100;
+  // Whole blocks go, and what stays fits in the context.
+  EXPECT_EQ(dropped % 4, 0);
+  EXPECT_GE(dropped, total - 48);
+  EXPECT_LT(dropped, total);
+}
+
 TEST_F(CliInput, GenerateOnAHuggingFaceDirectoryMatchesTheGguf) {
   const nlohmann::json hf = generate_json(hf_);
   const nlohmann::json gguf = generate_json(gguf_);
