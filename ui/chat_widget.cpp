@@ -45,6 +45,13 @@ QString roleTitle(const std::string& role) {
   return QString::fromStdString(role);
 }
 
+// Said while the reply is still being written, from the first shift on: the
+// model no longer sees all of the conversation (docs/context-overflow.md).
+QString droppedNotice(int num_dropped_tokens) {
+  if (num_dropped_tokens <= 0) return {};
+  return ChatWidget::tr(" · context full: %n token(s) dropped from the middle", "", num_dropped_tokens);
+}
+
 }  // namespace
 
 ChatWidget::ChatWidget(QWidget* parent) : QWidget(parent) {
@@ -336,8 +343,6 @@ void ChatWidget::onFinished(quint64 request_id, const kvscope::ui::FinishInfo& i
   status += tr(" · context %1 / %2")
                 .arg(QLocale().toString(st.num_prompt_tokens + st.num_generated_tokens))
                 .arg(QLocale().toString(context_length_));
-  // Context overflow (docs/context-overflow.md): the model no longer saw all of the conversation.
-  if (st.num_dropped_tokens > 0) status += tr(" · %n token(s) dropped from the middle", "", st.num_dropped_tokens);
   if (shown.reason == FinishReason::Error) status = tr("error: %1").arg(QString::fromStdString(shown.error));
   setStatus(status);
   render();
@@ -356,7 +361,7 @@ void ChatWidget::onSnapshot(const kvscope::ui::SnapshotPtr& snapshot) {
       QString text = tr("processing prompt %1 / %2 tokens")
                          .arg(locale.toString(seq.num_computed_tokens), locale.toString(seq.num_prompt_tokens));
       if (seq.num_cached_tokens > 0) text += tr(" (%1 from the prefix cache)").arg(locale.toString(seq.num_cached_tokens));
-      setStatus(text);
+      setStatus(text + droppedNotice(seq.num_dropped_tokens));
       return;
     }
     if (first_token_count_ < 0) {
@@ -375,7 +380,7 @@ void ChatWidget::onSnapshot(const kvscope::ui::SnapshotPtr& snapshot) {
                   .arg(locale.toString(seq.num_accepted_tokens), locale.toString(seq.num_draft_tokens));
     }
     if (seq.spec_paused) text += tr(" · speculation paused: drafts were not paying");
-    setStatus(text);
+    setStatus(text + droppedNotice(seq.num_dropped_tokens));
     return;
   }
 }

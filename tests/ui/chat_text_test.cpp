@@ -56,8 +56,12 @@ class ChatTextTest : public QObject {
     info.stats.total_time_s = 0.5;
     info.stats.decode_tokens_per_s = 230.5;
     info.stats.seed = 0xfedcba9876543210ull;  // does not fit a double: stored as text
+    info.stats.num_context_shifts = 3;
+    info.stats.num_dropped_tokens = 512;
     const MessageStats a = MessageStats::fromFinish(info);
     QCOMPARE(a.finish, QStringLiteral("length"));
+    QCOMPARE(a.dropped_tokens, 512);
+    QCOMPARE(a.context_shifts, 3);
     MessageStats b;
     b.finish = QStringLiteral("stop");
     b.generated_tokens = 3;

@@ -29,6 +29,8 @@ MessageStats MessageStats::fromFinish(const FinishInfo& info) {
   m.draft_tokens = s.num_draft_tokens;
   m.accepted_draft_tokens = s.num_accepted_tokens;
   m.spec_speedup_estimate = s.spec_speedup_estimate;
+  m.context_shifts = s.num_context_shifts;
+  m.dropped_tokens = s.num_dropped_tokens;
   return m;
 }
 
@@ -50,6 +52,10 @@ QString messageStatsToJson(const std::vector<MessageStats>& stats) {
       o.insert(QStringLiteral("draft_tokens"), m.draft_tokens);
       o.insert(QStringLiteral("accepted_draft_tokens"), m.accepted_draft_tokens);
       o.insert(QStringLiteral("spec_speedup_estimate"), m.spec_speedup_estimate);
+    }
+    if (m.dropped_tokens > 0) {  // absent when the context never overflowed
+      o.insert(QStringLiteral("context_shifts"), m.context_shifts);
+      o.insert(QStringLiteral("dropped_tokens"), m.dropped_tokens);
     }
     list.append(o);
   }
@@ -78,6 +84,8 @@ std::vector<MessageStats> messageStatsFromJson(const QString& json) {
     m.draft_tokens = o.value(QStringLiteral("draft_tokens")).toInt();
     m.accepted_draft_tokens = o.value(QStringLiteral("accepted_draft_tokens")).toInt();
     m.spec_speedup_estimate = o.value(QStringLiteral("spec_speedup_estimate")).toDouble();
+    m.context_shifts = o.value(QStringLiteral("context_shifts")).toInt();
+    m.dropped_tokens = o.value(QStringLiteral("dropped_tokens")).toInt();
     out.push_back(m);
   }
   return out;
@@ -101,6 +109,9 @@ QString messageStatsLine(const MessageStats& m) {
                  .arg(locale.toString(m.accepted_draft_tokens), locale.toString(m.draft_tokens));
     // An estimate from the step times (RequestStats::spec_speedup_estimate), so it says so.
     if (m.spec_speedup_estimate > 0.0) parts << tr("est. %1× faster").arg(m.spec_speedup_estimate, 0, 'f', 2);
+  }
+  if (m.dropped_tokens > 0) {
+    parts << QCoreApplication::translate("MessageStats", "%n token(s) dropped from the middle", "", m.dropped_tokens);
   }
   if (!m.finish.isEmpty()) parts << m.finish;
   return parts.join(QStringLiteral(" · "));
