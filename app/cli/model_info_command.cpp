@@ -65,14 +65,16 @@ std::string plan_text(const KvPlan& p, const EngineConfig& c) {
   return out;
 }
 
-// Tensor parallelism (--tp N > 1): each rank's heads, weight slices and KV
-// share of the planned pool, as Engine::create would split the model.
+// Tensor parallelism (--tp N > 1): each rank's heads, weight slices, KV
+// share of the planned pool and activation buffers, as Engine::create would
+// split the model.
 nlohmann::ordered_json ranks_json(const TensorParallelMemory& m) {
   nlohmann::ordered_json ranks = nlohmann::ordered_json::array();
   for (const RankMemory& r : m.ranks) {
     ranks.push_back({{"rank", r.rank}, {"q_head_begin", r.q_head_begin}, {"num_q_heads", r.num_q_heads},
                      {"kv_head_begin", r.kv_head_begin}, {"num_kv_heads", r.num_kv_heads},
-                     {"weight_bytes", r.weight_bytes}, {"kv_bytes", r.kv_bytes}});
+                     {"weight_bytes", r.weight_bytes}, {"kv_bytes", r.kv_bytes},
+                     {"workspace_bytes", r.workspace_bytes}});
   }
   return {{"tp", m.tp},
           {"tp_reduce", m.deterministic ? "deterministic" : "fast"},
@@ -92,11 +94,13 @@ std::string ranks_text(const TensorParallelMemory& m) {
   out += m.kv_heads_replicated
              ? fmt::format(" for the model's {}: ranks that share a KV head each keep a copy\n", m.num_kv_heads)
              : std::string("; one block table serves every rank\n");
-  out += fmt::format("  {:<4}  {:>11}  {:>8}  {:>10}  {:>10}\n", "rank", "query heads", "KV heads", "weights", "KV");
+  out += fmt::format("  {:<4}  {:>11}  {:>8}  {:>10}  {:>10}  {:>10}\n", "rank", "query heads", "KV heads", "weights",
+                     "KV", "workspace");
   for (const RankMemory& r : m.ranks) {
-    out += fmt::format("  {:<4}  {:>11}  {:>8}  {:>10}  {:>10}\n", r.rank, heads_text(r.q_head_begin, r.num_q_heads),
-                       heads_text(r.kv_head_begin, r.num_kv_heads), human_bytes(static_cast<uint64_t>(r.weight_bytes)),
-                       human_bytes(static_cast<uint64_t>(r.kv_bytes)));
+    out += fmt::format("  {:<4}  {:>11}  {:>8}  {:>10}  {:>10}  {:>10}\n", r.rank,
+                       heads_text(r.q_head_begin, r.num_q_heads), heads_text(r.kv_head_begin, r.num_kv_heads),
+                       human_bytes(static_cast<uint64_t>(r.weight_bytes)), human_bytes(static_cast<uint64_t>(r.kv_bytes)),
+                       human_bytes(static_cast<uint64_t>(r.workspace_bytes)));
   }
   return out;
 }

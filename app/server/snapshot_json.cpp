@@ -1,6 +1,9 @@
 // EngineSnapshot -> JSON (see snapshot_json.h).
 #include "snapshot_json.h"
 
+#include <algorithm>
+#include <vector>
+
 namespace kvscope::server {
 namespace {
 
@@ -23,7 +26,30 @@ Json step_json(const StepStats& s) {
           {"attention_time_s", s.attention_time_s},
           {"num_used_blocks", s.num_used_blocks},
           {"num_total_blocks", s.num_total_blocks},
-          {"num_cascade_groups", s.num_cascade_groups}};
+          {"num_cascade_groups", s.num_cascade_groups},
+          {"rank_forward_s", std::vector<double>(s.rank_forward_s.begin(),
+                                                 s.rank_forward_s.begin() + std::clamp(s.num_ranks, 0, StepStats::kMaxRanks))}};
+}
+
+// The same keys as `kvscope-cli model-info --tp N --json` (its tensor_parallel).
+Json tensor_parallel_json(const TensorParallelMemory& m) {
+  Json ranks = Json::array();
+  for (const RankMemory& r : m.ranks) {
+    ranks.push_back({{"rank", r.rank},
+                     {"q_head_begin", r.q_head_begin},
+                     {"num_q_heads", r.num_q_heads},
+                     {"kv_head_begin", r.kv_head_begin},
+                     {"num_kv_heads", r.num_kv_heads},
+                     {"weight_bytes", r.weight_bytes},
+                     {"kv_bytes", r.kv_bytes},
+                     {"workspace_bytes", r.workspace_bytes}});
+  }
+  return {{"tp", m.tp},
+          {"tp_reduce", m.deterministic ? "deterministic" : "fast"},
+          {"num_kv_heads", m.num_kv_heads},
+          {"num_kv_head_slots", m.num_kv_head_slots},
+          {"kv_heads_replicated", m.kv_heads_replicated},
+          {"ranks", ranks}};
 }
 
 Json kv_json(const KvStats& kv) {
@@ -71,6 +97,7 @@ Json snapshot_json(const EngineSnapshot& snap) {
           {"kv", kv_json(snap.kv)},
           {"last_step", step_json(snap.last_step)},
           {"num_cascade_groups", snap.cascade_groups.size()},
+          {"tensor_parallel", tensor_parallel_json(snap.tensor_parallel)},
           {"blocks", blocks}};
 }
 

@@ -114,7 +114,8 @@ void Engine::Impl::update_memory_info() {
   info.backend = backend_kind_name(backend->kind());
   info.backend_reason = backend_choice.reason;
   info.device_name = memory.device_name;
-  info.tensor_parallel = rank_memory(runner->plan(), *weights, info.num_kv_blocks, info.block_size, config.kv_cache_type);
+  info.tensor_parallel = rank_memory(runner->plan(), *weights, info.num_kv_blocks, info.block_size, config.kv_cache_type,
+                                     config.max_batched_tokens);
 }
 
 Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config) { return create(config, {}); }

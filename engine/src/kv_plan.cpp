@@ -9,6 +9,7 @@
 #include <limits>
 #include <unistd.h>
 
+#include "parallel/rank_memory.h"
 #include "parallel/shard_plan.h"
 
 namespace kvscope {
@@ -110,12 +111,16 @@ KvPlan plan_kv(const ModelShape& m, const EngineConfig& c, int64_t machine_memor
   p.pool_bytes = p.num_blocks * p.bytes_per_block;
   p.swap_bytes = p.num_swap_blocks * p.bytes_per_block;
 
-  // Mirrors ModelRunner::resize_activations (x, h, o; qkv; q; attn; gate_up;
-  // act) plus the logits buffer; model_memory_info_test holds the two equal.
+  // Every rank's ModelRunner::resize_activations (rank_memory.h) plus the
+  // engine's logits buffer; model_memory_info_test and rank_memory_test hold
+  // them equal. With tp ranks each keeps the full hidden width (x, h, o) and
+  // the ranks' heads and FFN rows add up to the model's, but for a KV head
+  // copied to several ranks (num_kv_head_slots heads in all).
+  const int32_t ranks = std::max(c.tp, 1);
   const int64_t rows = std::max(c.max_batched_tokens, 1);
   const int64_t q = int64_t{m.num_heads} * m.head_dim;
-  const int64_t kv = int64_t{m.num_kv_heads} * m.head_dim;
-  const int64_t per_row = 3 * int64_t{m.hidden_size} + (q + 2 * kv) + 2 * q + 3 * int64_t{m.ffn_size};
+  const int64_t kv = int64_t{p.num_kv_head_slots} * m.head_dim;
+  const int64_t per_row = activation_floats_per_row(ranks, m.hidden_size, q, kv, m.ffn_size);
   const int64_t logits = max_logits_rows(c) * m.vocab_size;
   p.workspace_bytes = (rows * per_row + logits) * static_cast<int64_t>(sizeof(float));
 

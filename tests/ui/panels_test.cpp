@@ -116,7 +116,7 @@ class PanelsTest : public QObject {
     QVERIFY(!apply->isEnabled());
   }
 
-  // tp = 2: one row per rank (query heads, KV heads, weights, KV), from the
+  // tp = 2: one row per rank (query heads, KV heads, weights, KV, workspace), from the
   // snapshot; at tp = 1 no table; at tp = 4 the copied KV head is named.
   void memoryPanelShowsPerRankRowsUnderTensorParallelism() {
     MemoryPanel panel;
@@ -144,6 +144,10 @@ class PanelsTest : public QObject {
              qPrintable(text));
     QVERIFY2(text.contains(QStringLiteral("21.33 MiB")) && text.contains(QStringLiteral("42.66 MiB")),
              qPrintable(text));
+    // Workspace: each rank's own activations; rank 0's 4736 floats per row
+    // (3 x 576 + 3 x 192 + 2 x 64 + 3 x 768) x 512 rows = 9.25 MiB.
+    QVERIFY2(text.contains(QStringLiteral("<th>workspace</th>")), qPrintable(text));
+    QVERIFY2(text.contains(QStringLiteral("<td align=right>9.25 MiB</td>")), qPrintable(text));
     QVERIFY(!text.contains(QStringLiteral("copy")));
 
     panel.setSnapshot(test::withRanks(test::makeSnapshot(3, 3, 2), test::smolRanks(4, pool)));

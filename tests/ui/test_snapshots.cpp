@@ -97,6 +97,11 @@ TensorParallelMemory smolRanks(int tp, int64_t kv_pool_bytes) {
     rank.num_kv_heads = heads[static_cast<size_t>(r)][3];
     rank.weight_bytes = (int64_t{80} << 20) * rank.num_q_heads / 9;  // 80 MiB of weights by query heads
     rank.kv_bytes = kv_pool_bytes / m.num_kv_head_slots * rank.num_kv_heads;
+    // Activations of 512 rows (rank_memory): x, h, o of 576; Q|K|V, q, attn
+    // of its heads (64 wide); gate|up, act of its 1536 / tp FFN rows.
+    const int64_t floats_per_row = 3 * 576 + 3 * int64_t{rank.num_q_heads} * 64 + 2 * int64_t{rank.num_kv_heads} * 64 +
+                                   3 * 1536 / tp;
+    rank.workspace_bytes = 512 * floats_per_row * 4;
     m.ranks.push_back(rank);
   }
   return m;

@@ -29,7 +29,8 @@ std::shared_ptr<const EngineSnapshot> makeCascadeSnapshot(int num_seqs, int bloc
 // SmolLM2-135M (9 query heads over 3 KV heads) split as plan_shards splits
 // it at tp = 2 (rank 0: query heads 0-2 and KV head 0; rank 1: query heads
 // 3-8 and KV heads 1-2) or tp = 4 (one KV head per rank, KV head 2 copied
-// on ranks 2 and 3), with `kv_pool_bytes` shared by the stored KV heads.
+// on ranks 2 and 3), with `kv_pool_bytes` shared by the stored KV heads and
+// each rank's activations for 512 rows.
 TensorParallelMemory smolRanks(int tp, int64_t kv_pool_bytes);
 // makeSnapshot's, with `tp` set as its tensor_parallel.
 std::shared_ptr<const EngineSnapshot> withRanks(const std::shared_ptr<const EngineSnapshot>& snapshot,

@@ -50,23 +50,25 @@ QString blockSharedAcrossRanksText(const TensorParallelMemory& tp) {
 QString rankTableHtml(const TensorParallelMemory& tp) {
   if (tp.ranks.size() < 2) return {};
   QString rows = QStringLiteral(
-      "<tr><th align=left>rank</th><th>query heads</th><th>KV heads</th><th>weights</th><th>KV</th></tr>");
+      "<tr><th align=left>rank</th><th>query heads</th><th>KV heads</th><th>weights</th><th>KV</th>"
+      "<th>workspace</th></tr>");
   for (const RankMemory& r : tp.ranks) {
     rows += QStringLiteral("<tr><td>%1</td><td align=center>%2</td><td align=center>%3</td>"
-                           "<td align=right>%4</td><td align=right>%5</td></tr>")
+                           "<td align=right>%4</td><td align=right>%5</td><td align=right>%6</td></tr>")
                 .arg(r.rank)
                 .arg(headRangeText(r.q_head_begin, r.num_q_heads), headRangeText(r.kv_head_begin, r.num_kv_heads),
-                     mib(r.weight_bytes), mib(r.kv_bytes));
+                     mib(r.weight_bytes), mib(r.kv_bytes), mib(r.workspace_bytes));
   }
   rows += QStringLiteral("<tr><td><b>all</b></td><td></td><td></td><td align=right><b>%1</b></td>"
-                         "<td align=right><b>%2</b></td></tr>")
-              .arg(mib(tp.total_weight_bytes()), mib(tp.total_kv_bytes()));
+                         "<td align=right><b>%2</b></td><td align=right><b>%3</b></td></tr>")
+              .arg(mib(tp.total_weight_bytes()), mib(tp.total_kv_bytes()), mib(tp.total_workspace_bytes()));
   QString html = QStringLiteral("<b>Tensor parallelism: %1 ranks</b> (tp_reduce = %2)<table cellspacing=3>%3</table>")
                      .arg(tp.ranks.size())
                      .arg(tp.deterministic ? QStringLiteral("deterministic") : QStringLiteral("fast"))
                      .arg(rows);
   html += QStringLiteral("<i>Weights: the slices of the model's matrices each rank multiplies. KV: the pool's "
-                         "bytes of its heads; one block table serves every rank.</i>");
+                         "bytes of its heads; one block table serves every rank. Workspace: the activation "
+                         "buffers of the rank's own runner, each with the full hidden width.</i>");
   if (tp.kv_heads_replicated) {
     html += QStringLiteral("<br><i>More ranks than the model's %1 KV heads: a rank keeps its own copy of the KV "
                            "head it reads, so the pool stores %2 KV heads instead of %1.</i>")

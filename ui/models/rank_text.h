@@ -21,6 +21,7 @@ QString rankKvHeadsText(const TensorParallelMemory& tp);
 // KV heads, then rankKvHeadsText. Empty for one rank.
 QString blockSharedAcrossRanksText(const TensorParallelMemory& tp);
 // An HTML table, one row per rank: query heads, KV heads, weight MiB, KV MiB,
+// workspace MiB,
 // with a totals row and, when KV heads are copied, a line saying how many.
 // Empty for one rank.
 QString rankTableHtml(const TensorParallelMemory& tp);

@@ -199,7 +199,7 @@ struct EngineSnapshot {
   KvStats kv;
   SpecStats spec;
   // Tensor parallelism (ModelInfo::tensor_parallel): each rank's heads,
-  // weights and KV bytes. One block table serves every rank: a physical
+  // weights, KV and workspace bytes. One block table serves every rank: a physical
   // block holds the K/V of every rank's KV heads.
   TensorParallelMemory tensor_parallel;
   std::string backend_reason;  // what runs the model and why (ModelInfo::backend_reason)

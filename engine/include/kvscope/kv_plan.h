@@ -60,8 +60,13 @@ struct KvPlan {
   int64_t num_swap_blocks = 0;  // floor(swap_space / bytes_per_block) with preemption = swap, else 0
   int64_t pool_bytes = 0;       // num_blocks * bytes_per_block
   int64_t swap_bytes = 0;       // num_swap_blocks * bytes_per_block
-  // The model runner's activations for max_batched_tokens rows plus the
-  // logits of max_logits_rows(config) rows: what ModelInfo::workspace_bytes reports.
+  // The model runners' activations for max_batched_tokens rows, one runner
+  // per tensor-parallel rank (RankMemory::workspace_bytes summed over
+  // config.tp ranks), plus the logits of max_logits_rows(config) rows: what
+  // ModelInfo::workspace_bytes reports once the engine is created. Not
+  // counted, at tp > 1: the buffers the ranks' collectives size on first use
+  // (each rank's slice of the logits and the gathered whole, the other
+  // ranks' logits, and with tp_reduce = deterministic the partial products).
   int64_t workspace_bytes = 0;
 
   bool ok() const { return problems.empty(); }

@@ -30,9 +30,11 @@ struct ModelInfo {
   // Host swap space as allocated: whole blocks of swap_space_bytes with
   // PreemptionMode::Swap; 0 with Recompute (no swap pool is allocated then).
   size_t swap_pool_bytes = 0;
-  // The model runner's activation buffers (sized for max_batched_tokens rows)
-  // plus the logits buffer (max_seqs rows of vocab_size). Not counted: the
-  // matmul kernels' quantised copy of their input, a few percent of this.
+  // The model runners' activation buffers (sized for max_batched_tokens rows;
+  // one runner per tensor-parallel rank, tensor_parallel.ranks[r].workspace_bytes
+  // each) plus the logits buffer (max_seqs rows of vocab_size), and whatever
+  // a rank's collectives have sized since (kvscope/kv_plan.h). Not counted:
+  // the matmul kernels' quantised copy of their input, a few percent of this.
   size_t workspace_bytes = 0;
   int32_t num_kv_blocks = 0;
   int32_t block_size = 0;

@@ -1,6 +1,7 @@
 // Per-rank memory of a tensor-parallel split (docs/tensor-parallel.md): which
 // query and KV heads each rank holds, the bytes of the weight slices it
-// multiplies and the bytes of the KV pool that hold its KV heads. Plain
+// multiplies, the bytes of the KV pool that hold its KV heads and the bytes
+// of its own activation buffers (each rank runs its own ModelRunner). Plain
 // values: the engine fills them in ModelInfo and each EngineSnapshot, the
 // app's memory panel and block map show them, `kvscope-cli model-info --tp N`
 // prints them (tensor_parallel_memory below).
@@ -26,6 +27,13 @@ struct RankMemory {
   // counted. What the rank reads per decode step, not its repacked copy.
   int64_t weight_bytes = 0;
   int64_t kv_bytes = 0;  // the pool's bytes of its KV heads: K and V, every layer, every block
+  // Its runner's activation buffers for max_batched_tokens rows, as
+  // ModelRunner::reserve sizes them: the residual stream's full width three
+  // times (x, h, o) plus its own heads' Q|K|V, q and attention output and its
+  // own FFN rows' gate|up and activation. plan_kv's workspace is these summed
+  // over the ranks plus the engine's logits (kvscope/kv_plan.h says what
+  // neither counts).
+  int64_t workspace_bytes = 0;
 };
 
 struct TensorParallelMemory {
@@ -38,11 +46,13 @@ struct TensorParallelMemory {
 
   int64_t total_weight_bytes() const;
   int64_t total_kv_bytes() const;
+  int64_t total_workspace_bytes() const;
 };
 
 // The split Engine::create would make of the model at `config.model_path`
 // for config.tp and config.tp_reduce, with a pool of num_blocks blocks of
-// config.block_size: reads (maps) the file but repacks nothing. Errors: the
+// config.block_size and activations for config.max_batched_tokens rows:
+// reads (maps) the file but repacks nothing. Errors: the
 // file does not load, or the model cannot be split at that tp (the message
 // names tp and the dimension).
 Result<TensorParallelMemory> tensor_parallel_memory(const EngineConfig& config, int64_t num_blocks);

@@ -1,6 +1,8 @@
 // Per-rank memory of a tensor-parallel split (rank_memory.h, kvscope/rank_memory.h).
 #include "parallel/rank_memory.h"
 
+#include <algorithm>
+
 #include "model/model_loader.h"
 
 namespace kvscope {
@@ -31,8 +33,18 @@ int64_t TensorParallelMemory::total_kv_bytes() const {
   return total;
 }
 
+int64_t TensorParallelMemory::total_workspace_bytes() const {
+  int64_t total = 0;
+  for (const RankMemory& r : ranks) total += r.workspace_bytes;
+  return total;
+}
+
+int64_t activation_floats_per_row(int64_t num_ranks, int64_t hidden, int64_t q_width, int64_t kv_width, int64_t ffn) {
+  return num_ranks * 3 * hidden + (q_width + 2 * kv_width) + 2 * q_width + 3 * ffn;
+}
+
 TensorParallelMemory rank_memory(const ShardPlan& plan, const ModelWeights& weights, int64_t num_blocks,
-                                 int32_t block_size, KvCacheType kv_type) {
+                                 int32_t block_size, KvCacheType kv_type, int32_t max_batched_tokens) {
   const ModelConfig& c = weights.config;
   TensorParallelMemory out;
   out.tp = plan.world_size;
@@ -60,6 +72,10 @@ TensorParallelMemory rank_memory(const ShardPlan& plan, const ModelWeights& weig
     const KvStorageShape shape = plan.is_plain() ? kv_storage_shape(plan, c)
                                                  : KvStorageShape{c.num_layers * s.num_kv_heads, c.head_dim};
     r.kv_bytes = num_blocks * kv_block_bytes(shape, block_size, kv_type);
+    const int64_t rows = std::max(max_batched_tokens, 1);  // ModelRunner::reserve
+    r.workspace_bytes = rows * activation_floats_per_row(1, c.hidden_size, s.num_q_heads * hd, s.num_kv_heads * hd,
+                                                         s.ffn_size) *
+                        static_cast<int64_t>(sizeof(float));
     out.ranks.push_back(r);
   }
   return out;
@@ -70,7 +86,8 @@ Result<TensorParallelMemory> tensor_parallel_memory(const EngineConfig& config, 
   if (!model.ok()) return Error{model.error()};
   auto plan = plan_shards(*model->weights, config.tp, config.tp_reduce == TpReduce::Deterministic);
   if (!plan.ok()) return Error{plan.error()};
-  return rank_memory(*plan, *model->weights, num_blocks, config.block_size, config.kv_cache_type);
+  return rank_memory(*plan, *model->weights, num_blocks, config.block_size, config.kv_cache_type,
+                     config.max_batched_tokens);
 }
 
 }  // namespace kvscope

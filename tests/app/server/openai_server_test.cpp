@@ -2,7 +2,8 @@
 // model; httplib's client): chat and completions, streamed and not, n > 1,
 // stop strings, seed reproducibility, usage numbers, logprobs, the other
 // endpoints, and errors in OpenAI's format with the right status (400 bad
-// JSON / fields, 401 key, 403 origin, 404 model / route, 413 body).
+// JSON / fields, 401 key, 403 origin, 404 model / route, 413 body); at
+// tp = 2 the snapshot's per-rank split.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -383,6 +384,64 @@ TEST(OpenAiServerLifecycle, StopRightAfterStartAlwaysReturns) {
     server.stop();
   }
   loop.stop();
+}
+
+// tp = 2 on a tiny model of 6 query heads over 3 KV heads: the snapshot's
+// tensor_parallel has both ranks, their heads as the split deals them (rank
+// 0: KV group 0, query heads 0-1; rank 1: groups 1-2, query heads 2-5) and
+// the engine's per-rank bytes; the ranks' KV bytes add up to the pool, and a
+// step's rank_forward_s has one time per rank.
+TEST(OpenAiServerTensorParallel, SnapshotHasEachRank) {
+  const std::string path = test::tiny_model_temp_path("openai_server_tp");
+  ASSERT_TRUE(test::write_tiny_gguf(test::tensor_parallel_tiny_spec(TensorType::Q8_0), path).ok());
+  EngineConfig c;
+  c.model_path = path;
+  c.num_threads = 2;
+  c.num_blocks = 32;
+  c.tp = 2;
+  server::ServerOptions options;
+  options.model_id = "tiny";
+  auto server = test::TestServer::start(c, options);
+  std::filesystem::remove(path);
+  ASSERT_TRUE(server);
+
+  const json completion = {{"model", "tiny"}, {"prompt", "Hi"}, {"max_tokens", 2}, {"temperature", 0}};
+  ASSERT_EQ(http_post(server->port(), "/v1/completions", completion).status, 200);
+  const Reply snapshot = http_get(server->port(), "/v1/engine/snapshot");
+  ASSERT_EQ(snapshot.status, 200);
+  ASSERT_TRUE(snapshot.json.contains("tensor_parallel")) << snapshot.body;
+  const json& tp = snapshot.json["tensor_parallel"];
+  EXPECT_EQ(tp["tp"], 2);
+  EXPECT_EQ(tp["tp_reduce"], "fast");
+  EXPECT_EQ(tp["num_kv_heads"], 3);
+  EXPECT_EQ(tp["num_kv_head_slots"], 3);
+  EXPECT_EQ(tp["kv_heads_replicated"], false);
+  ASSERT_EQ(tp["ranks"].size(), 2u) << tp.dump();
+  const int want_heads[2][4] = {{0, 2, 0, 1}, {2, 4, 1, 2}};  // q begin, q count, KV begin, KV count
+  const TensorParallelMemory engine_tp = server->engine().snapshot()->tensor_parallel;
+  ASSERT_EQ(engine_tp.ranks.size(), 2u);
+  int64_t kv_bytes = 0;
+  for (size_t r = 0; r < 2; ++r) {
+    SCOPED_TRACE(::testing::Message() << "rank " << r);
+    const json& rank = tp["ranks"][r];
+    EXPECT_EQ(rank["rank"], r);
+    EXPECT_EQ(rank["q_head_begin"], want_heads[r][0]);
+    EXPECT_EQ(rank["num_q_heads"], want_heads[r][1]);
+    EXPECT_EQ(rank["kv_head_begin"], want_heads[r][2]);
+    EXPECT_EQ(rank["num_kv_heads"], want_heads[r][3]);
+    EXPECT_EQ(rank["weight_bytes"], engine_tp.ranks[r].weight_bytes);
+    EXPECT_EQ(rank["kv_bytes"], engine_tp.ranks[r].kv_bytes);
+    EXPECT_EQ(rank["workspace_bytes"], engine_tp.ranks[r].workspace_bytes);
+    EXPECT_GT(rank["weight_bytes"].get<int64_t>(), 0);
+    EXPECT_GT(rank["workspace_bytes"].get<int64_t>(), 0);
+    kv_bytes += rank["kv_bytes"].get<int64_t>();
+  }
+  // Rank 1 holds twice rank 0's KV heads, so twice its share of the pool.
+  EXPECT_EQ(tp["ranks"][1]["kv_bytes"].get<int64_t>(), 2 * tp["ranks"][0]["kv_bytes"].get<int64_t>());
+  EXPECT_EQ(kv_bytes, static_cast<int64_t>(server->engine().model_info().kv_pool_bytes));
+  const json& times = snapshot.json["last_step"]["rank_forward_s"];
+  ASSERT_EQ(times.size(), 2u) << snapshot.json["last_step"].dump();
+  for (const json& t : times) EXPECT_GT(t.get<double>(), 0.0);
 }
 
 }  // namespace

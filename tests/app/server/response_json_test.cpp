@@ -208,5 +208,52 @@ TEST(SnapshotJson, SummarisesTheSnapshot) {
   EXPECT_EQ(j["sequences"][0]["block_table"], (std::vector<int>{0, 1}));
 }
 
+// Each tensor-parallel rank's figures under tensor_parallel, and the last
+// step's forward time of each rank (num_ranks of them, not the array's size).
+TEST(SnapshotJson, CarriesEachRank) {
+  EngineSnapshot s;
+  s.tensor_parallel.tp = 2;
+  s.tensor_parallel.deterministic = true;
+  s.tensor_parallel.num_kv_heads = 1;
+  s.tensor_parallel.num_kv_head_slots = 2;
+  s.tensor_parallel.kv_heads_replicated = true;
+  for (int32_t r = 0; r < 2; ++r) {
+    RankMemory rank;
+    rank.rank = r;
+    rank.q_head_begin = 3 * r;
+    rank.num_q_heads = 3;
+    rank.num_kv_heads = 1;
+    rank.weight_bytes = 1000 + r;
+    rank.kv_bytes = 2000 + r;
+    rank.workspace_bytes = 3000 + r;
+    s.tensor_parallel.ranks.push_back(rank);
+  }
+  s.last_step.num_ranks = 2;
+  s.last_step.rank_forward_s[0] = 0.25;
+  s.last_step.rank_forward_s[1] = 0.5;
+  const auto j = snapshot_json(s);
+  const auto& tp = j["tensor_parallel"];
+  EXPECT_EQ(tp["tp"], 2);
+  EXPECT_EQ(tp["tp_reduce"], "deterministic");
+  EXPECT_EQ(tp["num_kv_heads"], 1);
+  EXPECT_EQ(tp["num_kv_head_slots"], 2);
+  EXPECT_EQ(tp["kv_heads_replicated"], true);
+  ASSERT_EQ(tp["ranks"].size(), 2u);
+  for (int r = 0; r < 2; ++r) {
+    const auto& rank = tp["ranks"][static_cast<size_t>(r)];
+    EXPECT_EQ(rank["rank"], r);
+    EXPECT_EQ(rank["q_head_begin"], 3 * r);
+    EXPECT_EQ(rank["num_q_heads"], 3);
+    EXPECT_EQ(rank["kv_head_begin"], 0);
+    EXPECT_EQ(rank["num_kv_heads"], 1);
+    EXPECT_EQ(rank["weight_bytes"], 1000 + r);
+    EXPECT_EQ(rank["kv_bytes"], 2000 + r);
+    EXPECT_EQ(rank["workspace_bytes"], 3000 + r);
+  }
+  EXPECT_EQ(j["last_step"]["rank_forward_s"], (std::vector<double>{0.25, 0.5}));
+  // No forward pass: no ranks' times.
+  EXPECT_TRUE(snapshot_json(EngineSnapshot{})["last_step"]["rank_forward_s"].empty());
+}
+
 }  // namespace
 }  // namespace kvscope::server

@@ -2,7 +2,9 @@
 // tp = 1, 2 and 4, on a tiny model of 3 KV heads (label unit). At tp = 4 the
 // ranks keep 4 KV head copies (docs/tensor-parallel.md), so a block is 4/3
 // of tp = 1's; a plan that counted 3 heads would let the pool outgrow the KV
-// budget by a third.
+// budget by a third. Likewise its workspace against the engine's: every rank
+// runs its own runner with its own activation buffers, and a plan that
+// counted one runner would leave tp - 1 of them out.
 //   ctest --test-dir build -R kv_pool_tp_test --output-on-failure
 #include <gtest/gtest.h>
 
@@ -100,6 +102,41 @@ TEST_F(KvPoolTpTest, EngineAllocatesWhatThePlanSays) {
     EXPECT_EQ(static_cast<int64_t>(info.kv_pool_bytes), plan.pool_bytes);
     EXPECT_LE(static_cast<int64_t>(info.kv_pool_bytes), c.kv_budget_bytes);
     EXPECT_EQ(static_cast<int64_t>(info.kv_bytes_per_token), plan.kv_bytes_per_token);
+  }
+}
+
+// The workspace the plan counts is what the engine's rank runners allocate
+// (ModelInfo::workspace_bytes, measured from the runners), at every tp: the
+// ranks' own activations (RankMemory::workspace_bytes) plus the logits.
+TEST_F(KvPoolTpTest, PlanWorkspaceIsEveryRanksRunner) {
+  int64_t tp1_activations = 0;
+  for (bool deterministic : {false, true}) {
+    for (int32_t tp : {1, 2, 4}) {
+      SCOPED_TRACE(::testing::Message() << "tp " << tp << (deterministic ? " deterministic" : " fast"));
+      EngineConfig c;
+      c.model_path = path_;
+      c.num_threads = 2;
+      c.tp = tp;
+      c.tp_reduce = deterministic ? TpReduce::Deterministic : TpReduce::Fast;
+      c.num_blocks = 8;
+      c.max_batched_tokens = 64;
+      c.max_seqs = 4;
+      const KvPlan plan = plan_kv(shape(), c, 0);
+      ASSERT_TRUE(plan.ok());
+      auto engine = Engine::create(c);
+      ASSERT_TRUE(engine.ok()) << engine.error();
+      const ModelInfo& info = (*engine)->model_info();
+      EXPECT_EQ(plan.workspace_bytes, static_cast<int64_t>(info.workspace_bytes));
+      const int64_t logits = max_logits_rows(c) * weights_->config.vocab_size * int64_t{sizeof(float)};
+      const int64_t activations = info.tensor_parallel.total_workspace_bytes();
+      EXPECT_EQ(plan.workspace_bytes, activations + logits);
+      if (tp == 1 && !deterministic) tp1_activations = activations;
+      // Each rank more keeps another copy of the residual stream (x, h, o:
+      // 3 x 96 floats a row, 64 rows); at tp 4 one KV head is copied too
+      // (K and V of 32 floats a row).
+      const int64_t copies = int64_t{tp - 1} * 3 * 96 + (tp == 4 ? 2 * 32 : 0);
+      EXPECT_EQ(activations, tp1_activations + copies * 64 * int64_t{sizeof(float)});
+    }
   }
 }
 

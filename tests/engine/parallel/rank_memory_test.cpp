@@ -3,8 +3,10 @@
 // (label unit): each rank's heads are the plan's, its weight bytes are its
 // slices' (by hand for tp = 2; summed to the model's matrices at every tp,
 // plus the copied K/V rows at tp = 4), its KV bytes are its heads' share of
-// the pool the engine allocated, and model-info's tensor_parallel_memory()
-// gives the same figures without an engine.
+// the pool the engine allocated, its workspace bytes are what its own runner
+// (ModelRunner::create_shard) allocates for max_batched_tokens rows, and
+// model-info's tensor_parallel_memory() gives the same figures without an
+// engine.
 //   ctest --test-dir build -R rank_memory_test --output-on-failure
 #include <gtest/gtest.h>
 
@@ -13,8 +15,11 @@
 
 #include "kvscope/engine.h"
 #include "kvscope/rank_memory.h"
+#include "kv/kv_storage.h"
 #include "model/model_loader.h"
+#include "parallel/in_process_communicator.h"
 #include "parallel/shard_plan.h"
+#include "runtime/model_runner.h"
 #include "support/tiny_model.h"
 
 namespace kvscope {
@@ -63,6 +68,7 @@ void expect_same(const TensorParallelMemory& a, const TensorParallelMemory& b) {
     EXPECT_EQ(a.ranks[r].num_kv_heads, b.ranks[r].num_kv_heads);
     EXPECT_EQ(a.ranks[r].weight_bytes, b.ranks[r].weight_bytes);
     EXPECT_EQ(a.ranks[r].kv_bytes, b.ranks[r].kv_bytes);
+    EXPECT_EQ(a.ranks[r].workspace_bytes, b.ranks[r].workspace_bytes);
   }
 }
 
@@ -135,6 +141,37 @@ TEST_F(RankMemoryTest, WeightBytesByHandAtTpTwo) {
   // K and V of 16 slots x 12 blocks x 2 layers of 32 f32 per KV head.
   EXPECT_EQ(m.ranks[0].kv_bytes, 2 * 16 * 12 * 2 * 1 * 32 * 4);
   EXPECT_EQ(m.ranks[1].kv_bytes, 2 * 16 * 12 * 2 * 2 * 32 * 4);
+}
+
+// Each rank runs its own ModelRunner with its own activation buffers: the
+// rank's workspace figure is what that runner allocates once reserved for
+// max_batched_tokens rows (rank 1 of tp = 2 holds twice rank 0's heads, so
+// the figures differ; at tp = 4 every rank keeps a KV head of its own).
+TEST_F(RankMemoryTest, EachRanksWorkspaceIsWhatItsRunnerAllocates) {
+  for (int32_t tp : {1, 2, 4}) {
+    SCOPED_TRACE(::testing::Message() << "tp " << tp);
+    auto engine = Engine::create(config(tp));
+    ASSERT_TRUE(engine.ok()) << engine.error();
+    const TensorParallelMemory& m = (*engine)->model_info().tensor_parallel;
+    ASSERT_EQ(m.ranks.size(), static_cast<size_t>(tp));
+    auto plan = plan_shards(*weights_, tp, true);
+    ASSERT_TRUE(plan.ok()) << plan.error();
+    const KvStorageShape shape = kv_storage_shape(*plan, weights_->config);
+    KvStorage kv(shape.num_layers, kNumBlocks, 16, shape.kv_size);
+    InProcessGroup group(tp);
+    ThreadPool pool(1);
+    for (int32_t r = 0; r < tp; ++r) {
+      auto shard = ModelRunner::create_shard(weights_, *plan, r, tp > 1 ? &group.communicator(r) : nullptr, kv, pool,
+                                             {});
+      ASSERT_TRUE(shard);
+      shard->reserve(config(tp).max_batched_tokens);
+      EXPECT_EQ(m.ranks[static_cast<size_t>(r)].workspace_bytes, static_cast<int64_t>(shard->workspace_bytes()))
+          << "rank " << r;
+    }
+    if (tp == 2) {
+      EXPECT_LT(m.ranks[0].workspace_bytes, m.ranks[1].workspace_bytes);
+    }
+  }
 }
 
 TEST_F(RankMemoryTest, ASplitTheModelCannotMakeIsAnError) {
