@@ -21,6 +21,7 @@
 #include "kvscope/chrome_trace.h"
 #include "models/trace_event_model.h"
 #include "palette_colors.h"
+#include "rank_lanes_plot.h"
 #include "trace_plot.h"
 
 namespace kvscope::ui {
@@ -75,6 +76,12 @@ TracePanel::TracePanel(QWidget* parent) : QWidget(parent) {
   plot_->setTimeline(&timeline_);
   connect(plot_, &TracePlot::timeClicked, this, &TracePanel::setCursorTime);
   layout->addWidget(plot_, 2);
+
+  rank_lanes_ = new RankLanesPlot(this);
+  rank_lanes_->setObjectName(QStringLiteral("traceRankLanes"));
+  rank_lanes_->setAccessibleName(tr("Each tensor-parallel rank's forward pass in the step at the slider's time"));
+  rank_lanes_->setTimeline(&timeline_);
+  layout->addWidget(rank_lanes_, 1);
 
   auto* replay = new QHBoxLayout;
   play_ = makeButton(this, "tracePlay", tr("Play"), tr("Play or pause the replay"), tr("Replay the trace from the slider's time"));
@@ -166,6 +173,7 @@ void TracePanel::appendEvents(const EventBatch& events) {
   if (showing_file_ || events.empty()) return;
   timeline_.append(events);
   plot_->appendNewData();
+  rank_lanes_->appendNewData();
   updateRange();
   if (follow_end_) cursor_time_ = timeline_.end_time();
   updateCursorViews();
@@ -181,6 +189,7 @@ void TracePanel::clear() {
   source_->setText(tr("Live"));
   showMessage({}, false);
   plot_->setTimeline(&timeline_);
+  rank_lanes_->setTimeline(&timeline_);
   updateRange();
   updateCursorViews();
 }
@@ -220,6 +229,7 @@ bool TracePanel::loadTraceFile(const QString& path) {
                   .arg(timeline_.requests().size()),
               false);
   plot_->setTimeline(&timeline_);
+  rank_lanes_->setTimeline(&timeline_);
   updateRange();
   updateCursorViews();
   return true;
@@ -305,6 +315,7 @@ void TracePanel::updateRange() {
   clear_->setEnabled(has_trace);
   play_->setEnabled(has_trace);
   slider_->setEnabled(has_trace);
+  rank_lanes_->setVisible(timeline_.num_ranks() > 0);  // only a tensor-parallel trace has ranks
 }
 
 QString TracePanel::summaryText() const {
@@ -342,6 +353,7 @@ void TracePanel::updateCursorViews() {
                            .arg(cursor_time_ - start, 0, 'f', 3)
                            .arg(timeline_.end_time() - start, 0, 'f', 3));
   plot_->setCursorTime(cursor_time_);
+  rank_lanes_->setCursorTime(cursor_time_);
   summary_->setText(summaryText());
   events_model_->setTime(cursor_time_);
   if (const int row = events_model_->currentRow(); row >= 0)

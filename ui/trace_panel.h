@@ -6,6 +6,9 @@
 //   - a plot of batch tokens per step and KV used / cached-free blocks over the
 //     whole trace, with a vertical cursor at the slider's time (a click on the
 //     plot moves it there);
+//   - with tensor parallelism (RankForward events), one lane per rank under
+//     it: each rank's part of the forward pass of the step at the slider's
+//     time, side by side (RankLanesPlot; hidden for a tp = 1 trace);
 //   - a summary at that time: step, requests active, KV usage and cumulative
 //     preemptions, cache hits, copy-on-writes, evictions and swaps;
 //   - the events around that time (TraceEventModel).
@@ -33,6 +36,7 @@ class QTableView;
 
 namespace kvscope::ui {
 
+class RankLanesPlot;
 class TraceEventModel;
 class TracePlot;
 
@@ -106,6 +110,7 @@ class TracePanel : public QWidget {
   QLabel* source_ = nullptr;
   QLabel* message_ = nullptr;
   TracePlot* plot_ = nullptr;
+  RankLanesPlot* rank_lanes_ = nullptr;
   QPushButton* play_ = nullptr;
   QSlider* slider_ = nullptr;
   QComboBox* speed_ = nullptr;

@@ -2,7 +2,9 @@
 // random tiny model (tests/support/tiny_model.h) under memory pressure, saves
 // it with the panel, opens it in a new panel and gets the same timeline;
 // refuses files that are not kvscope traces with a message; the slider and
-// Play move the summary through the trace.
+// Play move the summary through the trace; a tensor-parallel trace (hand-made,
+// and recorded from an engine at tp = 2) gets one rank lane per rank with
+// that rank's forward passes, the lanes showing the step at the slider.
 //   ctest --test-dir build -R trace_panel_test
 #include <QComboBox>
 #include <QFile>
@@ -16,10 +18,12 @@
 #include "engine_types.h"
 #include "kvscope/chrome_trace.h"
 #include "kvscope/engine.h"
+#include "rank_lanes_plot.h"
 #include "support/tiny_model.h"
 #include "trace_panel.h"
 
 using kvscope::EngineEvent;
+using kvscope::ui::RankLanesPlot;
 using kvscope::ui::TracePanel;
 using kvscope::ui::TraceTimeline;
 using T = kvscope::EngineEventType;
@@ -36,6 +40,21 @@ kvscope::ui::EventBatch smallSession() {
       {1.201, T::Admit, 1, 0, 20, 0},      {1.205, T::Finish, 1, 0, 2, 0},   {1.210, T::StepEnd, 0, 0, 20, 1},
       {1.211, T::KvUsage, 0, 0, 0, 5},
   };
+}
+
+// tp = 2 by hand: three steps, each with rank 0's and rank 1's part of the
+// forward pass (value: the rank, value2: nanoseconds); rank 1 takes 0.8 ms
+// where rank 0 takes 1 ms.
+kvscope::ui::EventBatch twoRankSession() {
+  kvscope::ui::EventBatch events;
+  for (int step = 0; step < 3; ++step) {
+    const double t = 1.0 + 0.01 * step;
+    events.push_back({t, T::StepBegin, 0, 0, step, 0});
+    events.push_back({t + 0.001, T::RankForward, 0, 0, 0, 1'000'000});
+    events.push_back({t + 0.0011, T::RankForward, 0, 0, 1, 800'000});
+    events.push_back({t + 0.003, T::StepEnd, 0, 0, 4, 1});
+  }
+  return events;
 }
 
 }  // namespace
@@ -173,6 +192,85 @@ class TracePanelTest : public QObject {
 
     QVERIFY(!panel.saveTraceFile(QStringLiteral("/nonexistent_dir_kvscope/trace.json")));
     QVERIFY(panel.messageText().contains(QStringLiteral("/nonexistent_dir_kvscope/trace.json")));
+  }
+
+  void rankLanesShowEachRankSideBySide() {
+    TracePanel panel;
+    auto* lanes = panel.findChild<RankLanesPlot*>(QStringLiteral("traceRankLanes"));
+    QVERIFY(lanes);
+    panel.setRecording(true);
+    panel.appendEvents(smallSession());  // tp = 1: no RankForward, no lanes
+    QVERIFY(lanes->isHidden());
+    QCOMPARE(lanes->numLanes(), 0);
+
+    panel.clear();
+    panel.appendEvents(twoRankSession());
+    QVERIFY(!lanes->isHidden());
+    QCOMPARE(lanes->numLanes(), 2);
+    QCOMPARE(lanes->numBarsInLane(0), 3);
+    QCOMPARE(lanes->numBarsInLane(1), 3);
+
+    // The slider in step 1: the lanes span that step (1.010 .. 1.013 s, in ms
+    // since the trace began at 1.000) and give each rank's time in it.
+    panel.setCursorTime(1.012);
+    QCOMPARE(lanes->shownStep(), std::optional<size_t>(1));
+    QCOMPARE(lanes->laneLabel(0), QStringLiteral("rank 0 · 1.00 ms"));
+    QCOMPARE(lanes->laneLabel(1), QStringLiteral("rank 1 · 0.80 ms"));
+    QVERIFY(lanes->xAxis->range().contains(10.0) && lanes->xAxis->range().contains(13.0));
+    QVERIFY(!lanes->xAxis->range().contains(3.0));  // step 0 is out of view
+    QCOMPARE(lanes->xAxis->label(), QStringLiteral("ms since step 1 began"));
+
+    // Opened from a file: the same lanes.
+    const QString path = dir_.filePath(QStringLiteral("two_ranks.json"));
+    QVERIFY(panel.saveTraceFile(path));
+    TracePanel opened;
+    QVERIFY2(opened.loadTraceFile(path), qPrintable(opened.messageText()));
+    auto* opened_lanes = opened.findChild<RankLanesPlot*>(QStringLiteral("traceRankLanes"));
+    QCOMPARE(opened_lanes->numLanes(), 2);
+    QCOMPARE(opened_lanes->numBarsInLane(1), 3);
+
+    panel.clear();
+    QVERIFY(lanes->isHidden());
+    QCOMPARE(lanes->numLanes(), 0);
+  }
+
+  // An engine at tp = 2 on a model of 6 query heads over 3 KV heads: every
+  // step that ran the model puts a bar on both ranks' lanes.
+  void rankLanesFromATensorParallelEngine() {
+    const std::string path = dir_.filePath(QStringLiteral("tp_tiny.gguf")).toStdString();
+    const kvscope::Status written =
+        kvscope::test::write_tiny_gguf(kvscope::test::tensor_parallel_tiny_spec(kvscope::TensorType::Q8_0), path);
+    QVERIFY2(written.ok(), written.error().c_str());
+    kvscope::EngineConfig config;
+    config.model_path = path;
+    config.num_threads = 2;
+    config.num_blocks = 16;
+    config.tp = 2;
+    auto created = kvscope::Engine::create(config);
+    QVERIFY2(created.ok(), created.ok() ? "" : created.error().c_str());
+    std::unique_ptr<kvscope::Engine> engine = std::move(*created);
+    TracePanel panel;
+    panel.setRecording(true);
+    engine->set_tracing(true);
+    kvscope::GenerationRequest request;
+    request.prompt_tokens = {3, 1, 4, 1, 5};
+    request.sampling.temperature = 0.0f;
+    request.sampling.max_tokens = 4;
+    request.sampling.ignore_eos = true;
+    QVERIFY(engine->submit(std::move(request)).ok());
+    for (int step = 0; engine->has_work(); ++step) {
+      engine->step();
+      QVERIFY2(step < 100, "the engine did not finish");
+    }
+    panel.appendEvents(engine->take_events());
+    size_t forward_steps = 0;
+    for (const auto& s : panel.timeline().steps()) forward_steps += s.num_tokens > 0 ? 1 : 0;
+    QVERIFY(forward_steps >= 4);  // the prefill and the decodes
+    auto* lanes = panel.findChild<RankLanesPlot*>(QStringLiteral("traceRankLanes"));
+    QVERIFY(!lanes->isHidden());
+    QCOMPARE(lanes->numLanes(), 2);
+    QCOMPARE(lanes->numBarsInLane(0), static_cast<int>(forward_steps));
+    QCOMPARE(lanes->numBarsInLane(1), static_cast<int>(forward_steps));
   }
 
   void sliderMovesTheSummary() {

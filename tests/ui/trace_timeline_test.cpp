@@ -1,7 +1,8 @@
 // TraceTimeline on a hand-made event log with known answers: steps, KV
 // samples, request spans, and the queries at t, at and around the event
 // boundaries; appending in batches equals building at once; a new engine's
-// clock starting from zero does not run the timeline backwards.
+// clock starting from zero does not run the timeline backwards; each
+// tensor-parallel rank's forward passes become spans of their steps.
 //   ctest --test-dir build -R trace_timeline_test
 #include <QtTest>
 
@@ -51,6 +52,25 @@ std::vector<EngineEvent> session() {
       ev(1.045, T::Finish, 2, 0, static_cast<int64_t>(FinishReason::Stop)),
       ev(1.050, T::Finish, 1, 0, static_cast<int64_t>(FinishReason::Length)),
       ev(1.051, T::KvUsage, 0, 0, 2, 5),
+  };
+}
+
+// Tensor parallelism at tp = 2: two steps, each rank's part of each forward
+// pass (RankForward: value the rank, value2 nanoseconds), rank 1 starting a
+// little later and waiting in a collective for rank 0. Two garbled events
+// (rank -1, rank 99) are left out.
+std::vector<EngineEvent> tpSession() {
+  return {
+      ev(2.000, T::StepBegin, 0, 0, 0),
+      ev(2.001, T::RankForward, 0, 0, 0, 4'000'000),
+      ev(2.0015, T::RankForward, 0, 0, 1, 3'500'000),
+      ev(2.006, T::StepEnd, 0, 0, 12, 1),
+      ev(2.010, T::StepBegin, 0, 0, 1),
+      ev(2.011, T::RankForward, 0, 0, 0, 1'000'000),
+      ev(2.011, T::RankForward, 0, 0, 1, 1'000'000),
+      ev(2.0115, T::RankForward, 0, 0, -1, 5),
+      ev(2.0115, T::RankForward, 0, 0, 99, 5),
+      ev(2.013, T::StepEnd, 0, 0, 1, 1),
   };
 }
 
@@ -205,6 +225,32 @@ class TraceTimelineTest : public QObject {
     TraceTimeline cleared(all);
     cleared.clear();
     QVERIFY(cleared == TraceTimeline{});
+  }
+
+  void rankSpans() {
+    const TraceTimeline tl(tpSession());
+    QCOMPARE(tl.num_ranks(), 2);
+    const auto& spans = tl.rank_spans();
+    QCOMPARE(spans.size(), size_t{4});
+    QCOMPARE(spans[0].rank, 0);
+    QCOMPARE(spans[0].begin_s, 2.001);
+    QVERIFY(qFuzzyCompare(spans[0].end_s, 2.005));
+    QCOMPARE(spans[1].rank, 1);
+    QVERIFY(qFuzzyCompare(spans[1].duration_s(), 0.0035));
+    QCOMPARE(spans[0].step_index, int64_t{0});
+    QCOMPARE(spans[1].step_index, int64_t{0});
+    QCOMPARE(spans[2].step_index, int64_t{1});
+    QCOMPARE(spans[3].rank, 1);
+    QCOMPARE(tl.rank_spans_of_step(0), std::make_pair(size_t{0}, size_t{2}));
+    QCOMPARE(tl.rank_spans_of_step(1), std::make_pair(size_t{2}, size_t{4}));
+    QCOMPARE(tl.rank_spans_of_step(2), std::make_pair(size_t{4}, size_t{4}));
+    QCOMPARE(TraceTimeline(session()).num_ranks(), 0);  // a tp = 1 log
+    // Grown in batches: the same spans.
+    const std::vector<EngineEvent> all = tpSession();
+    TraceTimeline grown;
+    for (size_t i = 0; i < all.size(); i += 3)
+      grown.append(std::span<const EngineEvent>(all.data() + i, std::min<size_t>(3, all.size() - i)));
+    QVERIFY(grown == tl);
   }
 
   void newEngineClockDoesNotRunBackwards() {

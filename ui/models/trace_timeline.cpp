@@ -65,6 +65,17 @@ void TraceTimeline::add(const EngineEvent& e, double t) {
       }
       break;
     case T::KvUsage: kv_samples_.push_back({t, e.value, e.value2}); break;
+    case T::RankForward:
+      if (e.value >= 0 && e.value < kMaxRanks) {
+        const int32_t rank = static_cast<int32_t>(e.value);
+        const double duration_s = static_cast<double>(std::max<int64_t>(e.value2, 0)) / 1e9;
+        rank_spans_.push_back({.rank = rank,
+                               .begin_s = t,
+                               .end_s = t + duration_s,
+                               .step_index = steps_.empty() ? -1 : static_cast<int64_t>(steps_.size()) - 1});
+        num_ranks_ = std::max(num_ranks_, rank + 1);
+      }
+      break;
     default: break;
   }
 
@@ -121,7 +132,17 @@ bool TraceTimeline::operator==(const TraceTimeline& o) const {
          times_ == o.times_ && step_of_event_ == o.step_of_event_ && time_offset_ == o.time_offset_ &&
          last_raw_time_ == o.last_raw_time_ && steps_ == o.steps_ && open_step_ == o.open_step_ &&
          kv_samples_ == o.kv_samples_ && spans_ == o.spans_ && open_spans_ == o.open_spans_ &&
-         totals_ == o.totals_ && count_changes_ == o.count_changes_;
+         totals_ == o.totals_ && count_changes_ == o.count_changes_ && rank_spans_ == o.rank_spans_ &&
+         num_ranks_ == o.num_ranks_;
+}
+
+std::pair<size_t, size_t> TraceTimeline::rank_spans_of_step(size_t step) const {
+  const int64_t index = static_cast<int64_t>(step);
+  const auto first = std::lower_bound(rank_spans_.begin(), rank_spans_.end(), index,
+                                      [](const TraceRankSpan& s, int64_t i) { return s.step_index < i; });
+  const auto last = std::upper_bound(first, rank_spans_.end(), index,
+                                     [](int64_t i, const TraceRankSpan& s) { return i < s.step_index; });
+  return {static_cast<size_t>(first - rank_spans_.begin()), static_cast<size_t>(last - rank_spans_.begin())};
 }
 
 std::optional<size_t> TraceTimeline::step_at(double t) const {

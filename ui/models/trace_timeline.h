@@ -2,9 +2,10 @@
 // turned into what the Trace panel draws and asks about: one row per step
 // (time, step number, batch tokens, sequences, duration), the KV usage
 // samples, one span per request completion (admission to finish, with finish
-// reason, preemptions and prefix-cache hit), and queries at a time t answered
-// by binary search (the step at t, requests active at t, KV usage at t,
-// cumulative counts at t, the events around t).
+// reason, preemptions and prefix-cache hit), one span per tensor-parallel
+// rank's part of a forward pass (RankForward, tp > 1), and queries at a time
+// t answered by binary search (the step at t, requests active at t, KV usage
+// at t, cumulative counts at t, the events around t).
 //
 // Built in one go from a loaded trace or grown batch by batch while recording:
 // append() costs O(k log r) for k new events and r open requests, never a
@@ -74,6 +75,17 @@ struct TraceRequestSpan {
   bool operator==(const TraceRequestSpan&) const = default;
 };
 
+// One tensor-parallel rank's part of a step's forward pass (a RankForward
+// event: the rank began at the event's time and took value2 nanoseconds).
+struct TraceRankSpan {
+  int32_t rank = 0;
+  double begin_s = 0.0;  // timeline time
+  double end_s = 0.0;    // begin_s + the rank's duration
+  int64_t step_index = -1;  // steps() index of the step it ran in; -1 before any step
+  double duration_s() const { return end_s - begin_s; }
+  bool operator==(const TraceRankSpan&) const = default;
+};
+
 // Running totals since the start of the trace.
 struct TraceCounts {
   int64_t num_admits = 0;  // re-admissions after a recompute preemption included
@@ -111,6 +123,15 @@ class TraceTimeline {
   const std::vector<TraceKvSample>& kv_samples() const { return kv_samples_; }
   const std::vector<TraceRequestSpan>& requests() const { return spans_; }
   const TraceCounts& total_counts() const { return totals_; }
+  // Every rank's forward passes in log order (begin time, step by step).
+  // A rank outside [0, kMaxRanks) is a garbled log's and is left out.
+  static constexpr int32_t kMaxRanks = 64;
+  const std::vector<TraceRankSpan>& rank_spans() const { return rank_spans_; }
+  // One more than the highest rank seen: the number of rank lanes (0: no
+  // RankForward event, e.g. a tp = 1 trace).
+  int32_t num_ranks() const { return num_ranks_; }
+  // [first, last) indices in rank_spans() of the spans of steps()[step].
+  std::pair<size_t, size_t> rank_spans_of_step(size_t step) const;
 
   // Index in steps() of the last step that began at or before t.
   std::optional<size_t> step_at(double t) const;
@@ -149,6 +170,8 @@ class TraceTimeline {
   std::vector<TraceKvSample> kv_samples_;
   std::vector<TraceRequestSpan> spans_;   // in the order they opened, so begin_s is sorted
   std::map<CompletionKey, size_t> open_spans_;  // not yet finished -> spans_ index
+  std::vector<TraceRankSpan> rank_spans_;  // step_index non-decreasing
+  int32_t num_ranks_ = 0;
   TraceCounts totals_;
   std::vector<std::pair<double, TraceCounts>> count_changes_;  // totals after each counted event
 };
