@@ -9,7 +9,7 @@
 #                                    build-cuda, ctest -L gpu, sanitizers.
 #   scripts/gpu_check.sh --bundle    on a build machine (no GPU needed): build
 #                                    build-cuda and copy the gpu test binaries
-#                                    (+ libfmt, libcudart) to build-cuda/gpu_bundle.
+#                                    (+ libfmt, libcudart, libpcre2) to build-cuda/gpu_bundle.
 #   scripts/gpu_check.sh --prebuilt  on a GPU machine that cannot build the
 #                                    project (the lent device machine has nvcc
 #                                    but not GTest, fmt, ...): run the bundle's
@@ -48,6 +48,7 @@ build() {
     exit 1
   fi
   if ! cmake --build build-cuda -j"$(nproc)" --target cuda_kernels_test cuda_gemm_test nccl_communicator_test \
+      cuda_backend_test \
       >"$out/build.log" 2>&1; then
     tail -40 "$out/build.log"
     echo "gpu_check: build failed (log: $out/build.log)" >&2
@@ -58,12 +59,13 @@ build() {
 make_bundle() {
   rm -rf "$bundle" && mkdir -p "$bundle/lib"
   cp build-cuda/tests/kernels/cuda/cuda_kernels_test build-cuda/tests/kernels/cuda/cuda_gemm_test \
-    build-cuda/tests/engine/parallel/nccl_communicator_test "$bundle/"
+    build-cuda/tests/engine/parallel/nccl_communicator_test build-cuda/tests/engine/runtime/cuda_backend_test \
+    "$bundle/"
   # Shared libraries a CUDA image may lack. libnccl and libcublas (hundreds of
   # MB) stay behind: --prebuilt finds them on the device (the CUDA toolkit, or
   # pip's nvidia-nccl for NCCL).
   for bin in "$bundle"/*_test; do
-    ldd "$bin" | awk '/=> \// {print $3}' | grep -E 'libfmt|libcudart' | xargs -r cp -L -t "$bundle/lib/"
+    ldd "$bin" | awk '/=> \// {print $3}' | grep -E 'libfmt|libcudart|libpcre2' | xargs -r cp -L -t "$bundle/lib/"
   done
   ls -l "$bundle" "$bundle/lib"
 }
@@ -101,7 +103,8 @@ run_tests_prebuilt() {
   [[ -d /usr/local/cuda/lib64 ]] && cuda_lib=/usr/local/cuda/lib64  # libcublas for cuda_gemm_test
   export LD_LIBRARY_PATH="$PWD/$bundle/lib${nccl_dir:+:$nccl_dir}${cuda_lib:+:$cuda_lib}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   local bin name rc
-  for bin in "$bundle"/cuda_kernels_test "$bundle"/cuda_gemm_test "$bundle"/nccl_communicator_test; do
+  for bin in "$bundle"/cuda_kernels_test "$bundle"/cuda_gemm_test "$bundle"/nccl_communicator_test \
+      "$bundle"/cuda_backend_test; do
     name="$(basename "$bin")"
     timeout "$step_timeout" "$bin" --gtest_output="xml:$out/$name.xml" >"$out/$name.log" 2>&1
     rc=$?

@@ -38,15 +38,18 @@ cmake -S . -B build-test -G Ninja -DCMAKE_BUILD_TYPE=Release -DKVSCOPE_CUDA=OFF 
 cmake --build build-test -j"$jobs"
 if [[ "${KVSCOPE_CUDA_BUILD:-1}" != 0 ]]; then
   # CUDA and NCCL compile and link (CI has the toolkit, no GPU): only the CUDA
-  # kernels, their test binary and the NCCL communicator with its test, not
-  # the whole project; of them only the launchers' precondition checks run
-  # here (they need no device). The GPU run is scripts/gpu_check.sh.
+  # kernels, their test binary, the NCCL communicator with its test and the
+  # engine with its CUDA backend (cuda_backend_test), not the whole project;
+  # of them only the launchers' precondition checks and the backend's model
+  # checks run here (they need no device; the rest of cuda_backend_test
+  # skips). The GPU run is scripts/gpu_check.sh.
   nvcc_path="$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)"
   [[ -x "$nvcc_path" ]] || { echo "test.sh: nvcc not found (install the CUDA toolkit or set KVSCOPE_CUDA_BUILD=0)" >&2; exit 1; }
   cmake -S . -B build-cuda -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_COMPILER="$nvcc_path" \
     -DKVSCOPE_CUDA=ON -DKVSCOPE_NCCL=ON -DKVSCOPE_GUI=OFF -DKVSCOPE_WERROR=ON -DCMAKE_CUDA_ARCHITECTURES=90 >/dev/null
-  cmake --build build-cuda -j"$jobs" --target cuda_kernels_test cuda_gemm_test nccl_communicator_test
+  cmake --build build-cuda -j"$jobs" --target cuda_kernels_test cuda_gemm_test nccl_communicator_test cuda_backend_test
   build-cuda/tests/kernels/cuda/cuda_kernels_test --gtest_filter='CudaLaunchCheck.*:*Harness*' --gtest_brief=1
   build-cuda/tests/kernels/cuda/cuda_gemm_test --gtest_filter='CudaGemmLaunchCheck.*' --gtest_brief=1
+  build-cuda/tests/engine/runtime/cuda_backend_test --gtest_brief=1
 fi
 ctest --test-dir build-test --output-on-failure -j"$jobs" --timeout 900

@@ -114,7 +114,9 @@ void Engine::Impl::update_memory_info() {
   info.backend = backend_kind_name(backend->kind());
   info.backend_reason = backend_choice.reason;
   info.device_name = memory.device_name;
-  info.tensor_parallel = rank_memory(runner->plan(), *weights, info.num_kv_blocks, info.block_size, config.kv_cache_type,
+  // The CUDA backend has no runner: one rank, the whole model.
+  const ShardPlan ranks = runner ? runner->plan() : ShardPlan::whole(weights->config);
+  info.tensor_parallel = rank_memory(ranks, *weights, info.num_kv_blocks, info.block_size, config.kv_cache_type,
                                      config.max_batched_tokens);
 }
 
@@ -180,7 +182,8 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config, const
   // budget that cannot work fails at once.
   constexpr double kRepackStart = 0.1;
   if (!report(kRepackStart, "repacking weights")) return cancelled;
-  auto setup = impl->make_kv_setup(impl->config, plan, impl->draft_weights, *impl->pool, [&](double done) {
+  auto setup = impl->make_kv_setup(impl->config, plan, impl->draft_weights, *impl->pool, impl->backend_choice,
+                                   [&](double done) {
     return report(kRepackStart + (1.0 - kRepackStart) * done, "repacking weights");
   });
   if (!setup.ok()) return Error{setup.error()};

@@ -33,7 +33,7 @@ namespace kvscope {
 // inside new backends (a new tp split, a new draft model) or new pools for
 // the running backends, handed over with Backend::use_kv_pool.
 struct KvSetup {
-  std::unique_ptr<CpuBackend> backend;        // a new backend owning its pool, or null
+  std::unique_ptr<Backend> backend;           // a new backend owning its pool, or null
   std::unique_ptr<KvBlockStore> kv;           // else a new pool for the running backend
   std::unique_ptr<Backend> draft_backend;     // spec = draft: a new draft backend, or null
   std::unique_ptr<KvBlockStore> draft_kv;     // else a new pool for the running one (same blocks as kv)
@@ -70,6 +70,7 @@ struct Engine::Impl {
   // The CPU backend's runner (owned by backend; set with it by set_backend):
   // a plain ModelRunner inside for tp = 1 with the fast reduction, else the
   // tp ranks' shards. For figures per rank (plan, timings), not for steps.
+  // Null on the CUDA backend.
   TensorParallelRunner* runner = nullptr;
   std::unique_ptr<Scheduler> scheduler;
   // Speculative decoding with a draft model (spec = draft), else empty.
@@ -128,12 +129,15 @@ struct Engine::Impl {
   // new draft model, and the manager and scheduler over the pools. `draft`:
   // the draft model (spec = draft), else nullptr. Errors say which setting
   // to change; kLoadCancelledMessage when progress returned false.
-  // Only CpuBackend exists: choose_backend never resolves to CUDA yet.
+  // choice: choose_backend's answer for resolved.backend; a new backend is
+  // also built when it names another kind than the running one. When auto
+  // chose CUDA for a model the CUDA backend cannot run, choice becomes the
+  // CPU with that reason; backend = cuda then fails, naming it.
   Result<KvSetup> make_kv_setup(const EngineConfig& resolved, const KvPlan& plan,
                                 const std::shared_ptr<const ModelWeights>& draft, ThreadPool& threads,
-                                const CpuBackend::RepackProgress& progress = {});
-  // Makes `cpu` the backend, and runner its runner.
-  void set_backend(std::unique_ptr<CpuBackend> cpu);
+                                BackendChoice& choice, const CpuBackend::RepackProgress& progress = {});
+  // Makes `b` the backend, and runner its runner when it is a CpuBackend (else null).
+  void set_backend(std::unique_ptr<Backend> b);
   // The shape plan_kv needs: the model's, and the draft model's when `draft` is given.
   ModelShape plan_shape(const ModelConfig* draft) const;
   // Points the scheduler's model proposer (if any) at the backend that drafts.

@@ -8,13 +8,27 @@
 
 #include "engine_impl.h"
 #include "spec/proposer.h"
+#if KVSCOPE_HAVE_CUDA
+#include "runtime/cuda_backend.h"
+#endif
 
 namespace kvscope {
 
 Result<KvSetup> Engine::Impl::make_kv_setup(const EngineConfig& c, const KvPlan& plan,
                                             const std::shared_ptr<const ModelWeights>& draft, ThreadPool& threads,
-                                            const CpuBackend::RepackProgress& progress) {
+                                            BackendChoice& choice, const CpuBackend::RepackProgress& progress) {
   const ModelConfig& mc = weights->config;
+#if KVSCOPE_HAVE_CUDA
+  if (choice.kind == BackendKind::Cuda) {
+    if (std::string why = cuda_unsupported(*weights, c); !why.empty()) {
+      if (c.backend == BackendKind::Cuda) {
+        return Error{fmt::format("backend = cuda cannot run this model: {}; use backend = cpu or auto", why)};
+      }
+      choice = BackendChoice{BackendKind::Cpu, fmt::format("CPU: the CUDA backend cannot run this model: {}", why)};
+    }
+  }
+  const bool cuda = choice.kind == BackendKind::Cuda;
+#endif
   // Tensor parallelism lays the ranks' KV heads out as layers of one storage
   // (kv_storage_shape), so the manager's copy-on-write and swap cover every rank.
   auto shards = shard_plan(c);
@@ -27,6 +41,12 @@ Result<KvSetup> Engine::Impl::make_kv_setup(const EngineConfig& c, const KvPlan&
   spec.block_size = c.block_size;
   spec.num_swap_blocks = static_cast<int32_t>(plan.num_swap_blocks);
   spec.type = c.kv_cache_type;
+#if KVSCOPE_HAVE_CUDA
+  if (cuda) {  // one GPU: one storage layer per model layer, whatever tp_reduce says
+    spec.num_layers = mc.num_layers;
+    spec.kv_size = mc.kv_size();
+  }
+#endif
   // spec = draft: the draft model's K/V in the same blocks, never swapped.
   const bool with_draft = draft && c.spec == SpecMethod::Draft;
   KvPoolSpec draft_spec = spec;
@@ -36,10 +56,19 @@ Result<KvSetup> Engine::Impl::make_kv_setup(const EngineConfig& c, const KvPlan&
     draft_spec.num_swap_blocks = 0;
   }
   // Every pool before any repacking, so that a budget that cannot work fails at once.
-  const bool new_backend = !backend || c.tp != config.tp || c.tp_reduce != config.tp_reduce;
+  const bool new_backend =
+      !backend || backend->kind() != choice.kind || c.tp != config.tp || c.tp_reduce != config.tp_reduce;
   const bool new_draft_backend = with_draft && (!draft_backend || draft != draft_weights);
   KvSetup setup;
   std::unique_ptr<HostKvPool> host_pool, draft_host_pool;
+#if KVSCOPE_HAVE_CUDA
+  std::unique_ptr<DeviceKvPool> device_pool;
+  if (new_backend && cuda) {
+    auto made = CudaBackend::make_pool(spec, weights);
+    if (!made.ok()) return Error{made.error()};
+    device_pool = std::move(made).value();
+  } else
+#endif
   if (new_backend) {
     auto made = CpuBackend::make_pool(spec, weights);
     if (!made.ok()) return Error{made.error()};
@@ -59,6 +88,15 @@ Result<KvSetup> Engine::Impl::make_kv_setup(const EngineConfig& c, const KvPlan&
     setup.draft_kv = std::move(made).value();
   }
   const Error cancelled{std::string(kLoadCancelledMessage)};
+#if KVSCOPE_HAVE_CUDA
+  if (new_backend && cuda) {
+    // No repacking: the weights are uploaded as they are (one step of progress).
+    auto made = CudaBackend::create(weights, std::move(device_pool), CudaBackend::Options{});
+    if (!made.ok()) return Error{made.error()};
+    setup.backend = std::move(made).value();
+    if (progress && !progress(1.0)) return cancelled;
+  } else
+#endif
   if (new_backend) {
     setup.backend = CpuBackend::create(weights, *shards, std::move(host_pool), threads, progress);
     if (!setup.backend) return cancelled;
@@ -92,9 +130,10 @@ Result<KvSetup> Engine::Impl::make_kv_setup(const EngineConfig& c, const KvPlan&
   return setup;
 }
 
-void Engine::Impl::set_backend(std::unique_ptr<CpuBackend> cpu) {
-  runner = &cpu->runner();
-  backend = std::move(cpu);
+void Engine::Impl::set_backend(std::unique_ptr<Backend> b) {
+  auto* cpu = dynamic_cast<CpuBackend*>(b.get());
+  runner = cpu ? &cpu->runner() : nullptr;
+  backend = std::move(b);
 }
 
 }  // namespace kvscope

@@ -65,7 +65,7 @@ Status Engine::reconfigure(const EngineConfig& config) {
   // New pools for the running backends, or a new backend where the split
   // (tp, tp_reduce) changed (its weights repacked into new shards) or the
   // draft model is new.
-  auto setup = m.make_kv_setup(resolved, plan, draft_weights, threads ? *threads : *m.pool);
+  auto setup = m.make_kv_setup(resolved, plan, draft_weights, threads ? *threads : *m.pool, *choice);
   if (!setup.ok()) return Error{setup.error()};
   auto shards = m.shard_plan(resolved);  // checked by make_kv_setup
   if (!shards.ok()) return Error{shards.error()};

@@ -6,13 +6,13 @@
 namespace kvscope {
 namespace {
 
-// Why the CUDA backend cannot run the model here.
+// Why the CUDA backend cannot run here; empty when it can (a CUDA build and a
+// device). Whether it can run the model is only known once the model is
+// loaded: the engine then asks cuda_unsupported() (runtime/cuda_weights.h).
 std::string why_not_cuda(const CudaProbe& probe) {
   if (!probe.built_with_cuda) return "this build has no CUDA backend (built with KVSCOPE_CUDA=OFF)";
   if (probe.num_devices == 0) return fmt::format("no CUDA device ({})", probe.problem);
-  // kernels/cuda/ has kernels but no CudaBackend runs a forward pass with
-  // them yet (issue 13); when one does, a device present means CUDA.
-  return fmt::format("the CUDA backend's forward pass is not implemented yet ({} found)", probe.device_name);
+  return {};
 }
 
 }  // namespace
@@ -29,6 +29,11 @@ const char* backend_kind_name(BackendKind kind) {
 Result<BackendChoice> choose_backend(BackendKind requested, const CudaProbe& probe) {
   if (requested == BackendKind::Cpu) return BackendChoice{BackendKind::Cpu, "CPU: backend = cpu"};
   const std::string why = why_not_cuda(probe);
+  if (why.empty()) {
+    return BackendChoice{BackendKind::Cuda, requested == BackendKind::Cuda
+                                                ? fmt::format("CUDA: {} (backend = cuda)", probe.device_name)
+                                                : fmt::format("CUDA: {} found (backend = auto)", probe.device_name)};
+  }
   if (requested == BackendKind::Cuda) {
     return Error{fmt::format("backend = cuda cannot run here: {}; use backend = cpu or auto", why)};
   }

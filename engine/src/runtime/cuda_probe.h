@@ -1,7 +1,7 @@
 // probe_cuda(): what CUDA devices this process can see. The one place the
 // engine calls the CUDA runtime outside the CUDA backend, compiled against it
 // only when the build has it (KVSCOPE_CUDA=ON, which defines
-// KVSCOPE_HAVE_CUDA=1 for cuda_probe.cpp); otherwise it says "built without
+// KVSCOPE_HAVE_CUDA=1 for the engine); otherwise it says "built without
 // CUDA". runtime/backend_select.h turns it into a choice of backend.
 //   tested by tests/engine/runtime/backend_select_test.cpp
 #pragma once

@@ -1,8 +1,9 @@
 // The `backend` setting (label `unit`): what cpu, cuda and auto become for
 // every kind of machine (no CUDA in the build, no device, a device: faked
 // probes), what they become on this one, that backend = cuda fails loading
-// and reconfiguring with the reason while auto loads on the CPU and says why,
-// and that the settings parser refuses a value that is not a backend.
+// and reconfiguring with the reason while auto loads on the CPU and says why
+// (here: no device, or the tiny F32 model the CUDA backend refuses), and that
+// the settings parser refuses a value that is not a backend.
 #include <gtest/gtest.h>
 
 #include "kvscope/engine.h"
@@ -53,13 +54,17 @@ TEST(BackendSelect, AutoTakesTheCpuAndSaysWhy) {
   ASSERT_TRUE(device.ok());
   EXPECT_EQ(device->kind, BackendKind::Cpu);
   EXPECT_EQ(device->reason, "CPU: no CUDA device (cudaGetDeviceCount: no CUDA-capable device is detected)");
+}
 
-  // A device, but no CUDA backend runs a forward pass yet: the CPU, saying so.
+TEST(BackendSelect, ADeviceMeansCuda) {
   auto gpu = choose_backend(BackendKind::Auto, h100());
   ASSERT_TRUE(gpu.ok());
-  EXPECT_EQ(gpu->kind, BackendKind::Cpu);
-  EXPECT_EQ(gpu->reason,
-            "CPU: the CUDA backend's forward pass is not implemented yet (NVIDIA H100 80GB HBM3 found)");
+  EXPECT_EQ(gpu->kind, BackendKind::Cuda);
+  EXPECT_EQ(gpu->reason, "CUDA: NVIDIA H100 80GB HBM3 found (backend = auto)");
+  auto asked = choose_backend(BackendKind::Cuda, h100());
+  ASSERT_TRUE(asked.ok()) << asked.error();
+  EXPECT_EQ(asked->kind, BackendKind::Cuda);
+  EXPECT_EQ(asked->reason, "CUDA: NVIDIA H100 80GB HBM3 (backend = cuda)");
 }
 
 TEST(BackendSelect, CudaWhereItCannotRunIsAnErrorSayingWhy) {
@@ -70,10 +75,6 @@ TEST(BackendSelect, CudaWhereItCannotRunIsAnErrorSayingWhy) {
   auto device = choose_backend(BackendKind::Cuda, no_device());
   ASSERT_FALSE(device.ok());
   EXPECT_NE(device.error().find("no CUDA device (cudaGetDeviceCount"), std::string::npos) << device.error();
-  auto gpu = choose_backend(BackendKind::Cuda, h100());
-  ASSERT_FALSE(gpu.ok());
-  EXPECT_NE(gpu.error().find("the CUDA backend's forward pass is not implemented yet"), std::string::npos)
-      << gpu.error();
 }
 
 TEST(BackendSelect, ThisMachineMatchesItsProbe) {
@@ -84,7 +85,8 @@ TEST(BackendSelect, ThisMachineMatchesItsProbe) {
   auto mine = choose_backend(BackendKind::Auto);
   auto expected = choose_backend(BackendKind::Auto, probe);
   ASSERT_TRUE(mine.ok() && expected.ok());
-  EXPECT_EQ(mine->kind, BackendKind::Cpu);
+  EXPECT_EQ(mine->kind, probe.built_with_cuda && probe.num_devices > 0 ? BackendKind::Cuda : BackendKind::Cpu);
+  EXPECT_EQ(mine->kind, expected->kind);
   EXPECT_EQ(mine->reason, expected->reason);
 }
 
@@ -118,14 +120,25 @@ EngineConfig tiny_config() {
 TEST(BackendSetting, CudaFailsTheLoadAutoRunsOnTheCpu) {
   EngineConfig cuda = tiny_config();
   cuda.backend = BackendKind::Cuda;
+  // With a device (a CUDA build on a GPU machine) the CUDA backend is there
+  // but refuses the tiny model's F32 matrices, and auto falls back to the CPU.
+  const CudaProbe probe = probe_cuda();
+  const bool device = probe.built_with_cuda && probe.num_devices > 0;
   auto refused = Engine::create(cuda);
   ASSERT_FALSE(refused.ok());
-  EXPECT_EQ(refused.error().rfind("backend = cuda cannot run here: ", 0), 0u) << refused.error();
+  const std::string refusal =
+      device ? "backend = cuda cannot run this model: output (the LM head) is F32" : "backend = cuda cannot run here: ";
+  EXPECT_EQ(refused.error().rfind(refusal, 0), 0u) << refused.error();
 
   auto engine = Engine::create(tiny_config());
   ASSERT_TRUE(engine.ok()) << engine.error();
   EXPECT_EQ((*engine)->model_info().backend, "cpu");
-  EXPECT_EQ((*engine)->model_info().backend_reason, choose_backend(BackendKind::Auto)->reason);
+  if (device) {
+    EXPECT_EQ((*engine)->model_info().backend_reason.rfind("CPU: the CUDA backend cannot run this model: ", 0), 0u)
+        << (*engine)->model_info().backend_reason;
+  } else {
+    EXPECT_EQ((*engine)->model_info().backend_reason, choose_backend(BackendKind::Auto)->reason);
+  }
 
   // Reconfiguring to cuda fails and changes nothing; to cpu says so.
   Status to_cuda = (*engine)->reconfigure(cuda);

@@ -1,0 +1,322 @@
+// CudaBackend; see cuda_backend.h. Every launch and copy goes on the legacy
+// default stream (nullptr), which also orders them with the KV pool's block
+// copies between steps; the one synchronisation of a step is the copy of
+// the logits back to the host.
+#include "runtime/cuda_backend.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cassert>
+
+#include "kernels/cuda/act_and_mul.cuh"
+#include "kernels/cuda/dequantize_bf16.cuh"
+#include "kernels/cuda/embedding.cuh"
+#include "kernels/cuda/gemm_bf16.cuh"
+#include "kernels/cuda/kv_write.cuh"
+#include "kernels/cuda/matvec_q.cuh"
+#include "kernels/cuda/rms_norm.cuh"
+#include "kernels/cuda/rope.cuh"
+
+namespace kvscope {
+namespace {
+
+constexpr cudaStream_t kStream = nullptr;  // the legacy default stream
+constexpr int32_t kMaxMatvecRows = 65535;  // matvec_q's grid.y limit
+constexpr int64_t kGemmTileRows = 2048;    // weight rows dequantised to bf16 at a time
+
+AttentionShape attention_shape(const ModelConfig& c) {
+  AttentionShape s;
+  s.num_heads = c.num_heads;
+  s.num_kv_heads = c.num_kv_heads;
+  s.head_dim = c.head_dim;
+  s.scale = c.softmax_scale();
+  return s;  // no softcap, no sliding window: cuda_unsupported() refuses them
+}
+
+}  // namespace
+
+Result<std::unique_ptr<DeviceKvPool>> CudaBackend::make_pool(const KvPoolSpec& spec,
+                                                             std::shared_ptr<const ModelWeights> weights) {
+  return DeviceKvPool::create(spec, std::move(weights));
+}
+
+Result<std::unique_ptr<CudaBackend>> CudaBackend::create(std::shared_ptr<const ModelWeights> weights,
+                                                         std::unique_ptr<DeviceKvPool> pool,
+                                                         const Options& options) {
+  assert(pool && "CudaBackend::create: no KV pool");
+  if (std::string why = cuda_unsupported(*weights, EngineConfig{}); !why.empty()) {
+    return Error{fmt::format("the CUDA backend cannot run this model: {}", why)};
+  }
+  cudaDeviceProp prop{};
+  if (cudaError_t e = cudaGetDeviceProperties(&prop, 0); e != cudaSuccess) {
+    return Error{fmt::format("no CUDA device: cudaGetDeviceProperties: {}", cudaGetErrorString(e))};
+  }
+  auto uploaded = CudaWeights::upload(*weights);
+  if (!uploaded.ok()) return Error{uploaded.error()};
+  std::unique_ptr<CudaBackend> b(new CudaBackend());
+  b->weights_ = std::move(weights);
+  b->device_weights_ = std::move(uploaded).value();
+  b->pool_ = std::move(pool);
+  b->options_ = options;
+  b->device_name_ = prop.name;
+  if (options.gemm_prefill) {
+    if (cublasCreate(&b->cublas_) != CUBLAS_STATUS_SUCCESS) return Error{"cublasCreate failed"};
+  }
+  const int32_t num_layers = b->weights_->config.num_layers;
+  b->events_.resize(static_cast<size_t>(2 * num_layers));
+  for (cudaEvent_t& e : b->events_) cuda_check(cudaEventCreate(&e), "cudaEventCreate");
+  return b;
+}
+
+CudaBackend::~CudaBackend() {
+  cudaStreamSynchronize(kStream);
+  for (cudaEvent_t e : events_) cudaEventDestroy(e);
+  if (cublas_) cublasDestroy(cublas_);
+}
+
+void CudaBackend::reserve(int32_t max_tokens) {
+  const ModelConfig& c = model_config();
+  const size_t n = static_cast<size_t>(std::max(max_tokens, 1));
+  for (DeviceArray<float>* a : {&x_, &h_, &q_, &k_, &v_, &attn_, &o_, &gate_, &up_}) a->release();
+  capacity_ = static_cast<int32_t>(n);
+  x_.reserve(n * c.hidden_size);
+  h_.reserve(n * c.hidden_size);
+  o_.reserve(n * c.hidden_size);
+  q_.reserve(n * c.q_size());
+  attn_.reserve(n * c.q_size());
+  k_.reserve(n * c.kv_size());
+  v_.reserve(n * c.kv_size());
+  gate_.reserve(n * c.ffn_size);
+  up_.reserve(n * c.ffn_size);
+}
+
+Result<std::unique_ptr<KvBlockStore>> CudaBackend::make_kv_pool(const KvPoolSpec& spec) {
+  auto pool = make_pool(spec, weights_);
+  if (!pool.ok()) return Error{pool.error()};
+  return std::unique_ptr<KvBlockStore>(std::move(pool).value());
+}
+
+void CudaBackend::use_kv_pool(std::unique_ptr<KvBlockStore> pool) {
+  auto* device = dynamic_cast<DeviceKvPool*>(pool.get());
+  assert(device && "CudaBackend::use_kv_pool: a pool this backend did not make");
+  pool.release();
+  pool_.reset(device);
+}
+
+BackendMemory CudaBackend::memory() const {
+  BackendMemory m;
+  m.device_name = device_name_;
+  m.weight_bytes = device_weights_->bytes();
+  m.kv_pool_bytes = pool_->pool_bytes();
+  for (const DeviceArray<float>* a : {&x_, &h_, &q_, &k_, &v_, &attn_, &o_, &gate_, &up_, &head_in_, &logits_,
+                                      &attention_workspace_}) {
+    m.workspace_bytes += a->bytes();
+  }
+  m.workspace_bytes += ints_.bytes() + slots_.bytes() + plan_data_.bytes() + gemm_workspace_.bytes();
+  m.swap_bytes = pool_->swap_bytes();
+  return m;
+}
+
+void CudaBackend::prepare_step(const StepBatch& batch) {
+  const int32_t T = batch.num_tokens;
+  if (T > capacity_) reserve(std::max(T, 2 * capacity_));
+  // One upload for the int32 arrays the kernels read.
+  host_ints_.clear();
+  auto append = [&](const std::vector<int32_t>& v) {
+    const size_t at = host_ints_.size();
+    host_ints_.insert(host_ints_.end(), v.begin(), v.end());
+    return at;
+  };
+  append(batch.token_ids);
+  positions_at_ = append(batch.positions);
+  query_start_at_ = append(batch.query_start);
+  table_start_at_ = append(batch.block_table_start);
+  block_ids_at_ = append(batch.block_ids);
+  ints_.upload(host_ints_.data(), host_ints_.size());
+  slots_.upload(batch.slot_mapping.data(), batch.slot_mapping.size());
+
+  // Attention is planned once for every layer (FlashInfer's plan step).
+  const AttentionShape shape = attention_shape(model_config());
+  const PagedAttentionBatch host_batch{batch.num_seqs, batch.query_start.data(), batch.positions.data(),
+                                       batch.block_table_start.data(), batch.block_ids.data()};
+  const CascadeGroups cascade{batch.num_cascade_groups(), batch.cascade_prefix_len.data(),
+                              batch.cascade_seq_start.data(), batch.cascade_seqs.data()};
+  cuda_check(cuda::plan_paged_prefill(shape, host_batch, cascade, &plan_), "plan_paged_prefill");
+  plan_data_.upload(plan_.data.data(), plan_.data.size());
+  attention_workspace_floats_ = cuda::paged_prefill_workspace_floats(plan_, shape);
+  attention_workspace_.reserve(attention_workspace_floats_);
+
+  // Which rows multiply how (cuda_backend.h, Options::gemm_prefill).
+  matvec_runs_.clear();
+  gemm_seqs_.clear();
+  for (int32_t s = 0; s < batch.num_seqs; ++s) {
+    const int32_t begin = batch.query_start[s], end = batch.query_start[s + 1];
+    if (options_.gemm_prefill && end - begin > options_.gemm_min_rows) {
+      gemm_seqs_.emplace_back(begin, end);
+    } else if (!matvec_runs_.empty() && matvec_runs_.back().second == begin) {
+      matvec_runs_.back().second = end;  // adjacent rows: one launch
+    } else {
+      matvec_runs_.emplace_back(begin, end);
+    }
+  }
+  if (!gemm_seqs_.empty()) {
+    const ModelConfig& c = model_config();
+    const int64_t k_max = std::max<int64_t>({c.hidden_size, c.q_size(), c.ffn_size});
+    gemm_workspace_.reserve(static_cast<size_t>((T + kGemmTileRows) * k_max));
+  }
+}
+
+void CudaBackend::matvec_rows(const DeviceMatrix& w, const float* x, int32_t begin, int32_t end, float* y) {
+  for (int32_t r = begin; r < end; r += kMaxMatvecRows) {
+    const int32_t n = std::min(end - r, kMaxMatvecRows);
+    cuda_check(cuda::matvec_q(w.type, w.data, w.num_rows, w.row_len, x + r * w.row_len, n, y + r * w.num_rows, kStream),
+               "matvec_q");
+  }
+}
+
+void CudaBackend::linear(const DeviceMatrix& w, const float* x, int32_t num_tokens, float* y) {
+  if (gemm_seqs_.empty()) {
+    matvec_rows(w, x, 0, num_tokens, y);
+    return;
+  }
+  for (const auto& [begin, end] : matvec_runs_) matvec_rows(w, x, begin, end, y);
+  // Each GEMM sequence on its own (its row count is then the GEMM's M
+  // whatever else the step holds), every tile dequantised once for all of them.
+  const int64_t K = w.row_len, N = w.num_rows;
+  uint16_t* x_bf16 = gemm_workspace_.data();
+  uint16_t* tile = x_bf16 + static_cast<int64_t>(num_tokens) * K;
+  cuda_check(cuda::f32_to_bf16(x, num_tokens * K, x_bf16, kStream), "f32_to_bf16");
+  for (int64_t r0 = 0; r0 < N; r0 += kGemmTileRows) {
+    const int64_t rows = std::min(kGemmTileRows, N - r0);
+    cuda_check(cuda::dequantize_rows_bf16(w.type, w.data, K, r0, rows, tile, kStream), "dequantize_rows_bf16");
+    for (const auto& [begin, end] : gemm_seqs_) {
+      cuda_check(cuda::gemm_bf16(cublas_, tile, rows, K, x_bf16 + begin * K, end - begin, y + begin * N + r0, N,
+                                 kStream),
+                 "gemm_bf16");
+    }
+  }
+}
+
+void CudaBackend::attention(int32_t layer, const StepBatch& batch) {
+  const AttentionShape shape = attention_shape(model_config());
+  const int32_t* ints = ints_.data();
+  const cuda::PagedPrefillBatch device_batch{batch.num_seqs, ints + query_start_at_, ints + positions_at_,
+                                             ints + table_start_at_, ints + block_ids_at_};
+  cuda_check(cudaEventRecord(events_[2 * static_cast<size_t>(layer)], kStream), "cudaEventRecord");
+  cuda_check(cuda::paged_prefill_attention(shape, pool_->layer_view(layer), device_batch, plan_, plan_data_.data(),
+                                           q_.data(), attn_.data(), attention_workspace_.data(),
+                                           attention_workspace_floats_, kStream),
+             "paged_prefill_attention");
+  cuda_check(cudaEventRecord(events_[2 * static_cast<size_t>(layer) + 1], kStream), "cudaEventRecord");
+}
+
+bool CudaBackend::forward(const StepBatch& batch, std::vector<float>& logits, const std::atomic<bool>* interrupt,
+                          int32_t num_layers) {
+  const ModelConfig& c = model_config();
+  const CudaWeights& w = *device_weights_;
+  const int32_t T = batch.num_tokens;
+  assert(T > 0 && static_cast<int32_t>(batch.positions.size()) == T);
+  assert(pool_->spec().num_layers == c.num_layers && "the CUDA backend's pool has one layer per model layer");
+  attention_stats_ = {};
+  prepare_step(batch);
+  const int64_t H = c.hidden_size;
+  const int32_t* positions = ints_.data() + positions_at_;
+
+  cuda_check(cuda::embedding_lookup(w.token_embd.type, w.token_embd.data, w.token_embd.num_rows, H, ints_.data(), T,
+                                    x_.data(), kStream),
+             "embedding_lookup");
+  const int32_t layers_run = num_layers > 0 ? std::min(num_layers, c.num_layers) : c.num_layers;
+  cuda_check(cuda::rms_norm(x_.data(), w.layers[0].attn_norm, T, H, c.rms_eps, h_.data(), kStream), "rms_norm");
+  for (int32_t layer = 0; layer < layers_run; ++layer) {
+    if (interrupt && interrupt->load(std::memory_order_relaxed)) {
+      cuda_check(cudaStreamSynchronize(kStream), "synchronise after an interrupt");
+      return false;
+    }
+    const DeviceLayerWeights& L = w.layers[static_cast<size_t>(layer)];
+    // h holds this layer's attention norm of x (the previous step below).
+    linear(L.wq, h_.data(), T, q_.data());
+    linear(L.wk, h_.data(), T, k_.data());
+    linear(L.wv, h_.data(), T, v_.data());
+    const float base = c.layer_rope_base(layer);
+    cuda_check(cuda::rope(q_.data(), T, c.num_heads, c.head_dim, positions, base, c.rope_style, 0,
+                          w.rope_freq_factors, kStream),
+               "rope (q)");
+    cuda_check(cuda::rope(k_.data(), T, c.num_kv_heads, c.head_dim, positions, base, c.rope_style, 0,
+                          w.rope_freq_factors, kStream),
+               "rope (k)");
+    cuda_check(cuda::write_kv(k_.data(), v_.data(), 0, slots_.data(), T, c.kv_size(), pool_->spec().type,
+                              pool_->k_layer(layer), pool_->v_layer(layer), pool_->num_slots(), kStream),
+               "write_kv");
+    attention(layer, batch);
+    linear(L.wo, attn_.data(), T, o_.data());
+    // x += attention output; h = ffn_norm(x).
+    cuda_check(cuda::add_rms_norm(x_.data(), o_.data(), L.ffn_norm, T, H, c.rms_eps, h_.data(), kStream),
+               "add_rms_norm");
+    linear(L.w_gate, h_.data(), T, gate_.data());
+    linear(L.w_up, h_.data(), T, up_.data());
+    const int64_t F = c.ffn_size;
+    cuda_check(cuda::silu_mul(gate_.data(), up_.data(), T * F, gate_.data(), kStream), "silu_mul");
+    linear(L.w_down, gate_.data(), T, o_.data());
+    // x += FFN output; h = the next layer's attention norm of x, or the final norm.
+    const float* next_norm =
+        layer + 1 < layers_run ? w.layers[static_cast<size_t>(layer) + 1].attn_norm : w.output_norm;
+    cuda_check(cuda::add_rms_norm(x_.data(), o_.data(), next_norm, T, H, c.rms_eps, h_.data(), kStream),
+               "add_rms_norm");
+  }
+
+  // The head for the rows whose logits are wanted (h holds their final norm).
+  const int32_t num_logits = static_cast<int32_t>(batch.logits_rows.size());
+  logits.resize(static_cast<size_t>(num_logits) * c.vocab_size);
+  if (num_logits > 0) {
+    const float* head_in = h_.data() + static_cast<int64_t>(batch.logits_rows[0]) * H;
+    bool consecutive = true;
+    for (int32_t i = 1; i < num_logits; ++i) consecutive = consecutive && batch.logits_rows[i] == batch.logits_rows[0] + i;
+    if (!consecutive) {
+      head_in_.reserve(static_cast<size_t>(num_logits) * H);
+      for (int32_t i = 0; i < num_logits; ++i) {
+        const float* row = h_.data() + static_cast<int64_t>(batch.logits_rows[i]) * H;
+        cuda_check(cudaMemcpyAsync(head_in_.data() + i * H, row, H * sizeof(float), cudaMemcpyDeviceToDevice, kStream),
+                   "gather of the logits rows");
+      }
+      head_in = head_in_.data();
+    }
+    logits_.reserve(logits.size());
+    const DeviceMatrix& out = w.output;
+    // The head always through matvec_q: one row's logits never depend on the step.
+    for (int32_t r = 0; r < num_logits; r += kMaxMatvecRows) {
+      const int32_t n = std::min(num_logits - r, kMaxMatvecRows);
+      cuda_check(cuda::matvec_q(out.type, out.data, out.num_rows, out.row_len, head_in + r * H, n,
+                                logits_.data() + static_cast<int64_t>(r) * c.vocab_size, kStream),
+                 "matvec_q (head)");
+    }
+    cuda_check(cudaMemcpyAsync(logits.data(), logits_.data(), logits.size() * sizeof(float), cudaMemcpyDeviceToHost,
+                               kStream),
+               "copy of the logits to the host");
+  }
+  cuda_check(cudaStreamSynchronize(kStream), "the step's kernels");
+  collect_attention_stats(layers_run);
+  return true;
+}
+
+void CudaBackend::collect_attention_stats(int32_t layers_run) {
+  for (int32_t l = 0; l < layers_run; ++l) {
+    float ms = 0.0f;
+    cuda_check(cudaEventElapsedTime(&ms, events_[2 * static_cast<size_t>(l)], events_[2 * static_cast<size_t>(l) + 1]),
+               "cudaEventElapsedTime");
+    attention_stats_.time_s += ms * 1e-3;
+  }
+  // As the CPU backend counts it: each shared-pass item loads its prefix
+  // once for its rows instead of once per row, per KV head and layer; a K
+  // and a V row of head_dim floats per position.
+  const ModelConfig& c = model_config();
+  int64_t rows_saved = 0;
+  for (int32_t i = 0; i < plan_.num_shared_items; ++i) {
+    const int32_t* item = plan_.data.data() + plan_.shared_at + 4 * i;  // sequence, prefix_len, first, end
+    rows_saved += static_cast<int64_t>(item[3] - item[2] - 1) * item[1];
+  }
+  attention_stats_.cascade_kv_bytes_saved =
+      rows_saved * c.num_kv_heads * layers_run * 2 * c.head_dim * static_cast<int64_t>(sizeof(float));
+}
+
+}  // namespace kvscope

@@ -1,0 +1,123 @@
+// CudaBackend: the Backend (runtime/backend.h) of one NVIDIA GPU, over the
+// kernels of kernels/cuda/ (docs/cuda.md). Compiled only with KVSCOPE_CUDA=ON.
+//
+// What it runs: the Llama family (SmolLM2, the default model) with Q4_1 /
+// Q8_0 matrices, on device 0, tp = 1; cuda_unsupported() (runtime/
+// cuda_weights.h) names everything else and the engine refuses it (or, with
+// backend = auto, runs it on the CPU and says why). Weights are uploaded once
+// and stay quantised; the KV pool is a DeviceKvPool (kv/device_kv_pool.h).
+//
+// One step, every row of the batch together:
+//   embedding -> per layer: RMSNorm, Q/K/V matmuls, rotary on Q and K, K/V
+//   written through the slot mapping, paged attention (the mixed prefill /
+//   decode kernel, with the step's cascade groups), output matmul, residual
+//   add + RMSNorm (fused), gate and up matmuls, SiLU-and-mul, down matmul,
+//   residual add + the next norm -> the head for the rows that want logits,
+//   copied back to the host, where the engine's sampler reads them.
+// Sampling on the device (kernels/cuda/sample_tokens.cuh) is a later step.
+//
+// Invariance: every kernel of the step computes a row's bits from that row
+// (and its sequence's K/V) alone, so block size, batch composition, chunked
+// prefill, prefix hits and cascade give bitwise-identical logits. That holds
+// because every matmul row goes through matvec_q (the same dot-product order
+// for one row or thousands) and every attention row through the prefill
+// kernel (decode rows too: the split-KV decode kernel folds keys in another
+// order, so choosing it per batch would make a row's bits depend on its
+// neighbours). Options::gemm_prefill trades that for tensor cores.
+//   tested by tests/engine/runtime/cuda_backend_test.cpp (label gpu)
+#pragma once
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "kernels/cuda/paged_prefill.cuh"
+#include "kv/device_kv_pool.h"
+#include "runtime/backend.h"
+#include "runtime/cuda_weights.h"
+#include "runtime/device_array.h"
+
+namespace kvscope {
+
+class CudaBackend final : public Backend {
+ public:
+  struct Options {
+    // Sequences with more than gemm_min_rows rows in a step multiply through
+    // dequantise-to-bf16 tiles + cuBLAS (kernels/cuda/gemm_bf16.cuh) instead
+    // of matvec_q: faster prefill, but bf16-rounded, and a row's bits then
+    // depend on how many rows its sequence has in the step (chunking, prefix
+    // hits) and on cuBLAS's choice of algorithm for that shape. Off in the
+    // engine until a GPU measurement says what prefill gains (docs/cuda.md).
+    bool gemm_prefill = false;
+    int32_t gemm_min_rows = 16;
+  };
+
+  // A device pool of `spec` for `weights`' keys (DeviceKvPool::create).
+  static Result<std::unique_ptr<DeviceKvPool>> make_pool(const KvPoolSpec& spec,
+                                                         std::shared_ptr<const ModelWeights> weights);
+  // Uploads `weights` to device 0 and runs over `pool` (made first, so that a
+  // budget that cannot work fails before the upload). Errors: what
+  // cuda_unsupported() says, a failed allocation, no device.
+  static Result<std::unique_ptr<CudaBackend>> create(std::shared_ptr<const ModelWeights> weights,
+                                                     std::unique_ptr<DeviceKvPool> pool, const Options& options);
+  ~CudaBackend() override;
+  CudaBackend(const CudaBackend&) = delete;
+  CudaBackend& operator=(const CudaBackend&) = delete;
+
+  BackendKind kind() const override { return BackendKind::Cuda; }
+  const ModelConfig& model_config() const override { return weights_->config; }
+  bool forward(const StepBatch& batch, std::vector<float>& logits, const std::atomic<bool>* interrupt = nullptr,
+               int32_t num_layers = 0) override;
+  BackendAttentionStats last_attention_stats() const override { return attention_stats_; }
+  void reserve(int32_t max_tokens) override;
+  Result<std::unique_ptr<KvBlockStore>> make_kv_pool(const KvPoolSpec& spec) override;
+  void use_kv_pool(std::unique_ptr<KvBlockStore> pool) override;
+  KvBlockStore& kv_blocks() override { return *pool_; }
+  void set_thread_pool(ThreadPool&) override {}  // the host side is one thread
+  BackendMemory memory() const override;
+
+ private:
+  CudaBackend() = default;
+  // Activation buffers for num_tokens rows and the step's index arrays, uploaded.
+  void prepare_step(const StepBatch& batch);
+  // y[t] = w x[t] for every row of the step, routed as Options says.
+  void linear(const DeviceMatrix& w, const float* x, int32_t num_tokens, float* y);
+  void matvec_rows(const DeviceMatrix& w, const float* x, int32_t begin, int32_t end, float* y);
+  void attention(int32_t layer, const StepBatch& batch);
+  void collect_attention_stats(int32_t layers_run);
+
+  std::shared_ptr<const ModelWeights> weights_;
+  std::unique_ptr<CudaWeights> device_weights_;
+  std::unique_ptr<DeviceKvPool> pool_;
+  Options options_;
+  std::string device_name_;
+  cublasHandle_t cublas_ = nullptr;  // only with gemm_prefill
+
+  // Activations, [capacity_][width] each; gate_ also holds SiLU(gate) * up.
+  int32_t capacity_ = 0;
+  DeviceArray<float> x_, h_, q_, k_, v_, attn_, o_, gate_, up_;
+  DeviceArray<float> head_in_, logits_;  // [logits rows][hidden], [logits rows][vocab]
+  // The step's index arrays: token ids, positions, query_start,
+  // block_table_start, block ids (one upload, offsets below), and slots.
+  std::vector<int32_t> host_ints_;
+  DeviceArray<int32_t> ints_;
+  size_t positions_at_ = 0, query_start_at_ = 0, table_start_at_ = 0, block_ids_at_ = 0;
+  DeviceArray<int64_t> slots_;
+  cuda::PrefillPlan plan_;
+  DeviceArray<int32_t> plan_data_;
+  DeviceArray<float> attention_workspace_;
+  size_t attention_workspace_floats_ = 0;
+  // Row ranges of this step: [begin, end) runs through matvec_q, and the
+  // sequences that go through the GEMM (gemm_prefill only).
+  std::vector<std::pair<int32_t, int32_t>> matvec_runs_, gemm_seqs_;
+  DeviceArray<uint16_t> gemm_workspace_;  // bf16 activations, then one bf16 weight tile
+  // Attention timing: an event before and after each layer's attention.
+  std::vector<cudaEvent_t> events_;
+  BackendAttentionStats attention_stats_;
+};
+
+}  // namespace kvscope
