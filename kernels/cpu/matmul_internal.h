@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/cpu/rms_norm.h"
 #include "kernels/tensor_type.h"
 
 namespace kvscope::detail {
@@ -32,9 +33,11 @@ struct QuantizedActs {
 inline int64_t padded_blocks(int64_t row_len) { return (row_len / 32 + 1) / 2 * 2; }
 
 // Quantises tokens [t0, t1) of x (x row stride row_len) into q / ds (strides as
-// in QuantizedActs). x86-64 only (AVX2); row_len a multiple of 32.
+// in QuantizedActs). x86-64 only (AVX2); row_len a multiple of 32. With a
+// norm, each row is quantised as the RMS-normed row (rms_norm.h RowNorm: the
+// same floats rms_norm() writes), read straight from x.
 void quantize_acts_avx2(const float* x, int64_t row_len, int64_t t0, int64_t t1, ActLayout layout,
-                        int8_t* q, int64_t q_stride, float* ds, int64_t ds_stride);
+                        int8_t* q, int64_t q_stride, float* ds, int64_t ds_stride, const RowNorm* norm = nullptr);
 
 // The activation layout each integer kernel expects for `type`.
 ActLayout act_layout_avx512(TensorType type);

@@ -1,13 +1,15 @@
-// PackedWeight::pack (scalar, once at load time) and matmul_packed(): quantise
-// the activations once, split the 16-row groups over the pool in contiguous
-// chunks (never the reduction dimension), run the AVX-512 VNNI kernel (Q5_0 and
-// Q5_1 below AVX-512: the AVX2 one; K-quants: the AVX-512 or AVX2 kernel of
-// kquant_packed.h). Types or CPU levels without such a kernel run matmul() per
-// part. Row packing and the chunk count: packed_layout.cpp. See
-// packed_matmul.h.
+// PackedWeight::pack (scalar, once at load time), matmul_packed() and
+// matmul_packed_stacked(): quantise the activations once (with the input's
+// RMSNorm folded in, if given), split the 16-row groups of every weight over
+// the pool in contiguous chunks of one parallel_for (never the reduction
+// dimension), run the AVX-512 VNNI kernel (Q5_0 and Q5_1 below AVX-512: the
+// AVX2 one; K-quants: the AVX-512 or AVX2 kernel of kquant_packed.h). Types or
+// CPU levels without such a kernel run matmul() per part. Row packing and the
+// chunk count: packed_layout.cpp. See packed_matmul.h.
 #include "kernels/cpu/packed_matmul.h"
 
 #include <algorithm>
+#include <array>
 #include <cassert>
 #include <cstdlib>
 
@@ -82,68 +84,27 @@ void matmul_packed(const PackedWeight& w, const float* x, int64_t num_tokens, fl
   const int64_t num_rows = w.num_rows_;
   const int64_t row_len = w.row_len_;
   if (num_rows <= 0 || num_tokens <= 0) return;
-  if (!w.is_packed()) {
-    if (w.parts_.size() == 1) {
-      matmul(w.type_, w.parts_[0].data, num_rows, row_len, x, num_tokens, y, pool, scratch);
-      return;
-    }
-    // Stacked parts: each part into a buffer, then into its output columns.
-    std::vector<float> part_y;
-    int64_t r0 = 0;
-    for (const WeightPart& p : w.parts_) {
-      if (p.num_rows == 0) continue;
-      part_y.resize(static_cast<size_t>(p.num_rows * num_tokens));
-      matmul(w.type_, p.data, p.num_rows, row_len, x, num_tokens, part_y.data(), pool, scratch);
-      for (int64_t t = 0; t < num_tokens; ++t) {
-        std::copy_n(part_y.data() + t * p.num_rows, p.num_rows, y + t * num_rows + r0);
-      }
-      r0 += p.num_rows;
-    }
+  if (w.is_packed()) {
+    const PackedWeight* one = &w;
+    matmul_packed_stacked(std::span<const PackedWeight* const>(&one, 1), x, num_tokens, y, pool, scratch);
     return;
   }
-#if defined(__x86_64__) || defined(_M_X64)
-  if (detail::is_packed_kquant(w.type_)) {
-    PackedWeight::matmul_packed_kquant(w, x, num_tokens, y, pool, scratch);
+  if (w.parts_.size() == 1) {
+    matmul(w.type_, w.parts_[0].data, num_rows, row_len, x, num_tokens, y, pool, scratch);
     return;
   }
-  // Activations: per token, 8-bit blocks of 32 in natural order (as matmul()).
-  const int64_t num_padded = detail::padded_blocks(row_len);
-  const int64_t q_stride = num_padded * 32;
-  const int64_t ds_stride = num_padded * 2;
-  const size_t q_bytes = static_cast<size_t>(num_tokens * q_stride);
-  auto* base = static_cast<uint8_t*>(scratch.get(q_bytes + static_cast<size_t>(num_tokens * ds_stride) * 4 + 64));
-  int8_t* q = reinterpret_cast<int8_t*>(base);
-  float* ds = reinterpret_cast<float*>(base + (q_bytes + 63) / 64 * 64);
-  const detail::PackedFormat f = detail::packed_format(w.type_);
-  auto quantize = [&](int64_t t0, int64_t t1) {
-    detail::quantize_acts_avx2(x, row_len, t0, t1, detail::ActLayout::kNatural, q, q_stride, ds, ds_stride);
-    if (f.has_min) return;
-    // m = offset * d: fold the (power of two, so exact) offset into s_x.
-    for (int64_t t = t0; t < t1; ++t) {
-      for (int64_t b = 0; b < row_len / 32; ++b) ds[t * ds_stride + 2 * b + 1] *= f.offset;
+  // Stacked parts: each part into a buffer, then into its output columns.
+  std::vector<float> part_y;
+  int64_t r0 = 0;
+  for (const WeightPart& p : w.parts_) {
+    if (p.num_rows == 0) continue;
+    part_y.resize(static_cast<size_t>(p.num_rows * num_tokens));
+    matmul(w.type_, p.data, p.num_rows, row_len, x, num_tokens, part_y.data(), pool, scratch);
+    for (int64_t t = 0; t < num_tokens; ++t) {
+      std::copy_n(part_y.data() + t * p.num_rows, p.num_rows, y + t * num_rows + r0);
     }
-  };
-  if (num_tokens * row_len >= 16384) {
-    pool.parallel_for(num_tokens, quantize);
-  } else {
-    quantize(0, num_tokens);
+    r0 += p.num_rows;
   }
-  const detail::QuantizedActs acts{q, ds, q_stride, ds_stride};
-  const detail::PackedGroupLayout layout = detail::packed_group_layout(f, row_len / 32);
-  const int64_t num_groups = (num_rows + kGroupRows - 1) / kGroupRows;
-  // Below AVX-512 only the 5-bit layout is packed (has_packed_kernel).
-  const bool avx512 = cpu_level() == CpuLevel::kAvx512;
-  const int num_chunks = detail::packed_row_chunks(pool.num_threads(), num_groups, layout.bytes);
-  pool.parallel_for_chunks(num_groups, num_chunks, [&](int64_t g0, int64_t g1) {
-    if (avx512) {
-      detail::matmul_packed_groups_avx512(f, w.packed_.get(), layout, g0, g1, num_rows, row_len, acts, num_tokens,
-                                          y, num_rows);
-    } else {
-      detail::matmul_packed_groups_avx2(f, w.packed_.get(), layout, g0, g1, num_rows, row_len, acts, num_tokens, y,
-                                        num_rows);
-    }
-  });
-#endif
 }
 
 void PackedWeight::pack_kquant(TensorType type, int64_t row_len, std::span<const WeightPart> parts,
@@ -164,30 +125,98 @@ void PackedWeight::pack_kquant(TensorType type, int64_t row_len, std::span<const
   }
 }
 
-void PackedWeight::matmul_packed_kquant(const PackedWeight& w, const float* x, int64_t num_tokens, float* y,
-                                        ThreadPool& pool, MatmulScratch& scratch) {
+namespace {
+
+// At most this many weights share one activation quantisation (a LinearGroup
+// has at most three parts); more are run in batches of it.
+constexpr size_t kMaxStacked = 4;
+
+// What one packed weight's kernel reads besides the shared 8-bit quants:
+// s_x times the type's offset (types without a min: packed_matmul_internal.h;
+// 0 = s_x as quantised), and the sums over each 16 (per-16 K-quants).
+struct ActNeeds {
+  float fold = 0.0f;
+  bool half_sums = false;
+};
+
+ActNeeds act_needs(TensorType t) {
+  if (detail::is_packed_kquant(t)) return {0.0f, detail::kquant_scale_units(t) == 16};
+  const detail::PackedFormat f = detail::packed_format(t);
+  return {f.has_min ? 0.0f : f.offset, false};
+}
+
+size_t group_bytes_of(TensorType t, int64_t row_len) {
+  if (detail::is_packed_kquant(t)) return detail::kquant_group_bytes(t, row_len);
+  return detail::packed_group_layout(detail::packed_format(t), row_len / 32).bytes;
+}
+
+size_t round_up_64(size_t n) { return (n + 63) / 64 * 64; }
+
+}  // namespace
+
+void matmul_packed_stacked(std::span<const PackedWeight* const> ws, const float* x, int64_t num_tokens, float* y,
+                           ThreadPool& pool, MatmulScratch& scratch, const RowNorm* norm) {
+  int64_t y_stride = 0;
+  for (const PackedWeight* w : ws) y_stride += w->num_rows();
+  int64_t col = 0;
+  for (size_t i = 0; i < ws.size(); i += kMaxStacked) {
+    const std::span<const PackedWeight* const> batch = ws.subspan(i, std::min(kMaxStacked, ws.size() - i));
+    PackedWeight::run_stacked(batch, x, num_tokens, y + col, y_stride, pool, scratch, norm);
+    for (const PackedWeight* w : batch) col += w->num_rows();
+  }
+}
+
+void PackedWeight::run_stacked(std::span<const PackedWeight* const> ws, const float* x, int64_t num_tokens,
+                               float* y, int64_t y_stride, ThreadPool& pool, MatmulScratch& scratch,
+                               const RowNorm* norm) {
 #if defined(__x86_64__) || defined(_M_X64)
-  const int64_t num_rows = w.num_rows_;
-  const int64_t row_len = w.row_len_;
-  // Activations as for the other types (blocks of 32, natural order), plus
-  // sums over each 16 for the per-16 types (kquant_packed.h says why not Q8_K).
+  const size_t num_parts = ws.size();
+  if (num_parts == 0 || num_tokens <= 0) return;
+  assert(num_parts <= kMaxStacked);
+  const int64_t row_len = ws[0]->row_len_;
+  // The s_x variants the parts need (variant 0 is the one the quantiser
+  // writes; the others start as its copy), and which one each part reads.
+  std::array<float, kMaxStacked> folds{};
+  std::array<int, kMaxStacked> part_fold{};
+  int num_folds = 0;
+  bool half_sums = false;
+  for (size_t i = 0; i < num_parts; ++i) {
+    assert(ws[i]->is_packed() && ws[i]->row_len_ == row_len && "matmul_packed_stacked: precondition");
+    const ActNeeds needs = act_needs(ws[i]->type_);
+    half_sums = half_sums || needs.half_sums;
+    int v = 0;
+    while (v < num_folds && folds[static_cast<size_t>(v)] != needs.fold) ++v;
+    if (v == num_folds) folds[static_cast<size_t>(num_folds++)] = needs.fold;
+    part_fold[i] = v;
+  }
+  // Activations: per token, 8-bit blocks of 32 in natural order (as matmul()),
+  // then one s_x array per variant and the per-16 sums.
   const int64_t num_padded = detail::padded_blocks(row_len);
   const int64_t q_stride = num_padded * 32;
   const int64_t ds_stride = num_padded * 2;
   const int64_t hs_stride = num_padded * 2;
-  const size_t q_bytes = (static_cast<size_t>(num_tokens * q_stride) + 63) / 64 * 64;
-  const size_t ds_bytes = (static_cast<size_t>(num_tokens * ds_stride) * 4 + 63) / 64 * 64;
-  const size_t hs_bytes = static_cast<size_t>(num_tokens * hs_stride) * 4;
-  auto* base = static_cast<uint8_t*>(scratch.get(q_bytes + ds_bytes + hs_bytes));
+  const size_t q_bytes = round_up_64(static_cast<size_t>(num_tokens * q_stride));
+  const size_t ds_bytes = round_up_64(static_cast<size_t>(num_tokens * ds_stride) * 4);
+  const size_t hs_bytes = half_sums ? static_cast<size_t>(num_tokens * hs_stride) * 4 : 0;
+  auto* base = static_cast<uint8_t*>(scratch.get(q_bytes + static_cast<size_t>(num_folds) * ds_bytes + hs_bytes));
   int8_t* q = reinterpret_cast<int8_t*>(base);
-  float* ds = reinterpret_cast<float*>(base + q_bytes);
-  int32_t* hs = reinterpret_cast<int32_t*>(base + q_bytes + ds_bytes);
-  const bool per16 = detail::kquant_scale_units(w.type_) == 16;
-  const detail::QuantizedActs acts{q, ds, q_stride, ds_stride};
+  auto ds_of = [&](int v) { return reinterpret_cast<float*>(base + q_bytes + static_cast<size_t>(v) * ds_bytes); };
+  int32_t* hs = reinterpret_cast<int32_t*>(base + q_bytes + static_cast<size_t>(num_folds) * ds_bytes);
   auto quantize = [&](int64_t t0, int64_t t1) {
-    detail::quantize_acts_avx2(x, row_len, t0, t1, detail::ActLayout::kNatural, q, q_stride, ds, ds_stride);
-    if (!per16) return;
-    const detail::QuantizedActs part{q + t0 * q_stride, ds, q_stride, ds_stride};
+    float* ds0 = ds_of(0);
+    detail::quantize_acts_avx2(x, row_len, t0, t1, detail::ActLayout::kNatural, q, q_stride, ds0, ds_stride, norm);
+    for (int v = 1; v < num_folds; ++v) std::copy(ds0 + t0 * ds_stride, ds0 + t1 * ds_stride, ds_of(v) + t0 * ds_stride);
+    for (int v = 0; v < num_folds; ++v) {
+      const float offset = folds[static_cast<size_t>(v)];
+      if (offset == 0.0f) continue;
+      // m = offset * d: fold the (power of two, so exact) offset into s_x.
+      float* ds = ds_of(v);
+      for (int64_t t = t0; t < t1; ++t) {
+        for (int64_t b = 0; b < row_len / 32; ++b) ds[t * ds_stride + 2 * b + 1] *= offset;
+      }
+    }
+    if (!half_sums) return;
+    const detail::QuantizedActs part{q + t0 * q_stride, ds0, q_stride, ds_stride};
     detail::kquant_half_sums(part, row_len, t1 - t0, hs + t0 * hs_stride, hs_stride);
   };
   if (num_tokens * row_len >= 16384) {
@@ -195,22 +224,58 @@ void PackedWeight::matmul_packed_kquant(const PackedWeight& w, const float* x, i
   } else {
     quantize(0, num_tokens);
   }
-  const detail::KquantActs kacts{acts, hs, hs_stride};
-  const bool avx512 = cpu_level() == CpuLevel::kAvx512;
-  const int64_t num_groups = (num_rows + kGroupRows - 1) / kGroupRows;
-  const size_t group_bytes = detail::kquant_group_bytes(w.type_, row_len);
-  const int num_chunks = detail::packed_row_chunks(pool.num_threads(), num_groups, group_bytes);
-  pool.parallel_for_chunks(num_groups, num_chunks, [&](int64_t g0, int64_t g1) {
-    if (avx512) {
-      detail::kquant_groups_avx512(w.type_, w.packed_.get(), g0, g1, num_rows, row_len, kacts, num_tokens, y,
-                                   num_rows);
-    } else {
-      detail::kquant_groups_avx2(w.type_, w.packed_.get(), g0, g1, num_rows, row_len, kacts, num_tokens, y,
-                                 num_rows);
+  // Every part split into the chunks matmul_packed() would give it alone
+  // (packed_row_chunks: balanced by bytes within the part), all of them one
+  // job whose chunks the threads claim: one barrier for all parts.
+  std::array<int64_t, kMaxStacked> num_groups{};
+  std::array<int, kMaxStacked + 1> chunk_begin{};
+  std::array<int64_t, kMaxStacked> col{};
+  for (size_t i = 0; i < num_parts; ++i) {
+    num_groups[i] = (ws[i]->num_rows_ + kGroupRows - 1) / kGroupRows;
+    const int num_chunks =
+        num_groups[i] == 0 ? 0 : detail::packed_row_chunks(pool.num_threads(), num_groups[i],
+                                                           group_bytes_of(ws[i]->type_, row_len));
+    chunk_begin[i + 1] = chunk_begin[i] + num_chunks;
+    if (i > 0) col[i] = col[i - 1] + ws[i - 1]->num_rows_;
+  }
+  const int total_chunks = chunk_begin[num_parts];
+  if (total_chunks == 0) return;
+  const bool avx512 = cpu_level() == CpuLevel::kAvx512;  // below it: only Q5_x and K-quants are packed
+  pool.parallel_for_chunks(total_chunks, total_chunks, [&](int64_t c0, int64_t c1) {
+    for (int64_t c = c0; c < c1; ++c) {
+      size_t i = 0;
+      while (c >= chunk_begin[i + 1]) ++i;
+      // Chunk k of part i: groups [k n / C, (k + 1) n / C), as ThreadPool splits.
+      const int64_t k = c - chunk_begin[i], C = chunk_begin[i + 1] - chunk_begin[i];
+      const int64_t g0 = num_groups[i] * k / C, g1 = num_groups[i] * (k + 1) / C;
+      if (g0 >= g1) continue;
+      const PackedWeight& w = *ws[i];
+      const detail::QuantizedActs acts{q, ds_of(part_fold[i]), q_stride, ds_stride};
+      float* yi = y + col[i];
+      if (detail::is_packed_kquant(w.type_)) {
+        const detail::KquantActs kacts{acts, hs, hs_stride};
+        if (avx512) {
+          detail::kquant_groups_avx512(w.type_, w.packed_.get(), g0, g1, w.num_rows_, row_len, kacts, num_tokens, yi,
+                                       y_stride);
+        } else {
+          detail::kquant_groups_avx2(w.type_, w.packed_.get(), g0, g1, w.num_rows_, row_len, kacts, num_tokens, yi,
+                                     y_stride);
+        }
+        continue;
+      }
+      const detail::PackedFormat f = detail::packed_format(w.type_);
+      const detail::PackedGroupLayout layout = detail::packed_group_layout(f, row_len / 32);
+      if (avx512) {
+        detail::matmul_packed_groups_avx512(f, w.packed_.get(), layout, g0, g1, w.num_rows_, row_len, acts,
+                                            num_tokens, yi, y_stride);
+      } else {
+        detail::matmul_packed_groups_avx2(f, w.packed_.get(), layout, g0, g1, w.num_rows_, row_len, acts, num_tokens,
+                                          yi, y_stride);
+      }
     }
   });
 #else
-  (void)w, (void)x, (void)num_tokens, (void)y, (void)pool, (void)scratch;
+  (void)ws, (void)x, (void)num_tokens, (void)y, (void)y_stride, (void)pool, (void)scratch, (void)norm;
 #endif
 }
 

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "kernels/cpu/matmul.h"
+#include "kernels/cpu/rms_norm.h"
 #include "kernels/cpu/thread_pool.h"
 #include "kernels/tensor_type.h"
 
@@ -63,13 +64,16 @@ class PackedWeight {
  private:
   friend void matmul_packed(const PackedWeight& w, const float* x, int64_t num_tokens, float* y,
                             ThreadPool& pool, MatmulScratch& scratch);
+  friend void matmul_packed_stacked(std::span<const PackedWeight* const> ws, const float* x, int64_t num_tokens,
+                                    float* y, ThreadPool& pool, MatmulScratch& scratch, const RowNorm* norm);
   struct Free {
     void operator()(uint8_t* p) const;
   };
   // Q2_K..Q6_K (detail::is_packed_kquant): layout kquant_packed.h.
   static void pack_kquant(TensorType type, int64_t row_len, std::span<const WeightPart> parts, PackedWeight* pw);
-  static void matmul_packed_kquant(const PackedWeight& w, const float* x, int64_t num_tokens, float* y,
-                                   ThreadPool& pool, MatmulScratch& scratch);
+  // matmul_packed_stacked for at most 4 weights, into y with row stride y_stride.
+  static void run_stacked(std::span<const PackedWeight* const> ws, const float* x, int64_t num_tokens, float* y,
+                          int64_t y_stride, ThreadPool& pool, MatmulScratch& scratch, const RowNorm* norm);
 
   TensorType type_ = TensorType::F32;
   int64_t row_len_ = 0;
@@ -84,5 +88,21 @@ class PackedWeight {
 // as matmul(); results equal matmul() on each part only on the fallback path.
 void matmul_packed(const PackedWeight& w, const float* x, int64_t num_tokens, float* y, ThreadPool& pool,
                    MatmulScratch& scratch);
+
+// Several packed weights that read the same x, run as one: y: [num_tokens]
+// [sum of num_rows()], each weight's outputs side by side in order, as if
+// they were one stacked PackedWeight. Why: weights of different types cannot
+// share a PackedWeight (Q|K|V of a Q4_K_M file, with V in Q8_0 and Q, K in
+// Q5_0), and a matmul_packed() per weight costs one thread hand-off each, a
+// barrier that at decode costs more than a small matrix. Here x is quantised
+// once (one s_x copy per distinct type offset) and every weight's row groups
+// go into one parallel_for. Every output element's arithmetic is the one
+// matmul_packed() does for that weight alone: bitwise the same results.
+// With a norm, x is read as rms_norm(x, norm->weight, ..., norm->eps) would
+// have written it (rms_norm.h RowNorm): bitwise the result of running on the
+// normed rows, without writing them. norm->weight: [row_len].
+// Preconditions: every weight is_packed(), all with the same row_len.
+void matmul_packed_stacked(std::span<const PackedWeight* const> ws, const float* x, int64_t num_tokens, float* y,
+                           ThreadPool& pool, MatmulScratch& scratch, const RowNorm* norm = nullptr);
 
 }  // namespace kvscope

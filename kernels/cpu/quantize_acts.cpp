@@ -2,6 +2,9 @@
 // blocks of 32, d = max|x| / 127, q = round-to-nearest-even(x / d), and
 // s = d * sum(q) for the weights' offset / min term. Each token row is
 // quantised on its own, so a row's result never depends on the batch.
+// With a RowNorm the row's elements are scaled as rms_norm() scales them,
+// (x * scale) * weight, two roundings in that order, before the block max:
+// the quantised bytes equal those of the normed row rms_norm() would write.
 #include "kernels/cpu/matmul_internal.h"
 
 #if defined(__x86_64__) || defined(_M_X64)
@@ -12,7 +15,7 @@
 namespace kvscope::detail {
 
 void quantize_acts_avx2(const float* x, int64_t row_len, int64_t t0, int64_t t1, ActLayout layout,
-                        int8_t* q, int64_t q_stride, float* ds, int64_t ds_stride) {
+                        int8_t* q, int64_t q_stride, float* ds, int64_t ds_stride, const RowNorm* norm) {
   const int64_t num_blocks = row_len / 32;
   const int64_t num_padded = padded_blocks(row_len);
   const __m256 sign_mask = _mm256_set1_ps(-0.0f);
@@ -21,10 +24,15 @@ void quantize_acts_avx2(const float* x, int64_t row_len, int64_t t0, int64_t t1,
     const float* xt = x + t * row_len;
     int8_t* qt = q + t * q_stride;
     float* dst = ds + t * ds_stride;
+    const __m256 scale = _mm256_set1_ps(norm ? rms_norm_scale(xt, row_len, norm->eps) : 1.0f);
     for (int64_t b = 0; b < num_blocks; ++b) {
       const float* xb = xt + 32 * b;
       __m256 v[4];
       for (int i = 0; i < 4; ++i) v[i] = _mm256_loadu_ps(xb + 8 * i);
+      if (norm) {
+        const float* wb = norm->weight + 32 * b;
+        for (int i = 0; i < 4; ++i) v[i] = _mm256_mul_ps(_mm256_mul_ps(v[i], scale), _mm256_loadu_ps(wb + 8 * i));
+      }
       __m256 amax = _mm256_max_ps(_mm256_max_ps(_mm256_andnot_ps(sign_mask, v[0]),
                                                 _mm256_andnot_ps(sign_mask, v[1])),
                                   _mm256_max_ps(_mm256_andnot_ps(sign_mask, v[2]),

@@ -35,11 +35,15 @@ float sum_squares(const float* x, int64_t n) {
 
 }  // namespace
 
+float rms_norm_scale(const float* x, int64_t n, float eps) {
+  return 1.0f / std::sqrt(sum_squares(x, n) / static_cast<float>(n) + eps);
+}
+
 void rms_norm(const float* x, const float* weight, int64_t num_tokens, int64_t n, float eps, float* out) {
   for (int64_t t = 0; t < num_tokens; ++t) {
     const float* xt = x + t * n;
     float* ot = out + t * n;
-    const float scale = 1.0f / std::sqrt(sum_squares(xt, n) / static_cast<float>(n) + eps);
+    const float scale = rms_norm_scale(xt, n, eps);
     for (int64_t i = 0; i < n; ++i) ot[i] = xt[i] * scale * weight[i];
   }
 }

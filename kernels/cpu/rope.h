@@ -17,4 +17,16 @@ namespace kvscope {
 void rope(float* x, int64_t num_tokens, int64_t num_heads, int64_t head_dim, const int32_t* positions,
           float base, RopeStyle style, int64_t token_stride = 0, const float* freq_factors = nullptr);
 
+// rope() in two steps, for a caller that rotates many rows at the same
+// positions (every layer of a step with the same base, q and k): the bits
+// are rope()'s.
+// cos_sin: [num_tokens][head_dim], token t's cos of pair i at [t][i] and its
+// sin at [t][head_dim / 2 + i]; the other arguments as for rope().
+void rope_cos_sin(int64_t num_tokens, int64_t head_dim, const int32_t* positions, float base,
+                  const float* freq_factors, float* cos_sin);
+// Rotates num_heads heads of one token, x[h * head_dim + ...] into out (which
+// may be x), by that token's cos_sin row ([head_dim]).
+void rope_rotate(const float* x, float* out, int64_t num_heads, int64_t head_dim, RopeStyle style,
+                 const float* cos_sin);
+
 }  // namespace kvscope

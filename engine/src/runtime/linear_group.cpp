@@ -48,12 +48,27 @@ LinearGroup::LinearGroup(const std::vector<const WeightMatrix*>& parts, int64_t 
       packed_.push_back(PackedWeight::pack(v.type, k_size, std::span<const WeightPart>(&wp, 1)));
     }
   }
-  bool all_packed = true;
-  for (const PackedWeight& pw : packed_) all_packed = all_packed && pw.is_packed();
-  if (all_packed) slices_.clear();  // the packed layout is a copy: the slices are no longer read
+  all_packed_ = true;
+  for (const PackedWeight& pw : packed_) all_packed_ = all_packed_ && pw.is_packed();
+  if (all_packed_) slices_.clear();  // the packed layout is a copy: the slices are no longer read
 }
 
-void LinearGroup::run(const float* x, int32_t num_tokens, float* y, ThreadPool& pool, MatmulScratch& scratch) {
+void LinearGroup::run(const float* x, int32_t num_tokens, float* y, ThreadPool& pool, MatmulScratch& scratch,
+                      const RowNorm* norm) {
+  if (all_packed_) {
+    stacked_.clear();
+    for (const PackedWeight& pw : packed_) stacked_.push_back(&pw);
+    matmul_packed_stacked(stacked_, x, num_tokens, y, pool, scratch, norm);
+    return;
+  }
+  if (norm) {  // matmul() reads x as it is: norm it first
+    // One buffer per thread, not per group: every layer's groups share it
+    // (a tensor-parallel rank runs on its own thread).
+    thread_local std::vector<float> normed;
+    normed.resize(static_cast<size_t>(num_tokens * row_len_));
+    rms_norm(x, norm->weight, num_tokens, row_len_, norm->eps, normed.data());
+    x = normed.data();
+  }
   if (packed_.size() == 1) {
     matmul_packed(packed_[0], x, num_tokens, y, pool, scratch);
     return;

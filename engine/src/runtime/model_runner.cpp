@@ -131,6 +131,7 @@ bool ModelRunner::forward(const StepBatch& batch, std::vector<float>& logits, co
   ensure_capacity(T);
   const int64_t H = c.hidden_size;
   attention_stats_ = {};
+  num_rope_tables_ = 0;  // this step's positions: new tables
 
   for (int32_t t = 0; t < T; ++t) {
     float* row = x_.data() + t * H;
@@ -150,10 +151,19 @@ bool ModelRunner::forward(const StepBatch& batch, std::vector<float>& logits, co
   const int32_t num_logits = static_cast<int32_t>(batch.logits_rows.size());
   logits.resize(static_cast<size_t>(num_logits) * c.vocab_size);
   if (num_logits == 0) return true;
-  for (int32_t i = 0; i < num_logits; ++i) {
-    rms_norm(x_.data() + batch.logits_rows[i] * H, w.output_norm.data(), 1, H, c.rms_eps, h_.data() + i * H);
+  // Consecutive rows (decode, a prefill's last row) go to the head as they
+  // are, with the final norm folded into its input quantisation.
+  bool consecutive = true;
+  for (int32_t i = 1; i < num_logits; ++i) consecutive = consecutive && batch.logits_rows[i] == batch.logits_rows[0] + i;
+  const RowNorm final_norm{w.output_norm.data(), c.rms_eps};
+  if (consecutive) {
+    head(x_.data() + batch.logits_rows[0] * H, num_logits, logits.data(), &final_norm);
+  } else {
+    for (int32_t i = 0; i < num_logits; ++i) {
+      rms_norm(x_.data() + batch.logits_rows[i] * H, w.output_norm.data(), 1, H, c.rms_eps, h_.data() + i * H);
+    }
+    head(h_.data(), num_logits, logits.data());
   }
-  head(h_.data(), num_logits, logits.data());
   if (c.final_softcap > 0.0f) {  // Gemma 2
     for (float& x : logits) x = c.final_softcap * std::tanh(x / c.final_softcap);
   }
@@ -176,29 +186,27 @@ void ModelRunner::attention_block(int32_t layer, const StepBatch& batch) {
   const int64_t Q = num_q * hd, KV = num_kv * hd, QKV = Q + 2 * KV;
   const int64_t q0 = shard_.q_head_begin * hd, kv0 = shard_.kv_head_begin * hd;  // the shard's bias offsets
 
-  // qkv_ rows: [Q | K | V] per token, the shard's heads only.
-  norm_rows(x_.data(), L.attn_norm, T, c.rms_eps, h_.data());
-  lin.qkv.run(h_.data(), T, qkv_.data(), *pool_, scratch_);
+  // qkv_ rows: [Q | K | V] per token, the shard's heads only. The attention
+  // norm is folded into the matmul's input quantisation (h_ is not written).
+  const RowNorm attn_norm{L.attn_norm.data(), c.rms_eps};
+  lin.qkv.run(x_.data(), T, qkv_.data(), *pool_, scratch_, &attn_norm);
   add_bias(qkv_.data(), QKV, 0, L.bq, q0, Q, T);
   add_bias(qkv_.data(), QKV, Q, L.bk, kv0, KV, T);
   add_bias(qkv_.data(), QKV, Q + KV, L.bv, kv0, KV, T);
-  if (c.qk_norm) {  // per-head RMSNorm (Gemma 3, Qwen3): each head is a row of head_dim
-    for (int32_t t = 0; t < T; ++t) {
-      float* row = qkv_.data() + t * QKV;
+
+  // One pass per token: per-head q/k norms, rotary (q straight into q_, k in
+  // place) with this step's shared cos/sin table, K/V into their slot.
+  const float* cos_sin = rope_table(c.layer_rope_base(layer), batch);
+  for (int32_t t = 0; t < T; ++t) {
+    float* row = qkv_.data() + t * QKV;
+    if (c.qk_norm) {  // per-head RMSNorm (Gemma 3, Qwen3): each head is a row of head_dim
       rms_norm(row, L.q_norm.data(), num_q, c.head_dim, c.rms_eps, row);
       rms_norm(row + Q, L.k_norm.data(), num_kv, c.head_dim, c.rms_eps, row + Q);
     }
-  }
-  const float base = c.layer_rope_base(layer);
-  const std::vector<float>& factors = weights_->rope_freq_factors;
-  const float* freq_factors = factors.empty() ? nullptr : factors.data();
-  rope(qkv_.data(), T, num_q, c.head_dim, batch.positions.data(), base, c.rope_style, QKV, freq_factors);
-  rope(qkv_.data() + Q, T, num_kv, c.head_dim, batch.positions.data(), base, c.rope_style, QKV, freq_factors);
-
-  for (int32_t t = 0; t < T; ++t) {
-    const float* row = qkv_.data() + t * QKV;
+    const float* token_cos_sin = cos_sin + t * hd;
+    rope_rotate(row, q_.data() + t * Q, num_q, hd, c.rope_style, token_cos_sin);
+    rope_rotate(row + Q, row + Q, num_kv, hd, c.rope_style, token_cos_sin);
     const int64_t slot = batch.slot_mapping[t];
-    std::memcpy(q_.data() + t * Q, row, Q * sizeof(float));
     if (!split_kv_) {
       kv_->store(layer, slot, row + Q, row + Q + KV);
     } else {
@@ -275,8 +283,8 @@ void ModelRunner::ffn_block(int32_t layer, int32_t T) {
   ShardLinears& lin = linears_[static_cast<size_t>(layer)];
   const int64_t H = c.hidden_size, F = shard_.ffn_size;
 
-  norm_rows(x_.data(), L.ffn_norm, T, c.rms_eps, h_.data());
-  lin.gate_up.run(h_.data(), T, gate_up_.data(), *pool_, scratch_);  // rows: [gate | up]
+  const RowNorm ffn_norm{L.ffn_norm.data(), c.rms_eps};  // folded into the matmul's input quantisation
+  lin.gate_up.run(x_.data(), T, gate_up_.data(), *pool_, scratch_, &ffn_norm);  // rows: [gate | up]
   for (int32_t t = 0; t < T; ++t) {
     const float* gate = gate_up_.data() + t * 2 * F;
     if (c.activation == FfnActivation::SiLU) {
@@ -338,9 +346,24 @@ void ModelRunner::row_parallel(std::vector<LinearGroup>& parts, const std::vecto
   }
 }
 
-void ModelRunner::head(const float* h, int32_t num_rows, float* logits) {
+const float* ModelRunner::rope_table(float base, const StepBatch& batch) {
+  for (size_t i = 0; i < num_rope_tables_; ++i) {
+    if (rope_tables_[i].base == base) return rope_tables_[i].cos_sin.data();
+  }
+  if (num_rope_tables_ == rope_tables_.size()) rope_tables_.emplace_back();
+  RopeTable& table = rope_tables_[num_rope_tables_++];
+  const ModelConfig& c = config();
+  const std::vector<float>& factors = weights_->rope_freq_factors;
+  table.base = base;
+  table.cos_sin.resize(static_cast<size_t>(batch.num_tokens) * c.head_dim);
+  rope_cos_sin(batch.num_tokens, c.head_dim, batch.positions.data(), base, factors.empty() ? nullptr : factors.data(),
+               table.cos_sin.data());
+  return table.cos_sin.data();
+}
+
+void ModelRunner::head(const float* h, int32_t num_rows, float* logits, const RowNorm* norm) {
   if (!comm_) {
-    head_.run(h, num_rows, logits, *pool_, scratch_);
+    head_.run(h, num_rows, logits, *pool_, scratch_, norm);
     return;
   }
   // Each rank's vocabulary slice, padded to the largest, gathered, then laid
@@ -348,7 +371,7 @@ void ModelRunner::head(const float* h, int32_t num_rows, float* logits) {
   const int64_t V = config().vocab_size, pad = plan_.max_vocab_size * num_rows;
   head_local_.resize(static_cast<size_t>(pad));
   head_all_.resize(static_cast<size_t>(pad * plan_.world_size));
-  head_.run(h, num_rows, head_local_.data(), *pool_, scratch_);
+  head_.run(h, num_rows, head_local_.data(), *pool_, scratch_, norm);
   comm_->all_gather(head_local_.data(), pad, head_all_.data());
   for (const RankShard& r : plan_.ranks) {
     const float* src = head_all_.data() + r.rank * pad;

@@ -99,7 +99,12 @@ class ModelRunner {
   // chunk order.
   void row_parallel(std::vector<LinearGroup>& parts, const std::vector<KPart>& kparts, bool is_down,
                     const float* x, int64_t x_width, int32_t T, float* y);
-  void head(const float* h, int32_t num_rows, float* logits);
+  // h: [num_rows][hidden]; with a norm, the head reads rms_norm(h) (folded
+  // into its input quantisation, LinearGroup::run).
+  void head(const float* h, int32_t num_rows, float* logits, const RowNorm* norm = nullptr);
+  // This step's rotary cos/sin table for `base` ([T][head_dim], rope_cos_sin),
+  // made by the first layer that asks for it and reused by every later one.
+  const float* rope_table(float base, const StepBatch& batch);
 
   std::shared_ptr<const ModelWeights> weights_;
   ShardPlan plan_;
@@ -121,6 +126,14 @@ class ModelRunner {
   // Row-parallel and head scratch (sized on use): a part's input columns,
   // [chunks][T][hidden] partial products, all ranks' partials, head slices.
   std::vector<float> part_in_, partials_, gathered_, head_local_, head_all_, q_head_, out_head_;
+  // Rotary tables of the current forward(), one per distinct base (Gemma 3:
+  // local and global layers); the first num_rope_tables_ are valid.
+  struct RopeTable {
+    float base = 0.0f;
+    std::vector<float> cos_sin;  // [T][head_dim]
+  };
+  std::vector<RopeTable> rope_tables_;
+  size_t num_rope_tables_ = 0;
 };
 
 }  // namespace kvscope
