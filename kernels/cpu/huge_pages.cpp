@@ -95,4 +95,33 @@ size_t huge_page_chunks_held() {
   return g_chunks_held;
 }
 
+#if defined(__linux__)
+void* reserve_lazy_huge_pages(size_t bytes) {
+  if (bytes == 0) return nullptr;
+  // Anonymous mappings are zero-filled on first touch. Map a huge page more
+  // than asked, keep the aligned part and give the two ends back.
+  const size_t length = (bytes + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
+  void* raw = mmap(nullptr, length + kHugePageBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (raw == MAP_FAILED) return nullptr;
+  const auto start = reinterpret_cast<uintptr_t>(raw);
+  const uintptr_t aligned = (start + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
+  if (aligned > start) munmap(raw, aligned - start);
+  const uintptr_t end = start + length + kHugePageBytes;
+  if (end > aligned + length) munmap(reinterpret_cast<void*>(aligned + length), end - (aligned + length));
+#if defined(MADV_HUGEPAGE)
+  // Advice only: where THP is off ("never") this fails and 4 KiB pages serve.
+  (void)madvise(reinterpret_cast<void*>(aligned), length, MADV_HUGEPAGE);
+#endif
+  return reinterpret_cast<void*>(aligned);
+}
+
+void release_lazy_huge_pages(void* p, size_t bytes) {
+  if (p == nullptr) return;
+  munmap(p, (bytes + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes);
+}
+#else
+void* reserve_lazy_huge_pages(size_t bytes) { return bytes == 0 ? nullptr : std::calloc(bytes, 1); }
+void release_lazy_huge_pages(void* p, size_t) { std::free(p); }
+#endif
+
 }  // namespace kvscope

@@ -32,4 +32,16 @@ void release_huge_page_backed(void* p);
 // Chunks currently held (for tests: all released => 0).
 size_t huge_page_chunks_held();
 
+// Zeroed memory of `bytes` for a large buffer that fills up over time (the KV
+// pool): kHugePageBytes-aligned and advised MADV_HUGEPAGE, but not touched
+// here, so its pages are mapped only when first written and a large
+// reservation costs nothing until it is used. Why huge pages: a KV block's
+// rows of one layer are ~12 KiB, so with 4 KiB pages every new block took ~3
+// page faults per layer, K and V (180 for SmolLM2), which at batch 1 made
+// paged decode measurably slower than contiguous (docs/decode-profile.md);
+// a 2 MiB page serves ~170 blocks of a layer. nullptr when out of memory.
+// Release with release_lazy_huge_pages(p, bytes).
+void* reserve_lazy_huge_pages(size_t bytes);
+void release_lazy_huge_pages(void* p, size_t bytes);
+
 }  // namespace kvscope

@@ -5,6 +5,8 @@
 #include <cstring>
 #include <new>
 
+#include "kernels/cpu/huge_pages.h"
+
 namespace kvscope {
 
 KvStorage::KvStorage(int32_t num_layers, int32_t num_blocks, int32_t block_size, int32_t kv_size,
@@ -13,8 +15,8 @@ KvStorage::KvStorage(int32_t num_layers, int32_t num_blocks, int32_t block_size,
       row_bytes_(kv_row_bytes(type, kv_size)) {
   const size_t per_layer = static_cast<size_t>(num_blocks) * block_size * row_bytes_;
   auto allocate = [per_layer] {
-    Buffer b(static_cast<uint8_t*>(std::calloc(per_layer, 1)));
-    if (!b) throw std::bad_alloc();
+    Buffer b(static_cast<uint8_t*>(reserve_lazy_huge_pages(per_layer)), Free{per_layer});
+    if (!b && per_layer > 0) throw std::bad_alloc();
     return b;
   };
   for (int32_t l = 0; l < num_layers; ++l) {
@@ -23,7 +25,7 @@ KvStorage::KvStorage(int32_t num_layers, int32_t num_blocks, int32_t block_size,
   }
 }
 
-void KvStorage::Free::operator()(uint8_t* p) const { std::free(p); }
+void KvStorage::Free::operator()(uint8_t* p) const { release_lazy_huge_pages(p, bytes); }
 
 size_t KvStorage::bytes_per_block(int32_t num_layers, int32_t block_size, int32_t kv_size, KvCacheType type) {
   return 2 * kv_row_bytes(type, kv_size) * static_cast<size_t>(num_layers) * block_size;

@@ -50,6 +50,7 @@ class KvStorage {
 
  private:
   struct Free {
+    size_t bytes = 0;  // what was reserved
     void operator()(uint8_t* p) const;
   };
   using Buffer = std::unique_ptr<uint8_t[], Free>;
@@ -59,9 +60,10 @@ class KvStorage {
   int32_t num_blocks_, block_size_, kv_size_;
   KvCacheType type_;
   size_t row_bytes_;
-  // [num_layers] buffers of [num_blocks * block_size] rows of row_bytes_. calloc'd:
-  // the pages are mapped (zeroed) only when first written, so a large budget
-  // costs nothing until it is used. Attention never reads an unwritten slot.
+  // [num_layers] buffers of [num_blocks * block_size] rows of row_bytes_,
+  // from reserve_lazy_huge_pages: the pages are mapped (zeroed, 2 MiB at a
+  // time where THP allows) only when first written, so a large budget costs
+  // nothing until it is used. Attention never reads an unwritten slot.
   std::vector<Buffer> k_, v_;
 };
 
