@@ -18,6 +18,7 @@
 #include "common_options.h"
 #include "kvscope/backend_choice.h"
 #include "kvscope/rank_memory.h"
+#include "snapshot_json.h"
 
 namespace kvscope::cli {
 namespace {
@@ -63,25 +64,6 @@ std::string plan_text(const KvPlan& p, const EngineConfig& c) {
                      human_bytes(static_cast<uint64_t>(p.workspace_bytes)), c.max_batched_tokens, c.max_seqs);
   for (const std::string& w : p.warnings) out += fmt::format("warning     {}\n", w);
   return out;
-}
-
-// Tensor parallelism (--tp N > 1): each rank's heads, weight slices, KV
-// share of the planned pool and activation buffers, as Engine::create would
-// split the model.
-nlohmann::ordered_json ranks_json(const TensorParallelMemory& m) {
-  nlohmann::ordered_json ranks = nlohmann::ordered_json::array();
-  for (const RankMemory& r : m.ranks) {
-    ranks.push_back({{"rank", r.rank}, {"q_head_begin", r.q_head_begin}, {"num_q_heads", r.num_q_heads},
-                     {"kv_head_begin", r.kv_head_begin}, {"num_kv_heads", r.num_kv_heads},
-                     {"weight_bytes", r.weight_bytes}, {"kv_bytes", r.kv_bytes},
-                     {"workspace_bytes", r.workspace_bytes}});
-  }
-  return {{"tp", m.tp},
-          {"tp_reduce", m.deterministic ? "deterministic" : "fast"},
-          {"num_kv_heads", m.num_kv_heads},
-          {"num_kv_head_slots", m.num_kv_head_slots},
-          {"kv_heads_replicated", m.kv_heads_replicated},
-          {"ranks", ranks}};
 }
 
 std::string heads_text(int32_t begin, int32_t num) {
@@ -242,7 +224,7 @@ int run_model_info(const ModelInfoOptions& o) {
                                                           {"reason", backend->reason}}
                                 : nlohmann::ordered_json{{"error", backend.error()}};
     j["tensor_parallel"] = !ranks        ? nlohmann::ordered_json(nullptr)
-                           : ranks->ok() ? ranks_json(**ranks)
+                           : ranks->ok() ? server::tensor_parallel_json(**ranks)
                                          : nlohmann::ordered_json{{"error", ranks->error()}};
     write_stdout(dump_json(j) + "\n");
   } else {

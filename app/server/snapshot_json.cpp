@@ -31,26 +31,6 @@ Json step_json(const StepStats& s) {
                                                  s.rank_forward_s.begin() + std::clamp(s.num_ranks, 0, StepStats::kMaxRanks))}};
 }
 
-// The same keys as `kvscope-cli model-info --tp N --json` (its tensor_parallel).
-Json tensor_parallel_json(const TensorParallelMemory& m) {
-  Json ranks = Json::array();
-  for (const RankMemory& r : m.ranks) {
-    ranks.push_back({{"rank", r.rank},
-                     {"q_head_begin", r.q_head_begin},
-                     {"num_q_heads", r.num_q_heads},
-                     {"kv_head_begin", r.kv_head_begin},
-                     {"num_kv_heads", r.num_kv_heads},
-                     {"weight_bytes", r.weight_bytes},
-                     {"kv_bytes", r.kv_bytes},
-                     {"workspace_bytes", r.workspace_bytes}});
-  }
-  return {{"tp", m.tp},
-          {"tp_reduce", m.deterministic ? "deterministic" : "fast"},
-          {"num_kv_heads", m.num_kv_heads},
-          {"num_kv_head_slots", m.num_kv_head_slots},
-          {"kv_heads_replicated", m.kv_heads_replicated},
-          {"ranks", ranks}};
-}
 
 Json kv_json(const KvStats& kv) {
   return {{"num_blocks", kv.num_blocks},
@@ -71,6 +51,26 @@ Json kv_json(const KvStats& kv) {
 }
 
 }  // namespace
+
+Json tensor_parallel_json(const TensorParallelMemory& m) {
+  Json ranks = Json::array();
+  for (const RankMemory& r : m.ranks) {
+    ranks.push_back({{"rank", r.rank},
+                     {"q_head_begin", r.q_head_begin},
+                     {"num_q_heads", r.num_q_heads},
+                     {"kv_head_begin", r.kv_head_begin},
+                     {"num_kv_heads", r.num_kv_heads},
+                     {"weight_bytes", r.weight_bytes},
+                     {"kv_bytes", r.kv_bytes},
+                     {"workspace_bytes", r.workspace_bytes}});
+  }
+  return {{"tp", m.tp},
+          {"tp_reduce", m.deterministic ? "deterministic" : "fast"},
+          {"num_kv_heads", m.num_kv_heads},
+          {"num_kv_head_slots", m.num_kv_head_slots},
+          {"kv_heads_replicated", m.kv_heads_replicated},
+          {"ranks", ranks}};
+}
 
 Json snapshot_json(const EngineSnapshot& snap) {
   Json sequences = Json::array();

@@ -15,4 +15,10 @@ namespace kvscope::server {
 
 nlohmann::ordered_json snapshot_json(const EngineSnapshot& snapshot);
 
+// The split over tensor-parallel ranks as the snapshot's `tensor_parallel`
+// and `kvscope-cli model-info --tp N --json` both print it: tp, the
+// reduction, KV heads and slots, and per rank its heads and its weight, KV
+// and workspace bytes.
+nlohmann::ordered_json tensor_parallel_json(const TensorParallelMemory& m);
+
 }  // namespace kvscope::server
