@@ -77,26 +77,9 @@ void rope(float* x, int64_t num_tokens, int64_t num_heads, int64_t head_dim, con
       cs[i] = std::cos(angle);
       sn[i] = std::sin(angle);
     }
-    for (int64_t h = 0; h < num_heads; ++h) {
-      float* v = x + t * token_stride + h * head_dim;
-      if (style == RopeStyle::kAdjacentPairs) {
-        for (int64_t i = 0; i < half; ++i) {
-          const float x0 = v[2 * i];
-          const float x1 = v[2 * i + 1];
-          v[2 * i] = x0 * cs[i] - x1 * sn[i];
-          v[2 * i + 1] = x0 * sn[i] + x1 * cs[i];
-        }
-      } else {
-        float* a = v;
-        float* b = v + half;
-        for (int64_t i = 0; i < half; ++i) {
-          const float x0 = a[i];
-          const float x1 = b[i];
-          a[i] = x0 * cs[i] - x1 * sn[i];
-          b[i] = x0 * sn[i] + x1 * cs[i];
-        }
-      }
-    }
+    // In place: rope_rotate reads each pair before it writes it.
+    float* row = x + t * token_stride;
+    rope_rotate(row, row, num_heads, head_dim, style, cs);
   }
 }
 
