@@ -1,12 +1,32 @@
-// Dequantising matrix-vector kernel; see matvec_q.cuh. One warp per output
-// row, 4 rows per block: lane l takes the row's quantisation blocks
-// l, l + 32, ..., so a warp reads 32 consecutive blocks (640 B for Q4_1,
-// 1088 B for Q8_0) at a time, then a shuffle tree sums the lanes. Each
-// block's scale (and Q4_1 min) is factored out of its 32 products:
+// Dequantising matrix-vector kernel; see matvec_q.cuh.
+//
+// Layout of the work: a block of 8 warps covers 8 weight rows and a tile of
+// up to kTokenTile = 8 tokens; warp w takes row blockIdx.x * 8 + w. Lane l
+// takes the row's quantisation blocks l, l + 32, ...: it loads each weight
+// block once, dequantises its 32 quants into registers, and multiplies them
+// with the block's 32 activations of every token of the tile (float4 loads).
+// A shuffle tree then sums the lanes, per token. So a weight byte is read
+// once per 8 tokens instead of once per token, which is what a batch of
+// decode rows or a prefill chunk needs; at one token the kernel is the old
+// one-warp-per-row matvec.
+//
+// Each block's scale (and Q4_1 min) is factored out of its 32 products:
 //   Q8_0: d * sum_j q_j x_j;   Q4_1: d * sum_j q_j x_j + m * sum_j x_j.
-// Napkin math: a 576 x 1536 Q4_1 matrix is 553 KB, about 0.2 us at 3 TB/s;
-// launch latency (several us) dominates at SmolLM2's size.
+//
+// Invariance: a token's result is computed by the same instructions in the
+// same order whatever the other tokens of the tile or the launch (the tile
+// only decides which tokens share a weight load), and every multiply-add is
+// an explicit __fmaf_rn / __fadd_rn / __fmul_rn, so no compiler contraction
+// choice can differ between tile slots. tests/kernels/cuda/matvec_q_test.cpp
+// checks a token's bits alone, in a tile and at every tile slot.
+//
+// Napkin math (H200, SmolLM2): a 576 x 1536 Q4_1 matrix is 553 KB, 0.13 us
+// at 4.3 TB/s, so one token is launch-bound; at 512 tokens the multiply-adds
+// (512 x 0.88 M) bound it instead: about 3 instructions per weight element
+// per token, 45 us at the H200's issue rate (docs/cuda.md, "Performance").
 #include "kernels/cuda/matvec_q.cuh"
+
+#include <cstdint>
 
 #include "kernels/cuda/device_util.cuh"
 #include "kernels/cuda/launch_check.h"
@@ -14,42 +34,94 @@
 namespace kvscope::cuda {
 namespace {
 
-constexpr int kRowsPerBlock = 4;
-constexpr int kThreads = kRowsPerBlock * kWarpSize;
+constexpr int kWarpsPerBlock = 8;
+constexpr int kThreads = kWarpsPerBlock * kWarpSize;
+constexpr int kTokenTile = 8;
 
+// A quant as a float without an int-to-float conversion: 2^23 + n has the
+// bits 0x4B000000 | n for 0 <= n < 2^23, and subtracting 2^23 is exact.
+__device__ inline float small_uint_to_float(uint32_t n) { return __fsub_rn(__uint_as_float(0x4B000000u | n), 8388608.0f); }
+
+// The 32 weights of block b of a row (as quants; the scale is applied after
+// the dot product) and its scale d and min m (0 for Q8_0). Loads are 16-bit:
+// block starts are only 2-byte aligned.
 template <TensorType kType>
-__global__ void matvec_kernel(const uint8_t* w, int64_t num_rows, int64_t row_len, const float* x, float* y) {
-  constexpr int block_bytes = kType == TensorType::Q8_0 ? kQ8_0BlockBytes : kQ4_1BlockBytes;
-  const int lane = threadIdx.x % kWarpSize;
-  const int64_t r = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock + threadIdx.x / kWarpSize;
-  const int64_t t = blockIdx.y;
-  if (r >= num_rows) return;  // whole warps leave together: r is warp-uniform
-  const int64_t num_blocks = row_len / kQBlockElems;
-  const uint8_t* w_row = w + r * num_blocks * block_bytes;  // w[r] = w + r * row_bytes
-  const float* x_row = x + t * row_len;                     // x[t][i] = x + t * row_len + i
-  float acc = 0.0f;
-  for (int64_t b = lane; b < num_blocks; b += kWarpSize) {
-    const uint8_t* block = w_row + b * block_bytes;
-    const float* xb = x_row + b * kQBlockElems;
-    const float d = f16_bits_to_f32(*reinterpret_cast<const uint16_t*>(block));
-    if constexpr (kType == TensorType::Q8_0) {
-      float qx = 0.0f;
-      for (int j = 0; j < kQBlockElems; ++j) qx += static_cast<float>(static_cast<int8_t>(block[2 + j])) * xb[j];
-      acc += d * qx;
-    } else {
-      const float m = f16_bits_to_f32(*reinterpret_cast<const uint16_t*>(block + 2));
-      float qx = 0.0f;
-      float sx = 0.0f;
-      for (int j = 0; j < 16; ++j) {  // byte j: low nibble is element j, high nibble element j + 16
-        const uint8_t byte = block[4 + j];
-        qx += static_cast<float>(byte & 15) * xb[j] + static_cast<float>(byte >> 4) * xb[j + 16];
-        sx += xb[j] + xb[j + 16];
-      }
-      acc += d * qx + m * sx;
+__device__ inline void load_block(const uint8_t* block, float (&q)[kQBlockElems], float& d, float& m) {
+  const auto* h = reinterpret_cast<const uint16_t*>(block);
+  d = f16_bits_to_f32(h[0]);
+  if constexpr (kType == TensorType::Q8_0) {
+    m = 0.0f;
+#pragma unroll
+    for (int i = 0; i < 16; ++i) {
+      const uint32_t two = h[1 + i];  // bytes 2 + 2i (low) and 3 + 2i (high), each an int8
+      // int8 v as (v ^ 0x80) - 128, the xor making it an unsigned byte: 2^23 + 128 subtracted at once.
+      q[2 * i] = __fsub_rn(__uint_as_float(0x4B000000u | ((two & 0xffu) ^ 0x80u)), 8388736.0f);
+      q[2 * i + 1] = __fsub_rn(__uint_as_float(0x4B000000u | ((two >> 8) ^ 0x80u)), 8388736.0f);
+    }
+  } else {
+    m = f16_bits_to_f32(h[1]);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      const uint32_t two = h[2 + i];  // quant bytes 2i and 2i + 1
+      q[2 * i] = small_uint_to_float(two & 15u);               // element 2i: low nibble of byte 2i
+      q[2 * i + 16] = small_uint_to_float((two >> 4) & 15u);   // element 2i + 16: its high nibble
+      q[2 * i + 1] = small_uint_to_float((two >> 8) & 15u);    // element 2i + 1: low nibble of byte 2i + 1
+      q[2 * i + 17] = small_uint_to_float((two >> 12) & 15u);  // element 2i + 17
     }
   }
-  acc = warp_sum(acc);
-  if (lane == 0) y[t * num_rows + r] = acc;  // y[t][r]
+}
+
+template <TensorType kType>
+__global__ void __launch_bounds__(kThreads)
+    matvec_kernel(const uint8_t* w, int64_t num_rows, int64_t row_len, const float* x, int64_t num_tokens, float* y) {
+  constexpr int block_bytes = kType == TensorType::Q8_0 ? kQ8_0BlockBytes : kQ4_1BlockBytes;
+  const int lane = threadIdx.x % kWarpSize;
+  const int64_t r = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / kWarpSize;
+  if (r >= num_rows) return;  // whole warps leave together: r is warp-uniform
+  const int64_t t0 = static_cast<int64_t>(blockIdx.y) * kTokenTile;
+  const int tile = static_cast<int>(min(static_cast<int64_t>(kTokenTile), num_tokens - t0));  // warp-uniform
+  const int64_t num_blocks = row_len / kQBlockElems;
+  const uint8_t* w_row = w + r * num_blocks * block_bytes;  // w[r] = w + r * row_bytes
+  float acc[kTokenTile];
+#pragma unroll
+  for (int t = 0; t < kTokenTile; ++t) acc[t] = 0.0f;
+  for (int64_t b = lane; b < num_blocks; b += kWarpSize) {
+    float q[kQBlockElems];
+    float d, m;
+    load_block<kType>(w_row + b * block_bytes, q, d, m);
+#pragma unroll
+    for (int t = 0; t < kTokenTile; ++t) {
+      if (t >= tile) break;
+      // x[t0 + t][b * 32 + j]: 128-byte aligned (row_len is a multiple of 32
+      // and the launcher checks x's alignment).
+      const float4* xb = reinterpret_cast<const float4*>(x + (t0 + t) * row_len + b * kQBlockElems);
+      float qx = 0.0f;
+      float sx = 0.0f;
+#pragma unroll
+      for (int i = 0; i < kQBlockElems / 4; ++i) {
+        const float4 v = __ldg(xb + i);
+        qx = __fmaf_rn(q[4 * i], v.x, qx);
+        qx = __fmaf_rn(q[4 * i + 1], v.y, qx);
+        qx = __fmaf_rn(q[4 * i + 2], v.z, qx);
+        qx = __fmaf_rn(q[4 * i + 3], v.w, qx);
+        if constexpr (kType == TensorType::Q4_1) {
+          sx = __fadd_rn(sx, v.x);
+          sx = __fadd_rn(sx, v.y);
+          sx = __fadd_rn(sx, v.z);
+          sx = __fadd_rn(sx, v.w);
+        }
+      }
+      const float block_dot = kType == TensorType::Q8_0 ? __fmul_rn(d, qx)
+                                                        : __fadd_rn(__fmul_rn(d, qx), __fmul_rn(m, sx));
+      acc[t] = __fadd_rn(acc[t], block_dot);
+    }
+  }
+#pragma unroll
+  for (int t = 0; t < kTokenTile; ++t) {
+    if (t >= tile) break;
+    const float sum = warp_sum(acc[t]);
+    if (lane == 0) y[(t0 + t) * num_rows + r] = sum;  // y[t][r]
+  }
 }
 
 }  // namespace
@@ -60,16 +132,18 @@ cudaError_t matvec_q(TensorType type, const void* w, int64_t num_rows, int64_t r
   KVSCOPE_CUDA_REQUIRE(op, type == TensorType::Q4_1 || type == TensorType::Q8_0);
   KVSCOPE_CUDA_REQUIRE(op, row_len > 0 && row_len % kQBlockElems == 0);
   KVSCOPE_CUDA_REQUIRE(op, num_rows > 0);
-  KVSCOPE_CUDA_REQUIRE(op, num_rows / kRowsPerBlock < 0x7fffffff);  // grid.x limit
-  KVSCOPE_CUDA_REQUIRE(op, num_tokens >= 0 && num_tokens <= 65535);  // grid.y limit
+  KVSCOPE_CUDA_REQUIRE(op, num_rows / kWarpsPerBlock < 0x7fffffff);  // grid.x limit
+  KVSCOPE_CUDA_REQUIRE(op, num_tokens >= 0 && num_tokens <= kMaxMatvecTokens);  // grid.y limit
   if (num_tokens == 0) return cudaSuccess;
   KVSCOPE_CUDA_REQUIRE(op, w != nullptr && x != nullptr && y != nullptr);
-  const dim3 grid(num_blocks_for(num_rows, kRowsPerBlock), static_cast<unsigned int>(num_tokens));
+  KVSCOPE_CUDA_REQUIRE(op, reinterpret_cast<uintptr_t>(w) % 2 == 0);   // 16-bit weight loads
+  KVSCOPE_CUDA_REQUIRE(op, reinterpret_cast<uintptr_t>(x) % 16 == 0);  // float4 activation loads
+  const dim3 grid(num_blocks_for(num_rows, kWarpsPerBlock), num_blocks_for(num_tokens, kTokenTile));
   const auto* wb = static_cast<const uint8_t*>(w);
   if (type == TensorType::Q8_0) {
-    matvec_kernel<TensorType::Q8_0><<<grid, kThreads, 0, stream>>>(wb, num_rows, row_len, x, y);
+    matvec_kernel<TensorType::Q8_0><<<grid, kThreads, 0, stream>>>(wb, num_rows, row_len, x, num_tokens, y);
   } else {
-    matvec_kernel<TensorType::Q4_1><<<grid, kThreads, 0, stream>>>(wb, num_rows, row_len, x, y);
+    matvec_kernel<TensorType::Q4_1><<<grid, kThreads, 0, stream>>>(wb, num_rows, row_len, x, num_tokens, y);
   }
   return cudaGetLastError();
 }

@@ -13,11 +13,15 @@
 
 namespace kvscope::cuda {
 
-// y[t][r] = dot(dequant(w row r), x[t]) for t < num_tokens (a few decode rows).
+inline constexpr int64_t kMaxMatvecTokens = 65535;  // tokens of one launch
+
+// y[t][r] = dot(dequant(w row r), x[t]) for t < num_tokens: decode rows, or a
+// prefill chunk (each weight block is loaded once per 8 tokens). A token's
+// result is bitwise the same whatever the other tokens of the launch.
 // w: [num_rows][row_bytes(type, row_len)] device bytes; x: [num_tokens][row_len]
-// device f32; y: [num_tokens][num_rows] device f32.
+// device f32, 16-byte aligned; y: [num_tokens][num_rows] device f32.
 // Preconditions: type Q4_1 or Q8_0, row_len > 0 and a multiple of 32,
-// num_rows > 0, 0 <= num_tokens <= 65535.
+// num_rows > 0, 0 <= num_tokens <= kMaxMatvecTokens, w 2-byte and x 16-byte aligned.
 cudaError_t matvec_q(TensorType type, const void* w, int64_t num_rows, int64_t row_len, const float* x,
                      int64_t num_tokens, float* y, cudaStream_t stream);
 

@@ -22,7 +22,7 @@ namespace kvscope {
 namespace {
 
 constexpr cudaStream_t kStream = nullptr;  // the legacy default stream
-constexpr int32_t kMaxMatvecRows = 65535;  // matvec_q's grid.y limit
+constexpr int32_t kMaxMatvecRows = static_cast<int32_t>(cuda::kMaxMatvecTokens);
 constexpr int64_t kGemmTileRows = 2048;    // weight rows dequantised to bf16 at a time
 
 AttentionShape attention_shape(const ModelConfig& c) {

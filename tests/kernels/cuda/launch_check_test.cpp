@@ -41,6 +41,9 @@ TEST(CudaLaunchCheck, RefusesBadSizes) {
   EXPECT_EQ(cuda::embedding_lookup(TensorType::Q4_K, fake(), 10, 256, nullptr, 1, fake(), nullptr),
             cudaErrorInvalidValue);  // type not supported
   EXPECT_EQ(cuda::matvec_q(TensorType::F16, fake(), 4, 32, fake(), 1, fake(), nullptr), cudaErrorInvalidValue);
+  alignas(16) static float activations[8];
+  EXPECT_EQ(cuda::matvec_q(TensorType::Q4_1, fake(), 4, 32, activations + 1, 1, fake(), nullptr),
+            cudaErrorInvalidValue);  // activations read as float4: 16-byte alignment
   EXPECT_EQ(cuda::argmax_rows(fake(), 1, 0, nullptr, nullptr), cudaErrorInvalidValue);
   uint16_t bits[1];
   EXPECT_EQ(cuda::dequantize_rows_bf16(TensorType::F16, fake(), 32, 0, 1, bits, nullptr), cudaErrorInvalidValue);
