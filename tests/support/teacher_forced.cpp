@@ -5,8 +5,11 @@
 
 namespace kvscope::test {
 
-std::vector<float> teacher_forced_logits(ModelRunner& runner, BlockPool& pool, int32_t block_size,
-                                         const std::vector<int32_t>& tokens, int32_t first_row) {
+namespace {
+
+template <typename Forward>
+std::vector<float> run_teacher_forced(Forward& forward, BlockPool& pool, int32_t block_size,
+                                      const std::vector<int32_t>& tokens, int32_t first_row) {
   const int32_t n = static_cast<int32_t>(tokens.size());
   BlockTable table(block_size);
   table.grow(pool, n);
@@ -16,9 +19,21 @@ std::vector<float> teacher_forced_logits(ModelRunner& runner, BlockPool& pool, i
   batch.clear();
   batch.add_sequence(tokens.data(), n, 0, slots.data(), table.blocks(), n - first_row);
   std::vector<float> logits;
-  runner.forward(batch, logits);
+  forward.forward(batch, logits);
   table.release_all(pool);
   return logits;
+}
+
+}  // namespace
+
+std::vector<float> teacher_forced_logits(ModelRunner& runner, BlockPool& pool, int32_t block_size,
+                                         const std::vector<int32_t>& tokens, int32_t first_row) {
+  return run_teacher_forced(runner, pool, block_size, tokens, first_row);
+}
+
+std::vector<float> teacher_forced_logits(Backend& backend, BlockPool& pool, int32_t block_size,
+                                         const std::vector<int32_t>& tokens, int32_t first_row) {
+  return run_teacher_forced(backend, pool, block_size, tokens, first_row);
 }
 
 }  // namespace kvscope::test

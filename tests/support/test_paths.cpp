@@ -39,7 +39,13 @@ std::string tokenizer_fixtures_dir() {
   return fs::is_directory(d, ec) ? d : std::string();
 }
 
-std::string test_data_dir() { return std::string(KVSCOPE_SOURCE_DIR) + "/tests/data"; }
+// The source tree the tests were built from, or KVSCOPE_SOURCE_DIR when set:
+// test binaries built on one machine and run from a copy of the tree on
+// another (scripts/gpu_check.sh --prebuilt on a lent GPU machine).
+std::string test_data_dir() {
+  const std::string source = env_or_empty("KVSCOPE_SOURCE_DIR");
+  return (source.empty() ? std::string(KVSCOPE_SOURCE_DIR) : source) + "/tests/data";
+}
 
 std::string default_model_path() { return find_model("SmolLM2-135M-Instruct.Q4_1.gguf"); }
 

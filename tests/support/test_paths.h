@@ -13,7 +13,7 @@ namespace kvscope::test {
 // tokenizer, else ~/.cache/kvscope/test-data/tokenizer. Empty if that folder
 // does not exist.
 std::string tokenizer_fixtures_dir();
-// tests/data in the source tree.
+// tests/data in the source tree ($KVSCOPE_SOURCE_DIR/tests/data when that is set).
 std::string test_data_dir();
 // The default model file (SmolLM2-135M-Instruct Q4_1) if present, else empty.
 // Looks in $KVSCOPE_MODEL_DIR, else $XDG_DATA_HOME/kvscope/models, else

@@ -189,11 +189,15 @@ std::vector<std::vector<int32_t>> some_prompts(int32_t vocab) {
 }
 
 // The CPU multiplies with its own repacked kernels (activations quantised
-// per row for the quantised matrices) and the GPU in f32 through matvec_q:
-// the same function, rounded differently. 2e-2 of the logits' norm is the
-// bound stated here, a first estimate that the first GPU run should tighten
-// (the test prints the largest error it saw).
-constexpr double kCpuCudaTolerance = 2e-2;
+// to 8 bits per 32-element block for the quantised matrices, as llama.cpp
+// does) and the GPU in f32 through matvec_q: the same function, rounded
+// differently, and the CPU's activation rounding dominates. The first GPU
+// run (H200, 2026-11-26) saw errors of 0.020 to 0.032 over these 48 rows of
+// logits, so the first estimate of 2e-2 was too tight; 5e-2 leaves room for
+// other prompts while a wrong kernel (errors near 1) still fails. On the
+// default model the GPU's tokens are the closer ones to the f64 reference
+// (docs/cuda.md, "What ran on a GPU").
+constexpr double kCpuCudaTolerance = 5e-2;
 
 TEST(CudaBackend, GreedyOnTheGpuMatchesTheCpu) {
   KVSCOPE_REQUIRE_CUDA_DEVICE();

@@ -38,6 +38,7 @@
 #include "model/gguf_file.h"
 #include "model/gguf_model_loader.h"
 #include "runtime/model_runner.h"
+#include "support/exact_reference.h"
 #include "support/greedy.h"
 #include "support/require_data.h"
 #include "support/teacher_forced.h"
@@ -65,7 +66,6 @@ namespace {
 // single logit must stay within 1.0 of exact, and our mean errors may exceed
 // llama.cpp's by at most 10% (8-bit activation noise moves the mean by a few
 // percent whenever a kernel's accumulation order changes).
-constexpr float kMaxFlipGap = 1.0f;       // exact top-two gap above which no engine may pick another token
 constexpr float kExactTolerance = 1.0f;   // ours vs exact, any top-5 logit
 constexpr float kLlamaTolerance = 1.5f;   // ours vs llama.cpp, any top-5 logit
 constexpr double kMeanErrorSlack = 1.10;  // our mean error vs exact / llama.cpp's
@@ -78,35 +78,13 @@ constexpr float kLossyKvExactTolerance = 1.5f;
 constexpr double kLossyKvMeanErrorSlack = 1.20;
 constexpr double kSignTestAlpha = 0.01;   // chance of failing an engine exactly as good as llama.cpp
 
-nlohmann::json load_json(const std::string& name) {
-  std::ifstream in(test::test_data_dir() + "/" + name);
-  return nlohmann::json::parse(in);
-}
+using test::exact_call;
+using test::ExactCall;
+using test::kMaxFlipGap;
 
-// The exact model's verdict at one generated position of llama.cpp's sequence.
-struct ExactCall {
-  int32_t argmax = 0;
-  int32_t runner_up = 0;
-  float gap = 0;  // exact logit of argmax minus that of runner_up
-};
+nlohmann::json load_json(const std::string& name) { return test::load_test_json(name); }
 
-ExactCall exact_call(const nlohmann::json& exact_prompt, size_t step) {
-  const auto& t = exact_prompt["top2"][step];
-  return {t[0].get<int32_t>(), t[1].get<int32_t>(), t[2].get<float>()};
-}
-
-// The largest k such that, were kvscope and llama.cpp equally likely to be the
-// one that parts from the exact model at each of n positions where exactly one
-// does, kvscope parting alone at more than k of them has probability below
-// kSignTestAlpha (one-sided binomial tail with p = 1/2).
-int most_of_n_by_chance(int n) {
-  double tail = 0;  // P(X >= k), accumulated from k = n downwards
-  for (int k = n; k >= 0; --k) {
-    tail += std::exp(std::lgamma(n + 1.0) - std::lgamma(k + 1.0) - std::lgamma(n - k + 1.0) - n * std::log(2.0));
-    if (tail > kSignTestAlpha) return k;
-  }
-  return n;
-}
+int most_of_n_by_chance(int n) { return test::most_of_n_by_chance(n, kSignTestAlpha); }
 
 class LlamaReference : public ::testing::Test {
  protected:
