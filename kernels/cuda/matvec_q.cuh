@@ -25,4 +25,32 @@ inline constexpr int64_t kMaxMatvecTokens = 65535;  // tokens of one launch
 cudaError_t matvec_q(TensorType type, const void* w, int64_t num_rows, int64_t row_len, const float* x,
                      int64_t num_tokens, float* y, cudaStream_t stream);
 
+// One matrix of a matvec_q_multi launch: y[t * ld + r] = dot(dequant(w row r), x[t]).
+struct MatvecOutput {
+  const void* w = nullptr;  // [num_rows][row_bytes(type, row_len)] device bytes
+  int64_t num_rows = 0;
+  float* y = nullptr;  // device f32, token t's row at y + t * ld
+  int64_t ld = 0;      // >= num_rows
+};
+inline constexpr int kMaxMatvecOutputs = 3;
+
+// Several matrices of one type and row length times the same x in one
+// launch (a layer's Q, K and V projections, written side by side into one
+// row per token): each output's values are matvec_q's bits.
+// Preconditions: matvec_q's, 1 <= num_outputs <= kMaxMatvecOutputs.
+cudaError_t matvec_q_multi(TensorType type, const MatvecOutput* outputs, int num_outputs, int64_t row_len,
+                           const float* x, int64_t num_tokens, cudaStream_t stream);
+
+enum class GluActivation { Silu, GeluTanh };
+
+// The gated feed-forward input in one launch: out[t * ld + r] =
+// act(dot(gate row r, x[t])) * dot(up row r, x[t]), the dot products being
+// matvec_q's bits and act that of kernels/cuda/act_and_mul (SwiGLU: silu,
+// GeGLU: gelu_tanh), so it equals the three launches it replaces.
+// w_gate, w_up: [num_rows][row_bytes(type, row_len)] device bytes, the same
+// type; out: device f32, ld >= num_rows. Preconditions: matvec_q's.
+cudaError_t matvec_q_glu(TensorType type, const void* w_gate, const void* w_up, int64_t num_rows, int64_t row_len,
+                         const float* x, int64_t num_tokens, GluActivation activation, float* out, int64_t ld,
+                         cudaStream_t stream);
+
 }  // namespace kvscope::cuda

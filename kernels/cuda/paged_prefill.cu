@@ -1,8 +1,9 @@
 // Paged prefill / mixed-batch attention and the cascade shared pass; see
 // paged_prefill.cuh. One kernel runs both passes (so the tile arithmetic is
 // literally the same code): grid (plan item, KV head), block of
-// rows_per_block * group warps; warp w runs row rows[first + w / group] for
-// query head kv_head * group + w % group.
+// rows_per_block * group warps (at least kMinWarps, the rest only loading
+// tiles); warp w runs row rows[first + w / group] for query head
+// kv_head * group + w % group.
 //
 // Shared memory: k_s[32][head_dim + 1], v_s[32][head_dim + 1] (one tile of
 // the KV head, f32), q_s[num_warps][head_dim]; at head_dim 256 with 16 warps
@@ -16,6 +17,7 @@
 // Napkin math (SmolLM2, 9 heads / 3 KV heads, head_dim 64, a 512-token
 // prefill): 5 rows per block, so each K/V tile is read from L2 once per 5
 // rows instead of once per row; a first version, not a tuned one.
+#include <algorithm>
 #include <climits>
 
 #include "kernels/cuda/attention_tile.cuh"
@@ -29,14 +31,19 @@ constexpr int32_t kMaxRowsPerBlock = 16;
 constexpr int32_t kMaxWarps = 16;  // 512 threads; __launch_bounds__ keeps registers within it
 constexpr size_t kDefaultSharedBytes = 48 * 1024;
 
+// Warps of a block at least: the rows' warps do the attention; all of them
+// load the K/V tiles, so a block of one decode row (group warps) still
+// loads its tiles with 8 warps. Extra warps hold no row.
+constexpr int32_t kMinWarps = 8;
+
 struct PlanView {
   const int32_t* data;
-  int32_t items_at, shared_at, rows_at, row_prefix_at, num_tokens;
+  int32_t items_at, shared_at, rows_at, row_prefix_at, num_tokens, rows_per_block;
 };
 
 __global__ void __launch_bounds__(kMaxWarps * kWarpSize)
     prefill_kernel(AttentionShape shape, PagedKvLayer kv, PagedPrefillBatch batch, PlanView plan, bool shared_pass,
-                   const float* q, float* out, float* ws) {
+                   const float* q, int64_t q_row_stride, float* out, float* ws) {
   extern __shared__ float smem[];
   __shared__ int32_t row_begin_s[kMaxRowsPerBlock];
   __shared__ int32_t row_stop_s[kMaxRowsPerBlock];
@@ -52,7 +59,7 @@ __global__ void __launch_bounds__(kMaxWarps * kWarpSize)
   const int32_t kv_head = blockIdx.y;
   const int32_t r_local = warp / group;
   const int32_t h = kv_head * group + warp % group;
-  const int32_t rows_per_block = blockDim.x / kWarpSize / group;
+  const int32_t rows_per_block = plan.rows_per_block;  // warps past rows_per_block * group only load tiles
   // Flat item: (sequence, first, end); shared item: (table sequence, prefix_len, first, end).
   const int32_t* item = shared_pass ? plan.data + plan.shared_at + 4 * blockIdx.x
                                     : plan.data + plan.items_at + 3 * blockIdx.x;
@@ -88,8 +95,8 @@ __global__ void __launch_bounds__(kMaxWarps * kWarpSize)
         if (d < hd) st.o[i] = ws[2 * num_rows_heads + th * hd + d];
       }
     }
-    // q[t][h][d] = q + (t * num_heads + h) * head_dim + d
-    for (int32_t d = lane; d < hd; d += kWarpSize) q_s[d] = q[th * hd + d];
+    // q[t][h][d] = q + t * q_row_stride + h * head_dim + d
+    for (int32_t d = lane; d < hd; d += kWarpSize) q_s[d] = q[t * q_row_stride + static_cast<int64_t>(h) * hd + d];
   }
   if (warp % group == 0 && lane == 0) {
     row_begin_s[r_local] = begin;
@@ -142,8 +149,10 @@ __global__ void __launch_bounds__(kMaxWarps * kWarpSize)
 cudaError_t paged_prefill_attention(const AttentionShape& shape, const PagedKvLayer& kv,
                                     const PagedPrefillBatch& batch, const PrefillPlan& plan,
                                     const int32_t* plan_data, const float* q, float* out, float* workspace,
-                                    size_t workspace_floats, cudaStream_t stream) {
+                                    size_t workspace_floats, cudaStream_t stream, int64_t q_row_stride) {
   const char* op = "paged_prefill_attention";
+  const int64_t q_stride = q_row_stride > 0 ? q_row_stride : static_cast<int64_t>(shape.num_heads) * shape.head_dim;
+  KVSCOPE_CUDA_REQUIRE(op, q_row_stride >= 0 && q_stride >= static_cast<int64_t>(shape.num_heads) * shape.head_dim);
   KVSCOPE_CUDA_REQUIRE(op, shape.num_heads > 0 && shape.num_kv_heads > 0);
   KVSCOPE_CUDA_REQUIRE(op, shape.num_heads % shape.num_kv_heads == 0);
   KVSCOPE_CUDA_REQUIRE(op, shape.num_kv_heads <= 65535);  // grid.y
@@ -165,7 +174,7 @@ cudaError_t paged_prefill_attention(const AttentionShape& shape, const PagedKvLa
   const size_t ws_needed = paged_prefill_workspace_floats(plan, shape);
   KVSCOPE_CUDA_REQUIRE(op, workspace_floats >= ws_needed && (ws_needed == 0 || workspace != nullptr));
 
-  const int32_t num_warps = plan.rows_per_block * group;
+  const int32_t num_warps = std::max(plan.rows_per_block * group, std::min(kMinWarps, kMaxWarps / group * group));
   const size_t smem =
       (2 * static_cast<size_t>(kAttentionTile) * tile_row_stride(shape.head_dim) +
        static_cast<size_t>(num_warps) * shape.head_dim) * sizeof(float);
@@ -176,15 +185,16 @@ cudaError_t paged_prefill_attention(const AttentionShape& shape, const PagedKvLa
       return e;
     }
   }
-  const PlanView view{plan_data, plan.items_at, plan.shared_at, plan.rows_at, plan.row_prefix_at, plan.num_tokens};
+  const PlanView view{plan_data,     plan.items_at,   plan.shared_at,     plan.rows_at,
+                      plan.row_prefix_at, plan.num_tokens, plan.rows_per_block};
   const unsigned int threads = static_cast<unsigned int>(num_warps * kWarpSize);
   if (plan.num_shared_items > 0) {  // the cascade prefixes first: the flat pass continues their states
     const dim3 grid(static_cast<unsigned int>(plan.num_shared_items), static_cast<unsigned int>(shape.num_kv_heads));
-    prefill_kernel<<<grid, threads, smem, stream>>>(shape, kv, batch, view, true, q, out, workspace);
+    prefill_kernel<<<grid, threads, smem, stream>>>(shape, kv, batch, view, true, q, q_stride, out, workspace);
     if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
   }
   const dim3 grid(static_cast<unsigned int>(plan.num_items), static_cast<unsigned int>(shape.num_kv_heads));
-  prefill_kernel<<<grid, threads, smem, stream>>>(shape, kv, batch, view, false, q, out, workspace);
+  prefill_kernel<<<grid, threads, smem, stream>>>(shape, kv, batch, view, false, q, q_stride, out, workspace);
   return cudaGetLastError();
 }
 

@@ -73,13 +73,15 @@ size_t paged_prefill_workspace_floats(const PrefillPlan& plan, const AttentionSh
 // out[t] = softmax(scale * q[t] . K) V over the keys at positions
 // [max(0, pos - window + 1), pos] of t's sequence (softcap on the scaled
 // scores when > 0). K/V of every attended position, this step's included,
-// must be stored. q, out: [num_tokens][num_heads * head_dim] device f32;
+// must be stored. q: device f32, token t's head h at q + t * q_row_stride +
+// h * head_dim (q_row_stride 0: num_heads * head_dim, packed; larger when q
+// shares its rows with k and v); out: [num_tokens][num_heads * head_dim] device f32;
 // plan_data: the device copy of plan.data; workspace as sized above (may be
 // null when that is 0). Preconditions: the plan's shape, 0 < head_dim <=
 // kMaxPrefillHeadDim (256), the cache type fits head_dim, kv.block_size > 0.
 cudaError_t paged_prefill_attention(const AttentionShape& shape, const PagedKvLayer& kv,
                                     const PagedPrefillBatch& batch, const PrefillPlan& plan,
                                     const int32_t* plan_data, const float* q, float* out, float* workspace,
-                                    size_t workspace_floats, cudaStream_t stream);
+                                    size_t workspace_floats, cudaStream_t stream, int64_t q_row_stride = 0);
 
 }  // namespace kvscope::cuda

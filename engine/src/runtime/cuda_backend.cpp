@@ -25,6 +25,9 @@ constexpr cudaStream_t kStream = nullptr;  // the legacy default stream
 constexpr int32_t kMaxMatvecRows = static_cast<int32_t>(cuda::kMaxMatvecTokens);
 constexpr int64_t kGemmTileRows = 2048;    // weight rows dequantised to bf16 at a time
 
+// A token's row of qkv_: q, then k, then v.
+int64_t qkv_width(const ModelConfig& c) { return c.q_size() + 2 * static_cast<int64_t>(c.kv_size()); }
+
 AttentionShape attention_shape(const ModelConfig& c) {
   AttentionShape s;
   s.num_heads = c.num_heads;
@@ -78,15 +81,13 @@ CudaBackend::~CudaBackend() {
 void CudaBackend::reserve(int32_t max_tokens) {
   const ModelConfig& c = model_config();
   const size_t n = static_cast<size_t>(std::max(max_tokens, 1));
-  for (DeviceArray<float>* a : {&x_, &h_, &q_, &k_, &v_, &attn_, &o_, &gate_, &up_}) a->release();
+  for (DeviceArray<float>* a : {&x_, &h_, &qkv_, &attn_, &o_, &gate_, &up_}) a->release();
   capacity_ = static_cast<int32_t>(n);
   x_.reserve(n * c.hidden_size);
   h_.reserve(n * c.hidden_size);
   o_.reserve(n * c.hidden_size);
-  q_.reserve(n * c.q_size());
+  qkv_.reserve(n * qkv_width(c));
   attn_.reserve(n * c.q_size());
-  k_.reserve(n * c.kv_size());
-  v_.reserve(n * c.kv_size());
   gate_.reserve(n * c.ffn_size);
   up_.reserve(n * c.ffn_size);
 }
@@ -109,7 +110,7 @@ BackendMemory CudaBackend::memory() const {
   m.device_name = device_name_;
   m.weight_bytes = device_weights_->bytes();
   m.kv_pool_bytes = pool_->pool_bytes();
-  for (const DeviceArray<float>* a : {&x_, &h_, &q_, &k_, &v_, &attn_, &o_, &gate_, &up_, &head_in_, &logits_,
+  for (const DeviceArray<float>* a : {&x_, &h_, &qkv_, &attn_, &o_, &gate_, &up_, &head_in_, &logits_,
                                       &attention_workspace_}) {
     m.workspace_bytes += a->bytes();
   }
@@ -167,20 +168,22 @@ void CudaBackend::prepare_step(const StepBatch& batch) {
   }
 }
 
-void CudaBackend::matvec_rows(const DeviceMatrix& w, const float* x, int32_t begin, int32_t end, float* y) {
+void CudaBackend::matvec_rows(const DeviceMatrix& w, const float* x, int32_t begin, int32_t end, float* y,
+                              int64_t ld) {
   for (int32_t r = begin; r < end; r += kMaxMatvecRows) {
     const int32_t n = std::min(end - r, kMaxMatvecRows);
-    cuda_check(cuda::matvec_q(w.type, w.data, w.num_rows, w.row_len, x + r * w.row_len, n, y + r * w.num_rows, kStream),
-               "matvec_q");
+    const cuda::MatvecOutput out{w.data, w.num_rows, y + r * ld, ld};
+    cuda_check(cuda::matvec_q_multi(w.type, &out, 1, w.row_len, x + r * w.row_len, n, kStream), "matvec_q");
   }
 }
 
-void CudaBackend::linear(const DeviceMatrix& w, const float* x, int32_t num_tokens, float* y) {
+void CudaBackend::linear(const DeviceMatrix& w, const float* x, int32_t num_tokens, float* y, int64_t ld) {
+  if (ld == 0) ld = w.num_rows;
   if (gemm_seqs_.empty()) {
-    matvec_rows(w, x, 0, num_tokens, y);
+    matvec_rows(w, x, 0, num_tokens, y, ld);
     return;
   }
-  for (const auto& [begin, end] : matvec_runs_) matvec_rows(w, x, begin, end, y);
+  for (const auto& [begin, end] : matvec_runs_) matvec_rows(w, x, begin, end, y, ld);
   // Each GEMM sequence on its own (its row count is then the GEMM's M
   // whatever else the step holds), every tile dequantised once for all of them.
   const int64_t K = w.row_len, N = w.num_rows;
@@ -191,10 +194,54 @@ void CudaBackend::linear(const DeviceMatrix& w, const float* x, int32_t num_toke
     const int64_t rows = std::min(kGemmTileRows, N - r0);
     cuda_check(cuda::dequantize_rows_bf16(w.type, w.data, K, r0, rows, tile, kStream), "dequantize_rows_bf16");
     for (const auto& [begin, end] : gemm_seqs_) {
-      cuda_check(cuda::gemm_bf16(cublas_, tile, rows, K, x_bf16 + begin * K, end - begin, y + begin * N + r0, N,
+      cuda_check(cuda::gemm_bf16(cublas_, tile, rows, K, x_bf16 + begin * K, end - begin, y + begin * ld + r0, ld,
                                  kStream),
                  "gemm_bf16");
     }
+  }
+}
+
+void CudaBackend::project_qkv(const DeviceLayerWeights& L, int32_t num_tokens) {
+  const ModelConfig& c = model_config();
+  const int64_t width = qkv_width(c);
+  float* q = qkv_.data();
+  float* k = q + c.q_size();
+  float* v = k + c.kv_size();
+  const float* x = h_.data();
+  const bool fused = gemm_seqs_.empty() && L.wk.type == L.wq.type && L.wv.type == L.wq.type &&
+                     L.wk.row_len == L.wq.row_len && L.wv.row_len == L.wq.row_len;
+  if (!fused) {
+    linear(L.wq, x, num_tokens, q, width);
+    linear(L.wk, x, num_tokens, k, width);
+    linear(L.wv, x, num_tokens, v, width);
+    return;
+  }
+  for (int32_t r = 0; r < num_tokens; r += kMaxMatvecRows) {
+    const int32_t n = std::min(num_tokens - r, kMaxMatvecRows);
+    const cuda::MatvecOutput outs[3] = {{L.wq.data, L.wq.num_rows, q + r * width, width},
+                                        {L.wk.data, L.wk.num_rows, k + r * width, width},
+                                        {L.wv.data, L.wv.num_rows, v + r * width, width}};
+    cuda_check(cuda::matvec_q_multi(L.wq.type, outs, 3, L.wq.row_len, x + r * L.wq.row_len, n, kStream),
+               "matvec_q_multi (q, k, v)");
+  }
+}
+
+void CudaBackend::project_gate_up(const DeviceLayerWeights& L, int32_t num_tokens) {
+  const ModelConfig& c = model_config();
+  const int64_t F = c.ffn_size;
+  const float* x = h_.data();
+  if (!gemm_seqs_.empty() || L.w_up.type != L.w_gate.type || L.w_up.row_len != L.w_gate.row_len) {
+    linear(L.w_gate, x, num_tokens, gate_.data());
+    linear(L.w_up, x, num_tokens, up_.data());
+    cuda_check(cuda::silu_mul(gate_.data(), up_.data(), num_tokens * F, gate_.data(), kStream), "silu_mul");
+    return;
+  }
+  for (int32_t r = 0; r < num_tokens; r += kMaxMatvecRows) {
+    const int32_t n = std::min(num_tokens - r, kMaxMatvecRows);
+    cuda_check(cuda::matvec_q_glu(L.w_gate.type, L.w_gate.data, L.w_up.data, L.w_gate.num_rows, L.w_gate.row_len,
+                                  x + r * L.w_gate.row_len, n, cuda::GluActivation::Silu, gate_.data() + r * F, F,
+                                  kStream),
+               "matvec_q_glu (gate, up)");
   }
 }
 
@@ -205,8 +252,8 @@ void CudaBackend::attention(int32_t layer, const StepBatch& batch) {
                                              ints + table_start_at_, ints + block_ids_at_};
   cuda_check(cudaEventRecord(events_[2 * static_cast<size_t>(layer)], kStream), "cudaEventRecord");
   cuda_check(cuda::paged_prefill_attention(shape, pool_->layer_view(layer), device_batch, plan_, plan_data_.data(),
-                                           q_.data(), attn_.data(), attention_workspace_.data(),
-                                           attention_workspace_floats_, kStream),
+                                           qkv_.data(), attn_.data(), attention_workspace_.data(),
+                                           attention_workspace_floats_, kStream, qkv_width(model_config())),
              "paged_prefill_attention");
   cuda_check(cudaEventRecord(events_[2 * static_cast<size_t>(layer) + 1], kStream), "cudaEventRecord");
 }
@@ -235,17 +282,15 @@ bool CudaBackend::forward(const StepBatch& batch, std::vector<float>& logits, co
     }
     const DeviceLayerWeights& L = w.layers[static_cast<size_t>(layer)];
     // h holds this layer's attention norm of x (the previous step below).
-    linear(L.wq, h_.data(), T, q_.data());
-    linear(L.wk, h_.data(), T, k_.data());
-    linear(L.wv, h_.data(), T, v_.data());
+    project_qkv(L, T);
+    // Rotary on q's and k's heads at once: they are adjacent in a qkv_ row.
     const float base = c.layer_rope_base(layer);
-    cuda_check(cuda::rope(q_.data(), T, c.num_heads, c.head_dim, positions, base, c.rope_style, 0,
-                          w.rope_freq_factors, kStream),
-               "rope (q)");
-    cuda_check(cuda::rope(k_.data(), T, c.num_kv_heads, c.head_dim, positions, base, c.rope_style, 0,
-                          w.rope_freq_factors, kStream),
-               "rope (k)");
-    cuda_check(cuda::write_kv(k_.data(), v_.data(), 0, slots_.data(), T, c.kv_size(), pool_->spec().type,
+    const int64_t width = qkv_width(c);
+    cuda_check(cuda::rope(qkv_.data(), T, c.num_heads + c.num_kv_heads, c.head_dim, positions, base, c.rope_style,
+                          width, w.rope_freq_factors, kStream),
+               "rope (q, k)");
+    const float* k = qkv_.data() + c.q_size();
+    cuda_check(cuda::write_kv(k, k + c.kv_size(), width, slots_.data(), T, c.kv_size(), pool_->spec().type,
                               pool_->k_layer(layer), pool_->v_layer(layer), pool_->num_slots(), kStream),
                "write_kv");
     attention(layer, batch);
@@ -253,10 +298,7 @@ bool CudaBackend::forward(const StepBatch& batch, std::vector<float>& logits, co
     // x += attention output; h = ffn_norm(x).
     cuda_check(cuda::add_rms_norm(x_.data(), o_.data(), L.ffn_norm, T, H, c.rms_eps, h_.data(), kStream),
                "add_rms_norm");
-    linear(L.w_gate, h_.data(), T, gate_.data());
-    linear(L.w_up, h_.data(), T, up_.data());
-    const int64_t F = c.ffn_size;
-    cuda_check(cuda::silu_mul(gate_.data(), up_.data(), T * F, gate_.data(), kStream), "silu_mul");
+    project_gate_up(L, T);
     linear(L.w_down, gate_.data(), T, o_.data());
     // x += FFN output; h = the next layer's attention norm of x, or the final norm.
     const float* next_norm =

@@ -50,8 +50,8 @@ class CudaBackend final : public Backend {
     // dequantise-to-bf16 tiles + cuBLAS (kernels/cuda/gemm_bf16.cuh) instead
     // of matvec_q: faster prefill, but bf16-rounded, and a row's bits then
     // depend on how many rows its sequence has in the step (chunking, prefix
-    // hits) and on cuBLAS's choice of algorithm for that shape. Off in the
-    // engine until a GPU measurement says what prefill gains (docs/cuda.md).
+    // hits) and on cuBLAS's choice of algorithm for that shape. The setting
+    // gpu_prefill_gemm (off by default; docs/cuda.md has the measurement).
     bool gemm_prefill = false;
     int32_t gemm_min_rows = 16;
   };
@@ -84,9 +84,15 @@ class CudaBackend final : public Backend {
   CudaBackend() = default;
   // Activation buffers for num_tokens rows and the step's index arrays, uploaded.
   void prepare_step(const StepBatch& batch);
-  // y[t] = w x[t] for every row of the step, routed as Options says.
-  void linear(const DeviceMatrix& w, const float* x, int32_t num_tokens, float* y);
-  void matvec_rows(const DeviceMatrix& w, const float* x, int32_t begin, int32_t end, float* y);
+  // y[t * ld] = w x[t] for every row of the step (ld 0: w.num_rows), routed as Options says.
+  void linear(const DeviceMatrix& w, const float* x, int32_t num_tokens, float* y, int64_t ld = 0);
+  void matvec_rows(const DeviceMatrix& w, const float* x, int32_t begin, int32_t end, float* y, int64_t ld);
+  // qkv_ = [q | k | v] per token: one matvec_q_multi launch when the three
+  // matrices share a type and no row goes through the GEMM, else three.
+  void project_qkv(const DeviceLayerWeights& layer, int32_t num_tokens);
+  // gate_ = silu(gate) * up per token: one matvec_q_glu launch likewise, else
+  // the two projections and silu_mul.
+  void project_gate_up(const DeviceLayerWeights& layer, int32_t num_tokens);
   void attention(int32_t layer, const StepBatch& batch);
   void collect_attention_stats(int32_t layers_run);
 
@@ -97,9 +103,11 @@ class CudaBackend final : public Backend {
   std::string device_name_;
   cublasHandle_t cublas_ = nullptr;  // only with gemm_prefill
 
-  // Activations, [capacity_][width] each; gate_ also holds SiLU(gate) * up.
+  // Activations, [capacity_][width] each; qkv_ holds a token's q, k and v
+  // side by side (q_size + 2 kv_size floats), gate_ SiLU(gate) * up (and the
+  // gate before that on the unfused path, with up_).
   int32_t capacity_ = 0;
-  DeviceArray<float> x_, h_, q_, k_, v_, attn_, o_, gate_, up_;
+  DeviceArray<float> x_, h_, qkv_, attn_, o_, gate_, up_;
   DeviceArray<float> head_in_, logits_;  // [logits rows][hidden], [logits rows][vocab]
   // The step's index arrays: token ids, positions, query_start,
   // block_table_start, block ids (one upload, offsets below), and slots.

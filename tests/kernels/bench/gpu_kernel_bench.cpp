@@ -16,6 +16,8 @@
 //     through the mixed-batch kernel the engine runs (paged_prefill) and the
 //     split-KV kernel (paged_decode_attention, not wired: see docs/cuda.md),
 //     as KV bytes read per second and the fraction of copy_gbs;
+//   - layer_matmuls: one layer's matmuls as the backend launches them (fused:
+//     4 launches) and one launch per matrix (8), per token count;
 //   - prefill_attention: one whole prompt of 512 / 2048 rows, TFLOP/s.
 // Inputs are random (never zeros); the CPU is not involved.
 #include <cublas_v2.h>
@@ -24,6 +26,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <numeric>
 #include <random>
 #include <string>
@@ -31,6 +34,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "kernels/cuda/act_and_mul.cuh"
 #include "kernels/cuda/dequantize_bf16.cuh"
 #include "kernels/cuda/gemm_bf16.cuh"
 #include "kernels/cuda/matvec_q.cuh"
@@ -161,6 +165,14 @@ nlohmann::ordered_json bench_matvec(const std::vector<int64_t>& token_counts, in
       const double gemm = median_seconds(reps, [&](int) {
         check(cuda::gemm_bf16(blas, w16.p, s.rows, s.len, x16.p, tokens, dy.p, s.rows, nullptr), "gemm_bf16");
       });
+      // The engine's gemm_prefill path: the quantised weights dequantised to
+      // bf16 (one tile here: the whole matrix), the activations rounded, then the GEMM.
+      const double dequant_gemm = median_seconds(reps, [&](int i) {
+        const uint8_t* wi = dw.p + static_cast<size_t>(i) % copies * w.size();
+        check(cuda::dequantize_rows_bf16(s.type, wi, s.len, 0, s.rows, w16.p, nullptr), "dequantize_rows_bf16");
+        check(cuda::f32_to_bf16(dx.p, tokens * s.len, x16.p, nullptr), "f32_to_bf16");
+        check(cuda::gemm_bf16(blas, w16.p, s.rows, s.len, x16.p, tokens, dy.p, s.rows, nullptr), "gemm_bf16");
+      });
       const double flops = 2.0 * static_cast<double>(s.rows * s.len * tokens);
       out.push_back({{"shape", s.name},
                      {"type", s.type == TensorType::Q8_0 ? "q8_0" : "q4_1"},
@@ -169,10 +181,69 @@ nlohmann::ordered_json bench_matvec(const std::vector<int64_t>& token_counts, in
                      {"weight_gbs", static_cast<double>(w.size()) / sec / 1e9},
                      {"tflops", flops / sec / 1e12},
                      {"cublas_bf16_us", gemm * 1e6},
-                     {"vs_cublas_bf16", gemm / sec}});
-      std::fprintf(stderr, "matvec %-34s %4lld tokens: %8.2f us  (cuBLAS bf16 %8.2f us)\n", s.name,
-                   static_cast<long long>(tokens), sec * 1e6, gemm * 1e6);
+                     {"vs_cublas_bf16", gemm / sec},
+                     {"dequant_bf16_gemm_us", dequant_gemm * 1e6}});
+      std::fprintf(stderr, "matvec %-34s %4lld tokens: %8.2f us  (cuBLAS bf16 %8.2f us, dequantise + GEMM %8.2f us)\n",
+                   s.name, static_cast<long long>(tokens), sec * 1e6, gemm * 1e6, dequant_gemm * 1e6);
     }
+  }
+  return out;
+}
+
+// One layer's matmuls at SmolLM2's shapes as the CUDA backend launches them
+// (q/k/v in one matvec_q_multi, attn_output, gate and up with SiLU in one
+// matvec_q_glu, ffn_down: 4 launches) against one launch per matrix plus
+// silu_mul (8 launches), 30 layers' worth of distinct weights rotated.
+nlohmann::ordered_json bench_layer_matmuls(const std::vector<int64_t>& token_counts, int reps, std::mt19937& rng) {
+  constexpr int kLayers = 30;
+  constexpr int64_t H = 576, KV = 192, F = 1536;
+  std::vector<std::unique_ptr<Device<uint8_t>>> owned;
+  auto upload = [&](const std::vector<uint8_t>& bytes) {
+    owned.push_back(std::make_unique<Device<uint8_t>>(bytes));
+    return owned.back()->p;
+  };
+  struct DeviceLayer {
+    const uint8_t *q, *k, *v, *o, *gate, *up, *down;
+  };
+  std::vector<DeviceLayer> layers;
+  for (int l = 0; l < kLayers; ++l) {
+    const TensorType t = TensorType::Q4_1;
+    layers.push_back({upload(random_quant_rows(t, H, H, rng)), upload(random_quant_rows(t, KV, H, rng)),
+                      upload(random_quant_rows(t, KV, H, rng)), upload(random_quant_rows(t, H, H, rng)),
+                      upload(random_quant_rows(t, F, H, rng)), upload(random_quant_rows(t, F, H, rng)),
+                      upload(random_quant_rows(t, H, F, rng))});
+  }
+  const int64_t max_tokens = *std::max_element(token_counts.begin(), token_counts.end());
+  Device<float> x(random_floats(static_cast<size_t>(max_tokens * F), rng));
+  Device<float> qkv(static_cast<size_t>(max_tokens * (H + 2 * KV))), o(static_cast<size_t>(max_tokens * H));
+  Device<float> gate(static_cast<size_t>(max_tokens * F)), up(static_cast<size_t>(max_tokens * F));
+  const TensorType q4 = TensorType::Q4_1;
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (int64_t tokens : token_counts) {
+    const double fused = median_seconds(reps, [&](int i) {
+      const DeviceLayer& L = layers[static_cast<size_t>(i % kLayers)];
+      const cuda::MatvecOutput outs[3] = {{L.q, H, qkv.p, H + 2 * KV}, {L.k, KV, qkv.p + H, H + 2 * KV},
+                                          {L.v, KV, qkv.p + H + KV, H + 2 * KV}};
+      check(cuda::matvec_q_multi(q4, outs, 3, H, x.p, tokens, nullptr), "matvec_q_multi");
+      check(cuda::matvec_q(q4, L.o, H, H, x.p, tokens, o.p, nullptr), "matvec_q");
+      check(cuda::matvec_q_glu(q4, L.gate, L.up, F, H, x.p, tokens, cuda::GluActivation::Silu, gate.p, F, nullptr),
+            "matvec_q_glu");
+      check(cuda::matvec_q(q4, L.down, H, F, gate.p, tokens, o.p, nullptr), "matvec_q");
+    });
+    const double separate = median_seconds(reps, [&](int i) {
+      const DeviceLayer& L = layers[static_cast<size_t>(i % kLayers)];
+      check(cuda::matvec_q(q4, L.q, H, H, x.p, tokens, qkv.p, nullptr), "matvec_q");
+      check(cuda::matvec_q(q4, L.k, KV, H, x.p, tokens, qkv.p, nullptr), "matvec_q");
+      check(cuda::matvec_q(q4, L.v, KV, H, x.p, tokens, qkv.p, nullptr), "matvec_q");
+      check(cuda::matvec_q(q4, L.o, H, H, x.p, tokens, o.p, nullptr), "matvec_q");
+      check(cuda::matvec_q(q4, L.gate, F, H, x.p, tokens, gate.p, nullptr), "matvec_q");
+      check(cuda::matvec_q(q4, L.up, F, H, x.p, tokens, up.p, nullptr), "matvec_q");
+      check(cuda::silu_mul(gate.p, up.p, tokens * F, gate.p, nullptr), "silu_mul");
+      check(cuda::matvec_q(q4, L.down, H, F, gate.p, tokens, o.p, nullptr), "matvec_q");
+    });
+    out.push_back({{"tokens", tokens}, {"fused_4_launches_us", fused * 1e6}, {"separate_8_launches_us", separate * 1e6}});
+    std::fprintf(stderr, "layer matmuls %4lld tokens: fused (4 launches) %8.2f us, separate (8) %8.2f us\n",
+                 static_cast<long long>(tokens), fused * 1e6, separate * 1e6);
   }
   return out;
 }
@@ -327,6 +398,7 @@ int main(int argc, char** argv) {
   std::fprintf(stderr, "device-to-device copy: %.0f GB/s (read + write)\n", copy_gbs);
   const std::vector<int64_t> tokens = quick ? std::vector<int64_t>{1, 64} : std::vector<int64_t>{1, 8, 16, 64, 128, 512};
   j["matvec"] = bench_matvec(tokens, reps, rng, blas);
+  j["layer_matmuls"] = bench_layer_matmuls(tokens, reps, rng);
   const std::vector<int32_t> contexts = quick ? std::vector<int32_t>{1024} : std::vector<int32_t>{1024, 4096, 16384};
   const std::vector<int32_t> batches = quick ? std::vector<int32_t>{1} : std::vector<int32_t>{1, 16, 64};
   j["decode_attention"] = bench_decode_attention(contexts, batches, reps, copy_gbs, rng);

@@ -44,6 +44,16 @@ TEST(CudaLaunchCheck, RefusesBadSizes) {
   alignas(16) static float activations[8];
   EXPECT_EQ(cuda::matvec_q(TensorType::Q4_1, fake(), 4, 32, activations + 1, 1, fake(), nullptr),
             cudaErrorInvalidValue);  // activations read as float4: 16-byte alignment
+  const cuda::MatvecOutput narrow{fake(), 4, fake(), 3};
+  EXPECT_EQ(cuda::matvec_q_multi(TensorType::Q4_1, &narrow, 1, 32, activations, 1, nullptr),
+            cudaErrorInvalidValue);  // ld below the row count
+  const cuda::MatvecOutput four[4] = {{fake(), 4, fake(), 4}, {fake(), 4, fake(), 4}, {fake(), 4, fake(), 4},
+                                      {fake(), 4, fake(), 4}};
+  EXPECT_EQ(cuda::matvec_q_multi(TensorType::Q4_1, four, 4, 32, activations, 1, nullptr), cudaErrorInvalidValue);
+  EXPECT_EQ(cuda::matvec_q_multi(TensorType::Q4_1, four, 0, 32, activations, 1, nullptr), cudaErrorInvalidValue);
+  EXPECT_EQ(cuda::matvec_q_glu(TensorType::Q4_1, fake(), fake(), 4, 32, activations, 1, cuda::GluActivation::Silu,
+                               fake(), 3, nullptr),
+            cudaErrorInvalidValue);  // ld below the row count
   EXPECT_EQ(cuda::argmax_rows(fake(), 1, 0, nullptr, nullptr), cudaErrorInvalidValue);
   uint16_t bits[1];
   EXPECT_EQ(cuda::dequantize_rows_bf16(TensorType::F16, fake(), 32, 0, 1, bits, nullptr), cudaErrorInvalidValue);

@@ -4,6 +4,10 @@
 // block scale factored out (d * sum q x + m * sum x), against f64.
 #include "kernels/cuda/matvec_q.cuh"
 
+#include <memory>
+
+#include "kernels/cuda/act_and_mul.cuh"
+#include "kernels/reference/elementwise.h"
 #include "kernels/reference/matmul.h"
 #include "cuda_test_util.h"
 #include "quant_blocks.h"
@@ -78,6 +82,84 @@ TEST(CudaMatvecQ, TokenBitsDoNotDependOnTheLaunch) {
               << "token " << first + t << " as token " << t << " of a launch of " << count;
         }
       }
+    }
+  }
+}
+
+// matvec_q_multi (a layer's Q, K and V in one launch, written side by side)
+// gives each matrix exactly matvec_q's bits, whatever the row counts and
+// however the outputs interleave in a token's row.
+TEST(CudaMatvecQ, MultiEqualsSeparateLaunches) {
+  KVSCOPE_REQUIRE_CUDA_DEVICE();
+  std::mt19937 rng(63);
+  constexpr int64_t kLen = 32 * 18, kTokens = 19;
+  const int64_t rows[3] = {576, 192, 7};  // SmolLM2's q and k, and an odd one
+  const int64_t width = rows[0] + rows[1] + rows[2] + 5;  // padding a token's row
+  for (TensorType type : {TensorType::Q4_1, TensorType::Q8_0}) {
+    SCOPED_TRACE(traits_of(type).name);
+    std::vector<std::unique_ptr<DeviceBuffer<uint8_t>>> w;
+    for (int64_t r : rows) w.push_back(std::make_unique<DeviceBuffer<uint8_t>>(cuda_test::random_quant_rows(type, r, kLen, rng)));
+    DeviceBuffer<float> dx(cuda_test::random_floats(static_cast<size_t>(kTokens * kLen), rng));
+    DeviceBuffer<float> dy(static_cast<size_t>(kTokens * width));
+    CUDA_OK(dy.poison());
+    cuda::MatvecOutput outs[3];
+    int64_t at = 0;
+    for (int j = 0; j < 3; ++j) {
+      outs[j] = {w[static_cast<size_t>(j)]->get(), rows[j], dy.get() + at, width};
+      at += rows[j];
+    }
+    LAUNCH_OK(cuda::matvec_q_multi(type, outs, 3, kLen, dx.get(), kTokens, nullptr));
+    const std::vector<float> y = dy.download();
+    at = 0;
+    for (int j = 0; j < 3; ++j) {
+      DeviceBuffer<float> alone(static_cast<size_t>(kTokens * rows[j]));
+      LAUNCH_OK(cuda::matvec_q(type, w[static_cast<size_t>(j)]->get(), rows[j], kLen, dx.get(), kTokens, alone.get(),
+                               nullptr));
+      const std::vector<float> want = alone.download();
+      for (int64_t t = 0; t < kTokens; ++t) {
+        EXPECT_EQ(0, std::memcmp(&y[static_cast<size_t>(t * width + at)], &want[static_cast<size_t>(t * rows[j])],
+                                 rows[j] * sizeof(float)))
+            << "output " << j << ", token " << t;
+      }
+      at += rows[j];
+    }
+    for (int64_t t = 0; t < kTokens; ++t) {  // the padding is never written
+      for (int64_t i = at; i < width; ++i) EXPECT_TRUE(std::isnan(y[static_cast<size_t>(t * width + i)]));
+    }
+  }
+}
+
+// matvec_q_glu equals the gate and up matvec_q launches followed by
+// silu_mul / gelu_tanh_mul, bit for bit, and the reference within tolerance.
+TEST(CudaMatvecQ, GluEqualsProjectionsThenActivation) {
+  KVSCOPE_REQUIRE_CUDA_DEVICE();
+  std::mt19937 rng(64);
+  constexpr int64_t kRows = 1536, kLen = 576, kTokens = 13;
+  for (TensorType type : {TensorType::Q4_1, TensorType::Q8_0}) {
+    for (cuda::GluActivation act : {cuda::GluActivation::Silu, cuda::GluActivation::GeluTanh}) {
+      SCOPED_TRACE(testing::Message() << traits_of(type).name << (act == cuda::GluActivation::Silu ? " silu" : " gelu"));
+      const auto wg = cuda_test::random_quant_rows(type, kRows, kLen, rng);
+      const auto wu = cuda_test::random_quant_rows(type, kRows, kLen, rng);
+      const auto x = cuda_test::random_floats(static_cast<size_t>(kTokens * kLen), rng);
+      DeviceBuffer<uint8_t> dg(wg), du(wu);
+      DeviceBuffer<float> dx(x), gate(static_cast<size_t>(kTokens * kRows)), up(gate.size()), fused(gate.size());
+      CUDA_OK(fused.poison());
+      LAUNCH_OK(cuda::matvec_q_glu(type, dg.get(), du.get(), kRows, kLen, dx.get(), kTokens, act, fused.get(), kRows,
+                                   nullptr));
+      LAUNCH_OK(cuda::matvec_q(type, dg.get(), kRows, kLen, dx.get(), kTokens, gate.get(), nullptr));
+      LAUNCH_OK(cuda::matvec_q(type, du.get(), kRows, kLen, dx.get(), kTokens, up.get(), nullptr));
+      LAUNCH_OK(act == cuda::GluActivation::Silu
+                    ? cuda::silu_mul(gate.get(), up.get(), kTokens * kRows, gate.get(), nullptr)
+                    : cuda::gelu_tanh_mul(gate.get(), up.get(), kTokens * kRows, gate.get(), nullptr));
+      const std::vector<float> got = fused.download(), want = gate.download();
+      EXPECT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)));
+      // And the reference: f64 products, then the f64 activation.
+      std::vector<float> rg(got.size()), ru(got.size()), ref(got.size());
+      matmul_ref(type, wg.data(), kRows, kLen, x.data(), kTokens, rg.data());
+      matmul_ref(type, wu.data(), kRows, kLen, x.data(), kTokens, ru.data());
+      (act == cuda::GluActivation::Silu ? silu_mul_ref : gelu_tanh_mul_ref)(rg.data(), ru.data(),
+                                                                            kTokens * kRows, ref.data());
+      EXPECT_LT(cuda_test::normalised_error(got, ref), kTolerance);
     }
   }
 }

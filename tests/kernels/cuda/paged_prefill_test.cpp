@@ -171,5 +171,18 @@ TEST(CudaPagedPrefill, BitwiseInvariantToBlockSizeAndBatch) {
   EXPECT_TRUE(std::equal(d.begin() + 65 * p.row_floats(), d.end(), a.begin() + at3));
 }
 
+// q read from rows wider than its heads (the CUDA backend's [q | k | v] per
+// token): the same bits as from packed rows.
+TEST(CudaPagedPrefill, StridedQueryRowsGiveThePackedBits) {
+  KVSCOPE_REQUIRE_CUDA_DEVICE();
+  std::mt19937 rng(66);
+  const PrefillProblem p = make(cuda_test::decode_shape(9, 3, 64, 0, 0.0f), KvCacheType::F32, kMixedBatch, rng);
+  std::mt19937 pages_a(7), pages_b(7);  // the same shuffled blocks for both runs
+  const std::vector<float> packed = cuda_test::run_prefill_cuda(p, 16, false, pages_a);
+  const std::vector<float> strided = cuda_test::run_prefill_cuda(p, 16, false, pages_b, 9 * 64 + 2 * 3 * 64);
+  EXPECT_TRUE(packed == strided);
+  EXPECT_LT(cuda_test::normalised_error(strided, p.ref), kTolerance);
+}
+
 }  // namespace
 }  // namespace kvscope

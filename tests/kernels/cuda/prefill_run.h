@@ -13,8 +13,10 @@
 
 namespace kvscope::cuda_test {
 
+// q_row_stride > row floats: q is laid out with that many floats per token
+// (the rest NaN), as the CUDA backend's qkv rows are.
 inline std::vector<float> run_prefill_cuda(const PrefillProblem& p, int32_t block_size, bool cascade,
-                                           std::mt19937& rng) {
+                                           std::mt19937& rng, int64_t q_row_stride = 0) {
   const PagedPool pool = page_prefill_problem(p, block_size, rng);
   const Groups groups = cascade ? cascade_groups(p, block_size) : Groups{};
   const PagedAttentionBatch host_batch{static_cast<int32_t>(p.seqs.size()), p.query_start.data(),
@@ -23,7 +25,16 @@ inline std::vector<float> run_prefill_cuda(const PrefillProblem& p, int32_t bloc
   EXPECT_EQ(cuda::plan_paged_prefill(p.shape, host_batch, groups.view(), &plan), cudaSuccess);
   EXPECT_EQ(plan.num_shared_items > 0, cascade && !groups.prefix_len.empty() && p.shape.sliding_window == 0);
   DeviceBuffer<uint8_t> dk(pool.k), dv(pool.v);
-  DeviceBuffer<float> dq(p.q), dout(p.q.size());
+  std::vector<float> q = p.q;
+  if (q_row_stride > 0) {
+    const size_t row = p.row_floats(), stride = static_cast<size_t>(q_row_stride);
+    q.assign(static_cast<size_t>(p.num_tokens()) * stride, NAN);
+    for (size_t t = 0; t < static_cast<size_t>(p.num_tokens()); ++t) {
+      std::copy(p.q.begin() + static_cast<std::ptrdiff_t>(t * row), p.q.begin() + static_cast<std::ptrdiff_t>((t + 1) * row),
+                q.begin() + static_cast<std::ptrdiff_t>(t * stride));
+    }
+  }
+  DeviceBuffer<float> dq(q), dout(p.q.size());
   DeviceBuffer<int32_t> dqs(p.query_start), dpos(p.positions), dstart(pool.table_start), dids(pool.block_ids);
   DeviceBuffer<int32_t> dplan(plan.data);
   const size_t ws_floats = cuda::paged_prefill_workspace_floats(plan, p.shape);
@@ -36,7 +47,7 @@ inline std::vector<float> run_prefill_cuda(const PrefillProblem& p, int32_t bloc
   const cuda::PagedPrefillBatch batch{static_cast<int32_t>(p.seqs.size()), dqs.get(), dpos.get(), dstart.get(),
                                       dids.get()};
   EXPECT_EQ(cuda::paged_prefill_attention(p.shape, kv, batch, plan, dplan.get(), dq.get(), dout.get(), dws.get(),
-                                          ws_floats, nullptr),
+                                          ws_floats, nullptr, q_row_stride),
             cudaSuccess);
   EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   return dout.download();
