@@ -76,6 +76,7 @@ class MemoryBarWidget : public QWidget {
 MemoryPanel::MemoryPanel(QWidget* parent) : QWidget(parent) {
   auto* layout = new QVBoxLayout(this);
   header_ = new QLabel(this);
+  header_->setObjectName(QStringLiteral("memoryHeader"));
   header_->setWordWrap(true);
   layout->addWidget(header_);
   layout->addWidget(makeBreakdownBox());
@@ -177,8 +178,20 @@ void MemoryPanel::setModel(const ModelInfo& info, const EngineConfig& config) {
   breakdown_ = memoryBreakdown(info, config);
   // The backend line names the device the engine resolved (backend = auto
   // says why in the tooltip: e.g. a build without CUDA).
-  const QString device = info.device_name.empty() ? tr("CPU") : QString::fromStdString(info.device_name);
-  header_->setToolTip(QString::fromStdString(info.backend_reason));
+  QString device = info.device_name.empty() ? tr("CPU") : QString::fromStdString(info.device_name);
+  QString tooltip = QString::fromStdString(info.backend_reason);
+  if (info.device_total_bytes > 0) {
+    // On a GPU the weights, pool and workspace below are device memory.
+    tooltip += tr("\nGPU memory: %1 MiB free for kvscope of %2 MiB when the pool was planned; the weights, "
+                  "the KV pool and the workspace shown here live there, the swap space in host memory.")
+                   .arg(info.device_free_bytes >> 20)
+                   .arg(info.device_total_bytes >> 20);
+    device += tr(" (%1 of %2 GiB)")
+                  .arg(static_cast<double>(info.weight_bytes + info.kv_pool_bytes + info.workspace_bytes) /
+                           double(1 << 30), 0, 'f', 2)
+                  .arg(static_cast<double>(info.device_total_bytes) / double(1 << 30), 0, 'f', 1);
+  }
+  header_->setToolTip(tooltip);
   header_->setText(tr("<b>%1</b> · backend: %6 · %2 KV blocks of %3 tokens · %4 KiB of %5 K/V per token")
                        .arg(QString::fromStdString(info.name).toHtmlEscaped())
                        .arg(info.num_kv_blocks)

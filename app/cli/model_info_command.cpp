@@ -191,8 +191,10 @@ int run_model_info(const ModelInfoOptions& o) {
     return kExitRuntime;
   }
   std::optional<KvPlan> plan;
+  ModelShape summary_shape;
   if (summary->config) {
-    ModelShape shape = summary->config->shape();
+    summary_shape = summary->config->shape();
+    ModelShape& shape = summary_shape;
     // spec = draft: the draft model's K/V share every block.
     if (config->spec == SpecMethod::Draft && !config->spec_draft_model.empty()) {
       auto draft = inspect_model_file(config->spec_draft_model);
@@ -206,10 +208,15 @@ int run_model_info(const ModelInfoOptions& o) {
       shape.draft_num_kv_heads = d.num_kv_heads;
       shape.draft_head_dim = d.head_dim;
     }
-    plan = plan_kv(shape, *config, physical_memory_bytes());
   }
-  // What Engine::create would run the model on (--backend), and why.
+  // What Engine::create would run the model on (--backend), and why; on a
+  // GPU the pool is planned against its free memory.
   const Result<BackendChoice> backend = choose_backend(config->backend);
+  std::optional<DeviceMemory> device;
+  if (summary->config) {
+    if (backend.ok()) device = probe_device_memory(*backend, static_cast<int64_t>(summary->weight_bytes));
+    plan = plan_kv(summary_shape, *config, physical_memory_bytes(), device ? &*device : nullptr);
+  }
   // --tp N: the split, on the planned pool (the file is mapped, not repacked).
   std::optional<Result<TensorParallelMemory>> ranks;
   if (plan && plan->ok() && config->tp > 1) {
@@ -223,6 +230,7 @@ int run_model_info(const ModelInfoOptions& o) {
     j["backend"] = backend.ok() ? nlohmann::ordered_json{{"kind", backend_kind_name(backend->kind)},
                                                           {"reason", backend->reason}}
                                 : nlohmann::ordered_json{{"error", backend.error()}};
+    if (device) j["backend"]["device_memory"] = {{"free_bytes", device->free_bytes}, {"total_bytes", device->total_bytes}};
     j["tensor_parallel"] = !ranks        ? nlohmann::ordered_json(nullptr)
                            : ranks->ok() ? server::tensor_parallel_json(**ranks)
                                          : nlohmann::ordered_json{{"error", ranks->error()}};
@@ -238,6 +246,12 @@ int run_model_info(const ModelInfoOptions& o) {
     }
     text.insert(text.find("\nmetadata ("), fmt::format("backend     {}\n", backend.ok() ? backend->reason
                                                                                   : backend.error()));
+    if (device) {
+      text.insert(text.find("\nmetadata ("),
+                  fmt::format("GPU memory  {} free of {} (the pool, the weights and the workspace go there)\n",
+                              human_bytes(static_cast<uint64_t>(device->free_bytes)),
+                              human_bytes(static_cast<uint64_t>(device->total_bytes))));
+    }
     write_stdout(text);
   }
   return kExitOk;

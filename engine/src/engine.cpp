@@ -114,6 +114,8 @@ void Engine::Impl::update_memory_info() {
   info.backend = backend_kind_name(backend->kind());
   info.backend_reason = backend_choice.reason;
   info.device_name = memory.device_name;
+  info.device_total_bytes = device ? static_cast<size_t>(device->total_bytes) : 0;
+  info.device_free_bytes = device ? static_cast<size_t>(device->free_bytes + device->held_bytes) : 0;
   // The CUDA backend has no runner: one rank, the whole model.
   const ShardPlan ranks = runner ? runner->plan() : ShardPlan::whole(weights->config);
   info.tensor_parallel = rank_memory(ranks, *weights, info.num_kv_blocks, info.block_size, config.kv_cache_type,
@@ -168,11 +170,13 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config, const
   impl->vocab_tokens = model->vocab.tokens;
   const ModelConfig* draft_shape = impl->draft_weights ? &impl->draft_weights->config : nullptr;
 
-  auto choice = choose_backend(config.backend);
+  auto choice = impl->settle_backend(config);
   if (!choice.ok()) return Error{choice.error()};
   impl->backend_choice = std::move(choice).value();
   if (!report(0.07, "allocating KV pool")) return cancelled;
-  const KvPlan plan = plan_kv(impl->plan_shape(draft_shape), impl->config, physical_memory_bytes());
+  impl->device = impl->device_memory(impl->backend_choice);
+  const KvPlan plan = plan_kv(impl->plan_shape(draft_shape), impl->config, physical_memory_bytes(),
+                              impl->device ? &*impl->device : nullptr);
   if (Status s = problems_status(plan.problems); !s.ok()) return Error{s.error()};
   impl->config.max_model_len = plan.max_model_len;
   impl->info.setting_warnings = Impl::config_warnings(config, plan);

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -66,6 +67,7 @@ struct Engine::Impl {
   // What runs the model and holds its KV pool (runtime/backend.h), and why
   // it was chosen (EngineConfig::backend). Steps go through backend only.
   BackendChoice backend_choice;
+  std::optional<DeviceMemory> device;  // the GPU's memory when the pool was last planned (CUDA), else none
   std::unique_ptr<Backend> backend;
   // The CPU backend's runner (owned by backend; set with it by set_backend):
   // a plain ModelRunner inside for tp = 1 with the fast reduction, else the
@@ -129,13 +131,20 @@ struct Engine::Impl {
   // new draft model, and the manager and scheduler over the pools. `draft`:
   // the draft model (spec = draft), else nullptr. Errors say which setting
   // to change; kLoadCancelledMessage when progress returned false.
-  // choice: choose_backend's answer for resolved.backend; a new backend is
-  // also built when it names another kind than the running one. When auto
-  // chose CUDA for a model the CUDA backend cannot run, choice becomes the
-  // CPU with that reason; backend = cuda then fails, naming it.
+  // choice: settle_backend's answer for resolved; a new backend is also
+  // built when it names another kind than the running one.
   Result<KvSetup> make_kv_setup(const EngineConfig& resolved, const KvPlan& plan,
                                 const std::shared_ptr<const ModelWeights>& draft, ThreadPool& threads,
-                                BackendChoice& choice, const CpuBackend::RepackProgress& progress = {});
+                                const BackendChoice& choice, const CpuBackend::RepackProgress& progress = {});
+  // choose_backend's answer for config, settled against the model: when
+  // auto chose CUDA for a model the CUDA backend cannot run, the CPU with
+  // that reason; backend = cuda then fails, naming it. Called before plan_kv,
+  // which needs to know whether the pool goes to a GPU.
+  Result<BackendChoice> settle_backend(const EngineConfig& config) const;
+  // The GPU's free memory (and what this engine holds there already) for
+  // plan_kv when `choice` is CUDA; nullopt on the CPU. Creates the CUDA
+  // context, which the CUDA backend is about to need anyway.
+  std::optional<DeviceMemory> device_memory(const BackendChoice& choice) const;
   // Makes `b` the backend, and runner its runner when it is a CpuBackend (else null).
   void set_backend(std::unique_ptr<Backend> b);
   // The shape plan_kv needs: the model's, and the draft model's when `draft` is given.

@@ -16,18 +16,10 @@ namespace kvscope {
 
 Result<KvSetup> Engine::Impl::make_kv_setup(const EngineConfig& c, const KvPlan& plan,
                                             const std::shared_ptr<const ModelWeights>& draft, ThreadPool& threads,
-                                            BackendChoice& choice, const CpuBackend::RepackProgress& progress) {
+                                            const BackendChoice& choice, const CpuBackend::RepackProgress& progress) {
   const ModelConfig& mc = weights->config;
 #if KVSCOPE_HAVE_CUDA
-  if (choice.kind == BackendKind::Cuda) {
-    if (std::string why = cuda_unsupported(*weights, c); !why.empty()) {
-      if (c.backend == BackendKind::Cuda) {
-        return Error{fmt::format("backend = cuda cannot run this model: {}; use backend = cpu or auto", why)};
-      }
-      choice = BackendChoice{BackendKind::Cpu, fmt::format("CPU: the CUDA backend cannot run this model: {}", why)};
-    }
-  }
-  const bool cuda = choice.kind == BackendKind::Cuda;
+  const bool cuda = choice.kind == BackendKind::Cuda;  // settled against the model (settle_backend)
 #endif
   // Tensor parallelism lays the ranks' KV heads out as layers of one storage
   // (kv_storage_shape), so the manager's copy-on-write and swap cover every rank.
@@ -56,8 +48,9 @@ Result<KvSetup> Engine::Impl::make_kv_setup(const EngineConfig& c, const KvPlan&
     draft_spec.num_swap_blocks = 0;
   }
   // Every pool before any repacking, so that a budget that cannot work fails at once.
-  const bool new_backend =
-      !backend || backend->kind() != choice.kind || c.tp != config.tp || c.tp_reduce != config.tp_reduce;
+  const bool new_backend = !backend || backend->kind() != choice.kind || c.tp != config.tp ||
+                           c.tp_reduce != config.tp_reduce ||
+                           (choice.kind == BackendKind::Cuda && c.gpu_prefill_gemm != config.gpu_prefill_gemm);
   const bool new_draft_backend = with_draft && (!draft_backend || draft != draft_weights);
   KvSetup setup;
   std::unique_ptr<HostKvPool> host_pool, draft_host_pool;
@@ -91,7 +84,9 @@ Result<KvSetup> Engine::Impl::make_kv_setup(const EngineConfig& c, const KvPlan&
 #if KVSCOPE_HAVE_CUDA
   if (new_backend && cuda) {
     // No repacking: the weights are uploaded as they are (one step of progress).
-    auto made = CudaBackend::create(weights, std::move(device_pool), CudaBackend::Options{});
+    CudaBackend::Options options;
+    options.gemm_prefill = c.gpu_prefill_gemm;
+    auto made = CudaBackend::create(weights, std::move(device_pool), options);
     if (!made.ok()) return Error{made.error()};
     setup.backend = std::move(made).value();
     if (progress && !progress(1.0)) return cancelled;
@@ -128,6 +123,31 @@ Result<KvSetup> Engine::Impl::make_kv_setup(const EngineConfig& c, const KvPlan&
   sc.spec_never_pause = c.spec_never_pause;
   setup.scheduler = std::make_unique<Scheduler>(sc, *setup.manager, events, make_proposer(c));
   return setup;
+}
+
+Result<BackendChoice> Engine::Impl::settle_backend(const EngineConfig& c) const {
+  auto choice = choose_backend(c.backend);
+  if (!choice.ok()) return choice;
+#if KVSCOPE_HAVE_CUDA
+  if (choice->kind == BackendKind::Cuda) {
+    if (std::string why = cuda_unsupported(*weights, c); !why.empty()) {
+      if (c.backend == BackendKind::Cuda) {
+        return Error{fmt::format("backend = cuda cannot run this model: {}; use backend = cpu or auto", why)};
+      }
+      return BackendChoice{BackendKind::Cpu, fmt::format("CPU: the CUDA backend cannot run this model: {}", why)};
+    }
+  }
+#endif
+  return choice;
+}
+
+std::optional<DeviceMemory> Engine::Impl::device_memory(const BackendChoice& choice) const {
+  std::optional<DeviceMemory> d = probe_device_memory(choice, static_cast<int64_t>(weights->matrix_bytes()));
+  if (d && backend && backend->kind() == BackendKind::Cuda) {
+    const BackendMemory held = backend->memory();
+    d->held_bytes = static_cast<int64_t>(held.weight_bytes + held.kv_pool_bytes + held.workspace_bytes);
+  }
+  return d;
 }
 
 void Engine::Impl::set_backend(std::unique_ptr<Backend> b) {

@@ -39,7 +39,7 @@ Status Engine::reconfigure(const EngineConfig& config) {
   }
   // Everything that can fail comes first, so that a failure changes nothing.
   if (std::string why = early_exit_problem(config, m.weights->config.num_layers); !why.empty()) return Error{why};
-  auto choice = choose_backend(config.backend);
+  auto choice = m.settle_backend(config);
   if (!choice.ok()) return Error{choice.error()};
   // A draft model is loaded beside the model when it is new (the model's weights stay).
   std::shared_ptr<const ModelWeights> draft_weights;
@@ -54,7 +54,8 @@ Status Engine::reconfigure(const EngineConfig& config) {
     }
   }
   const ModelConfig* draft_shape = draft_weights ? &draft_weights->config : nullptr;
-  const KvPlan plan = plan_kv(m.plan_shape(draft_shape), config, physical_memory_bytes());
+  const std::optional<DeviceMemory> device = m.device_memory(*choice);
+  const KvPlan plan = plan_kv(m.plan_shape(draft_shape), config, physical_memory_bytes(), device ? &*device : nullptr);
   if (Status s = problems_status(plan.problems); !s.ok()) return s;
   EngineConfig resolved = config;
   resolved.max_model_len = plan.max_model_len;
@@ -96,6 +97,7 @@ Status Engine::reconfigure(const EngineConfig& config) {
     }
     m.backend->set_thread_pool(*m.pool);
     m.backend_choice = std::move(choice).value();
+    m.device = device;
     if (setup->draft_backend) {
       m.draft_backend = std::move(setup->draft_backend);
     } else if (setup->draft_kv) {

@@ -48,7 +48,7 @@ int64_t max_logits_rows(const EngineConfig& c) {
   return std::min(seqs * (1 + c.spec_k), std::max<int64_t>(seqs, c.max_batched_tokens));
 }
 
-KvPlan plan_kv(const ModelShape& m, const EngineConfig& c, int64_t machine_memory_bytes) {
+KvPlan plan_kv(const ModelShape& m, const EngineConfig& c, int64_t machine_memory_bytes, const DeviceMemory* device) {
   KvPlan p;
   p.max_model_len = c.max_model_len > 0 ? c.max_model_len : m.context_length;
   if (m.context_length > 0 && c.max_model_len > m.context_length) {
@@ -91,8 +91,40 @@ KvPlan plan_kv(const ModelShape& m, const EngineConfig& c, int64_t machine_memor
   }
   p.bytes_per_block = p.kv_bytes_per_token * c.block_size + p.draft_bytes_per_block;
 
-  const char* pool_field = c.num_blocks > 0 ? "num_blocks" : "kv_budget";
-  p.num_blocks = c.num_blocks > 0 ? c.num_blocks : c.kv_budget_bytes / p.bytes_per_block;
+  // Every rank's ModelRunner::resize_activations (rank_memory.h) plus the
+  // engine's logits buffer; model_memory_info_test and rank_memory_test hold
+  // them equal. With tp ranks each keeps the full hidden width (x, h, o) and
+  // the ranks' heads and FFN rows add up to the model's, but for a KV head
+  // copied to several ranks (num_kv_head_slots heads in all).
+  const int32_t ranks = std::max(c.tp, 1);
+  const int64_t rows = std::max(c.max_batched_tokens, 1);
+  const int64_t q = int64_t{m.num_heads} * m.head_dim;
+  const int64_t kv = int64_t{p.num_kv_head_slots} * m.head_dim;
+  const int64_t per_row = activation_floats_per_row(ranks, m.hidden_size, q, kv, m.ffn_size);
+  const int64_t logits = max_logits_rows(c) * m.vocab_size;
+  p.workspace_bytes = (rows * per_row + logits) * static_cast<int64_t>(sizeof(float));
+
+  // On a GPU with gpu_memory_percent, the pool gets that share of the free
+  // memory (plus what this engine already holds there) after the weights
+  // and the workspace.
+  const bool percent = device && c.num_blocks == 0 && c.gpu_memory_percent > 0;
+  const char* pool_field = c.num_blocks > 0 ? "num_blocks" : percent ? "gpu_memory_percent" : "kv_budget";
+  if (percent) {
+    const int64_t share = (device->free_bytes + device->held_bytes) / 100 * c.gpu_memory_percent;
+    const int64_t left = share - device->weight_bytes - p.workspace_bytes;
+    p.num_blocks = left > 0 ? left / p.bytes_per_block : 0;
+    if (p.num_blocks < 1) {
+      p.problems.push_back({pool_field, fmt::format("{}% of the GPU's {} free leaves no KV block of {} bytes after "
+                                                    "the weights ({}) and the workspace ({}); raise it",
+                                                    c.gpu_memory_percent, mib(device->free_bytes + device->held_bytes),
+                                                    p.bytes_per_block, mib(device->weight_bytes),
+                                                    mib(p.workspace_bytes))});
+      p.num_blocks = 0;
+      return p;
+    }
+  } else {
+    p.num_blocks = c.num_blocks > 0 ? c.num_blocks : c.kv_budget_bytes / p.bytes_per_block;
+  }
   if (p.num_blocks < 1) {
     p.problems.push_back({pool_field, fmt::format("the KV budget of {} bytes holds no block of {} tokens ({} bytes "
                                                   "each); raise the budget or lower the block size",
@@ -111,19 +143,24 @@ KvPlan plan_kv(const ModelShape& m, const EngineConfig& c, int64_t machine_memor
   p.pool_bytes = p.num_blocks * p.bytes_per_block;
   p.swap_bytes = p.num_swap_blocks * p.bytes_per_block;
 
-  // Every rank's ModelRunner::resize_activations (rank_memory.h) plus the
-  // engine's logits buffer; model_memory_info_test and rank_memory_test hold
-  // them equal. With tp ranks each keeps the full hidden width (x, h, o) and
-  // the ranks' heads and FFN rows add up to the model's, but for a KV head
-  // copied to several ranks (num_kv_head_slots heads in all).
-  const int32_t ranks = std::max(c.tp, 1);
-  const int64_t rows = std::max(c.max_batched_tokens, 1);
-  const int64_t q = int64_t{m.num_heads} * m.head_dim;
-  const int64_t kv = int64_t{p.num_kv_head_slots} * m.head_dim;
-  const int64_t per_row = activation_floats_per_row(ranks, m.hidden_size, q, kv, m.ffn_size);
-  const int64_t logits = max_logits_rows(c) * m.vocab_size;
-  p.workspace_bytes = (rows * per_row + logits) * static_cast<int64_t>(sizeof(float));
-
+  if (device) {
+    // The pool sits on the GPU beside the weights and the workspace; the
+    // swap space stays in host memory.
+    const int64_t on_device = p.pool_bytes + device->weight_bytes + p.workspace_bytes;
+    if (on_device > device->free_bytes + device->held_bytes) {
+      p.problems.push_back({pool_field, fmt::format("a KV pool of {} with the weights ({}) and the workspace ({}) "
+                                                    "does not fit in the GPU's {} free; lower it",
+                                                    mib(p.pool_bytes), mib(device->weight_bytes),
+                                                    mib(p.workspace_bytes),
+                                                    mib(device->free_bytes + device->held_bytes))});
+    }
+    if (machine_memory_bytes > 0 && p.swap_bytes > machine_memory_bytes / 10 * 9) {
+      p.problems.push_back({"swap_space", fmt::format("a swap space of {} does not fit in this machine's {} of "
+                                                      "memory; lower it",
+                                                      mib(p.swap_bytes), mib(machine_memory_bytes))});
+    }
+    return p;
+  }
   if (machine_memory_bytes > 0 && p.pool_bytes + p.swap_bytes > machine_memory_bytes / 10 * 9) {
     const std::string what = p.swap_bytes > 0 ? "KV pool plus swap space" : "KV pool";
     p.problems.push_back({p.swap_bytes > p.pool_bytes ? "swap_space" : pool_field,

@@ -120,12 +120,26 @@ std::vector<SettingSpec> make_table() {
                                "when this build has CUDA and a device is present, else the CPU (the status line "
                                "and model-info say which and why).");
   backend.choice_labels = {"CPU", "CUDA (NVIDIA GPU)", "Auto (GPU if present)"};
+  SettingSpec& gemm = words(add(bool_row("gpu_prefill_gemm", &EngineConfig::gpu_prefill_gemm)), "Compute",
+                            "Tensor-core prefill", "",
+                            "On a GPU: prompts multiply through the tensor cores (bf16), many times faster, but a "
+                            "prompt token's logits then depend on how the prompt was chunked or cached (the "
+                            "invariance checker will show it). Off: every token through the same exact kernel.");
+  gemm.applies = [](const EngineConfig& c) { return c.backend != BackendKind::Cpu; };
 
   SettingSpec& budget = words(add(bytes_row("kv_budget", &EngineConfig::kv_budget_bytes, 1, 16 * kTiB)),
                               "KV cache", "KV budget", "",
                               "Memory for the KV pool (when KV blocks is 0): more holds more and longer "
                               "conversations before preempting.");
   budget.applies = [](const EngineConfig& c) { return c.num_blocks == 0; };
+  SettingSpec& gpu_memory = words(add(int_row("gpu_memory_percent", &EngineConfig::gpu_memory_percent, 0, 95)),
+                                  "KV cache", "GPU memory", "%",
+                                  "On a GPU: the share of its free memory (when the model loads) for the weights, "
+                                  "the workspace and the KV pool, which gets the rest, instead of the KV budget; "
+                                  "the CPU ignores it. A change that rebuilds the pool needs room for the new one "
+                                  "beside the old.");
+  gpu_memory.zero_means = "off, the KV budget sizes the pool";
+  gpu_memory.applies = [](const EngineConfig& c) { return c.num_blocks == 0 && c.backend != BackendKind::Cpu; };
   SettingSpec& blocks = words(add(int_row("num_blocks", &EngineConfig::num_blocks, 0, 1 << 24)), "KV cache",
                               "KV blocks", "blocks",
                               "An exact number of physical KV blocks, whatever memory that takes: fewer shows "

@@ -116,6 +116,31 @@ class PanelsTest : public QObject {
     QVERIFY(!apply->isEnabled());
   }
 
+  // On the CUDA backend the header names the GPU with the share of its memory
+  // kvscope holds (weights + pool + workspace), and the tooltip the free
+  // memory the pool was planned with; on the CPU neither.
+  void memoryPanelShowsDeviceMemoryOnAGpu() {
+    MemoryPanel panel;
+    EngineConfig config;
+    config.model_path = "SmolLM2-135M-Instruct.Q4_1.gguf";
+    ModelInfo info = smolInfo();
+    info.backend = "cuda";
+    info.device_name = "NVIDIA H200";
+    info.weight_bytes = size_t{98} << 20;
+    info.kv_pool_bytes = size_t{512} << 20;
+    info.workspace_bytes = size_t{414} << 20;  // 1 GiB in all
+    info.device_total_bytes = size_t{140} << 30;
+    info.device_free_bytes = size_t{139} << 30;
+    panel.setModel(info, config);
+    auto* header = panel.findChild<QLabel*>(QStringLiteral("memoryHeader"));
+    QVERIFY(header);
+    QVERIFY2(header->text().contains(QStringLiteral("NVIDIA H200 (1.00 of 140.0 GiB)")), qPrintable(header->text()));
+    QVERIFY2(header->toolTip().contains(QStringLiteral("142336 MiB free")), qPrintable(header->toolTip()));
+    panel.setModel(smolInfo(), config);  // the CPU: no device memory
+    QVERIFY2(!header->text().contains(QStringLiteral("GiB)")), qPrintable(header->text()));
+    QVERIFY(!header->toolTip().contains(QStringLiteral("GPU memory")));
+  }
+
   // tp = 2: one row per rank (query heads, KV heads, weights, KV, workspace), from the
   // snapshot; at tp = 1 no table; at tp = 4 the copied KV head is named.
   void memoryPanelShowsPerRankRowsUnderTensorParallelism() {

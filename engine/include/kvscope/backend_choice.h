@@ -5,9 +5,11 @@
 //   tested by tests/engine/runtime/backend_select_test.cpp
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "kvscope/engine_config.h"
+#include "kvscope/kv_plan.h"
 #include "kvscope/result.h"
 
 namespace kvscope {
@@ -23,5 +25,10 @@ struct BackendChoice {
 // else the CPU with the reason. cuda where it cannot run: an error saying
 // why. Probes the CUDA runtime (device count and name only; no context).
 Result<BackendChoice> choose_backend(BackendKind requested);
+
+// The GPU's free and total memory when `choice` is CUDA, as plan_kv's
+// DeviceMemory with weight_bytes given (held_bytes 0); nullopt on the CPU.
+// Asks the device, which creates the CUDA context on it.
+std::optional<DeviceMemory> probe_device_memory(const BackendChoice& choice, int64_t weight_bytes);
 
 }  // namespace kvscope

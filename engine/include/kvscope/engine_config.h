@@ -79,11 +79,23 @@ const char* preemption_mode_name(PreemptionMode mode);
 struct EngineConfig {
   std::string model_path;          // a .gguf file or a Hugging Face model directory
   BackendKind backend = BackendKind::Auto;  // what runs the model (ModelInfo::backend_reason says why)
+  // The CUDA backend: a sequence with more than 16 rows in a step (a prompt)
+  // multiplies through the tensor cores (weights dequantised to bf16 tile by
+  // tile, cuBLAS) instead of matvec_q: much faster prefill, but activations
+  // rounded to bf16 and a row's bits then depend on how its prompt was
+  // chunked or cached, so the bitwise invariance of those rows is given up
+  // (docs/cuda.md). Ignored on the CPU.
+  bool gpu_prefill_gemm = false;
   int32_t num_threads = 0;         // 0: one per available core
   int32_t tp = 1;                  // tensor-parallel ranks (threads of this process), each a slice of the model
   TpReduce tp_reduce = TpReduce::Fast;
   int32_t block_size = 16;         // token slots per KV block
   int64_t kv_budget_bytes = 512ll << 20;  // memory for the KV pool; ignored when num_blocks > 0
+  // On the CUDA backend (and num_blocks 0): this percent of the GPU's free
+  // memory, read when the model loads, holds the weights, the workspace and
+  // the KV pool, which gets the rest (vLLM's gpu_memory_utilization, as a
+  // percent). 0: kv_budget sizes the pool as on the CPU. Ignored on the CPU.
+  int32_t gpu_memory_percent = 0;
   int32_t num_blocks = 0;          // exact pool size when > 0
   int32_t max_seqs = 64;           // sequences in one step
   int32_t max_batched_tokens = 512;  // query rows in one step (prefill is chunked to fit)

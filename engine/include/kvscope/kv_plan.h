@@ -56,7 +56,9 @@ struct KvPlan {
   // The draft model's share of bytes_per_block (spec = draft; else 0): its
   // K/V live in the same blocks, so the budget pays for both.
   int64_t draft_bytes_per_block = 0;
-  int64_t num_blocks = 0;       // config.num_blocks, else floor(kv_budget / bytes_per_block)
+  // config.num_blocks, else floor(kv_budget / bytes_per_block), or on a
+  // device with gpu_memory_percent what that share leaves for the pool.
+  int64_t num_blocks = 0;
   int64_t num_swap_blocks = 0;  // floor(swap_space / bytes_per_block) with preemption = swap, else 0
   int64_t pool_bytes = 0;       // num_blocks * bytes_per_block
   int64_t swap_bytes = 0;       // num_swap_blocks * bytes_per_block
@@ -76,7 +78,24 @@ struct KvPlan {
 // lazily, so an oversized pool would otherwise fail later as an out-of-memory
 // kill mid-generation); 0 skips that check. The config's own ranges are
 // validate()'s business; plan_kv assumes they hold.
-KvPlan plan_kv(const ModelShape& model, const EngineConfig& config, int64_t machine_memory_bytes);
+//
+// device: the GPU the pool lives on (the CUDA backend), else null. Then the
+// pool, the weights and the workspace must fit in its free memory, the
+// machine's memory bounds the host swap space alone, and with
+// gpu_memory_percent > 0 (and num_blocks 0) the pool is sized from that
+// percent of the free memory, after the weights and the workspace, instead of
+// from kv_budget.
+struct DeviceMemory {
+  int64_t free_bytes = 0;  // free on the device before the engine allocates there
+  // What this engine already holds there (a reconfigure: weights, pool,
+  // workspace), counted as free for gpu_memory_percent's share.
+  int64_t held_bytes = 0;
+  int64_t weight_bytes = 0;  // the weights as uploaded
+  int64_t total_bytes = 0;   // the device's size (reported, not planned with)
+};
+
+KvPlan plan_kv(const ModelShape& model, const EngineConfig& config, int64_t machine_memory_bytes,
+               const DeviceMemory* device = nullptr);
 
 // Rows of logits one step asks for at most, which the engine reserves: one
 // per sequence (max_seqs), and with speculative decoding 1 + spec_k per

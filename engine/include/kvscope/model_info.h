@@ -43,6 +43,12 @@ struct ModelInfo {
   std::string backend;         // "cpu" or "cuda"
   std::string backend_reason;  // "CPU: this build has no CUDA backend (built with KVSCOPE_CUDA=OFF)"
   std::string device_name;     // "CPU (AMD EPYC 7B13)", "NVIDIA H100 80GB HBM3"
+  // The GPU's memory on the CUDA backend (0 on the CPU): its size, and what
+  // was free for this engine when the pool was last planned (free then, plus
+  // what this engine already held there). weight_bytes, kv_pool_bytes and
+  // workspace_bytes above are then device memory.
+  size_t device_total_bytes = 0;
+  size_t device_free_bytes = 0;
   // How tp splits the model and the pool between ranks (one rank when tp = 1);
   // follows Engine::reconfigure like the sizes above.
   TensorParallelMemory tensor_parallel;

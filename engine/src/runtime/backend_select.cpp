@@ -42,4 +42,14 @@ Result<BackendChoice> choose_backend(BackendKind requested, const CudaProbe& pro
 
 Result<BackendChoice> choose_backend(BackendKind requested) { return choose_backend(requested, probe_cuda()); }
 
+std::optional<DeviceMemory> probe_device_memory(const BackendChoice& choice, int64_t weight_bytes) {
+  if (choice.kind != BackendKind::Cuda) return std::nullopt;
+  const CudaProbe probe = probe_cuda(/*with_memory=*/true);
+  DeviceMemory d;
+  d.free_bytes = static_cast<int64_t>(probe.free_bytes);
+  d.total_bytes = static_cast<int64_t>(probe.total_bytes);
+  d.weight_bytes = weight_bytes;
+  return d;
+}
+
 }  // namespace kvscope

@@ -104,6 +104,60 @@ TEST(KvPlan, SaysWhyItDoesNotFit) {
   EXPECT_EQ(p.problems[0].field, "swap_space") << "the swap pool is the larger part";
 }
 
+// On a GPU (the CUDA backend) with gpu_memory_percent, the pool gets that
+// share of the free memory, plus what the engine already holds there, after
+// the weights and the workspace; pool + weights + workspace must fit in the
+// free memory whatever sizes the pool; the host bounds only the swap space.
+TEST(KvPlan, GpuMemoryPercentSizesThePoolFromTheDevice) {
+  EngineConfig c = config();
+  c.gpu_memory_percent = 50;
+  DeviceMemory gpu;
+  gpu.free_bytes = int64_t{8} << 30;
+  gpu.weight_bytes = int64_t{100} << 20;
+  const int64_t workspace = plan_kv(smollm2(), c, 0).workspace_bytes;
+  KvPlan p = plan_kv(smollm2(), c, 0, &gpu);
+  ASSERT_TRUE(p.ok()) << p.problems[0].message;
+  const int64_t block = 46080 * 16;
+  EXPECT_EQ(p.workspace_bytes, workspace) << "the workspace does not depend on the device";
+  EXPECT_EQ(p.num_blocks, ((int64_t{4} << 30) - gpu.weight_bytes - workspace) / block);
+  // What the engine holds on a reconfigure counts as free for the share.
+  gpu.held_bytes = int64_t{2} << 30;
+  EXPECT_EQ(plan_kv(smollm2(), c, 0, &gpu).num_blocks, ((int64_t{5} << 30) - gpu.weight_bytes - workspace) / block);
+  gpu.held_bytes = 0;
+  // Off (0), or an exact block count: the usual sizing, still checked against the device.
+  c.gpu_memory_percent = 0;
+  EXPECT_EQ(plan_kv(smollm2(), c, 0, &gpu).num_blocks, 728);
+  c.gpu_memory_percent = 50;
+  c.num_blocks = 100;
+  EXPECT_EQ(plan_kv(smollm2(), c, 0, &gpu).num_blocks, 100);
+  c.num_blocks = 0;
+  // Too small a share: no block after the weights, named on the setting.
+  gpu.free_bytes = int64_t{150} << 20;
+  c.gpu_memory_percent = 10;
+  p = plan_kv(smollm2(), c, 0, &gpu);
+  ASSERT_EQ(p.problems.size(), 1u);
+  EXPECT_EQ(p.problems[0].field, "gpu_memory_percent");
+  EXPECT_NE(p.problems[0].message.find("no KV block"), std::string::npos) << p.problems[0].message;
+  // A budget the device cannot hold with the weights: a problem on kv_budget,
+  // even though the host has room.
+  c.gpu_memory_percent = 0;
+  c.kv_budget_bytes = int64_t{1} << 30;
+  gpu.free_bytes = int64_t{1} << 30;
+  p = plan_kv(smollm2(), c, int64_t{64} << 30, &gpu);
+  ASSERT_EQ(p.problems.size(), 1u);
+  EXPECT_EQ(p.problems[0].field, "kv_budget");
+  EXPECT_NE(p.problems[0].message.find("GPU"), std::string::npos) << p.problems[0].message;
+  // Without a device the same budget fits the host.
+  EXPECT_TRUE(plan_kv(smollm2(), c, int64_t{64} << 30).ok());
+  // The swap space stays on the host and is checked against it.
+  c.kv_budget_bytes = int64_t{64} << 20;
+  c.preemption = PreemptionMode::Swap;
+  c.swap_space_bytes = int64_t{16} << 30;
+  p = plan_kv(smollm2(), c, int64_t{8} << 30, &gpu);
+  ASSERT_EQ(p.problems.size(), 1u);
+  EXPECT_EQ(p.problems[0].field, "swap_space");
+}
+
 TEST(KvPlan, WarnsAboveTheTrainedContext) {
   EngineConfig c = config();
   c.max_model_len = 16384;
