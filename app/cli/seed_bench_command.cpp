@@ -5,7 +5,7 @@
 // comparison is honest: static batching + contiguous KV is the Hugging Face
 // generate baseline, continuous batching + paged KV is vLLM's design.
 //
-//   kvscope-cli bench-seeds [--quick] [--only 2] [--threads 2] [--out-dir DIR]
+//   kvscope-cli bench-seeds [--quick] [--only 2] [--threads 2] [--backend cpu|cuda|auto] [--out-dir DIR]
 //
 // Every workload is fixed: prompts are seeded random ordinary token ids,
 // decoding is greedy with ignore_eos, and each reply ends after a fixed number
@@ -25,6 +25,7 @@
 
 #include "bench_util.h"
 #include "common_options.h"
+#include "kvscope/backend_choice.h"
 #include "kvscope/setting_table.h"
 #include "workload.h"
 
@@ -36,6 +37,7 @@ using json = nlohmann::ordered_json;
 struct SeedBenchOptions {
   std::string model;
   int32_t threads = 2;
+  BackendKind backend = BackendKind::Cpu;  // the lab's tables are CPU runs unless asked
   bool quick = false;
   std::string out_dir;
   int32_t only = 0;  // 0: all tables
@@ -97,14 +99,15 @@ struct ModelFacts {
 
 constexpr uint64_t kSeed = 2023'0683;  // every prompt and length derives from it
 
-EngineConfig base_config(const ModelFacts& f, int32_t threads) {
+EngineConfig base_config(const ModelFacts& f, int32_t threads, BackendKind backend) {
   EngineConfig c;
   c.model_path = f.path;
   c.num_threads = threads;
+  c.backend = backend;
   return c;
 }
 
-std::vector<RunSpec> table1_specs(const Scale& s, const ModelFacts& f, int32_t threads) {
+std::vector<RunSpec> table1_specs(const Scale& s, const ModelFacts& f, const EngineConfig& base) {
   std::vector<RunSpec> specs;
   const TokenRange range = ordinary_token_range(f.vocab_size);
   for (int32_t n : s.t1_num_requests) {
@@ -121,7 +124,7 @@ std::vector<RunSpec> table1_specs(const Scale& s, const ModelFacts& f, int32_t t
       r.table = 1;
       r.label = vllm ? "vLLM-like: continuous batching, paged KV" : "Transformers-like: static batching, contiguous KV";
       r.mode = vllm ? "continuous+paged" : "static+contiguous";
-      r.config = base_config(f, threads);
+      r.config = base;
       r.config.max_seqs = s.t1_batch;
       r.config.paged = vllm;
       r.config.prefix_caching = vllm;  // distinct prompts: no hits either way
@@ -136,7 +139,7 @@ std::vector<RunSpec> table1_specs(const Scale& s, const ModelFacts& f, int32_t t
   return specs;
 }
 
-std::vector<RunSpec> table2_specs(const Scale& s, const ModelFacts& f, int32_t threads) {
+std::vector<RunSpec> table2_specs(const Scale& s, const ModelFacts& f, const EngineConfig& base) {
   std::vector<RunSpec> specs;
   const TokenRange range = ordinary_token_range(f.vocab_size);
   // The same budget for every mode: room for t2_num_reservations sequences of
@@ -165,7 +168,7 @@ std::vector<RunSpec> table2_specs(const Scale& s, const ModelFacts& f, int32_t t
       r.table = 2;
       r.label = fmt::format(fmt::runtime(m.label), m.block_size);
       r.mode = m.id;
-      r.config = base_config(f, threads);
+      r.config = base;
       r.config.paged = m.paged;
       r.config.block_size = m.block_size;
       r.config.prefix_caching = false;  // only the allocation differs between rows
@@ -180,7 +183,7 @@ std::vector<RunSpec> table2_specs(const Scale& s, const ModelFacts& f, int32_t t
   return specs;
 }
 
-std::vector<RunSpec> table4_specs(const Scale& s, const ModelFacts& f, int32_t threads) {
+std::vector<RunSpec> table4_specs(const Scale& s, const ModelFacts& f, const EngineConfig& base) {
   std::vector<RunSpec> specs;
   const TokenRange range = ordinary_token_range(f.vocab_size);
   const std::vector<int32_t> system = seeded_ids(kSeed + 300, s.t4_system, range.lo, range.hi);
@@ -198,7 +201,7 @@ std::vector<RunSpec> table4_specs(const Scale& s, const ModelFacts& f, int32_t t
     r.table = 4;
     r.label = cache ? "prefix cache ON" : "prefix cache OFF";
     r.mode = cache ? "prefix_cache_on" : "prefix_cache_off";
-    r.config = base_config(f, threads);
+    r.config = base;
     r.config.prefix_caching = cache;
     r.config.max_model_len = std::max(2048, len);
     // Everything fits unshared, so only the computation differs.
@@ -248,7 +251,7 @@ json config_json(const EngineConfig& c) {
           {"prefix_caching", c.prefix_caching}, {"kv_budget_bytes", c.kv_budget_bytes},
           {"max_seqs", c.max_seqs}, {"max_batched_tokens", c.max_batched_tokens},
           {"max_model_len", c.max_model_len}, {"preemption", preemption_mode_name(c.preemption)},
-          {"threads", c.num_threads}};
+          {"threads", c.num_threads}, {"backend", backend_kind_name(c.backend)}};
 }
 
 std::string md_table(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows) {
@@ -487,9 +490,15 @@ int run_seed_bench(const SeedBenchOptions& o) {
 
   std::vector<RunSpec> specs;
   auto append = [&](std::vector<RunSpec> v) { for (RunSpec& s : v) specs.push_back(std::move(s)); };
-  if (o.only == 0 || o.only == 1) append(table1_specs(scale, facts, o.threads));
-  if (o.only == 0 || o.only == 2 || o.only == 3) append(table2_specs(scale, facts, o.threads));
-  if (o.only == 0 || o.only == 4) append(table4_specs(scale, facts, o.threads));
+  const EngineConfig base = base_config(facts, o.threads, o.backend);
+  const Result<BackendChoice> ran_on = choose_backend(o.backend);
+  if (!ran_on.ok()) {
+    print_error(ran_on.error());
+    return kExitRuntime;
+  }
+  if (o.only == 0 || o.only == 1) append(table1_specs(scale, facts, base));
+  if (o.only == 0 || o.only == 2 || o.only == 3) append(table2_specs(scale, facts, base));
+  if (o.only == 0 || o.only == 4) append(table4_specs(scale, facts, base));
 
   std::vector<RunRecord> runs;
   for (size_t i = 0; i < specs.size(); ++i) {
@@ -530,13 +539,18 @@ int run_seed_bench(const SeedBenchOptions& o) {
       {"model", {{"path", facts.path}, {"name", summary->config->name},
                  {"kv_bytes_per_token", facts.kv_bytes_per_token}, {"weight_bytes", summary->weight_bytes}}},
       {"machine", {{"cpu", cpu_json(cpu, o.threads)}, {"threads", o.threads},
+                   {"backend", ran_on->reason},
                    {"load_average_start", load_start}, {"load_average_end", load_average_json()}}},
       {"runs", runs_json},
       {"goals", goals},
   };
 
   const std::string md = render_tables(runs, o.only, scale.t2_num_reservations) + render_goals(goals);
-  write_stdout(fmt::format("## kvscope bench-seeds: {} on {} ({} threads{})\n{}", summary->config->name, cpu_summary(cpu),
+  // Where it ran: the CPU, or the GPU the backend choice names.
+  const std::string where = ran_on->kind == BackendKind::Cuda
+                                ? fmt::format("{}; host {}", ran_on->reason, cpu_summary(cpu))
+                                : cpu_summary(cpu);
+  write_stdout(fmt::format("## kvscope bench-seeds: {} on {} ({} threads{})\n{}", summary->config->name, where,
                            o.threads, o.quick ? ", quick" : "", md));
   if (!o.out_dir.empty()) {
     std::error_code ec;
@@ -563,6 +577,11 @@ Command add_seed_bench_command(CLI::App& parent) {
   cmd->add_option("--threads", o->threads, "CPU threads")
       ->check(CLI::Range(int64_t{1}, find_setting("threads")->max))
       ->capture_default_str();
+  cmd->add_option_function<std::string>(
+         "--backend",
+         [o](const std::string& v) { o->backend = v == "cuda" ? BackendKind::Cuda : v == "auto" ? BackendKind::Auto : BackendKind::Cpu; },
+         "what runs the model (default cpu: the lab's tables are CPU runs; cuda or auto for the GPU)")
+      ->check(CLI::IsMember({"cpu", "cuda", "auto"}));
   cmd->add_flag("--quick", o->quick, "small workloads (CI smoke test): 16 output tokens, batch sizes 1 and 4");
   cmd->add_option("--out-dir", o->out_dir, "write seeds.json, seeds.csv and seeds.md here");
   cmd->add_option("--only", o->only, "run one table (1-4); table 3 comes from table 2's runs, shown with it")->check(CLI::Range(1, 4));
