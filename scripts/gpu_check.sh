@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The GPU check: every test labelled gpu, on a real device, then
-# compute-sanitizer memcheck and racecheck over the CUDA kernel tests.
+# compute-sanitizer memcheck and racecheck over the CUDA kernel tests, and
+# gpu_kernel_bench's JSON. The default model must be present (the reference
+# test on the GPU, labels gpu and model).
 # KVSCOPE_REQUIRE_GPU=1 is set, so a missing device fails instead of
 # skipping, and any test still reported as skipped fails the check.
 #
@@ -8,17 +10,20 @@
 #                                    build dependencies: configure + build
 #                                    build-cuda, ctest -L gpu, sanitizers.
 #   scripts/gpu_check.sh --bundle    on a build machine (no GPU needed): build
-#                                    build-cuda and copy the gpu test binaries
-#                                    (+ libfmt, libcudart, libpcre2) to build-cuda/gpu_bundle.
+#                                    build-cuda and copy the gpu test binaries,
+#                                    gpu_kernel_bench and kvscope-cli (+ the
+#                                    shared libraries an image may lack) to
+#                                    build-cuda/gpu_bundle.
 #   scripts/gpu_check.sh --prebuilt  on a GPU machine that cannot build the
 #                                    project (the lent device machine has nvcc
 #                                    but not GTest, fmt, ...): run the bundle's
 #                                    binaries directly (what ctest -L gpu runs),
 #                                    then the sanitizers.
-# The lent device machine (docs/cuda.md): here `scripts/gpu_check.sh --bundle`,
-# then run `scripts/gpu_check.sh --prebuilt` there with carry
-# ["build-cuda/gpu_bundle"]. Logs go to "${OUT:-/tmp/gpu_check}"; the last
-# lines printed are a summary table. Exit status 0 only if everything passed.
+# The lent device machine (docs/cuda.md, "Running it on a lent GPU"): here
+# `scripts/gpu_check.sh --bundle`, then `scripts/gpu_check.sh --prebuilt`
+# there with the bundle and the default model carried along (the model in
+# KVSCOPE_MODEL_DIR). Logs go to "${OUT:-/tmp/gpu_check}"; the last lines
+# printed are a summary table. Exit status 0 only if everything passed.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 mode="${1:-build}"
@@ -48,7 +53,7 @@ build() {
     exit 1
   fi
   if ! cmake --build build-cuda -j"$(nproc)" --target cuda_kernels_test cuda_gemm_test nccl_communicator_test \
-      cuda_backend_test \
+      cuda_backend_test cuda_reference_test gpu_kernel_bench kvscope-cli \
       >"$out/build.log" 2>&1; then
     tail -40 "$out/build.log"
     echo "gpu_check: build failed (log: $out/build.log)" >&2
@@ -60,12 +65,16 @@ make_bundle() {
   rm -rf "$bundle" && mkdir -p "$bundle/lib"
   cp build-cuda/tests/kernels/cuda/cuda_kernels_test build-cuda/tests/kernels/cuda/cuda_gemm_test \
     build-cuda/tests/engine/parallel/nccl_communicator_test build-cuda/tests/engine/runtime/cuda_backend_test \
-    "$bundle/"
-  # Shared libraries a CUDA image may lack. libnccl and libcublas (hundreds of
-  # MB) stay behind: --prebuilt finds them on the device (the CUDA toolkit, or
-  # pip's nvidia-nccl for NCCL).
-  for bin in "$bundle"/*_test; do
-    ldd "$bin" | awk '/=> \// {print $3}' | grep -E 'libfmt|libcudart|libpcre2' | xargs -r cp -L -t "$bundle/lib/"
+    build-cuda/tests/engine/runtime/cuda_reference_test build-cuda/tests/kernels/bench/gpu_kernel_bench \
+    build-cuda/app/kvscope-cli "$bundle/"
+  # Shared libraries a CUDA image may lack (kvscope-cli's curl, zip, httplib
+  # and theirs too). The C library, libstdc++, and libnccl / libcublas
+  # (hundreds of MB) stay behind: --prebuilt finds those on the device (the
+  # CUDA toolkit, or pip's nvidia-nccl for NCCL).
+  for bin in "$bundle"/*_test "$bundle"/gpu_kernel_bench "$bundle"/kvscope-cli; do
+    ldd "$bin" | awk '/=> \// {print $3}' |
+      grep -vE '/(libc|libm|libdl|librt|libpthread|libstdc\+\+|libgcc_s|libcublas|libcublasLt|libnccl)\.so' |
+      xargs -r cp -L -t "$bundle/lib/"
   done
   ls -l "$bundle" "$bundle/lib"
 }
@@ -103,8 +112,11 @@ run_tests_prebuilt() {
   [[ -d /usr/local/cuda/lib64 ]] && cuda_lib=/usr/local/cuda/lib64  # libcublas for cuda_gemm_test
   export LD_LIBRARY_PATH="$PWD/$bundle/lib${nccl_dir:+:$nccl_dir}${cuda_lib:+:$cuda_lib}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   local bin name rc
+  # cuda_reference_test reads tests/data from this tree and the default model
+  # from KVSCOPE_MODEL_DIR (or ~/.local/share/kvscope/models): without it, it fails.
+  export KVSCOPE_SOURCE_DIR="$PWD"
   for bin in "$bundle"/cuda_kernels_test "$bundle"/cuda_gemm_test "$bundle"/nccl_communicator_test \
-      "$bundle"/cuda_backend_test; do
+      "$bundle"/cuda_backend_test "$bundle"/cuda_reference_test; do
     name="$(basename "$bin")"
     timeout "$step_timeout" "$bin" --gtest_output="xml:$out/$name.xml" >"$out/$name.log" 2>&1
     rc=$?
@@ -117,6 +129,15 @@ run_tests_prebuilt() {
       record "$name" pass
     fi
   done
+}
+
+# The kernels timed alone (docs/cuda.md, "Performance"); JSON in $out.
+run_kernel_bench() {
+  local bin="$1"
+  timeout "$step_timeout" "$bin" >"$out/gpu_kernels.json" 2>"$out/gpu_kernel_bench.log"
+  local rc=$?
+  tail -4 "$out/gpu_kernel_bench.log"
+  if [[ $rc == 0 ]]; then record "gpu_kernel_bench" pass; else record "gpu_kernel_bench" "FAIL (rc $rc, $out/gpu_kernel_bench.log)"; fi
 }
 
 run_sanitizers() {
@@ -155,6 +176,7 @@ case "$mode" in
     build
     device_report
     run_tests_ctest
+    run_kernel_bench build-cuda/tests/kernels/bench/gpu_kernel_bench
     run_sanitizers build-cuda/tests/kernels/cuda/cuda_kernels_test
     ;;
   --bundle)
@@ -166,6 +188,7 @@ case "$mode" in
     [[ -x "$bundle/cuda_kernels_test" ]] || { echo "gpu_check: no $bundle (run --bundle on the build machine and carry it)" >&2; exit 1; }
     device_report
     run_tests_prebuilt
+    run_kernel_bench "$bundle/gpu_kernel_bench"
     run_sanitizers "$bundle/cuda_kernels_test"
     ;;
   *)

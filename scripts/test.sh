@@ -39,7 +39,8 @@ cmake --build build-test -j"$jobs"
 if [[ "${KVSCOPE_CUDA_BUILD:-1}" != 0 ]]; then
   # CUDA and NCCL compile and link (CI has the toolkit, no GPU): only the CUDA
   # kernels, their test binary, the NCCL communicator with its test and the
-  # engine with its CUDA backend (cuda_backend_test), not the whole project;
+  # engine with its CUDA backend (cuda_backend_test, cuda_reference_test) and
+  # gpu_kernel_bench, not the whole project;
   # of them only the launchers' precondition checks and the backend's model
   # checks run here (they need no device; the rest of cuda_backend_test
   # skips). The GPU run is scripts/gpu_check.sh.
@@ -47,9 +48,11 @@ if [[ "${KVSCOPE_CUDA_BUILD:-1}" != 0 ]]; then
   [[ -x "$nvcc_path" ]] || { echo "test.sh: nvcc not found (install the CUDA toolkit or set KVSCOPE_CUDA_BUILD=0)" >&2; exit 1; }
   cmake -S . -B build-cuda -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_COMPILER="$nvcc_path" \
     -DKVSCOPE_CUDA=ON -DKVSCOPE_NCCL=ON -DKVSCOPE_GUI=OFF -DKVSCOPE_WERROR=ON -DCMAKE_CUDA_ARCHITECTURES=90 >/dev/null
-  cmake --build build-cuda -j"$jobs" --target cuda_kernels_test cuda_gemm_test nccl_communicator_test cuda_backend_test
+  cmake --build build-cuda -j"$jobs" --target cuda_kernels_test cuda_gemm_test nccl_communicator_test cuda_backend_test \
+    cuda_reference_test gpu_kernel_bench
   build-cuda/tests/kernels/cuda/cuda_kernels_test --gtest_filter='CudaLaunchCheck.*:*Harness*' --gtest_brief=1
   build-cuda/tests/kernels/cuda/cuda_gemm_test --gtest_filter='CudaGemmLaunchCheck.*' --gtest_brief=1
   build-cuda/tests/engine/runtime/cuda_backend_test --gtest_brief=1
+  build-cuda/tests/engine/runtime/cuda_reference_test --gtest_brief=1  # skips: no device here
 fi
 ctest --test-dir build-test --output-on-failure -j"$jobs" --timeout 900
