@@ -77,60 +77,42 @@ TEST_F(CudaReference, TeacherForcedLogitsAgainstTheExactModel) {
   ASSERT_TRUE(backend.ok()) << backend.error();
   BlockPool blocks(num_blocks);
 
-  int num_positions = 0, flips = 0, ours_alone = 0, llama_alone = 0, num_logits = 0;
-  float worst_flip_gap = 0, worst_exact = 0;
-  double sum_ours_exact = 0, sum_llama_exact = 0;
+  test::ExactTally tally;
   for (size_t pi = 0; pi < ref_["prompts"].size(); ++pi) {
     const auto& p = ref_["prompts"][pi];
     const auto& e = exact_["prompts"][pi];
-    auto tokens = p["prompt_ids"].get<std::vector<int32_t>>();
-    const auto gen = p["greedy_ids"].get<std::vector<int32_t>>();
-    const size_t num_prompt = tokens.size();
-    tokens.insert(tokens.end(), gen.begin(), gen.end() - 1);
-    const std::vector<float> logits = test::teacher_forced_logits(**backend, blocks, block_size, tokens,
-                                                                  static_cast<int32_t>(num_prompt) - 1);
+    const test::LlamaSequence seq = test::llama_sequence(p);
+    const std::vector<int32_t>& gen = seq.greedy;
+    const std::vector<float> logits = test::teacher_forced_logits(**backend, blocks, block_size, seq.tokens,
+                                                                  static_cast<int32_t>(seq.num_prompt) - 1);
     ASSERT_EQ(logits.size(), gen.size() * static_cast<size_t>(c.vocab_size));
     auto row_at = [&](size_t step) { return logits.data() + step * static_cast<size_t>(c.vocab_size); };
     for (size_t step = 0; step < gen.size(); ++step) {
-      const float* row = row_at(step);
-      const int32_t ours = static_cast<int32_t>(std::max_element(row, row + c.vocab_size) - row);
-      const ExactCall exact = exact_call(e, step);
-      ++num_positions;
-      ours_alone += ours != exact.argmax && gen[step] == exact.argmax;
-      llama_alone += ours == exact.argmax && gen[step] != exact.argmax;
+      const auto [ours, exact] = tally.add_position(row_at(step), c.vocab_size, gen[step], e, step);
       if (ours != exact.argmax) {
-        ++flips;
-        worst_flip_gap = std::max(worst_flip_gap, exact.gap);
         EXPECT_LE(exact.gap, kMaxFlipGap) << p["name"] << " step " << step << ": the GPU picks " << ours
                                           << ", the exact model " << exact.argmax << " by " << exact.gap;
       }
     }
     for (const auto& [step_text, top5] : p["top5"].items()) {
-      const float* row = row_at(std::stoul(step_text));
-      const auto& exact_top5 = e["top5_exact"][step_text];
-      for (size_t k = 0; k < top5.size(); ++k) {
-        const int32_t id = top5[k][0].get<int32_t>();
-        const float exact = exact_top5[k][1].get<float>();
-        const float d = std::fabs(row[id] - exact);
-        worst_exact = std::max(worst_exact, d);
-        sum_ours_exact += d;
-        sum_llama_exact += std::fabs(top5[k][1].get<float>() - exact);
-        ++num_logits;
-        EXPECT_LT(d, kExactTolerance) << p["name"] << " step " << step_text << " token " << id;
+      for (const test::ExactTally::Logit& l :
+           tally.add_top5(row_at(std::stoul(step_text)), top5, e["top5_exact"][step_text])) {
+        EXPECT_LT(l.ours_vs_exact, kExactTolerance) << p["name"] << " step " << step_text << " token " << l.id;
       }
     }
   }
-  const int max_alone = test::most_of_n_by_chance(ours_alone + llama_alone, kSignTestAlpha);
-  EXPECT_LE(ours_alone, max_alone) << "positions where only the GPU parts from the exact argmax, vs " << llama_alone
-                                   << " where only llama.cpp does";
+  const test::ExactTally& t = tally;
+  const int max_alone = test::most_of_n_by_chance(t.ours_alone + t.llama_alone, kSignTestAlpha);
+  EXPECT_LE(t.ours_alone, max_alone) << "positions where only the GPU parts from the exact argmax, vs "
+                                     << t.llama_alone << " where only llama.cpp does";
   // f32 activations: the GPU's logits must be no further from exact than llama.cpp's 8-bit ones.
-  EXPECT_LE(sum_ours_exact, sum_llama_exact);
-  std::cout << "[          ] GPU: argmax differs from the exact model's at " << flips << " of " << num_positions
-            << " teacher-forced positions (largest exact gap there " << worst_flip_gap << "); only the GPU parts at "
-            << ours_alone << ", only llama.cpp at " << llama_alone << " (sign test allows " << max_alone << ")\n"
-            << "[          ] top-5 logits over " << num_logits << " values: mean |GPU - exact| "
-            << sum_ours_exact / num_logits << " (max " << worst_exact << "), mean |llama.cpp - exact| "
-            << sum_llama_exact / num_logits << "\n";
+  EXPECT_LE(t.sum_ours_exact, t.sum_llama_exact);
+  std::cout << "[          ] GPU: argmax differs from the exact model's at " << t.ours_flips << " of "
+            << t.positions << " teacher-forced positions; only the GPU parts at " << t.ours_alone
+            << ", only llama.cpp at " << t.llama_alone << " (sign test allows " << max_alone << ")\n"
+            << "[          ] top-5 logits over " << t.logits << " values: mean |GPU - exact| "
+            << t.sum_ours_exact / t.logits << " (max " << t.worst_ours_exact << "), mean |llama.cpp - exact| "
+            << t.sum_llama_exact / t.logits << "\n";
 }
 
 // Free-running greedy on backend = cpu and backend = cuda (the checker's

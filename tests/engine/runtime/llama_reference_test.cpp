@@ -155,24 +155,6 @@ TEST_F(LlamaReference, GreedyTokensPartFromLlamaCppOnlyAtExactNearTies) {
 }
 
 
-// Disagreements with the exact argmax over all teacher-forced positions.
-struct FlipCount {
-  int count = 0;
-  int at_runner_up = 0;  // of which the engine picked the exact runner-up
-  float max_gap = 0;     // largest exact top-two gap at a disagreement
-  void add(int32_t picked, const ExactCall& exact) {
-    if (picked == exact.argmax) return;
-    ++count;
-    if (picked == exact.runner_up) ++at_runner_up;
-    max_gap = std::max(max_gap, exact.gap);
-  }
-};
-
-std::ostream& operator<<(std::ostream& out, const FlipCount& f) {
-  return out << f.count << " (" << f.at_runner_up << " of them the exact runner-up; largest exact gap " << f.max_gap
-             << ")";
-}
-
 // Every KV cache type must meet the same bar against the exact model (f16 is
 // what llama.cpp itself caches); the summary lines say what each one costs.
 class LlamaReferenceKvType : public LlamaReference, public ::testing::WithParamInterface<KvCacheType> {};
@@ -193,30 +175,20 @@ TEST_P(LlamaReferenceKvType, TeacherForcedLogits) {
   ThreadPool threads(2);
   ModelRunner runner(*weights, kv, threads);
 
-  float worst_exact = 0, worst_llama = 0, worst_llama_exact = 0;
-  double sum_ours_exact = 0, sum_llama_exact = 0, sum_ours_gap = 0, sum_llama_gap = 0;
-  int num_logits = 0, num_gaps = 0, num_positions = 0, ours_vs_llama = 0, ours_alone = 0, llama_alone = 0;
-  FlipCount ours_flips, llama_flips;
+  test::ExactTally tally;
   for (size_t pi = 0; pi < ref_["prompts"].size(); ++pi) {
     const auto& p = ref_["prompts"][pi];
     const auto& e = exact_["prompts"][pi];
-    auto tokens = p["prompt_ids"].get<std::vector<int32_t>>();
-    const auto gen = p["greedy_ids"].get<std::vector<int32_t>>();
-    const size_t num_prompt = tokens.size();
-    tokens.insert(tokens.end(), gen.begin(), gen.end() - 1);
     // llama.cpp's own sequence (prompt + its greedy tokens), every row's logits.
-    const std::vector<float> logits = test::teacher_forced_logits(runner, pool, block_size, tokens);
-    auto row_at = [&](size_t step) { return logits.data() + (num_prompt - 1 + step) * static_cast<size_t>(c.vocab_size); };
+    const test::LlamaSequence seq = test::llama_sequence(p);
+    const std::vector<int32_t>& gen = seq.greedy;
+    const std::vector<float> logits = test::teacher_forced_logits(runner, pool, block_size, seq.tokens);
+    auto row_at = [&](size_t step) {
+      return logits.data() + (seq.num_prompt - 1 + step) * static_cast<size_t>(c.vocab_size);
+    };
     for (size_t step = 0; step < gen.size(); ++step) {
-      const float* row = row_at(step);
-      const int32_t ours = static_cast<int32_t>(std::max_element(row, row + c.vocab_size) - row);
-      const ExactCall exact = exact_call(e, step);
-      ours_flips.add(ours, exact);
-      llama_flips.add(gen[step], exact);  // llama.cpp's argmax here is its next greedy token
-      ours_vs_llama += ours != gen[step];
-      ours_alone += ours != exact.argmax && gen[step] == exact.argmax;
-      llama_alone += ours == exact.argmax && gen[step] != exact.argmax;
-      ++num_positions;
+      // llama.cpp's argmax here is its next greedy token.
+      const auto [ours, exact] = tally.add_position(row_at(step), c.vocab_size, gen[step], e, step);
       if (ours != exact.argmax) {
         std::cout << "[          ] " << p["name"].get<std::string>() << " step " << step << ": kvscope picks " << ours
                   << ", exact " << exact.argmax << " (runner-up " << exact.runner_up << ", gap " << exact.gap
@@ -226,54 +198,37 @@ TEST_P(LlamaReferenceKvType, TeacherForcedLogits) {
       }
     }
     for (const auto& [step_text, top5] : p["top5"].items()) {
-      const float* row = row_at(std::stoul(step_text));
-      const auto& exact_top5 = e["top5_exact"][step_text];
-      for (size_t k = 0; k < top5.size(); ++k) {
-        const int32_t id = top5[k][0].get<int32_t>();
-        ASSERT_EQ(id, exact_top5[k][0].get<int32_t>());
-        const float llama = top5[k][1].get<float>(), exact = exact_top5[k][1].get<float>();
-        const float d_exact = std::fabs(row[id] - exact), d_llama = std::fabs(row[id] - llama);
-        worst_exact = std::max(worst_exact, d_exact);
-        worst_llama = std::max(worst_llama, d_llama);
-        sum_ours_exact += d_exact;
-        sum_llama_exact += std::fabs(llama - exact);
-        worst_llama_exact = std::max(worst_llama_exact, std::fabs(llama - exact));
-        ++num_logits;
-        if (k > 0) {  // the distance below the top candidate: what decides the argmax
-          const int32_t top = top5[0][0].get<int32_t>();
-          const float exact_gap = exact - exact_top5[0][1].get<float>();
-          sum_ours_gap += std::fabs((row[id] - row[top]) - exact_gap);
-          sum_llama_gap += std::fabs((llama - top5[0][1].get<float>()) - exact_gap);
-          ++num_gaps;
-        }
-        EXPECT_LT(d_exact, exact_tolerance) << p["name"] << " step " << step_text << " token " << id;
-        EXPECT_LT(d_llama, kLlamaTolerance) << p["name"] << " step " << step_text << " token " << id;
+      for (const test::ExactTally::Logit& l :
+           tally.add_top5(row_at(std::stoul(step_text)), top5, e["top5_exact"][step_text])) {
+        EXPECT_LT(l.ours_vs_exact, exact_tolerance) << p["name"] << " step " << step_text << " token " << l.id;
+        EXPECT_LT(l.ours_vs_llama, kLlamaTolerance) << p["name"] << " step " << step_text << " token " << l.id;
       }
     }
   }
   // We must not part from the exact model's token more often than llama.cpp
   // does (a sign test on the positions where only one of the two parts), and
   // be about as close to its logits and to its gaps below the top candidate.
-  const int max_alone = most_of_n_by_chance(ours_alone + llama_alone);
-  EXPECT_LE(ours_alone, max_alone) << "positions where only kvscope parts from the exact argmax, vs " << llama_alone
-                                   << " where only llama.cpp does";
-  EXPECT_LE(sum_ours_exact, sum_llama_exact * mean_error_slack);
-  EXPECT_LE(sum_ours_gap, sum_llama_gap * mean_error_slack);
-  EXPECT_LE(worst_exact, std::max(worst_llama_exact, exact_tolerance));
+  const test::ExactTally& t = tally;
+  const int max_alone = most_of_n_by_chance(t.ours_alone + t.llama_alone);
+  EXPECT_LE(t.ours_alone, max_alone) << "positions where only kvscope parts from the exact argmax, vs "
+                                     << t.llama_alone << " where only llama.cpp does";
+  EXPECT_LE(t.sum_ours_exact, t.sum_llama_exact * mean_error_slack);
+  EXPECT_LE(t.sum_ours_gap, t.sum_llama_gap * mean_error_slack);
+  EXPECT_LE(t.worst_ours_exact, std::max(t.worst_llama_exact, exact_tolerance));
   std::cout << "[          ] KV cache " << kv_cache_type_name(kv_type) << ": top-1 agrees with the exact model at "
-            << num_positions - ours_flips.count << " of " << num_positions << " positions, mean |logit - exact| "
-            << sum_ours_exact / num_logits << " over llama.cpp's top-5\n";
-  std::cout << "[          ] top-5 logits over " << num_logits << " values: mean |kvscope - exact| "
-            << sum_ours_exact / num_logits << " (max " << worst_exact << "), mean |llama.cpp - exact| "
-            << sum_llama_exact / num_logits << " (max " << worst_llama_exact << "); max |kvscope - llama.cpp| "
-            << worst_llama << "\n"
-            << "[          ] argmax differs from the exact model's at " << num_positions
-            << " teacher-forced positions: kvscope " << ours_flips << ", llama.cpp " << llama_flips
-            << "; kvscope from llama.cpp at " << ours_vs_llama << "\n"
-            << "[          ] only kvscope parts from the exact argmax at " << ours_alone << ", only llama.cpp at "
-            << llama_alone << " (sign test allows kvscope up to " << max_alone << ")\n"
-            << "[          ] gap below the top candidate over " << num_gaps << " values: mean |kvscope - exact| "
-            << sum_ours_gap / num_gaps << ", mean |llama.cpp - exact| " << sum_llama_gap / num_gaps << "\n";
+            << t.positions - t.ours_flips.count << " of " << t.positions << " positions, mean |logit - exact| "
+            << t.sum_ours_exact / t.logits << " over llama.cpp's top-5\n";
+  std::cout << "[          ] top-5 logits over " << t.logits << " values: mean |kvscope - exact| "
+            << t.sum_ours_exact / t.logits << " (max " << t.worst_ours_exact << "), mean |llama.cpp - exact| "
+            << t.sum_llama_exact / t.logits << " (max " << t.worst_llama_exact << "); max |kvscope - llama.cpp| "
+            << t.worst_ours_llama << "\n"
+            << "[          ] argmax differs from the exact model's at " << t.positions
+            << " teacher-forced positions: kvscope " << t.ours_flips << ", llama.cpp " << t.llama_flips
+            << "; kvscope from llama.cpp at " << t.ours_vs_llama << "\n"
+            << "[          ] only kvscope parts from the exact argmax at " << t.ours_alone << ", only llama.cpp at "
+            << t.llama_alone << " (sign test allows kvscope up to " << max_alone << ")\n"
+            << "[          ] gap below the top candidate over " << t.gaps << " values: mean |kvscope - exact| "
+            << t.sum_ours_gap / t.gaps << ", mean |llama.cpp - exact| " << t.sum_llama_gap / t.gaps << "\n";
 }
 
 INSTANTIATE_TEST_SUITE_P(KvCacheTypes, LlamaReferenceKvType,
