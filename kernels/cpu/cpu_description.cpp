@@ -5,6 +5,7 @@
 
 #include <fstream>
 
+#include "kernels/cpu/amx.h"
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/usable_cpus.h"
 
@@ -50,6 +51,7 @@ CpuDescription describe_cpu() {
   const CpuLevel level = cpu_level();
   d.isa = std::string(cpu_level_name(level));
   d.isa_detail = std::string(level_detail(level));
+  if (amx_enabled()) d.isa_detail += "; AMX tiles for prefill";
   d.isa_detected = std::string(cpu_level_name(detected_cpu_level()));
   return d;
 }

@@ -15,7 +15,7 @@ struct CpuDescription {
   int num_cpus_online = 0;    // logical CPUs the machine has
   int num_cpus_usable = 0;    // CPUs this process may keep busy (affinity mask, cgroup quota: usable_cpus.h)
   std::string isa;            // the kernels' level in use: "scalar", "avx2" or "avx512"
-  std::string isa_detail;     // what that level means, e.g. "AVX-512 F/BW/DQ/VL + VNNI"
+  std::string isa_detail;     // what that level means, e.g. "AVX-512 F/BW/DQ/VL + VNNI" (+ "; AMX tiles for prefill")
   std::string isa_detected;   // the highest level this CPU supports ($KVSCOPE_CPU may lower `isa`)
 };
 

@@ -13,6 +13,7 @@
 #include <cassert>
 #include <cstdlib>
 
+#include "kernels/cpu/amx.h"
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/huge_pages.h"
 #include "kernels/cpu/kquant_packed.h"
@@ -241,6 +242,8 @@ void PackedWeight::run_stacked(std::span<const PackedWeight* const> ws, const fl
   const int total_chunks = chunk_begin[num_parts];
   if (total_chunks == 0) return;
   const bool avx512 = cpu_level() == CpuLevel::kAvx512;  // below it: only Q5_x and K-quants are packed
+  // AMX tiles pay from one whole tile of 16 tokens (prefill); same bits as VNNI.
+  const bool amx = avx512 && num_tokens >= 16 && amx_enabled();
   pool.parallel_for_chunks(total_chunks, total_chunks, [&](int64_t c0, int64_t c1) {
     for (int64_t c = c0; c < c1; ++c) {
       size_t i = 0;
@@ -265,7 +268,10 @@ void PackedWeight::run_stacked(std::span<const PackedWeight* const> ws, const fl
       }
       const detail::PackedFormat f = detail::packed_format(w.type_);
       const detail::PackedGroupLayout layout = detail::packed_group_layout(f, row_len / 32);
-      if (avx512) {
+      if (amx) {
+        detail::matmul_packed_groups_amx(f, w.packed_.get(), layout, g0, g1, w.num_rows_, row_len, acts, num_tokens,
+                                         yi, y_stride);
+      } else if (avx512) {
         detail::matmul_packed_groups_avx512(f, w.packed_.get(), layout, g0, g1, w.num_rows_, row_len, acts,
                                             num_tokens, yi, y_stride);
       } else {

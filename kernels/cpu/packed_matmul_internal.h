@@ -112,6 +112,12 @@ int packed_row_chunks(int num_threads, int64_t num_groups, size_t group_bytes);
 void matmul_packed_groups_avx512(const PackedFormat& f, const uint8_t* w, const PackedGroupLayout& layout,
                                  int64_t g0, int64_t g1, int64_t num_rows, int64_t row_len, const QuantizedActs& acts,
                                  int64_t num_tokens, float* y, int64_t y_stride);
+// The same with AMX tiles (packed_matmul_amx.cpp) for the tokens in whole
+// tiles of 16, the rest (and the 5-bit layout) through the VNNI kernel:
+// bitwise equal. Only when amx_enabled() (amx.h).
+void matmul_packed_groups_amx(const PackedFormat& f, const uint8_t* w, const PackedGroupLayout& layout,
+                              int64_t g0, int64_t g1, int64_t num_rows, int64_t row_len, const QuantizedActs& acts,
+                              int64_t num_tokens, float* y, int64_t y_stride);
 // The same for the 5-bit layout (Q5_0, Q5_1) with AVX2: bitwise equal.
 void matmul_packed_groups_avx2(const PackedFormat& f, const uint8_t* w, const PackedGroupLayout& layout,
                                int64_t g0, int64_t g1, int64_t num_rows, int64_t row_len, const QuantizedActs& acts,

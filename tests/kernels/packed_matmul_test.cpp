@@ -13,6 +13,8 @@
 
 #include "kernel_test_util.h"
 #include "packed_test_util.h"
+#include "kernels/cpu/amx.h"
+#include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/kquant_packed.h"
 #include "kernels/cpu/packed_matmul.h"
 #include "kernels/cpu/packed_matmul_internal.h"
@@ -147,6 +149,36 @@ TEST(PackedMatmul, SameBitsAloneInBatchAndAcrossThreads) {
       for (int64_t t = 0; t < kMaxTokens; ++t) {
         ASSERT_TRUE(bitwise_equal(y.data() + t * rows, alone.data() + (kMaxTokens - 1 - t) * rows, rows))
             << "reversed slot " << t;
+      }
+    }
+  }
+}
+
+// With AMX (Sapphire Rapids), 16-token tiles of the packed matmul run on the
+// tile unit: exactly the VNNI kernel's bits, for every packed type, any row
+// count, and token counts with and without a tail of fewer than 16.
+TEST(PackedMatmul, AmxEqualsVnniBitwise) {
+  if (!amx_available()) GTEST_SKIP() << "this CPU (or kernel) has no AMX: nothing to compare";
+  if (detected_cpu_level() != CpuLevel::kAvx512) GTEST_SKIP() << "AMX runs only beside AVX-512 VNNI";
+  ThreadPool pool(2);
+  MatmulScratch scratch;
+  uint32_t seed = 700;
+  for (TensorType type : kPackedTypes) {
+    for (int64_t row_len : {32, 576, 1536}) {
+      for (int64_t rows : {17, 97, 200}) {
+        SCOPED_TRACE(type_name(type) + " row_len " + std::to_string(row_len) + " rows " + std::to_string(rows));
+        const auto w = random_weights(type, rows, row_len, seed++);
+        const PackedWeight pw = pack_one(type, w, rows, row_len);
+        for (int64_t tokens : {16, 31, 48}) {
+          const auto x = random_floats(tokens * row_len, seed++);
+          std::vector<float> amx(static_cast<size_t>(tokens * rows)), vnni(amx.size());
+          ASSERT_TRUE(set_amx_enabled(true));
+          matmul_packed(pw, x.data(), tokens, amx.data(), pool, scratch);
+          set_amx_enabled(false);
+          matmul_packed(pw, x.data(), tokens, vnni.data(), pool, scratch);
+          set_amx_enabled(true);
+          EXPECT_TRUE(bitwise_equal(amx.data(), vnni.data(), tokens * rows)) << tokens << " tokens";
+        }
       }
     }
   }
