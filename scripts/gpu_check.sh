@@ -68,12 +68,12 @@ make_bundle() {
     build-cuda/tests/engine/runtime/cuda_reference_test build-cuda/tests/kernels/bench/gpu_kernel_bench \
     build-cuda/app/kvscope-cli "$bundle/"
   # Shared libraries a CUDA image may lack (kvscope-cli's curl, zip, httplib
-  # and theirs too). The C library, libstdc++, and libnccl / libcublas
+  # and theirs too). The C library (libresolv too), libstdc++, and libnccl / libcublas
   # (hundreds of MB) stay behind: --prebuilt finds those on the device (the
   # CUDA toolkit, or pip's nvidia-nccl for NCCL).
   for bin in "$bundle"/*_test "$bundle"/gpu_kernel_bench "$bundle"/kvscope-cli; do
     ldd "$bin" | awk '/=> \// {print $3}' |
-      grep -vE '/(libc|libm|libdl|librt|libpthread|libstdc\+\+|libgcc_s|libcublas|libcublasLt|libnccl)\.so' |
+      grep -vE '/(libc|libm|libdl|librt|libpthread|libresolv|libutil|libstdc\+\+|libgcc_s|libcublas|libcublasLt|libnccl)\.so' |
       xargs -r cp -L -t "$bundle/lib/"
   done
   ls -l "$bundle" "$bundle/lib"
