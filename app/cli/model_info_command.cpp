@@ -211,7 +211,7 @@ int run_model_info(const ModelInfoOptions& o) {
   }
   // What Engine::create would run the model on (--backend), and why; on a
   // GPU the pool is planned against its free memory.
-  const Result<BackendChoice> backend = choose_backend(config->backend);
+  const Result<BackendChoice> backend = choose_backend_for_model(*config, *path);
   std::optional<DeviceMemory> device;
   if (summary->config) {
     if (backend.ok()) device = probe_device_memory(*backend, static_cast<int64_t>(summary->weight_bytes));

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "engine_impl.h"
+#include "runtime/backend_select.h"
 #include "spec/proposer.h"
 #if KVSCOPE_HAVE_CUDA
 #include "runtime/cuda_backend.h"
@@ -128,17 +129,7 @@ Result<KvSetup> Engine::Impl::make_kv_setup(const EngineConfig& c, const KvPlan&
 Result<BackendChoice> Engine::Impl::settle_backend(const EngineConfig& c) const {
   auto choice = choose_backend(c.backend);
   if (!choice.ok()) return choice;
-#if KVSCOPE_HAVE_CUDA
-  if (choice->kind == BackendKind::Cuda) {
-    if (std::string why = cuda_unsupported(*weights, c); !why.empty()) {
-      if (c.backend == BackendKind::Cuda) {
-        return Error{fmt::format("backend = cuda cannot run this model: {}; use backend = cpu or auto", why)};
-      }
-      return BackendChoice{BackendKind::Cpu, fmt::format("CPU: the CUDA backend cannot run this model: {}", why)};
-    }
-  }
-#endif
-  return choice;
+  return kvscope::settle_backend(std::move(choice).value(), *weights, c);
 }
 
 std::optional<DeviceMemory> Engine::Impl::device_memory(const BackendChoice& choice) const {

@@ -26,6 +26,12 @@ struct BackendChoice {
 // why. Probes the CUDA runtime (device count and name only; no context).
 Result<BackendChoice> choose_backend(BackendKind requested);
 
+// choose_backend(config.backend) checked against the model at model_path as
+// Engine::create checks it: where that picks CUDA for a model the CUDA
+// backend cannot run, auto is the CPU with the reason and cuda an error.
+// Maps the model file only when the choice is CUDA. (model-info's answer.)
+Result<BackendChoice> choose_backend_for_model(const EngineConfig& config, const std::string& model_path);
+
 // The GPU's free and total memory when `choice` is CUDA, as plan_kv's
 // DeviceMemory with weight_bytes given (held_bytes 0); nullopt on the CPU.
 // Asks the device, which creates the CUDA context on it.

@@ -3,6 +3,11 @@
 
 #include <fmt/format.h>
 
+#include "model/model_loader.h"
+#if KVSCOPE_HAVE_CUDA
+#include "runtime/cuda_weights.h"
+#endif
+
 namespace kvscope {
 namespace {
 
@@ -41,6 +46,29 @@ Result<BackendChoice> choose_backend(BackendKind requested, const CudaProbe& pro
 }
 
 Result<BackendChoice> choose_backend(BackendKind requested) { return choose_backend(requested, probe_cuda()); }
+
+Result<BackendChoice> settle_backend(BackendChoice choice, [[maybe_unused]] const ModelWeights& weights,
+                                     [[maybe_unused]] const EngineConfig& config) {
+#if KVSCOPE_HAVE_CUDA
+  if (choice.kind == BackendKind::Cuda) {
+    if (std::string why = cuda_unsupported(weights, config); !why.empty()) {
+      if (config.backend == BackendKind::Cuda) {
+        return Error{fmt::format("backend = cuda cannot run this model: {}; use backend = cpu or auto", why)};
+      }
+      return BackendChoice{BackendKind::Cpu, fmt::format("CPU: the CUDA backend cannot run this model: {}", why)};
+    }
+  }
+#endif
+  return choice;
+}
+
+Result<BackendChoice> choose_backend_for_model(const EngineConfig& config, const std::string& model_path) {
+  auto choice = choose_backend(config.backend);
+  if (!choice.ok() || choice->kind != BackendKind::Cuda) return choice;
+  auto model = load_model(model_path);  // maps the file: what the CUDA backend can run depends on its tensors
+  if (!model.ok()) return Error{model.error()};
+  return settle_backend(std::move(choice).value(), *model->weights, config);
+}
 
 std::optional<DeviceMemory> probe_device_memory(const BackendChoice& choice, int64_t weight_bytes) {
   if (choice.kind != BackendKind::Cuda) return std::nullopt;

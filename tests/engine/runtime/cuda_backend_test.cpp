@@ -28,6 +28,7 @@
 #include "kvscope/engine.h"
 #include "kvscope/invariance_check.h"
 #include "model/model_loader.h"
+#include "runtime/backend_select.h"
 #include "runtime/cuda_backend.h"
 #include "support/tiny_model.h"
 
@@ -92,6 +93,36 @@ TEST(CudaBackendSupport, RefusesWhatItCannotRunNamingIt) {
   EngineConfig draft;
   draft.spec = SpecMethod::Draft;
   EXPECT_NE(cuda_unsupported(*q4, draft).find("spec = draft"), std::string::npos);
+}
+
+// A CUDA choice settled against a model the backend cannot run: auto falls
+// back to the CPU saying why, cuda fails naming it; a model it runs keeps
+// CUDA. (Engine::create and model-info settle this way; no device needed.)
+TEST(CudaBackendSupport, SettlingTheChoiceAgainstTheModel) {
+  test::TinyModelSpec gemma = q4_spec();
+  gemma.arch = Architecture::Gemma3;
+  auto gemma_weights = load_tiny(gemma, "settle_gemma3");
+  auto q4 = load_tiny(q4_spec(), "settle_q4");
+  ASSERT_TRUE(gemma_weights && q4);
+  const BackendChoice cuda{BackendKind::Cuda, "CUDA: a device"};
+  EngineConfig config;
+  config.backend = BackendKind::Auto;
+  auto settled = settle_backend(cuda, *gemma_weights, config);
+  ASSERT_TRUE(settled.ok()) << settled.error();
+  EXPECT_EQ(settled->kind, BackendKind::Cpu);
+  EXPECT_EQ(settled->reason.rfind("CPU: the CUDA backend cannot run this model: Gemma 2 / Gemma 3", 0), 0u)
+      << settled->reason;
+  config.backend = BackendKind::Cuda;
+  settled = settle_backend(cuda, *gemma_weights, config);
+  ASSERT_FALSE(settled.ok());
+  EXPECT_NE(settled.error().find("backend = cuda cannot run this model"), std::string::npos) << settled.error();
+  settled = settle_backend(cuda, *q4, config);
+  ASSERT_TRUE(settled.ok()) << settled.error();
+  EXPECT_EQ(settled->kind, BackendKind::Cuda);
+  // The CPU choice is never changed.
+  settled = settle_backend(BackendChoice{BackendKind::Cpu, "CPU: backend = cpu"}, *gemma_weights, config);
+  ASSERT_TRUE(settled.ok());
+  EXPECT_EQ(settled->reason, "CPU: backend = cpu");
 }
 
 // ---- the device KV pool ------------------------------------------------------------
