@@ -18,36 +18,12 @@
 
 #include "kernels/cpu/byte_vectors_avx512.h"
 #include "kernels/cpu/kquant_packed.h"
+#include "kernels/cpu/kquant_unpack_avx512.h"
 
 namespace kvscope::detail {
 namespace {
 
 using namespace avx512;
-
-// The 8 unsigned-byte weight vectors of sub-block j (vector v pairs with
-// activation bytes 4v..4v+3).
-template <TensorType K>
-inline void load_quants(const uint8_t* s, const KquantLayout& l, int j, __m512i (&wv)[8]) {
-  const __m512i lo4 = _mm512_set1_epi8(0x0f);
-  for (int k = 0; k < 4; ++k) {
-    const __m512i raw = _mm512_load_si512(s + l.lo + 256 * j + 64 * k);
-    wv[k] = _mm512_and_si512(raw, lo4);
-    wv[k + 4] = _mm512_and_si512(_mm512_srli_epi16(raw, 4), lo4);
-  }
-  if constexpr (K == TensorType::Q5_K) {
-    const __m512i h = _mm512_load_si512(s + l.hi + 64 * j);
-    add_high_bit_plane(h, wv);
-  } else if constexpr (K == TensorType::Q6_K) {
-    const __m512i bits45 = _mm512_set1_epi8(0x30);
-    for (int kk = 0; kk < 2; ++kk) {
-      const __m512i h = _mm512_load_si512(s + l.hi + 128 * j + 64 * kk);
-      wv[4 * kk + 0] = or_masked(wv[4 * kk + 0], _mm512_slli_epi16(h, 4), bits45);
-      wv[4 * kk + 1] = or_masked(wv[4 * kk + 1], _mm512_slli_epi16(h, 2), bits45);
-      wv[4 * kk + 2] = or_masked(wv[4 * kk + 2], h, bits45);
-      wv[4 * kk + 3] = or_masked(wv[4 * kk + 3], _mm512_srli_epi16(h, 2), bits45);
-    }
-  }
-}
 
 template <TensorType K, int RG, int TT>
 void tile(const uint8_t* w, size_t group_bytes, const KquantLayout& l, int64_t num_sb, const KquantActs& a,
@@ -75,7 +51,7 @@ void tile(const uint8_t* w, size_t group_bytes, const KquantLayout& l, int64_t n
           for (size_t off = 0; off < chunk; off += 64) _mm_prefetch(next + off, _MM_HINT_T0);
         }
         __m512i wv[8];
-        load_quants<K>(s, l, j, wv);
+        kquant_load_quants<K>(s, l, j, wv);
         const int64_t b = 8 * sb + j;
         if constexpr (kquant_per16(K)) {
           const __m512i sc0 = _mm512_cvtepi8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(s + l.sc + 32 * j)));

@@ -115,6 +115,11 @@ struct KquantActs {
 // against all tokens: y[t * y_stride + 16g + i] for 16g + i < num_rows.
 void kquant_groups_avx512(TensorType t, const uint8_t* w, int64_t g0, int64_t g1, int64_t num_rows,
                           int64_t row_len, const KquantActs& a, int64_t num_tokens, float* y, int64_t y_stride);
+// The same with AMX tiles (kquant_matmul_amx.cpp) for Q4_K, Q5_K and Q6_K in
+// whole tiles of 16 tokens, the rest through kquant_groups_avx512: bitwise
+// equal. Only when amx_enabled() (amx.h).
+void kquant_groups_amx(TensorType t, const uint8_t* w, int64_t g0, int64_t g1, int64_t num_rows, int64_t row_len,
+                       const KquantActs& a, int64_t num_tokens, float* y, int64_t y_stride);
 void kquant_groups_avx2(TensorType t, const uint8_t* w, int64_t g0, int64_t g1, int64_t num_rows,
                         int64_t row_len, const KquantActs& a, int64_t num_tokens, float* y, int64_t y_stride);
 // Scalar reference of the same arithmetic (tests): bitwise equal to both.

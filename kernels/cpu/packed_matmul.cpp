@@ -257,7 +257,10 @@ void PackedWeight::run_stacked(std::span<const PackedWeight* const> ws, const fl
       float* yi = y + col[i];
       if (detail::is_packed_kquant(w.type_)) {
         const detail::KquantActs kacts{acts, hs, hs_stride};
-        if (avx512) {
+        if (amx) {
+          detail::kquant_groups_amx(w.type_, w.packed_.get(), g0, g1, w.num_rows_, row_len, kacts, num_tokens, yi,
+                                    y_stride);
+        } else if (avx512) {
           detail::kquant_groups_avx512(w.type_, w.packed_.get(), g0, g1, w.num_rows_, row_len, kacts, num_tokens, yi,
                                        y_stride);
         } else {

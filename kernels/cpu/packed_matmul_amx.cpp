@@ -32,31 +32,13 @@
 #include <memory>
 #include <new>
 
+#include "kernels/cpu/amx_tiles.h"
 #include "kernels/cpu/packed_matmul_internal.h"
 
 namespace kvscope::detail {
 namespace {
 
 constexpr int kTileTokens = 16;
-
-// The tile configuration (palette 1), loaded once per thread: tile 0 = A
-// (16 rows x 32 bytes), tile 1 = B (8 rows x 64 bytes), tile 2 = C (16 rows
-// x 64 bytes). Only this kernel uses tiles in this process.
-struct alignas(64) TileConfig {
-  uint8_t palette_id = 1;
-  uint8_t start_row = 0;
-  uint8_t reserved[14] = {};
-  uint16_t colsb[16] = {32, 64, 64};
-  uint8_t rows[16] = {16, 8, 16};
-};
-
-void configure_tiles() {
-  thread_local bool configured = false;
-  if (configured) return;
-  static const TileConfig config;
-  _tile_loadconfig(&config);
-  configured = true;
-}
 
 // A per-thread buffer for one group's unpacked weight vectors.
 uint8_t* unpacked_scratch(size_t bytes) {
@@ -122,7 +104,7 @@ void group_tiles(const uint8_t* quants, const uint8_t* wg, const PackedGroupLayo
 template <bool kMin>
 void run(const PackedFormat& f, const uint8_t* w, const PackedGroupLayout& l, int64_t g0, int64_t g1,
          int64_t num_rows, int64_t row_len, const QuantizedActs& a, int64_t num_tokens, float* y, int64_t y_stride) {
-  configure_tiles();
+  configure_amx_tiles();
   const int64_t nb = row_len / 32;
   uint8_t* buf = f.quants == PackedQuants::kNibbles
                      ? unpacked_scratch(static_cast<size_t>(nb) * packed_quant_bytes(PackedQuants::kBytes))

@@ -5,10 +5,11 @@ The same binaries run twice per round, once with AMX (the default where the
 CPU has it) and once with KVSCOPE_AMX=0, alternating ROUNDS times so machine
 noise hits both alike:
   - kernel_bench's BM_PackedMatmul on SmolLM2's shapes (0-4) at 32 and 128
-    tokens, 1 and 2 threads (the kernels alone);
-  - `kvscope-cli bench` on the default model (or --model): prefill at 128 and
-    512 prompt tokens, 2 threads (end to end; decode, one token a step, never
-    uses AMX and is reported as a control).
+    tokens and the K-quant shapes (7-13: Q4_K, Q5_K, Q6_K) at 64, 1 and 2
+    threads (the kernels alone);
+  - `kvscope-cli bench` on the default model and on Gemma 3 270M Q4_K_M (or
+    --model, repeatable): prefill at 128 and 512 prompt tokens, 2 threads (end
+    to end; decode, one token a step, never uses AMX and is a control).
 Prints one JSON object: every round, medians, ratios, and the CPU.
 
   python3 scripts/dev/bench_amx.py --rounds 3 --out docs/benchmarks/$(date +%F)_amx_vs_vnni_cpu.json
@@ -34,7 +35,7 @@ def run(cmd, amx):
 
 def kernels(build, amx):
     out = run([str(build / "tests/kernels/bench/kernel_bench"),
-               "--benchmark_filter=BM_PackedMatmul/shape:[0-4]/tokens:(32|128)/threads:[12]/l3:0",
+               "--benchmark_filter=BM_PackedMatmul/shape:([0-4]/tokens:(32|128)|([7-9]|1[0-3])/tokens:64)/threads:[12]/l3:0",
                "--benchmark_min_time=0.2", "--benchmark_format=json"], amx)
     return {b["name"]: {"us": b["real_time"] / 1e3, "label": b.get("label", "")}
             for b in json.loads(out)["benchmarks"]}
@@ -52,9 +53,13 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--build", default=str(ROOT / "build-test"))
-    ap.add_argument("--model", default=str(Path.home() / ".local/share/kvscope/models/SmolLM2-135M-Instruct.Q4_1.gguf"))
+    models = Path.home() / ".local/share/kvscope/models"
+    ap.add_argument("--model", action="append",
+                    help="GGUF file (repeatable; default: SmolLM2-135M-Instruct Q4_1 and Gemma 3 270M Q4_K_M)")
     ap.add_argument("--out")
     a = ap.parse_args()
+    if not a.model:
+        a.model = [str(models / "SmolLM2-135M-Instruct.Q4_1.gguf"), str(models / "gemma-3-270m-q4_k_m.gguf")]
     build = Path(a.build)
     rounds = []
     for r in range(a.rounds):
@@ -62,7 +67,7 @@ def main():
         for amx in (True, False) if r % 2 == 0 else (False, True):  # both orders
             key = "amx" if amx else "vnni"
             rnd[key] = {"kernels": kernels(build, amx),
-                        "e2e": {p: end_to_end(build, a.model, p, amx) for p in (128, 512)}}
+                        "e2e": {(m, p): end_to_end(build, m, p, amx) for m in a.model for p in (128, 512)}}
         rnd["load_after"] = os.getloadavg()
         rounds.append(rnd)
         print(f"round {r + 1}/{a.rounds} done", flush=True, file=sys.stderr)
@@ -75,15 +80,21 @@ def main():
     for n in names:
         summary["kernels_vnni_over_amx_time"][n + " " + rounds[0]["amx"]["kernels"][n]["label"]] = round(
             med(lambda rnd: rnd["vnni"]["kernels"][n]["us"] / rnd["amx"]["kernels"][n]["us"]), 3)
-    for p in (128, 512):
-        summary["e2e"][f"prompt_{p}"] = {
-            "prefill_tok_s_amx": round(med(lambda rnd: rnd["amx"]["e2e"][p]["prefill_tok_s"]), 1),
-            "prefill_tok_s_vnni": round(med(lambda rnd: rnd["vnni"]["e2e"][p]["prefill_tok_s"]), 1),
-            "prefill_ratio": round(med(lambda rnd: rnd["amx"]["e2e"][p]["prefill_tok_s"] / rnd["vnni"]["e2e"][p]["prefill_tok_s"]), 3),
-            "decode_ratio_control": round(med(lambda rnd: rnd["amx"]["e2e"][p]["decode_tok_s"] / rnd["vnni"]["e2e"][p]["decode_tok_s"]), 3),
-        }
+    for m in a.model:
+        for p in (128, 512):
+            summary["e2e"][f"{Path(m).name} prompt {p}"] = {
+                "prefill_tok_s_amx": round(med(lambda rnd: rnd["amx"]["e2e"][(m, p)]["prefill_tok_s"]), 1),
+                "prefill_tok_s_vnni": round(med(lambda rnd: rnd["vnni"]["e2e"][(m, p)]["prefill_tok_s"]), 1),
+                "prefill_ratio": round(med(lambda rnd: rnd["amx"]["e2e"][(m, p)]["prefill_tok_s"] /
+                                           rnd["vnni"]["e2e"][(m, p)]["prefill_tok_s"]), 3),
+                "decode_ratio_control": round(med(lambda rnd: rnd["amx"]["e2e"][(m, p)]["decode_tok_s"] /
+                                                  rnd["vnni"]["e2e"][(m, p)]["decode_tok_s"]), 3),
+            }
+    for rnd in rounds:  # JSON keys must be strings
+        for key in ("amx", "vnni"):
+            rnd[key]["e2e"] = {f"{Path(m).name} prompt {p}": v for (m, p), v in rnd[key]["e2e"].items()}
     record = {"what": "packed integer matmul: AMX tiles vs AVX-512 VNNI, same binaries, KVSCOPE_AMX=1/0 alternated",
-              "cpu": rounds[0]["amx"]["e2e"][128]["cpu"], "model": a.model, "rounds": a.rounds,
+              "cpu": next(iter(rounds[0]["amx"]["e2e"].values()))["cpu"], "models": a.model, "rounds": a.rounds,
               "summary": summary, "raw_rounds": rounds,
               "rerun": "python3 scripts/dev/bench_amx.py --rounds 3 --out FILE"}
     text = json.dumps(record, indent=1)

@@ -19,6 +19,7 @@
 
 #include "kernel_test_util.h"
 #include "packed_test_util.h"
+#include "kernels/cpu/amx.h"
 #include "kernels/cpu/kquant_packed.h"
 #include "kernels/cpu/packed_matmul.h"
 #include "kernels/reference/dequantize.h"
@@ -193,6 +194,36 @@ TEST(KquantMatmul, SameBitsAloneInBatchAndAcrossThreads) {
       const PackedWeight pw = pack_one(type, w, rows, row_len);
       std::vector<float> alone;
       ASSERT_NO_FATAL_FAILURE(expect_alone_equals_batched(pw, random_floats(kMaxTokens * row_len, 43), kMaxTokens, alone));
+    }
+  }
+}
+
+// With AMX, 16-token tiles of Q4_K, Q5_K and Q6_K run on the tile unit
+// (Q2_K and Q3_K pass through to VNNI): exactly the VNNI kernel's bits, with
+// and without a tail of fewer than 16 tokens.
+TEST(KquantMatmul, AmxEqualsVnniBitwise) {
+  if (!amx_available()) GTEST_SKIP() << "this CPU (or kernel) has no AMX: nothing to compare";
+  if (detected_cpu_level() != CpuLevel::kAvx512) GTEST_SKIP() << "AMX runs only beside AVX-512 VNNI";
+  ThreadPool pool(2);
+  MatmulScratch scratch;
+  uint32_t seed = 900;
+  for (TensorType type : kKquantTypes) {
+    for (int64_t row_len : {256, 768, 2048}) {
+      for (int64_t rows : {17, 109}) {
+        SCOPED_TRACE(type_name(type) + " row_len " + std::to_string(row_len) + " rows " + std::to_string(rows));
+        const auto w = random_weights(type, rows, row_len, seed++);
+        const PackedWeight pw = pack_one(type, w, rows, row_len);
+        for (int64_t tokens : {16, 33}) {
+          const auto x = random_floats(tokens * row_len, seed++);
+          std::vector<float> amx(static_cast<size_t>(tokens * rows)), vnni(amx.size());
+          ASSERT_TRUE(set_amx_enabled(true));
+          matmul_packed(pw, x.data(), tokens, amx.data(), pool, scratch);
+          set_amx_enabled(false);
+          matmul_packed(pw, x.data(), tokens, vnni.data(), pool, scratch);
+          set_amx_enabled(true);
+          EXPECT_TRUE(bitwise_equal(amx.data(), vnni.data(), tokens * rows)) << tokens << " tokens";
+        }
+      }
     }
   }
 }
