@@ -1,6 +1,7 @@
 // AVX-512 helpers shared by the integer matmul kernels (packed_matmul_avx512.cpp,
-// kquant_matmul_avx512.cpp): byte broadcasts and the 5-bit high-plane unpack
-// that Q5_0/Q5_1 packed blocks and Q5_K share. Include only from translation
+// kquant_matmul_avx512.cpp and their AMX versions): byte broadcasts, the 5-bit
+// high-plane unpack that Q5_0/Q5_1 packed blocks and Q5_K share, and the lane
+// mask of a 16-row group. Include only from translation
 // units compiled for AVX-512 (kernels/cpu/CMakeLists.txt).
 #pragma once
 
@@ -35,6 +36,13 @@ inline void add_high_bit_plane(__m512i h, __m512i (&wv)[8]) {
   wv[5] = or_masked(wv[5], _mm512_srli_epi16(h, 1), bit4);
   wv[6] = or_masked(wv[6], _mm512_srli_epi16(h, 2), bit4);
   wv[7] = or_masked(wv[7], _mm512_srli_epi16(h, 3), bit4);
+}
+
+// The lanes of 16-row group g that hold rows of a num_rows-row matrix (the
+// last group may be partly padding). g < ceil(num_rows / 16).
+inline __mmask16 group_row_mask(int64_t g, int64_t num_rows) {
+  const int64_t valid = num_rows - 16 * g;
+  return valid >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << valid) - 1u);
 }
 
 }  // namespace kvscope::detail::avx512

@@ -21,11 +21,10 @@
 #include <immintrin.h>
 
 #include <cstdint>
-#include <cstdlib>
-#include <memory>
-#include <new>
 
 #include "kernels/cpu/amx_tiles.h"
+#include "kernels/cpu/byte_vectors_avx512.h"
+#include "kernels/cpu/thread_scratch.h"
 #include "kernels/cpu/kquant_packed.h"
 #include "kernels/cpu/kquant_unpack_avx512.h"
 
@@ -34,21 +33,6 @@ namespace {
 
 constexpr int kTileTokens = 16;
 constexpr size_t kSubBlockBytes = 512;  // 8 unpacked weight vectors of 64 bytes
-
-uint8_t* unpacked_scratch(size_t bytes) {
-  struct Buffer {
-    std::unique_ptr<uint8_t, decltype(&std::free)> data{nullptr, &std::free};
-    size_t size = 0;
-  };
-  thread_local Buffer buf;
-  if (buf.size < bytes) {
-    const size_t size = (bytes + 63) / 64 * 64;
-    buf.data.reset(static_cast<uint8_t*>(std::aligned_alloc(64, size)));
-    if (!buf.data) throw std::bad_alloc();
-    buf.size = size;
-  }
-  return buf.data.get();
-}
 
 // One group (16 rows) against tokens [0, num_tokens), a multiple of 16.
 // unpacked: sub-block b's 8 vectors at unpacked + 512 b; wg: the packed group
@@ -126,7 +110,7 @@ void run(const uint8_t* w, int64_t g0, int64_t g1, int64_t num_rows, int64_t row
   const KquantLayout l = kquant_layout(K);
   const size_t group_bytes = kquant_group_bytes(K, row_len);
   const int64_t num_sb = row_len / 256;
-  uint8_t* buf = unpacked_scratch(static_cast<size_t>(num_sb) * 8 * kSubBlockBytes);
+  uint8_t* buf = thread_scratch(static_cast<size_t>(num_sb) * 8 * kSubBlockBytes);
   for (int64_t g = g0; g < g1; ++g) {
     const uint8_t* wg = w + g * group_bytes;
     for (int64_t sb = 0; sb < num_sb; ++sb) {
@@ -137,8 +121,7 @@ void run(const uint8_t* w, int64_t g0, int64_t g1, int64_t num_rows, int64_t row
         for (int v = 0; v < 8; ++v) _mm512_store_si512(dst + 64 * v, wv[v]);
       }
     }
-    const int64_t valid = num_rows - 16 * g;
-    const __mmask16 mask = valid >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << valid) - 1u);
+    const __mmask16 mask = avx512::group_row_mask(g, num_rows);
     group_tiles<K>(buf, wg, l, num_sb, mask, a, num_tokens, y + 16 * g, y_stride);
   }
 }

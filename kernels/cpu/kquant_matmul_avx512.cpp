@@ -109,18 +109,13 @@ void tile(const uint8_t* w, size_t group_bytes, const KquantLayout& l, int64_t n
   }
 }
 
-inline __mmask16 group_mask(int64_t g, int64_t num_rows) {
-  const int64_t valid = num_rows - 16 * g;
-  return valid >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << valid) - 1u);
-}
-
 // Groups [g, g + RG) against every token: TT-token tiles, then 4-token tiles
 // (TT > 4), then 1-token tiles.
 template <TensorType K, int RG, int TT>
 void token_tiles(const uint8_t* w, size_t group_bytes, const KquantLayout& l, int64_t g, int64_t num_rows,
                  int64_t num_sb, const KquantActs& a, int64_t num_tokens, float* y, int64_t y_stride) {
   __mmask16 masks[RG];
-  for (int i = 0; i < RG; ++i) masks[i] = group_mask(g + i, num_rows);
+  for (int i = 0; i < RG; ++i) masks[i] = group_row_mask(g + i, num_rows);
   const uint8_t* wg = w + g * group_bytes;
   float* yg = y + 16 * g;
   int64_t t = 0;

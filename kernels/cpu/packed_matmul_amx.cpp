@@ -28,33 +28,16 @@
 #include <immintrin.h>
 
 #include <cstdint>
-#include <cstdlib>
-#include <memory>
-#include <new>
 
 #include "kernels/cpu/amx_tiles.h"
+#include "kernels/cpu/byte_vectors_avx512.h"
+#include "kernels/cpu/thread_scratch.h"
 #include "kernels/cpu/packed_matmul_internal.h"
 
 namespace kvscope::detail {
 namespace {
 
 constexpr int kTileTokens = 16;
-
-// A per-thread buffer for one group's unpacked weight vectors.
-uint8_t* unpacked_scratch(size_t bytes) {
-  struct Buffer {
-    std::unique_ptr<uint8_t, decltype(&std::free)> data{nullptr, &std::free};
-    size_t size = 0;
-  };
-  thread_local Buffer buf;
-  if (buf.size < bytes) {
-    const size_t size = (bytes + 63) / 64 * 64;
-    buf.data.reset(static_cast<uint8_t*>(std::aligned_alloc(64, size)));
-    if (!buf.data) throw std::bad_alloc();
-    buf.size = size;
-  }
-  return buf.data.get();
-}
 
 // Block b's 8 weight vectors of one group, in B's layout (512 bytes per block).
 void unpack_nibbles(const uint8_t* wg, int64_t num_blocks, uint8_t* out) {
@@ -107,7 +90,7 @@ void run(const PackedFormat& f, const uint8_t* w, const PackedGroupLayout& l, in
   configure_amx_tiles();
   const int64_t nb = row_len / 32;
   uint8_t* buf = f.quants == PackedQuants::kNibbles
-                     ? unpacked_scratch(static_cast<size_t>(nb) * packed_quant_bytes(PackedQuants::kBytes))
+                     ? thread_scratch(static_cast<size_t>(nb) * packed_quant_bytes(PackedQuants::kBytes))
                      : nullptr;
   for (int64_t g = g0; g < g1; ++g) {
     const uint8_t* wg = w + g * l.bytes;
@@ -116,8 +99,7 @@ void run(const PackedFormat& f, const uint8_t* w, const PackedGroupLayout& l, in
       unpack_nibbles(wg, nb, buf);
       quants = buf;
     }
-    const int64_t valid = num_rows - 16 * g;
-    const __mmask16 mask = valid >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << valid) - 1u);
+    const __mmask16 mask = avx512::group_row_mask(g, num_rows);
     group_tiles<kMin>(quants, wg, l, nb, mask, a, num_tokens, y + 16 * g, y_stride);
   }
 }

@@ -30,6 +30,7 @@
 
 #include "kernels/cpu/byte_vectors_avx512.h"
 #include "kernels/cpu/packed_matmul_internal.h"
+#include "kernels/cpu/thread_scratch.h"
 
 namespace kvscope::detail {
 namespace {
@@ -101,18 +102,13 @@ void tile(const uint8_t* w, const PackedGroupLayout& l, int64_t num_blocks, cons
   }
 }
 
-inline __mmask16 group_mask(int64_t g, int64_t num_rows) {
-  const int64_t valid = num_rows - 16 * g;
-  return valid >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << valid) - 1u);
-}
-
 // Tokens [0, num_tokens) for groups [g, g + RG): TT-token tiles, then 1-token
 // tiles for the rest (same per-lane operations).
 template <PackedQuants K, bool kMin, int RG, int TT>
 void token_tiles(const uint8_t* w, const PackedGroupLayout& l, int64_t g, int64_t num_rows, int64_t num_blocks,
                  const QuantizedActs& a, int64_t num_tokens, float* y, int64_t y_stride) {
   __mmask16 masks[RG];
-  for (int i = 0; i < RG; ++i) masks[i] = group_mask(g + i, num_rows);
+  for (int i = 0; i < RG; ++i) masks[i] = group_row_mask(g + i, num_rows);
   const uint8_t* wg = w + g * l.bytes;
   float* yg = y + 16 * g;
   int64_t t = 0;
@@ -131,22 +127,6 @@ void token_tiles(const uint8_t* w, const PackedGroupLayout& l, int64_t g, int64_
   }
 }
 
-// A per-thread buffer holding one group in the one-byte layout.
-uint8_t* group_scratch(size_t bytes) {
-  struct Buffer {
-    std::unique_ptr<uint8_t, decltype(&std::free)> data{nullptr, &std::free};
-    size_t size = 0;
-  };
-  thread_local Buffer buf;
-  if (buf.size < bytes) {
-    const size_t size = (bytes + 63) / 64 * 64;
-    buf.data.reset(static_cast<uint8_t*>(std::aligned_alloc(64, size)));
-    if (!buf.data) throw std::bad_alloc();
-    buf.size = size;
-  }
-  return buf.data.get();
-}
-
 // The 5-bit layout at 4 or more tokens: the unpacking (~3 instructions per
 // weight vector) would repeat for every 4-token tile, so each group is
 // unpacked once into the one-byte layout (L1/L2-resident: 512 bytes per block)
@@ -157,7 +137,7 @@ void run_unpacked(const uint8_t* w, const PackedGroupLayout& l, int64_t g0, int6
                   int64_t row_len, const QuantizedActs& a, int64_t num_tokens, float* y, int64_t y_stride) {
   const int64_t nb = row_len / 32;
   const PackedGroupLayout lb = packed_group_layout({PackedQuants::kBytes, kMin, 0.0f}, nb);
-  uint8_t* buf = group_scratch(lb.bytes);
+  uint8_t* buf = thread_scratch(lb.bytes);  // one group in the one-byte layout
   for (int64_t g = g0; g < g1; ++g) {
     const uint8_t* wg = w + g * l.bytes;
     for (int64_t b = 0; b < nb; ++b) {
