@@ -121,30 +121,27 @@ std::vector<CpuLevel> packing_levels() {
   return levels;
 }
 
-TEST(DecodeFusion, StackedWeightsWithFoldedNormEqualNormThenEachAlone) {
-  if (packing_levels().empty()) GTEST_SKIP() << "no AVX2: nothing is packed";
+// Every stack case at every level that packs, with the norm folded in or not.
+void expect_all_cases_at_every_packing_level(bool fold_norm) {
   for (CpuLevel level : packing_levels()) {
     ScopedCpuLevel scoped(level);
     SCOPED_TRACE(std::string(cpu_level_name(level)));
     int num_checked = 0;
     for (const StackCase& c : kCases) {
-      ASSERT_NO_FATAL_FAILURE(expect_stacked_equals_each_alone(c, true, &num_checked));
+      ASSERT_NO_FATAL_FAILURE(expect_stacked_equals_each_alone(c, fold_norm, &num_checked));
     }
     EXPECT_GE(num_checked, 15) << "cases with something packed";
   }
 }
 
+TEST(DecodeFusion, StackedWeightsWithFoldedNormEqualNormThenEachAlone) {
+  if (packing_levels().empty()) GTEST_SKIP() << "no AVX2: nothing is packed";
+  expect_all_cases_at_every_packing_level(true);
+}
+
 TEST(DecodeFusion, StackedWeightsEqualEachAlone) {
   if (packing_levels().empty()) GTEST_SKIP() << "no AVX2: nothing is packed";
-  for (CpuLevel level : packing_levels()) {
-    ScopedCpuLevel scoped(level);
-    SCOPED_TRACE(std::string(cpu_level_name(level)));
-    int num_checked = 0;
-    for (const StackCase& c : kCases) {
-      ASSERT_NO_FATAL_FAILURE(expect_stacked_equals_each_alone(c, false, &num_checked));
-    }
-    EXPECT_GE(num_checked, 15) << "cases with something packed";
-  }
+  expect_all_cases_at_every_packing_level(false);
 }
 
 // Q|K rows of T tokens (9 query heads, 3 KV heads, as SmolLM2), rotated by

@@ -204,27 +204,10 @@ TEST(KquantMatmul, SameBitsAloneInBatchAndAcrossThreads) {
 TEST(KquantMatmul, AmxEqualsVnniBitwise) {
   if (!amx_available()) GTEST_SKIP() << "this CPU (or kernel) has no AMX: nothing to compare";
   if (detected_cpu_level() != CpuLevel::kAvx512) GTEST_SKIP() << "AMX runs only beside AVX-512 VNNI";
-  ThreadPool pool(2);
-  MatmulScratch scratch;
   uint32_t seed = 900;
   for (TensorType type : kKquantTypes) {
-    for (int64_t row_len : {256, 768, 2048}) {
-      for (int64_t rows : {17, 109}) {
-        SCOPED_TRACE(type_name(type) + " row_len " + std::to_string(row_len) + " rows " + std::to_string(rows));
-        const auto w = random_weights(type, rows, row_len, seed++);
-        const PackedWeight pw = pack_one(type, w, rows, row_len);
-        for (int64_t tokens : {16, 33}) {
-          const auto x = random_floats(tokens * row_len, seed++);
-          std::vector<float> amx(static_cast<size_t>(tokens * rows)), vnni(amx.size());
-          ASSERT_TRUE(set_amx_enabled(true));
-          matmul_packed(pw, x.data(), tokens, amx.data(), pool, scratch);
-          set_amx_enabled(false);
-          matmul_packed(pw, x.data(), tokens, vnni.data(), pool, scratch);
-          set_amx_enabled(true);
-          EXPECT_TRUE(bitwise_equal(amx.data(), vnni.data(), tokens * rows)) << tokens << " tokens";
-        }
-      }
-    }
+    ASSERT_NO_FATAL_FAILURE(expect_amx_equals_vnni(type, {256, 768, 2048}, {17, 109}, {16, 33}, seed));
+    seed += 100;
   }
 }
 

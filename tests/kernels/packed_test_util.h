@@ -9,11 +9,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <initializer_list>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "kernel_test_util.h"
+#include "kernels/cpu/amx.h"
 #include "kernels/cpu/matmul_internal.h"
 #include "kernels/cpu/packed_matmul.h"
 
@@ -89,6 +91,33 @@ inline void expect_alone_equals_batched(const PackedWeight& w, const std::vector
     matmul_packed(w, x.data(), batch, y.data(), pool, scratch);
     ASSERT_TRUE(bitwise_equal(y.data(), alone.data(), batch * rows))
         << "batch " << batch << " threads " << pool.num_threads();
+  }
+}
+
+// With AMX on and off (amx.h), the packed matmul of `type` gives the same
+// bits over every row_len, row count and token count given (16-token tiles
+// with and without a VNNI tail). The caller skips where AMX is absent.
+inline void expect_amx_equals_vnni(TensorType type, std::initializer_list<int64_t> row_lens,
+                                   std::initializer_list<int64_t> row_counts, std::initializer_list<int64_t> token_counts,
+                                   uint32_t seed) {
+  ThreadPool pool(2);
+  MatmulScratch scratch;
+  for (int64_t row_len : row_lens) {
+    for (int64_t rows : row_counts) {
+      SCOPED_TRACE(type_name(type) + " row_len " + std::to_string(row_len) + " rows " + std::to_string(rows));
+      const auto w = random_weights(type, rows, row_len, seed++);
+      const PackedWeight pw = pack_one(type, w, rows, row_len);
+      for (int64_t tokens : token_counts) {
+        const auto x = random_floats(tokens * row_len, seed++);
+        std::vector<float> amx(static_cast<size_t>(tokens * rows)), vnni(amx.size());
+        ASSERT_TRUE(set_amx_enabled(true));
+        matmul_packed(pw, x.data(), tokens, amx.data(), pool, scratch);
+        set_amx_enabled(false);
+        matmul_packed(pw, x.data(), tokens, vnni.data(), pool, scratch);
+        set_amx_enabled(true);
+        EXPECT_TRUE(bitwise_equal(amx.data(), vnni.data(), tokens * rows)) << tokens << " tokens";
+      }
+    }
   }
 }
 
