@@ -577,11 +577,17 @@ Command add_seed_bench_command(CLI::App& parent) {
   cmd->add_option("--threads", o->threads, "CPU threads")
       ->check(CLI::Range(int64_t{1}, find_setting("threads")->max))
       ->capture_default_str();
+  // The engine's own backend row (setting_table.cpp): its choices and parser.
+  const SettingSpec& backend = *find_setting("backend");
   cmd->add_option_function<std::string>(
          "--backend",
-         [o](const std::string& v) { o->backend = v == "cuda" ? BackendKind::Cuda : v == "auto" ? BackendKind::Auto : BackendKind::Cpu; },
+         [o, &backend](const std::string& v) {
+           EngineConfig c;
+           backend.set(c, backend.parse(v).value());  // CLI::IsMember checked the name
+           o->backend = c.backend;
+         },
          "what runs the model (default cpu: the lab's tables are CPU runs; cuda or auto for the GPU)")
-      ->check(CLI::IsMember({"cpu", "cuda", "auto"}));
+      ->check(CLI::IsMember(backend.choices));
   cmd->add_flag("--quick", o->quick, "small workloads (CI smoke test): 16 output tokens, batch sizes 1 and 4");
   cmd->add_option("--out-dir", o->out_dir, "write seeds.json, seeds.csv and seeds.md here");
   cmd->add_option("--only", o->only, "run one table (1-4); table 3 comes from table 2's runs, shown with it")->check(CLI::Range(1, 4));

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/cli_runner.h"
+#include "kvscope/backend_choice.h"
 #include "support/require_data.h"
 #include "support/test_paths.h"
 
@@ -52,6 +53,8 @@ TEST(CliSeedBench, QuickTableTwoWritesEveryOutput) {
   EXPECT_EQ(j["machine"]["load_average_start"].size(), 3u);
   EXPECT_EQ(j["machine"]["load_average_end"].size(), 3u);
   EXPECT_GT(j["model"]["kv_bytes_per_token"].get<int64_t>(), 0);
+  // The lab's tables are CPU runs unless --backend says otherwise, and the record says so.
+  EXPECT_EQ(j["machine"]["backend"], "CPU: backend = cpu");
 
   // Quick table 2: batch sizes 1 and 4, each ON (block 16), OFF (contiguous), OFF (block = max length).
   const auto& runs = j["runs"];
@@ -59,8 +62,9 @@ TEST(CliSeedBench, QuickTableTwoWritesEveryOutput) {
   for (const auto& run : runs) {
     SCOPED_TRACE(run["label"].get<std::string>());
     EXPECT_EQ(run["table"], 2);
+    EXPECT_EQ(run["config"]["backend"], "cpu");
     for (const char* key : {"block_size", "paged", "policy", "prefix_caching", "kv_budget_bytes", "max_seqs",
-                            "max_model_len"}) {
+                            "max_model_len", "backend"}) {
       EXPECT_TRUE(run["config"].contains(key)) << key;
     }
     const auto& m = run["metrics"];
@@ -89,6 +93,23 @@ TEST(CliSeedBench, QuickTableTwoWritesEveryOutput) {
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 7);  // header + one row per run
   EXPECT_THAT(read_text(dir / "seeds.md"), HasSubstr("Table 3"));
   fs::remove_all(dir);
+}
+
+// --backend takes the engine's backend names; one this machine cannot run
+// (cuda without a CUDA build or device) fails at once with the engine's
+// reason, before any table runs; an unknown name is a usage error.
+TEST(CliSeedBench, BackendOptionUsesTheEnginesChoice) {
+  const std::string model = test::default_model_path();
+  KVSCOPE_REQUIRE_DATA(!model.empty(), test::TestData::kDefaultModel);
+  auto bad = run_cli({"bench-seeds", "--model", model, "--quick", "--only", "2", "--backend", "gpu"});
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_THAT(bad.err, HasSubstr("gpu not in {cpu,cuda,auto}"));
+  const Result<BackendChoice> cuda = choose_backend(BackendKind::Cuda);
+  if (cuda.ok()) GTEST_SKIP() << "this machine runs CUDA: " << cuda->reason;
+  auto r = run_cli({"bench-seeds", "--model", model, "--quick", "--only", "2", "--backend", "cuda"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.err, HasSubstr(cuda.error()));
+  EXPECT_THAT(r.out, Not(HasSubstr("Table 2")));
 }
 
 }  // namespace
