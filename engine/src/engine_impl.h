@@ -20,6 +20,7 @@
 #include "parallel/tensor_parallel_runner.h"
 #include "runtime/backend.h"
 #include "runtime/cpu_backend.h"
+#include "runtime/sampler.h"
 #include "runtime/step_batch.h"
 #include "scheduler/scheduler.h"
 #include "spec/model_proposer.h"
@@ -101,6 +102,11 @@ struct Engine::Impl {
   std::vector<float> logits;
   std::vector<int64_t> slots;
   std::vector<int32_t> row_tokens;  // [1 + k] a verifying sequence's rows: its last token, then the draft
+  // add_draw's scratch: the penalty window and its distinct tokens.
+  std::vector<int32_t> draw_window;
+  std::vector<PenaltyEntry> draw_penalties;
+  std::vector<int32_t> draw_ids;
+  std::vector<float> draw_counts;
   // Grammar-constrained decoding: the vocabulary's bytes as a trie, built
   // on the first constrained request (engine_step.cpp, constraint_trie()).
   std::shared_ptr<const TokenTrie> token_trie;
@@ -169,6 +175,15 @@ struct Engine::Impl {
   // draft_token: the speculative draft at this position (-1: none); the token
   // event says whether the token is it (TokenEvent::from_draft).
   std::pair<int32_t, FinishReason> sample_token(Sequence& s, const float* logits, int32_t draft_token = -1);
+  // The second half of sample_token: appends `token` to s and publishes it.
+  std::pair<int32_t, FinishReason> publish_token(Sequence& s, int32_t token, int32_t draft_token = -1);
+  // Whether the backend may draw s's next token itself (config.gpu_sampling,
+  // and s needs nothing but the token: no grammar, no on_logits, no forks
+  // pending); the caller also excludes speculative verification.
+  bool backend_may_draw(const Sequence& s) const;
+  // Adds a draw of s's next token from logits row `logits_row` to `batch`,
+  // consuming s's next random number as sample() would.
+  void add_draw(Sequence& s, int32_t logits_row);
   // Context overflow = shift: the sequences sample_token found full this
   // step, shifted (or finished, when no shift is possible) once every row
   // of the step is committed.

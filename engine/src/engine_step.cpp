@@ -9,6 +9,7 @@
 #include "context_shift.h"
 #include "engine_impl.h"
 #include "runtime/cascade_plan.h"
+#include "runtime/token_draw.h"
 
 namespace kvscope {
 namespace {
@@ -131,6 +132,28 @@ std::pair<int32_t, FinishReason> Engine::Impl::sample_token(Sequence& s, const f
   if (s.on_logits) s.on_logits(s.index, static_cast<int32_t>(s.tokens.size()), row, vocab);
   const int32_t token = s.sampler.sample(row, vocab, s.tokens);
   if (constraint) constraint->accept(token, constraint_trie());
+  return publish_token(s, token, draft_token);
+}
+
+bool Engine::Impl::backend_may_draw(const Sequence& s) const {
+  return config.gpu_sampling && !s.sampler.constrained() && !s.on_logits && s.num_forks_pending == 0;
+}
+
+void Engine::Impl::add_draw(Sequence& s, int32_t logits_row) {
+  const SamplingParams& params = s.sampler.params();
+  const int32_t vocab = weights->config.vocab_size;
+  penalty_entries(params, s.tokens, vocab, draw_window, draw_penalties);
+  draw_ids.clear();
+  draw_counts.clear();
+  for (const PenaltyEntry& e : draw_penalties) {
+    draw_ids.push_back(e.id);
+    draw_counts.push_back(e.count);
+  }
+  const double uniform = params.temperature == 0.0f ? 0.0 : s.sampler.take_uniform();
+  batch.add_draw(make_draw(logits_row, params, uniform), draw_ids, draw_counts);
+}
+
+std::pair<int32_t, FinishReason> Engine::Impl::publish_token(Sequence& s, int32_t token, int32_t draft_token) {
   s.tokens.push_back(token);
   if (s.num_generated() == 1) s.first_token_at = Sequence::Clock::now();
   const SamplingParams& p = s.sampler.params();
@@ -354,6 +377,7 @@ void Engine::step() {
   if (!work.empty()) {
     m.batch.clear();
     std::vector<char> wants_logits;
+    std::vector<int32_t> draw_of;  // [work] the sequence's draw in m.batch.draws, or -1
     for (const ScheduledSequence& w : work) {
       Sequence& s = *w.seq;
       m.slots.resize(static_cast<size_t>(w.num_rows));
@@ -370,6 +394,10 @@ void Engine::step() {
       m.batch.add_sequence(row_tokens, w.num_rows, s.num_computed, m.slots.data(), s.table.blocks(),
                            want ? 1 + w.num_draft : 0);
       wants_logits.push_back(want);
+      // Only its token needed: the backend draws it (StepBatch::draws).
+      const bool draw = want && w.num_draft == 0 && m.backend_may_draw(s);
+      draw_of.push_back(draw ? m.batch.num_draws() : -1);
+      if (draw) m.add_draw(s, static_cast<int32_t>(m.batch.logits_rows.size()) - 1);
       const bool decode = num_known_rows == 1 && s.prompt_computed();
       (decode ? stats.num_decode_tokens : stats.num_prefill_tokens) += num_known_rows;
       if (w.num_draft > 0) {
@@ -378,6 +406,7 @@ void Engine::step() {
       }
       m.events.record(EngineEventType::Schedule, s.id, s.index, w.num_rows);
     }
+    stats.num_backend_draws = m.batch.num_draws();
     stats.num_spec_pauses = m.scheduler->last_num_spec_pauses();
     m.spec_totals.num_pauses += stats.num_spec_pauses;
     m.plan_cascade_groups(work, stats);
@@ -412,6 +441,12 @@ void Engine::step() {
         continue;
       }
       const float* logits = m.logits.data() + row++ * vocab;
+      if (draw_of[i] >= 0) {
+        const int32_t token = m.backend->drawn_tokens()[static_cast<size_t>(draw_of[i])];
+        const FinishReason reason = m.publish_token(s, token).second;
+        if (reason != FinishReason::None) m.finish(s, reason);
+        continue;
+      }
       // Parallel sampling: siblings appear when the prompt is done and draw
       // their first token from the same logits.
       const std::vector<Sequence*> siblings = s.num_forks_pending > 0 ? m.fork_siblings(s) : std::vector<Sequence*>{};

@@ -126,6 +126,14 @@ std::vector<SettingSpec> make_table() {
                             "prompt token's logits then depend on how the prompt was chunked or cached (the "
                             "invariance checker will show it). Off: every token through the same exact kernel.");
   gemm.applies = [](const EngineConfig& c) { return c.backend != BackendKind::Cpu; };
+  SettingSpec& gpu_sampling = words(add(bool_row("gpu_sampling", &EngineConfig::gpu_sampling)), "Compute",
+                                    "Sample on the GPU", "",
+                                    "On a GPU: the next token is drawn there and only its id comes back, instead of "
+                                    "every row's logits; the same rule and random numbers, so the same tokens but "
+                                    "for a rare near-tie. Rows that need their logits (a grammar, logprobs, "
+                                    "speculative checks) always come back.");
+  gpu_sampling.applies = [](const EngineConfig& c) { return c.backend != BackendKind::Cpu; };
+  gpu_sampling.cli_negation = "no-gpu-sampling";
 
   SettingSpec& budget = words(add(bytes_row("kv_budget", &EngineConfig::kv_budget_bytes, 1, 16 * kTiB)),
                               "KV cache", "KV budget", "",

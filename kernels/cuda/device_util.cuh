@@ -1,6 +1,7 @@
 // Device-side helpers shared by the .cu files of kernels/cuda/ (never by
-// hosts): warp and block reductions in a fixed order, and the element loads
-// of the storage types (f16 / bf16 bits, GGUF's Q8_0 and Q4_1 blocks).
+// hosts): warp and block reductions in a fixed order, the element loads of
+// the storage types (f16 / bf16 bits, GGUF's Q8_0 and Q4_1 blocks), and the
+// samplers' logit sanitising.
 // Every reduction here is a fixed tree over lanes and warps, so a result
 // depends only on the inputs and the block size, never on timing.
 #pragma once
@@ -8,6 +9,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <cfloat>
 #include <cstdint>
 
 #include "kernels/cpu/kv_cache_type.h"
@@ -15,6 +17,10 @@
 namespace kvscope::cuda {
 
 inline constexpr int kWarpSize = 32;
+
+// The CPU sampler's sanitize (engine/src/runtime/sampler.cpp): NaN ->
+// -FLT_MAX, infinities clamped, so differences of logits are never NaN.
+__device__ inline float sanitize(float x) { return isnan(x) ? -FLT_MAX : fminf(fmaxf(x, -FLT_MAX), FLT_MAX); }
 
 __device__ inline float warp_sum(float v) {
   for (int offset = kWarpSize / 2; offset > 0; offset /= 2) v += __shfl_xor_sync(0xffffffffu, v, offset);

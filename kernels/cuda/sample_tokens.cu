@@ -19,6 +19,7 @@
 #include <climits>
 
 #include "kernels/cuda/block_scan.cuh"
+#include "kernels/cuda/device_util.cuh"
 #include "kernels/cuda/launch_check.h"
 
 namespace kvscope::cuda {
@@ -32,9 +33,6 @@ struct Scratch {
   int32_t i[kWarpSize];
   uint32_t u[kWarpSize];
 };
-
-// The CPU sampler's sanitize: NaN -> -FLT_MAX, infinities clamped.
-__device__ inline float sanitize(float x) { return isnan(x) ? -FLT_MAX : fminf(fmaxf(x, -FLT_MAX), FLT_MAX); }
 
 // Larger value -> larger key; -0 and +0 share a key (they tie in the CPU's order).
 __device__ inline uint32_t order_key(float x) {
@@ -192,12 +190,13 @@ __device__ int32_t draw_in_id_order(const Row& r, double target, Scratch& sc) {
 
 __global__ void __launch_bounds__(kThreads)
     sample_kernel(const float* logits, int32_t n, const DeviceSamplingParams* params, const double* uniforms,
-                  float* ws, int32_t* ids) {
+                  float* ws, int32_t* ids, const int32_t* source_rows) {
   __shared__ Scratch sc;
   const int64_t row = blockIdx.x;
   const DeviceSamplingParams prm = params[row];
   Row r{};
-  r.logits = logits + row * n;  // logits[r][i] = logits + r * vocab_size + i
+  const int64_t source = source_rows != nullptr ? source_rows[row] : row;
+  r.logits = logits + source * n;  // logits[s][i] = logits + s * vocab_size + i
   float* w = ws + row * n;
   r.w = w;
   r.n = n;
@@ -264,7 +263,8 @@ size_t sample_tokens_workspace_floats(int32_t num_rows, int32_t vocab_size) {
 
 cudaError_t sample_tokens(const float* logits, int32_t num_rows, int32_t vocab_size,
                           const DeviceSamplingParams* params, const double* uniforms, float* workspace,
-                          size_t workspace_floats, int32_t* ids, cudaStream_t stream) {
+                          size_t workspace_floats, int32_t* ids, cudaStream_t stream,
+                          const int32_t* source_rows) {
   const char* op = "sample_tokens";
   KVSCOPE_CUDA_REQUIRE(op, num_rows >= 0);
   KVSCOPE_CUDA_REQUIRE(op, vocab_size >= 1);
@@ -273,7 +273,7 @@ cudaError_t sample_tokens(const float* logits, int32_t num_rows, int32_t vocab_s
   KVSCOPE_CUDA_REQUIRE(op, workspace != nullptr);
   KVSCOPE_CUDA_REQUIRE(op, workspace_floats >= sample_tokens_workspace_floats(num_rows, vocab_size));
   sample_kernel<<<static_cast<unsigned int>(num_rows), kThreads, 0, stream>>>(logits, vocab_size, params, uniforms,
-                                                                            workspace, ids);
+                                                                            workspace, ids, source_rows);
   return cudaGetLastError();
 }
 

@@ -3,7 +3,8 @@
 // that only token ids come back and the host keeps the CPU sampler's random
 // stream (one next_uniform per sampled row, in the same order). The rule is
 // the CPU sampler's (engine/src/runtime/sampler.cpp, probability_distribution
-// then draw_token), penalties excepted:
+// then draw_token), with the penalties applied beforehand in place
+// (kernels/cuda/penalties.cuh):
 //   l = sanitize(logit)       NaN -> -FLT_MAX, +-inf clamped to +-FLT_MAX;
 //   temperature 0             argmax, ties -> lowest id (u unused);
 //   top-k (0 < k < vocab)     the k best by (logit desc, id asc);
@@ -41,11 +42,14 @@ struct DeviceSamplingParams {
 // Floats of workspace: one float per logit of each row.
 size_t sample_tokens_workspace_floats(int32_t num_rows, int32_t vocab_size);
 
-// ids[r] = the token drawn from logits[r] (device f32 [num_rows][vocab_size])
-// with params[r] and uniforms[r] in [0, 1) (device arrays [num_rows]).
+// ids[r] = the token drawn from logits[source_rows[r]] (device f32
+// [..][vocab_size]; source_rows null: logits[r]) with params[r] and
+// uniforms[r] in [0, 1) (device arrays [num_rows]). source_rows lets a
+// backend draw for some of its logits rows without gathering them.
 // Preconditions: num_rows >= 0, vocab_size >= 1, workspace_floats as sized above.
 cudaError_t sample_tokens(const float* logits, int32_t num_rows, int32_t vocab_size,
                           const DeviceSamplingParams* params, const double* uniforms, float* workspace,
-                          size_t workspace_floats, int32_t* ids, cudaStream_t stream);
+                          size_t workspace_floats, int32_t* ids, cudaStream_t stream,
+                          const int32_t* source_rows = nullptr);
 
 }  // namespace kvscope::cuda

@@ -86,6 +86,14 @@ struct EngineConfig {
   // chunked or cached, so the bitwise invariance of those rows is given up
   // (docs/cuda.md). Ignored on the CPU.
   bool gpu_prefill_gemm = false;
+  // The backend draws the next token of a row that needs nothing but the
+  // token (no grammar, no logprobs, not a speculative verification, not the
+  // first token of parallel samples), by the sampler's rule with the
+  // sequence's own random numbers, so only the token id leaves the GPU. Off:
+  // every row's logits come back and the engine's sampler draws. The tokens
+  // are the same, but for a draw at a near-tie (the GPU sums in another
+  // order); on the CPU both run the same host code (runtime/token_draw.h).
+  bool gpu_sampling = true;
   int32_t num_threads = 0;         // 0: one per available core
   int32_t tp = 1;                  // tensor-parallel ranks (threads of this process), each a slice of the model
   TpReduce tp_reduce = TpReduce::Fast;

@@ -86,6 +86,9 @@ struct StepStats {
   int32_t num_prefill_tokens = 0;
   int32_t num_decode_tokens = 0;
   int32_t num_seqs = 0;  // sequences in the batch
+  // Tokens the backend drew itself (gpu_sampling: only their ids came back);
+  // the rest of the step's tokens were sampled by the engine from logits.
+  int32_t num_backend_draws = 0;
   double step_time_s = 0.0;
   int32_t num_used_blocks = 0;
   int32_t num_total_blocks = 0;

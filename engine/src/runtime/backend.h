@@ -61,9 +61,14 @@ class Backend {
   // [batch.logits_rows.size()][vocab_size] (resized here). num_layers: run
   // layers [0, num_layers) then the final norm and head (early-exit drafts);
   // 0: all. Returns false, logits unset, when `interrupt` is set at a layer
-  // boundary. Precondition: a pool is in use (create or use_kv_pool).
+  // boundary. Precondition: a pool is in use (create or use_kv_pool). Rows of
+  // batch.draws are sampled here (drawn_tokens).
   virtual bool forward(const StepBatch& batch, std::vector<float>& logits,
                        const std::atomic<bool>* interrupt = nullptr, int32_t num_layers = 0) = 0;
+  // [batch.draws.size()] the tokens the last forward() drew for batch.draws,
+  // in order, by the rule of runtime/token_draw.h; the logits of those rows
+  // are then unspecified (a GPU copies back only the others).
+  virtual const std::vector<int32_t>& drawn_tokens() const = 0;
   // What the last forward()'s attention cost.
   virtual BackendAttentionStats last_attention_stats() const = 0;
 

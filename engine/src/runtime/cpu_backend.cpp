@@ -6,6 +6,7 @@
 #include <new>
 
 #include "kernels/cpu/cpu_description.h"
+#include "runtime/token_draw.h"
 
 namespace kvscope {
 
@@ -35,7 +36,11 @@ std::unique_ptr<CpuBackend> CpuBackend::create(std::shared_ptr<const ModelWeight
 
 bool CpuBackend::forward(const StepBatch& batch, std::vector<float>& logits, const std::atomic<bool>* interrupt,
                          int32_t num_layers) {
-  return runner_->forward(batch, logits, interrupt, num_layers);
+  drawn_.clear();
+  if (!runner_->forward(batch, logits, interrupt, num_layers)) return false;
+  if (!batch.draws.empty())
+    draw_tokens_on_host(batch, logits.data(), weights_->config.vocab_size, draw_scratch_, draw_distribution_, drawn_);
+  return true;
 }
 
 BackendAttentionStats CpuBackend::last_attention_stats() const {

@@ -15,6 +15,7 @@
 #include "parallel/shard_plan.h"
 #include "parallel/tensor_parallel_runner.h"
 #include "runtime/backend.h"
+#include "runtime/sampler.h"
 
 namespace kvscope {
 
@@ -42,6 +43,7 @@ class CpuBackend final : public Backend {
   const ModelConfig& model_config() const override { return weights_->config; }
   bool forward(const StepBatch& batch, std::vector<float>& logits, const std::atomic<bool>* interrupt = nullptr,
                int32_t num_layers = 0) override;
+  const std::vector<int32_t>& drawn_tokens() const override { return drawn_; }
   BackendAttentionStats last_attention_stats() const override;
   void reserve(int32_t max_tokens) override { runner_->reserve(max_tokens); }
   Result<std::unique_ptr<KvBlockStore>> make_kv_pool(const KvPoolSpec& spec) override;
@@ -57,6 +59,10 @@ class CpuBackend final : public Backend {
   std::unique_ptr<HostKvPool> pool_;
   std::unique_ptr<TensorParallelRunner> runner_;
   std::string device_name_;
+  // batch.draws, drawn on the host after the logits (runtime/token_draw.h).
+  std::vector<int32_t> drawn_;
+  SamplerScratch draw_scratch_;
+  std::vector<TokenProb> draw_distribution_;
 };
 
 }  // namespace kvscope

@@ -1,7 +1,7 @@
 // CudaBackend; see cuda_backend.h. Every launch and copy goes on the legacy
 // default stream (nullptr), which also orders them with the KV pool's block
 // copies between steps; the one synchronisation of a step is the copy of
-// the logits back to the host.
+// the logits (and drawn tokens) back to the host.
 #include "runtime/cuda_backend.h"
 
 #include <fmt/format.h>
@@ -115,6 +115,8 @@ BackendMemory CudaBackend::memory() const {
     m.workspace_bytes += a->bytes();
   }
   m.workspace_bytes += ints_.bytes() + slots_.bytes() + plan_data_.bytes() + gemm_workspace_.bytes();
+  m.workspace_bytes += draw_ints_.bytes() + draw_ids_.bytes() + draw_counts_.bytes() + draw_workspace_.bytes() +
+                       draw_params_.bytes() + penalty_params_.bytes() + uniforms_.bytes();
   m.swap_bytes = pool_->swap_bytes();
   return m;
 }
@@ -266,6 +268,7 @@ bool CudaBackend::forward(const StepBatch& batch, std::vector<float>& logits, co
   assert(T > 0 && static_cast<int32_t>(batch.positions.size()) == T);
   assert(pool_->spec().num_layers == c.num_layers && "the CUDA backend's pool has one layer per model layer");
   attention_stats_ = {};
+  drawn_.clear();
   prepare_step(batch);
   const int64_t H = c.hidden_size;
   const int32_t* positions = ints_.data() + positions_at_;
@@ -332,13 +335,75 @@ bool CudaBackend::forward(const StepBatch& batch, std::vector<float>& logits, co
                                 logits_.data() + static_cast<int64_t>(r) * c.vocab_size, kStream),
                  "matvec_q (head)");
     }
-    cuda_check(cudaMemcpyAsync(logits.data(), logits_.data(), logits.size() * sizeof(float), cudaMemcpyDeviceToHost,
-                               kStream),
-               "copy of the logits to the host");
+    draw_tokens(batch);
+    copy_logits_back(batch, logits);
   }
   cuda_check(cudaStreamSynchronize(kStream), "the step's kernels");
   collect_attention_stats(layers_run);
   return true;
+}
+
+void CudaBackend::draw_tokens(const StepBatch& batch) {
+  const int32_t num_draws = batch.num_draws();
+  if (num_draws == 0) return;
+  const int32_t V = model_config().vocab_size;
+  host_draw_ints_.clear();
+  host_draw_params_.clear();
+  host_penalty_params_.clear();
+  host_uniforms_.clear();
+  for (const TokenDraw& d : batch.draws) {
+    host_draw_ints_.push_back(d.logits_row);
+    host_draw_params_.push_back({d.temperature, d.top_k, d.top_p, d.min_p});
+    host_penalty_params_.push_back({d.repetition_penalty, d.presence_penalty, d.frequency_penalty});
+    host_uniforms_.push_back(d.uniform);
+  }
+  const size_t entry_start_at = host_draw_ints_.size();
+  host_draw_ints_.insert(host_draw_ints_.end(), batch.penalty_start.begin(), batch.penalty_start.end());
+  const size_t ids_at = host_draw_ints_.size();
+  host_draw_ints_.insert(host_draw_ints_.end(), batch.penalty_ids.begin(), batch.penalty_ids.end());
+  draw_ints_.upload(host_draw_ints_.data(), host_draw_ints_.size());
+  draw_params_.upload(host_draw_params_.data(), host_draw_params_.size());
+  uniforms_.upload(host_uniforms_.data(), host_uniforms_.size());
+  const int32_t* source_rows = draw_ints_.data();
+  if (!batch.penalty_ids.empty()) {
+    penalty_params_.upload(host_penalty_params_.data(), host_penalty_params_.size());
+    draw_counts_.upload(batch.penalty_counts.data(), batch.penalty_counts.size());
+    cuda_check(cuda::apply_penalties(logits_.data(), num_draws, V, source_rows, penalty_params_.data(),
+                                     draw_ints_.data() + entry_start_at, draw_ints_.data() + ids_at,
+                                     draw_counts_.data(), kStream),
+               "apply_penalties");
+  }
+  const size_t workspace_floats = cuda::sample_tokens_workspace_floats(num_draws, V);
+  draw_workspace_.reserve(workspace_floats);
+  draw_ids_.reserve(static_cast<size_t>(num_draws));
+  cuda_check(cuda::sample_tokens(logits_.data(), num_draws, V, draw_params_.data(), uniforms_.data(),
+                                 draw_workspace_.data(), workspace_floats, draw_ids_.data(), kStream, source_rows),
+             "sample_tokens");
+  drawn_.resize(static_cast<size_t>(num_draws));
+  cuda_check(cudaMemcpyAsync(drawn_.data(), draw_ids_.data(), drawn_.size() * sizeof(int32_t), cudaMemcpyDeviceToHost,
+                             kStream),
+             "copy of the drawn tokens to the host");
+}
+
+void CudaBackend::copy_logits_back(const StepBatch& batch, std::vector<float>& logits) {
+  const size_t V = static_cast<size_t>(model_config().vocab_size);
+  const int32_t num_logits = static_cast<int32_t>(batch.logits_rows.size());
+  std::vector<char> drawn(static_cast<size_t>(num_logits), 0);
+  for (const TokenDraw& d : batch.draws) drawn[static_cast<size_t>(d.logits_row)] = 1;
+  // One copy per run of rows that are not drawn (one copy when none is).
+  for (int32_t begin = 0; begin < num_logits;) {
+    if (drawn[static_cast<size_t>(begin)]) {
+      ++begin;
+      continue;
+    }
+    int32_t end = begin + 1;
+    while (end < num_logits && !drawn[static_cast<size_t>(end)]) ++end;
+    const size_t at = static_cast<size_t>(begin) * V;
+    cuda_check(cudaMemcpyAsync(logits.data() + at, logits_.data() + at, static_cast<size_t>(end - begin) * V * sizeof(float),
+                               cudaMemcpyDeviceToHost, kStream),
+               "copy of the logits to the host");
+    begin = end;
+  }
 }
 
 void CudaBackend::collect_attention_stats(int32_t layers_run) {

@@ -12,9 +12,11 @@
 //   written through the slot mapping, paged attention (the mixed prefill /
 //   decode kernel, with the step's cascade groups), output matmul, residual
 //   add + RMSNorm (fused), gate and up matmuls, SiLU-and-mul, down matmul,
-//   residual add + the next norm -> the head for the rows that want logits,
-//   copied back to the host, where the engine's sampler reads them.
-// Sampling on the device (kernels/cuda/sample_tokens.cuh) is a later step.
+//   residual add + the next norm -> the head for the rows that want logits
+//   -> for the rows of batch.draws (gpu_sampling), penalties and sampling on
+//   the device (kernels/cuda/penalties.cuh, sample_tokens.cuh), so only
+//   their token ids come back; the other rows' logits are copied to the
+//   host, where the engine's sampler reads them.
 //
 // Invariance: every kernel of the step computes a row's bits from that row
 // (and its sequence's K/V) alone, so block size, batch composition, chunked
@@ -36,6 +38,8 @@
 #include <vector>
 
 #include "kernels/cuda/paged_prefill.cuh"
+#include "kernels/cuda/penalties.cuh"
+#include "kernels/cuda/sample_tokens.cuh"
 #include "kv/device_kv_pool.h"
 #include "runtime/backend.h"
 #include "runtime/cuda_weights.h"
@@ -72,6 +76,7 @@ class CudaBackend final : public Backend {
   const ModelConfig& model_config() const override { return weights_->config; }
   bool forward(const StepBatch& batch, std::vector<float>& logits, const std::atomic<bool>* interrupt = nullptr,
                int32_t num_layers = 0) override;
+  const std::vector<int32_t>& drawn_tokens() const override { return drawn_; }
   BackendAttentionStats last_attention_stats() const override { return attention_stats_; }
   void reserve(int32_t max_tokens) override;
   Result<std::unique_ptr<KvBlockStore>> make_kv_pool(const KvPoolSpec& spec) override;
@@ -94,6 +99,11 @@ class CudaBackend final : public Backend {
   // the two projections and silu_mul.
   void project_gate_up(const DeviceLayerWeights& layer, int32_t num_tokens);
   void attention(int32_t layer, const StepBatch& batch);
+  // batch.draws: penalties, then sampling, on logits_ in place; the ids are
+  // copied into drawn_ (in stream order, before the step's synchronisation).
+  void draw_tokens(const StepBatch& batch);
+  // The logits rows not drawn, copied into `logits` (drawn rows left as they are).
+  void copy_logits_back(const StepBatch& batch, std::vector<float>& logits);
   void collect_attention_stats(int32_t layers_run);
 
   std::shared_ptr<const ModelWeights> weights_;
@@ -123,6 +133,19 @@ class CudaBackend final : public Backend {
   // sequences that go through the GEMM (gemm_prefill only).
   std::vector<std::pair<int32_t, int32_t>> matvec_runs_, gemm_seqs_;
   DeviceArray<uint16_t> gemm_workspace_;  // bf16 activations, then one bf16 weight tile
+  // Device sampling (draw_tokens): per draw its source logits row, then the
+  // penalty entry starts and ids (one int32 upload), counts, parameters,
+  // random numbers, and the drawn ids.
+  std::vector<int32_t> drawn_, host_draw_ints_;
+  std::vector<float> host_draw_counts_;
+  std::vector<cuda::DeviceSamplingParams> host_draw_params_;
+  std::vector<cuda::DevicePenalties> host_penalty_params_;
+  std::vector<double> host_uniforms_;
+  DeviceArray<int32_t> draw_ints_, draw_ids_;
+  DeviceArray<float> draw_counts_, draw_workspace_;
+  DeviceArray<cuda::DeviceSamplingParams> draw_params_;
+  DeviceArray<cuda::DevicePenalties> penalty_params_;
+  DeviceArray<double> uniforms_;
   // Attention timing: an event before and after each layer's attention.
   std::vector<cudaEvent_t> events_;
   BackendAttentionStats attention_stats_;

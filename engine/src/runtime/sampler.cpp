@@ -87,35 +87,11 @@ void select_top_k(const float* row, int32_t n, int32_t k, std::vector<TokenProb>
 
 // Copies the row into scratch.logits (sanitised) and applies the penalties.
 void copy_and_penalise(const float* logits, int32_t n, const SamplingParams& params,
-                       std::span<const int32_t> recent, SamplerScratch& scratch) {
+                       std::span<const PenaltyEntry> penalties, SamplerScratch& scratch) {
   std::vector<float>& row = scratch.logits;
   row.resize(n);
   for (int32_t i = 0; i < n; ++i) row[i] = sanitize(logits[i]);
-
-  const bool any_penalty = params.repetition_penalty != 1.0f || params.presence_penalty != 0.0f ||
-                           params.frequency_penalty != 0.0f;
-  if (!any_penalty || params.repeat_last_n == 0 || recent.empty()) return;
-
-  const size_t num_window = params.repeat_last_n < 0
-                                ? recent.size()
-                                : std::min(recent.size(), size_t(params.repeat_last_n));
-  std::span<const int32_t> tail = recent.last(num_window);
-  std::vector<int32_t>& window = scratch.window;
-  window.assign(tail.begin(), tail.end());
-  std::sort(window.begin(), window.end());  // equal ids become runs: count = run length
-
-  for (size_t i = 0; i < window.size();) {
-    const int32_t id = window[i];
-    size_t j = i;
-    while (j < window.size() && window[j] == id) ++j;
-    const float count = float(j - i);
-    i = j;
-    if (id < 0 || id >= n) continue;  // not a token of this vocabulary
-    float& l = row[id];
-    l = l > 0.0f ? l / params.repetition_penalty : l * params.repetition_penalty;
-    l -= count * params.frequency_penalty + params.presence_penalty;
-    l = sanitize(l);
-  }
+  for (const PenaltyEntry& e : penalties) row[e.id] = penalised_logit(row[e.id], e.count, params);
 }
 
 // Max of a sanitised (NaN-free) row. g++ will not vectorise a float max
@@ -168,13 +144,52 @@ double next_uniform(std::mt19937_64& rng) { return double(rng() >> 11) * 0x1.0p-
 
 }  // namespace
 
+bool penalties_on(const SamplingParams& params) {
+  return params.repetition_penalty != 1.0f || params.presence_penalty != 0.0f || params.frequency_penalty != 0.0f;
+}
+
+void penalty_entries(const SamplingParams& params, std::span<const int32_t> recent_tokens, int32_t vocab_size,
+                     std::vector<int32_t>& window, std::vector<PenaltyEntry>& out) {
+  out.clear();
+  if (!penalties_on(params) || params.repeat_last_n == 0 || recent_tokens.empty()) return;
+  const size_t num_window = params.repeat_last_n < 0 ? recent_tokens.size()
+                                                     : std::min(recent_tokens.size(), size_t(params.repeat_last_n));
+  std::span<const int32_t> tail = recent_tokens.last(num_window);
+  window.assign(tail.begin(), tail.end());
+  std::sort(window.begin(), window.end());  // equal ids become runs: count = run length
+  for (size_t i = 0; i < window.size();) {
+    const int32_t id = window[i];
+    size_t j = i;
+    while (j < window.size() && window[j] == id) ++j;
+    const float count = float(j - i);
+    i = j;
+    if (id >= 0 && id < vocab_size) out.push_back({id, count});  // else not a token of this vocabulary
+  }
+}
+
+float penalised_logit(float logit, float count, const SamplingParams& params) {
+  float l = logit > 0.0f ? logit / params.repetition_penalty : logit * params.repetition_penalty;
+  // One fused multiply-add, written out, so that the compiler's contraction
+  // choice cannot change the bits (the GPU's penalty kernel does the same).
+  l -= std::fma(count, params.frequency_penalty, params.presence_penalty);
+  return sanitize(l);
+}
+
 void probability_distribution(const float* logits, int32_t vocab_size,
                               const SamplingParams& params,
                               std::span<const int32_t> recent_tokens, SamplerScratch& scratch,
                               std::vector<TokenProb>& out) {
+  penalty_entries(params, recent_tokens, vocab_size, scratch.window, scratch.penalties);
+  probability_distribution(logits, vocab_size, params, std::span<const PenaltyEntry>(scratch.penalties), scratch,
+                           out);
+}
+
+void probability_distribution(const float* logits, int32_t vocab_size, const SamplingParams& params,
+                              std::span<const PenaltyEntry> penalties, SamplerScratch& scratch,
+                              std::vector<TokenProb>& out) {
   assert(vocab_size >= 1 && "probability_distribution needs at least one logit");
   out.clear();
-  copy_and_penalise(logits, vocab_size, params, recent_tokens, scratch);
+  copy_and_penalise(logits, vocab_size, params, penalties, scratch);
   std::vector<float>& row = scratch.logits;
 
   if (params.temperature == 0.0f) {
@@ -341,5 +356,7 @@ int32_t Sampler::sample(const float* logits, int32_t vocab_size,
   if (params_.temperature == 0.0f) return distribution_.front().first;
   return draw_token(distribution_, next_uniform(rng_));
 }
+
+double Sampler::take_uniform() { return next_uniform(rng_); }
 
 }  // namespace kvscope

@@ -60,10 +60,17 @@ namespace kvscope {
 // (token id, probability or log-probability), see each function.
 using TokenProb = std::pair<int32_t, float>;
 
+// One penalised token of a row: its id and how often it occurs in the window.
+struct PenaltyEntry {
+  int32_t id = 0;
+  float count = 0.0f;
+};
+
 // Reused buffers, so that a Sampler allocates only on its first call.
 struct SamplerScratch {
   std::vector<float> logits;           // [vocab] penalised, sanitised copy of the row
   std::vector<int32_t> window;         // [<= repeat_last_n] recent tokens, sorted
+  std::vector<PenaltyEntry> penalties; // the window's distinct ids and counts
   std::vector<TokenProb> candidates;   // [num_candidates] (id, logit, later weight)
   std::vector<double> mass_per_bucket; // [1024] top-p's weight histogram (sampler.cpp)
 };
@@ -83,6 +90,30 @@ void probability_distribution(const float* logits, int32_t vocab_size,
                               const SamplingParams& params,
                               std::span<const int32_t> recent_tokens, SamplerScratch& scratch,
                               std::vector<TokenProb>& out);
+
+// Same, with the penalties given as entries (penalty_entries below) instead of
+// recent tokens: what a backend that draws tokens itself (StepBatch::draws) is
+// handed, so that it applies exactly these. Preconditions as above, and each
+// entry's id in [0, vocab_size), each id at most once.
+void probability_distribution(const float* logits, int32_t vocab_size, const SamplingParams& params,
+                              std::span<const PenaltyEntry> penalties, SamplerScratch& scratch,
+                              std::vector<TokenProb>& out);
+
+// Whether any of repetition / presence / frequency penalty is on.
+bool penalties_on(const SamplingParams& params);
+
+// Step 1's inputs: the distinct ids of the last repeat_last_n recent tokens
+// that lie in [0, vocab_size), ascending, with their counts; empty when no
+// penalty is on. window: scratch for the sorted tail.
+void penalty_entries(const SamplingParams& params, std::span<const int32_t> recent_tokens, int32_t vocab_size,
+                     std::vector<int32_t>& window, std::vector<PenaltyEntry>& out);
+
+// Step 1 for one token: a sanitised logit seen `count` times becomes
+//   l = logit > 0 ? logit / repetition_penalty : logit * repetition_penalty
+//   l = l - fma(count, frequency_penalty, presence_penalty), sanitised.
+// Every operation is one IEEE rounding, so the GPU's penalty kernel
+// (kernels/cuda/penalties.cuh) gets the same bits.
+float penalised_logit(float logit, float count, const SamplingParams& params);
 
 // The token of `d` at u in [0, 1) by the inverse CDF over d in its own order
 // (entries with p == 0 are never drawn): the draw sample() makes with its
@@ -113,7 +144,13 @@ class Sampler {
   // depend on the shapes of earlier distributions.
   int32_t sample(const float* logits, int32_t vocab_size, std::span<const int32_t> recent_tokens);
 
-  // The distribution the last sample() call drew from (empty before the first).
+  // The random number the next non-greedy sample() would use, consumed: for a
+  // backend that draws the token itself (StepBatch::draws), so that the
+  // sequence's stream of draws is the same wherever they are made.
+  double take_uniform();
+
+  // The distribution the last sample() call drew from (empty before the
+  // first); a token drawn by a backend leaves it as it was.
   const std::vector<TokenProb>& last_distribution() const { return distribution_; }
 
   // The seed in use: params.seed, or the one picked when that was 0. Passing it

@@ -1,0 +1,32 @@
+// Token draws on the host: what StepBatch::draws ask of a backend, done with
+// the engine's own sampler functions (runtime/sampler.h). The CPU backend
+// draws through it; the GPU's kernels (kernels/cuda/penalties.cuh,
+// sample_tokens.cuh) implement the same rule, and the GPU tests hold them
+// to it.
+//   tested by tests/engine/runtime/token_draw_test.cpp
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "kvscope/sampling_params.h"
+#include "runtime/sampler.h"
+#include "runtime/step_batch.h"
+
+namespace kvscope {
+
+// The SamplingParams a draw stands for (penalty window and seed aside: the
+// draw carries its penalised tokens and its random number).
+SamplingParams draw_params(const TokenDraw& draw);
+
+// The TokenDraw for logits row `logits_row` of a sequence sampled with
+// `params`, drawing with `uniform`.
+TokenDraw make_draw(int32_t logits_row, const SamplingParams& params, double uniform);
+
+// drawn[d] = the token draw d of `batch` picks from its row of `logits`
+// ([batch.logits_rows.size()][vocab_size]), exactly as Sampler::sample would
+// with the same penalties and random number.
+void draw_tokens_on_host(const StepBatch& batch, const float* logits, int32_t vocab_size, SamplerScratch& scratch,
+                         std::vector<TokenProb>& distribution, std::vector<int32_t>& drawn);
+
+}  // namespace kvscope
