@@ -120,6 +120,7 @@ Result<BenchPrompts> make_prompts(const Engine& engine, int32_t num_runs, int32_
 struct BatchResult {
   std::vector<BenchRun> requests;
   double wall_s = 0;
+  std::vector<StepStats> steps;  // every step of the run
 };
 
 Result<BatchResult> run_batch(Engine& engine, const std::vector<std::vector<int32_t>>& prompts, int32_t gen_tokens) {
@@ -140,8 +141,11 @@ Result<BatchResult> run_batch(Engine& engine, const std::vector<std::vector<int3
       return Error{id.error()};
     }
   }
-  engine.run_until_idle();
   BatchResult batch;
+  while (engine.has_work()) {
+    engine.step();
+    batch.steps.push_back(engine.last_step_stats());
+  }
   batch.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   for (size_t k = 0; k < prompts.size(); ++k) {
     const TokenEvent& last = finals[k];
@@ -167,6 +171,30 @@ double percentile(std::vector<double> v, double fraction) {
   std::sort(v.begin(), v.end());
   const size_t rank = static_cast<size_t>(std::ceil(fraction * static_cast<double>(v.size())));
   return v[std::clamp<size_t>(rank, 1, v.size()) - 1];
+}
+
+// Where the measured runs' steps spent their time: the backend's forward
+// pass, the engine's sampling and publishing, and the rest (scheduling, KV
+// bookkeeping), as shares of the summed step time, with the median step.
+nlohmann::ordered_json step_breakdown_json(const std::vector<StepStats>& steps) {
+  double total = 0.0, forward = 0.0, sample = 0.0;
+  int64_t drawn = 0;
+  std::vector<double> step_s;
+  for (const StepStats& s : steps) {
+    total += s.step_time_s;
+    forward += s.forward_time_s;
+    sample += s.sample_time_s;
+    drawn += s.num_backend_draws;
+    step_s.push_back(s.step_time_s);
+  }
+  auto share = [&](double part) { return total > 0.0 ? part / total : 0.0; };
+  return {{"count", steps.size()},
+          {"step_s_median", median(step_s)},
+          {"forward_share", share(forward)},
+          {"sample_share", share(sample)},
+          {"other_share", share(total - forward - sample)},
+          // Tokens the backend drew itself (gpu_sampling) instead of the engine's sampler.
+          {"backend_draws", drawn}};
 }
 
 // A setting's value as the command line and the settings file write it ("deterministic").
@@ -211,6 +239,7 @@ int run_bench(const BenchOptions& o) {
     return kExitRuntime;
   }
   std::vector<BenchRun> requests;  // every measured request, all runs
+  std::vector<StepStats> steps;    // every step of the measured runs
   std::vector<double> run_tok_s;   // aggregate generated tok/s of each run
   nlohmann::ordered_json runs_json = nlohmann::ordered_json::array();
   int64_t num_cached_prompt_tokens = 0;
@@ -221,6 +250,7 @@ int run_bench(const BenchOptions& o) {
       print_error(batch.error());
       return kExitRuntime;
     }
+    steps.insert(steps.end(), batch->steps.begin(), batch->steps.end());
     int64_t generated = 0;
     nlohmann::ordered_json requests_json = nlohmann::ordered_json::array();
     for (size_t k = 0; k < width; ++k) {
@@ -274,6 +304,10 @@ int run_bench(const BenchOptions& o) {
       {"model_path", info.path},
       {"cpu", cpu_json(cpu, engine->config().num_threads)},
       {"threads", engine->config().num_threads},
+      // What ran the model (on a GPU the cpu entry is only the host).
+      {"backend", info.backend},
+      {"device", info.device_name},
+      {"gpu_sampling", engine->config().gpu_sampling},
       {"prompt_tokens", o.prompt_tokens},
       {"gen_tokens", o.gen_tokens},
       {"repeats", o.repeats},
@@ -296,6 +330,7 @@ int run_bench(const BenchOptions& o) {
       {"time_to_first_token_s_p90", percentile(ttft, 0.9)},
       // Generated tokens of all the run's sequences over its wall time (submit to idle).
       {"tokens_per_s_median", median(run_tok_s)},
+      {"steps", step_breakdown_json(steps)},
       {"runs", runs_json},
       {"loadavg_before", loadavg_before ? nlohmann::ordered_json(*loadavg_before) : nlohmann::ordered_json()},
       {"loadavg_after", loadavg_after ? nlohmann::ordered_json(*loadavg_after) : nlohmann::ordered_json()},

@@ -416,6 +416,7 @@ void Engine::step() {
     if (!m.backend->forward(m.batch, m.logits, &m.interrupted)) return;
     if (m.runner) note_rank_timings(*m.runner, m.events, stats);  // the CPU backend's ranks
     const double forward_s = std::chrono::duration<double>(Sequence::Clock::now() - forward_start).count();
+    stats.forward_time_s = forward_s;
     m.note_forward_time(work, stats, forward_s);
     if (m.draft_s_per_token_ema > 0.0) {
       // A draft token's cost in target rows, for the auto-disable rule.
@@ -429,6 +430,7 @@ void Engine::step() {
     for (const ScheduledSequence& w : work) {
       if (w.num_draft == 0) m.scheduler->commit(w, w.num_rows);
     }
+    const auto sample_start = Sequence::Clock::now();
     const size_t vocab = static_cast<size_t>(m.weights->config.vocab_size);
     size_t row = 0;
     for (size_t i = 0; i < work.size(); ++i) {
@@ -453,6 +455,7 @@ void Engine::step() {
       m.sample_and_publish(s, logits);
       for (Sequence* sib : siblings) m.sample_and_publish(*sib, logits);
     }
+    stats.sample_time_s = std::chrono::duration<double>(Sequence::Clock::now() - sample_start).count();
     m.note_draft_kv(work);
     m.shift_full_contexts();
     stats.num_seqs = static_cast<int32_t>(work.size());

@@ -65,6 +65,35 @@ TEST_F(BenchRecord, NamesTheCpuAndNoPrefillTokenCameFromTheCache) {
   EXPECT_EQ(j["tp_reduce"], "fast");
 }
 
+// The record names what ran the model, and where the steps' time went: the
+// shares add up to the whole, and with --no-gpu-sampling the engine drew
+// every token itself.
+TEST_F(BenchRecord, NamesTheBackendAndSplitsTheStepTime) {
+  for (bool gpu_sampling : {true, false}) {
+    std::vector<std::string> args = {"bench", "--model", path_, "--threads", "1", "--prompt-tokens", "20",
+                                     "--gen-tokens", "5", "--repeats", "2", "--concurrency", "3"};
+    if (!gpu_sampling) args.push_back("--no-gpu-sampling");
+    auto r = run_cli(args);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto j = nlohmann::json::parse(r.out, nullptr, /*allow_exceptions=*/false);
+    ASSERT_TRUE(j.is_object()) << r.out;
+    EXPECT_EQ(j["backend"], "cpu");
+    EXPECT_EQ(j["device"].get<std::string>().rfind("CPU (", 0), 0u) << j["device"];
+    EXPECT_EQ(j["gpu_sampling"], gpu_sampling);
+    const auto& steps = j["steps"];
+    ASSERT_TRUE(steps.is_object()) << r.out;
+    EXPECT_GE(steps["count"].get<int>(), 2 * 5);  // at least a prefill and 4 decodes per run
+    EXPECT_GT(steps["step_s_median"].get<double>(), 0.0);
+    const double forward = steps["forward_share"], sample = steps["sample_share"], other = steps["other_share"];
+    EXPECT_GT(forward, 0.0);
+    EXPECT_GE(sample, 0.0);
+    EXPECT_GE(other, 0.0);
+    EXPECT_NEAR(forward + sample + other, 1.0, 1e-9);
+    // 3 sequences x 5 tokens x 2 runs, each drawn by the backend or by the engine.
+    EXPECT_EQ(steps["backend_draws"].get<int>(), gpu_sampling ? 30 : 0);
+  }
+}
+
 // The record says how the model was split: a tp = 2 figure is not a tp = 1 one.
 TEST(BenchRecordTp, NamesTpAndTheReduction) {
   const std::string path = test::tiny_model_temp_path("bench_record_tp");

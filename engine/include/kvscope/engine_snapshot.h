@@ -90,6 +90,11 @@ struct StepStats {
   // the rest of the step's tokens were sampled by the engine from logits.
   int32_t num_backend_draws = 0;
   double step_time_s = 0.0;
+  // Where step_time_s went: the backend's forward pass (on a GPU until its
+  // logits or drawn tokens are on the host), then sampling and publishing the
+  // tokens; the rest is scheduling and bookkeeping on the host.
+  double forward_time_s = 0.0;
+  double sample_time_s = 0.0;
   int32_t num_used_blocks = 0;
   int32_t num_total_blocks = 0;
   // Attention kernels, all layers, this step (wall time on the stepping thread).
