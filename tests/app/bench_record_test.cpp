@@ -3,10 +3,13 @@
 // (every run gets a fresh prompt; before, the warm-up's prompt was reused and
 // its cached blocks made prefill look ~5x faster). --concurrency N runs N
 // sequences at once, each with a prompt of its own; the record names tp and
-// tp_reduce. Label: unit.
+// tp_reduce, the backend and device, and splits the step time.
+// scripts/bench_gpu.py (the GPU table) runs here on the CPU backend, so the
+// script a GPU session relies on is known to work. Label: unit.
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <fstream>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -92,6 +95,40 @@ TEST_F(BenchRecord, NamesTheBackendAndSplitsTheStepTime) {
     // 3 sequences x 5 tokens x 2 runs, each drawn by the backend or by the engine.
     EXPECT_EQ(steps["backend_draws"].get<int>(), gpu_sampling ? 30 : 0);
   }
+}
+
+// scripts/bench_gpu.py --quick on the CPU: one record of the bench runs at 1
+// and 2 sequences plus the host-sampling comparison, with a stored
+// gpu_kernel_bench record summarised beside them; a failing run names itself.
+TEST_F(BenchRecord, BenchGpuScriptMakesOneRecordAndNamesAFailingRun) {
+  const std::string out = path_ + ".bench_gpu.json";
+  auto r = test::run_program("python3", {KVSCOPE_BENCH_GPU_SCRIPT, "--backend", "cpu", "--quick", "--cli",
+                                         KVSCOPE_CLI_PATH, "--model", path_, "--engine-option=--threads=1",
+                                         "--kernel-json", KVSCOPE_H200_KERNEL_RECORD, "--out", out});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::ifstream file(out);
+  const auto j = nlohmann::json::parse(file, nullptr, /*allow_exceptions=*/false);
+  std::remove(out.c_str());
+  ASSERT_TRUE(j.is_object());
+  EXPECT_EQ(j["device"].get<std::string>().rfind("CPU (", 0), 0u) << j["device"];
+  ASSERT_EQ(j["table"].size(), 3u);
+  ASSERT_EQ(j["end_to_end"].size(), 3u);
+  const int concurrency[] = {1, 2, 2};
+  const bool gpu_sampling[] = {true, true, false};
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(j["table"][i]["concurrency"], concurrency[i]);
+    EXPECT_EQ(j["table"][i]["gpu_sampling"], gpu_sampling[i]);
+    EXPECT_GT(j["table"][i]["tokens_per_s"].get<double>(), 0.0);
+    EXPECT_EQ(j["end_to_end"][i]["threads"], 1);
+  }
+  EXPECT_EQ(j["kernels"]["decode_attention"].size(), 9u);  // batch 1, 16, 64 x context 1k, 4k, 16k
+  EXPECT_NE(r.err.find("| sequences |"), std::string::npos) << r.err;
+
+  auto bad = test::run_program("python3", {KVSCOPE_BENCH_GPU_SCRIPT, "--backend", "cpu", "--quick", "--cli",
+                                           KVSCOPE_CLI_PATH, "--model", path_, "--engine-option=--block-size=0"});
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.err.find("bench at 1 sequence(s) failed"), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("block"), std::string::npos) << bad.err;
 }
 
 // The record says how the model was split: a tp = 2 figure is not a tp = 1 one.

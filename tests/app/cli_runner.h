@@ -1,6 +1,6 @@
 // run_cli: runs the built kvscope-cli (path from the KVSCOPE_CLI_PATH compile
 // definition) with arguments and optional stdin, capturing stdout, stderr and
-// the exit code. Shared by cli_test.cpp (unit) and cli_model_test.cpp (model).
+// the exit code; run_program does the same for any program. Shared by cli_test.cpp (unit) and cli_model_test.cpp (model).
 #pragma once
 
 #include <sys/wait.h>
@@ -31,7 +31,9 @@ inline std::string shell_quote(const std::string& s) {
   return q;
 }
 
-inline CliResult run_cli(const std::vector<std::string>& args, const std::string& stdin_text = {}) {
+// Any program, the same way (run_cli below is this with kvscope-cli).
+inline CliResult run_program(const std::string& program, const std::vector<std::string>& args,
+                             const std::string& stdin_text = {}) {
   namespace fs = std::filesystem;
   static int counter = 0;
   const std::string stem = (fs::temp_directory_path() / ("kvscope-cli-test-" + std::to_string(::getpid()) + "-" +
@@ -39,7 +41,7 @@ inline CliResult run_cli(const std::vector<std::string>& args, const std::string
   const std::string in_path = stem + ".in", err_path = stem + ".err";
   std::ofstream(in_path, std::ios::binary) << stdin_text;
   // Appends only: GCC 12 warns falsely (-Wrestrict) on "literal" + std::string here.
-  std::string cmd = shell_quote(KVSCOPE_CLI_PATH);
+  std::string cmd = shell_quote(program);
   for (const std::string& a : args) cmd.append(" ").append(shell_quote(a));
   cmd.append(" <").append(shell_quote(in_path)).append(" 2>").append(shell_quote(err_path));
 
@@ -57,6 +59,10 @@ inline CliResult run_cli(const std::vector<std::string>& args, const std::string
   fs::remove(in_path);
   fs::remove(err_path);
   return r;
+}
+
+inline CliResult run_cli(const std::vector<std::string>& args, const std::string& stdin_text = {}) {
+  return run_program(KVSCOPE_CLI_PATH, args, stdin_text);
 }
 
 }  // namespace kvscope::test
