@@ -28,6 +28,7 @@ std::unique_ptr<CpuBackend> CpuBackend::create(std::shared_ptr<const ModelWeight
   std::unique_ptr<CpuBackend> b(new CpuBackend());
   b->weights_ = weights;
   b->pool_ = std::move(pool);
+  b->threads_ = &threads;
   b->runner_ = TensorParallelRunner::create(std::move(weights), plan, b->pool_->storage(), threads, progress);
   if (!b->runner_) return nullptr;
   b->device_name_ = fmt::format("CPU ({})", describe_cpu().model_name);
@@ -39,7 +40,7 @@ bool CpuBackend::forward(const StepBatch& batch, std::vector<float>& logits, con
   drawn_.clear();
   if (!runner_->forward(batch, logits, interrupt, num_layers)) return false;
   if (!batch.draws.empty())
-    draw_tokens_on_host(batch, logits.data(), weights_->config.vocab_size, draw_scratch_, draw_distribution_, drawn_);
+    draw_tokens_on_host(batch, logits.data(), weights_->config.vocab_size, drawn_, threads_);
   return true;
 }
 

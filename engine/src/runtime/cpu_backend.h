@@ -15,7 +15,6 @@
 #include "parallel/shard_plan.h"
 #include "parallel/tensor_parallel_runner.h"
 #include "runtime/backend.h"
-#include "runtime/sampler.h"
 
 namespace kvscope {
 
@@ -49,7 +48,10 @@ class CpuBackend final : public Backend {
   Result<std::unique_ptr<KvBlockStore>> make_kv_pool(const KvPoolSpec& spec) override;
   void use_kv_pool(std::unique_ptr<KvBlockStore> pool) override;
   KvBlockStore& kv_blocks() override { return *pool_; }
-  void set_thread_pool(ThreadPool& pool) override { runner_->set_thread_pool(pool); }
+  void set_thread_pool(ThreadPool& pool) override {
+    runner_->set_thread_pool(pool);
+    threads_ = &pool;
+  }
   BackendMemory memory() const override;
 
  private:
@@ -59,10 +61,10 @@ class CpuBackend final : public Backend {
   std::unique_ptr<HostKvPool> pool_;
   std::unique_ptr<TensorParallelRunner> runner_;
   std::string device_name_;
-  // batch.draws, drawn on the host after the logits (runtime/token_draw.h).
+  // batch.draws, drawn on the host after the logits (runtime/token_draw.h),
+  // on the engine's threads.
   std::vector<int32_t> drawn_;
-  SamplerScratch draw_scratch_;
-  std::vector<TokenProb> draw_distribution_;
+  ThreadPool* threads_ = nullptr;
 };
 
 }  // namespace kvscope

@@ -113,9 +113,36 @@ float max_of(const std::vector<float>& row) {
   return max;
 }
 
-// Ties -> lowest id: the first position holding the maximum.
-int32_t argmax(const std::vector<float>& row) {
-  return int32_t(std::find(row.begin(), row.end(), max_of(row)) - row.begin());
+// Greedy: the first position holding the maximum of sanitize(p[i]), read
+// in place (no copy of the row; at vocab 262144 the copy took most of a
+// greedy draw). The AVX2 sanitise is the scalar one: max_ps returns its
+// second operand for NaN, so NaN and -inf become -FLT_MAX, and min_ps then
+// clamps +inf to FLT_MAX.
+int32_t argmax_sanitised(const float* p, int32_t n) {
+  float max = -kFloatMax;
+  int32_t i = 0;
+#if defined(__AVX2__)
+  const __m256 lo = _mm256_set1_ps(-kFloatMax), hi = _mm256_set1_ps(kFloatMax);
+  auto sanitised = [&](int32_t at) { return _mm256_min_ps(_mm256_max_ps(_mm256_loadu_ps(p + at), lo), hi); };
+  __m256 m8 = lo;
+  for (; i + 8 <= n; i += 8) m8 = _mm256_max_ps(m8, sanitised(i));
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, m8);
+  for (float x : lanes) max = std::max(max, x);
+#endif
+  for (; i < n; ++i) max = std::max(max, sanitize(p[i]));
+  int32_t j = 0;
+#if defined(__AVX2__)
+  const __m256 max8 = _mm256_set1_ps(max);
+  for (; j + 8 <= n; j += 8) {
+    const int hits = _mm256_movemask_ps(_mm256_cmp_ps(sanitised(j), max8, _CMP_EQ_OQ));
+    if (hits != 0) return j + __builtin_ctz(static_cast<unsigned>(hits));
+  }
+#endif
+  for (; j < n; ++j) {
+    if (sanitize(p[j]) == max) return j;
+  }
+  return 0;  // not reached: max is one of the values
 }
 
 // c holds (id, weight). Sorts just enough of c (by `better`) to find the
@@ -189,11 +216,15 @@ void probability_distribution(const float* logits, int32_t vocab_size, const Sam
                               std::vector<TokenProb>& out) {
   assert(vocab_size >= 1 && "probability_distribution needs at least one logit");
   out.clear();
+  if (params.temperature == 0.0f && penalties.empty()) {
+    out.emplace_back(argmax_sanitised(logits, vocab_size), 1.0f);
+    return;
+  }
   copy_and_penalise(logits, vocab_size, params, penalties, scratch);
   std::vector<float>& row = scratch.logits;
 
   if (params.temperature == 0.0f) {
-    out.emplace_back(argmax(row), 1.0f);
+    out.emplace_back(argmax_sanitised(row.data(), vocab_size), 1.0f);
     return;
   }
 

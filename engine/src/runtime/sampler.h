@@ -30,7 +30,9 @@
 // then a heap scan for small top_k, nth_element for large top_k, and with top_k
 // off a histogram of the mass by log-weight that finds roughly where top-p
 // cuts, so only tokens above that point (and above min-p's cut) are sorted.
-// No full sort of the vocabulary.
+// No full sort of the vocabulary. Greedy without penalties reads the row in
+// place (one vectorised pass for the max, one for its first position), since
+// the copy was most of its cost.
 //
 // Grammar-constrained decoding (params.constraint): the Sampler holds the
 // sequence's TokenConstraint (constrain/token_constraint.h); the engine step

@@ -28,20 +28,36 @@ TokenDraw make_draw(int32_t logits_row, const SamplingParams& params, double uni
   return d;
 }
 
-void draw_tokens_on_host(const StepBatch& batch, const float* logits, int32_t vocab_size, SamplerScratch& scratch,
-                         std::vector<TokenProb>& distribution, std::vector<int32_t>& drawn) {
+namespace {
+
+// One draw, with this thread's buffers.
+int32_t draw_one(const StepBatch& batch, size_t d, const float* logits, int32_t vocab_size) {
+  thread_local SamplerScratch scratch;
+  thread_local std::vector<TokenProb> distribution;
+  thread_local std::vector<PenaltyEntry> penalties;
+  const TokenDraw& draw = batch.draws[d];
+  penalties.clear();
+  for (int32_t e = batch.penalty_start[d]; e < batch.penalty_start[d + 1]; ++e)
+    penalties.push_back({batch.penalty_ids[static_cast<size_t>(e)], batch.penalty_counts[static_cast<size_t>(e)]});
+  const SamplingParams params = draw_params(draw);
+  const float* row = logits + static_cast<size_t>(draw.logits_row) * static_cast<size_t>(vocab_size);
+  probability_distribution(row, vocab_size, params, std::span<const PenaltyEntry>(penalties), scratch, distribution);
+  return params.temperature == 0.0f ? distribution.front().first : draw_token(distribution, draw.uniform);
+}
+
+}  // namespace
+
+void draw_tokens_on_host(const StepBatch& batch, const float* logits, int32_t vocab_size, std::vector<int32_t>& drawn,
+                         ThreadPool* threads) {
   drawn.resize(batch.draws.size());
-  std::vector<PenaltyEntry> penalties;
-  for (size_t d = 0; d < batch.draws.size(); ++d) {
-    const TokenDraw& draw = batch.draws[d];
-    penalties.clear();
-    for (int32_t e = batch.penalty_start[d]; e < batch.penalty_start[d + 1]; ++e)
-      penalties.push_back({batch.penalty_ids[static_cast<size_t>(e)], batch.penalty_counts[static_cast<size_t>(e)]});
-    const SamplingParams params = draw_params(draw);
-    const float* row = logits + static_cast<size_t>(draw.logits_row) * static_cast<size_t>(vocab_size);
-    probability_distribution(row, vocab_size, params, std::span<const PenaltyEntry>(penalties), scratch,
-                             distribution);
-    drawn[d] = params.temperature == 0.0f ? distribution.front().first : draw_token(distribution, draw.uniform);
+  auto draw_range = [&](int64_t begin, int64_t end) {
+    for (int64_t d = begin; d < end; ++d)
+      drawn[static_cast<size_t>(d)] = draw_one(batch, static_cast<size_t>(d), logits, vocab_size);
+  };
+  if (threads && threads->num_threads() > 1 && drawn.size() > 1) {
+    threads->parallel_for(static_cast<int64_t>(drawn.size()), draw_range);
+  } else {
+    draw_range(0, static_cast<int64_t>(drawn.size()));
   }
 }
 

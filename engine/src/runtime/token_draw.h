@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "kernels/cpu/thread_pool.h"
 #include "kvscope/sampling_params.h"
 #include "runtime/sampler.h"
 #include "runtime/step_batch.h"
@@ -25,8 +26,11 @@ TokenDraw make_draw(int32_t logits_row, const SamplingParams& params, double uni
 
 // drawn[d] = the token draw d of `batch` picks from its row of `logits`
 // ([batch.logits_rows.size()][vocab_size]), exactly as Sampler::sample would
-// with the same penalties and random number.
-void draw_tokens_on_host(const StepBatch& batch, const float* logits, int32_t vocab_size, SamplerScratch& scratch,
-                         std::vector<TokenProb>& distribution, std::vector<int32_t>& drawn);
+// with the same penalties and random number. With `threads`, the draws are
+// spread over its threads (each draw is independent, so the tokens are the
+// same); at a large vocabulary a row's draw costs a fraction of a
+// millisecond, which at dozens of sequences is a noticeable part of a step.
+void draw_tokens_on_host(const StepBatch& batch, const float* logits, int32_t vocab_size, std::vector<int32_t>& drawn,
+                         ThreadPool* threads = nullptr);
 
 }  // namespace kvscope

@@ -376,10 +376,8 @@ bool near_tie(const StepBatch& batch, const float* logits, int32_t vocab, size_t
   for (double scale : {1.0 - 1e-6, 1.0 + 1e-6}) {
     StepBatch moved = batch;
     moved.draws[d].uniform = std::min(batch.draws[d].uniform * scale, std::nextafter(1.0, 0.0));
-    SamplerScratch scratch;
-    std::vector<TokenProb> distribution;
     std::vector<int32_t> drawn;
-    draw_tokens_on_host(moved, logits, vocab, scratch, distribution, drawn);
+    draw_tokens_on_host(moved, logits, vocab, drawn);
     if (drawn[d] == device_token) return true;
   }
   return false;
@@ -444,10 +442,8 @@ TEST(CudaBackend, DeviceDrawsAreTheHostRuleOnTheSameLogits) {
     ASSERT_EQ(device.size(), batch.draws.size());
     // The row not drawn comes back as the plain forward's, bit for bit.
     EXPECT_EQ(std::memcmp(drawn_logits.data() + 2 * V, logits.data() + 2 * V, V * sizeof(float)), 0);
-    SamplerScratch scratch;
-    std::vector<TokenProb> distribution;
     std::vector<int32_t> host;
-    draw_tokens_on_host(batch, logits.data(), V, scratch, distribution, host);
+    draw_tokens_on_host(batch, logits.data(), V, host);
     for (size_t d = 0; d < device.size(); ++d) {
       ++num_draws;
       if (device[d] == host[d]) continue;

@@ -359,6 +359,49 @@ TEST(SamplerTest, DrawFrequenciesMatchTheDistribution) {
   EXPECT_GT(chi2, double(k - 1) + 6.0 * std::sqrt(2.0 * double(k - 1)));
 }
 
+// Greedy reads the row in place (vectorised, no copy) unless a penalty needs
+// a copy: both must be the plain rule, the first id holding the maximum of
+// the sanitised values, at every size (vector body and tail) and with NaN,
+// infinities, FLT_MAX and ties anywhere.
+TEST(SamplerTest, GreedyIsThePlainArgmaxAtOddSizesWithNonFiniteValues) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float fmax = std::numeric_limits<float>::max();
+  std::mt19937 rng(12);
+  auto plain_argmax = [](const std::vector<float>& v) {
+    auto sane = [](float x) { return std::isnan(x) ? -std::numeric_limits<float>::max()
+                                                   : std::clamp(x, -std::numeric_limits<float>::max(),
+                                                                std::numeric_limits<float>::max()); };
+    int32_t best = 0;
+    for (int32_t i = 1; i < static_cast<int32_t>(v.size()); ++i)
+      if (sane(v[static_cast<size_t>(i)]) > sane(v[static_cast<size_t>(best)])) best = i;
+    return best;
+  };
+  SamplingParams penalised = plain(0.0f);
+  penalised.repetition_penalty = 1.5f;
+  int num_checked = 0;
+  for (int32_t n : {1, 2, 7, 8, 9, 15, 16, 17, 31, 1001, 262147}) {
+    for (int trial = 0; trial < 12; ++trial) {
+      std::vector<float> v(static_cast<size_t>(n));
+      for (float& x : v) x = static_cast<float>(static_cast<int>(rng() % 7)) - 3.0f;  // many ties
+      const int kind = trial % 6;
+      for (int k = 0; k < 3; ++k) {
+        const size_t at = rng() % static_cast<size_t>(n);
+        v[at] = kind == 0 ? nan : kind == 1 ? kInf : kind == 2 ? -kInf : kind == 3 ? fmax : kind == 4 ? 9.0f : v[at];
+      }
+      if (trial == 11) std::fill(v.begin(), v.end(), nan);
+      const int32_t want = plain_argmax(v);
+      EXPECT_EQ(Sampler(plain(0.0f)).sample(v.data(), n, {}), want) << "n " << n << " trial " << trial;
+      // A penalty on a token outside the row's maximum keeps the argmax, through the copying path.
+      const std::vector<int32_t> recent = {want == 0 ? n - 1 : 0};
+      if (n > 1 && v[static_cast<size_t>(recent[0])] < 0.0f && !std::isnan(v[static_cast<size_t>(recent[0])])) {
+        EXPECT_EQ(Sampler(penalised).sample(v.data(), n, recent), want) << "n " << n << " trial " << trial;
+      }
+      ++num_checked;
+    }
+  }
+  EXPECT_EQ(num_checked, 11 * 12);
+}
+
 TEST(SamplerTest, NonFiniteLogitsDoNotBreakSampling) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const std::vector<float> mixed = {nan, 1.0f, -kInf, kInf, 2.0f};

@@ -64,10 +64,8 @@ TEST(TokenDrawTest, HostDrawIsTheSamplersTokenWithTheSameRandomNumber) {
       num_penalised += !entries.empty();
       const double u = params.temperature == 0.0f ? 0.0 : drawing.take_uniform();
       batch.add_draw(make_draw(1, params, u), ids, counts);
-      SamplerScratch scratch;
-      std::vector<TokenProb> distribution;
       std::vector<int32_t> drawn;
-      draw_tokens_on_host(batch, logits.data(), kVocab, scratch, distribution, drawn);
+      draw_tokens_on_host(batch, logits.data(), kVocab, drawn);
       ASSERT_EQ(drawn.size(), 1u);
       EXPECT_EQ(drawn[0], expected) << "variant " << variant << " step " << step;
       ++num_compared;
@@ -76,6 +74,40 @@ TEST(TokenDrawTest, HostDrawIsTheSamplersTokenWithTheSameRandomNumber) {
   }
   EXPECT_EQ(num_compared, 24 * 12);
   EXPECT_GT(num_penalised, 100);  // the penalties were exercised, not skipped
+}
+
+// Many draws in one batch, spread over threads: each the sampler's token.
+TEST(TokenDrawTest, DrawsOverThreadsAreEachTheSamplersToken) {
+  constexpr int32_t kVocab = 1001, kRows = 41;
+  std::mt19937 rng(6);
+  std::normal_distribution<float> logit(0.0f, 3.0f);
+  std::vector<float> logits(static_cast<size_t>(kRows) * kVocab);
+  for (float& l : logits) l = logit(rng);
+  StepBatch batch;
+  batch.clear();
+  for (int32_t r = 0; r < kRows; ++r) batch.logits_rows.push_back(r);
+  std::vector<int32_t> expected;
+  std::vector<int32_t> recent = {5, 5, 9, 1000, 3, 5};
+  for (int32_t r = kRows - 1; r >= 0; r -= 2) {  // every other row, in reverse
+    const SamplingParams params = params_for(r, 300 + static_cast<uint64_t>(r));
+    Sampler reference(params), drawing(params);
+    expected.push_back(reference.sample(logits.data() + static_cast<size_t>(r) * kVocab, kVocab, recent));
+    std::vector<int32_t> window, ids;
+    std::vector<PenaltyEntry> entries;
+    std::vector<float> counts;
+    penalty_entries(params, recent, kVocab, window, entries);
+    for (const PenaltyEntry& e : entries) {
+      ids.push_back(e.id);
+      counts.push_back(e.count);
+    }
+    batch.add_draw(make_draw(r, params, params.temperature == 0.0f ? 0.0 : drawing.take_uniform()), ids, counts);
+  }
+  std::vector<int32_t> alone, threaded;
+  draw_tokens_on_host(batch, logits.data(), kVocab, alone);
+  ThreadPool threads(3);
+  draw_tokens_on_host(batch, logits.data(), kVocab, threaded, &threads);
+  EXPECT_EQ(alone, expected);
+  EXPECT_EQ(threaded, expected);
 }
 
 TEST(TokenDrawTest, PenaltyEntriesAreTheWindowsDistinctTokensWithCounts) {
