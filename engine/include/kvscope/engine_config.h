@@ -92,7 +92,8 @@ struct EngineConfig {
   // sequence's own random numbers, so only the token id leaves the GPU. Off:
   // every row's logits come back and the engine's sampler draws. The tokens
   // are the same, but for a draw at a near-tie (the GPU sums in another
-  // order); on the CPU both run the same host code (runtime/token_draw.h).
+  // order); on the CPU both run the same host code (runtime/token_draw.h),
+  // the backend's on the engine's threads.
   bool gpu_sampling = true;
   int32_t num_threads = 0;         // 0: one per available core
   int32_t tp = 1;                  // tensor-parallel ranks (threads of this process), each a slice of the model
