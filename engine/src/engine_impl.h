@@ -20,7 +20,6 @@
 #include "parallel/tensor_parallel_runner.h"
 #include "runtime/backend.h"
 #include "runtime/cpu_backend.h"
-#include "runtime/sampler.h"
 #include "runtime/step_batch.h"
 #include "scheduler/scheduler.h"
 #include "spec/model_proposer.h"
@@ -102,11 +101,6 @@ struct Engine::Impl {
   std::vector<float> logits;
   std::vector<int64_t> slots;
   std::vector<int32_t> row_tokens;  // [1 + k] a verifying sequence's rows: its last token, then the draft
-  // add_draw's scratch: the penalty window and its distinct tokens.
-  std::vector<int32_t> draw_window;
-  std::vector<PenaltyEntry> draw_penalties;
-  std::vector<int32_t> draw_ids;
-  std::vector<float> draw_counts;
   // Grammar-constrained decoding: the vocabulary's bytes as a trie, built
   // on the first constrained request (engine_step.cpp, constraint_trie()).
   std::shared_ptr<const TokenTrie> token_trie;

@@ -141,16 +141,8 @@ bool Engine::Impl::backend_may_draw(const Sequence& s) const {
 
 void Engine::Impl::add_draw(Sequence& s, int32_t logits_row) {
   const SamplingParams& params = s.sampler.params();
-  const int32_t vocab = weights->config.vocab_size;
-  penalty_entries(params, s.tokens, vocab, draw_window, draw_penalties);
-  draw_ids.clear();
-  draw_counts.clear();
-  for (const PenaltyEntry& e : draw_penalties) {
-    draw_ids.push_back(e.id);
-    draw_counts.push_back(e.count);
-  }
   const double uniform = params.temperature == 0.0f ? 0.0 : s.sampler.take_uniform();
-  batch.add_draw(make_draw(logits_row, params, uniform), draw_ids, draw_counts);
+  append_token_draw(batch, logits_row, params, s.tokens, weights->config.vocab_size, uniform);
 }
 
 std::pair<int32_t, FinishReason> Engine::Impl::publish_token(Sequence& s, int32_t token, int32_t draft_token) {

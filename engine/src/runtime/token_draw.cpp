@@ -28,6 +28,21 @@ TokenDraw make_draw(int32_t logits_row, const SamplingParams& params, double uni
   return d;
 }
 
+void append_token_draw(StepBatch& batch, int32_t logits_row, const SamplingParams& params,
+                       std::span<const int32_t> recent_tokens, int32_t vocab_size, double uniform) {
+  thread_local std::vector<int32_t> window, ids;
+  thread_local std::vector<PenaltyEntry> entries;
+  thread_local std::vector<float> counts;
+  penalty_entries(params, recent_tokens, vocab_size, window, entries);
+  ids.clear();
+  counts.clear();
+  for (const PenaltyEntry& e : entries) {
+    ids.push_back(e.id);
+    counts.push_back(e.count);
+  }
+  batch.add_draw(make_draw(logits_row, params, uniform), ids, counts);
+}
+
 namespace {
 
 // One draw, with this thread's buffers.

@@ -24,6 +24,12 @@ SamplingParams draw_params(const TokenDraw& draw);
 // `params`, drawing with `uniform`.
 TokenDraw make_draw(int32_t logits_row, const SamplingParams& params, double uniform);
 
+// Appends that draw to `batch` with its penalised tokens: the distinct ids of
+// the penalty window of `recent_tokens` (prompt + generated so far) inside
+// [0, vocab_size), as Sampler::sample would penalise them.
+void append_token_draw(StepBatch& batch, int32_t logits_row, const SamplingParams& params,
+                       std::span<const int32_t> recent_tokens, int32_t vocab_size, double uniform);
+
 // drawn[d] = the token draw d of `batch` picks from its row of `logits`
 // ([batch.logits_rows.size()][vocab_size]), exactly as Sampler::sample would
 // with the same penalties and random number. With `threads`, the draws are

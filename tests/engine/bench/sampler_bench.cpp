@@ -71,20 +71,10 @@ void BM_Draws(benchmark::State& state) {
   params.repetition_penalty = greedy ? 1.0f : 1.1f;
   std::vector<int32_t> recent;
   for (int k = 0; k < 64; ++k) recent.push_back((k * 7919) % vocab);
-  std::vector<int32_t> window, ids;
-  std::vector<PenaltyEntry> entries;
-  std::vector<float> counts;
-  penalty_entries(params, recent, vocab, window, entries);
-  for (const PenaltyEntry& e : entries) {
-    ids.push_back(e.id);
-    counts.push_back(e.count);
-  }
   StepBatch batch;
   batch.clear();
-  for (int32_t r = 0; r < kRows; ++r) {
-    batch.logits_rows.push_back(r);
-    batch.add_draw(make_draw(r, params, (r + 0.5) / kRows), ids, counts);
-  }
+  for (int32_t r = 0; r < kRows; ++r) batch.logits_rows.push_back(r);
+  for (int32_t r = 0; r < kRows; ++r) append_token_draw(batch, r, params, recent, vocab, (r + 0.5) / kRows);
   ThreadPool pool(threads);
   const std::vector<float>& rows = random_rows(vocab);
   std::vector<int32_t> drawn;

@@ -52,18 +52,9 @@ TEST(TokenDrawTest, HostDrawIsTheSamplersTokenWithTheSameRandomNumber) {
       StepBatch batch;
       batch.clear();
       batch.logits_rows = {0, 1, 2};
-      std::vector<int32_t> window;
-      std::vector<PenaltyEntry> entries;
-      penalty_entries(params, recent, kVocab, window, entries);
-      std::vector<int32_t> ids;
-      std::vector<float> counts;
-      for (const PenaltyEntry& e : entries) {
-        ids.push_back(e.id);
-        counts.push_back(e.count);
-      }
-      num_penalised += !entries.empty();
       const double u = params.temperature == 0.0f ? 0.0 : drawing.take_uniform();
-      batch.add_draw(make_draw(1, params, u), ids, counts);
+      append_token_draw(batch, 1, params, recent, kVocab, u);
+      num_penalised += !batch.penalty_ids.empty();
       std::vector<int32_t> drawn;
       draw_tokens_on_host(batch, logits.data(), kVocab, drawn);
       ASSERT_EQ(drawn.size(), 1u);
@@ -92,15 +83,7 @@ TEST(TokenDrawTest, DrawsOverThreadsAreEachTheSamplersToken) {
     const SamplingParams params = params_for(r, 300 + static_cast<uint64_t>(r));
     Sampler reference(params), drawing(params);
     expected.push_back(reference.sample(logits.data() + static_cast<size_t>(r) * kVocab, kVocab, recent));
-    std::vector<int32_t> window, ids;
-    std::vector<PenaltyEntry> entries;
-    std::vector<float> counts;
-    penalty_entries(params, recent, kVocab, window, entries);
-    for (const PenaltyEntry& e : entries) {
-      ids.push_back(e.id);
-      counts.push_back(e.count);
-    }
-    batch.add_draw(make_draw(r, params, params.temperature == 0.0f ? 0.0 : drawing.take_uniform()), ids, counts);
+    append_token_draw(batch, r, params, recent, kVocab, params.temperature == 0.0f ? 0.0 : drawing.take_uniform());
   }
   std::vector<int32_t> alone, threaded;
   draw_tokens_on_host(batch, logits.data(), kVocab, alone);
