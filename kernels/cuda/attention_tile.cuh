@@ -103,26 +103,4 @@ __device__ inline void attend_tile(WarpState& st, const float* q_s, const float*
   st.max = m;
 }
 
-// Converts K and V rows of positions [begin, end) (at most one tile) of one
-// KV head into the shared tile, row p - tile_start. All threads of the block
-// call it; the caller synchronises before and after.
-__device__ inline void load_kv_tile(float* k_s, float* v_s, const PagedKvLayer& kv, const int32_t* table,
-                                    int32_t num_kv_heads, int32_t kv_head, int32_t head_dim, int32_t tile_start,
-                                    int32_t begin, int32_t end) {
-  const int64_t slot_bytes = kv_bytes(kv.type, static_cast<int64_t>(num_kv_heads) * head_dim);
-  const int64_t head_bytes = kv_bytes(kv.type, static_cast<int64_t>(kv_head) * head_dim);
-  const int32_t stride = tile_row_stride(head_dim);
-  const int32_t count = (end - begin) * head_dim;
-  for (int32_t e = threadIdx.x; e < count; e += blockDim.x) {
-    const int32_t p = begin + e / head_dim;
-    const int32_t d = e % head_dim;
-    // slot = table[p / block_size] * block_size + p % block_size; row bytes slot * slot_bytes + head_bytes
-    const int64_t slot = static_cast<int64_t>(table[p / kv.block_size]) * kv.block_size + p % kv.block_size;
-    const int64_t at = slot * slot_bytes + head_bytes;
-    const int32_t row = (p - tile_start) * stride;
-    k_s[row + d] = load_kv_element(kv.type, static_cast<const uint8_t*>(kv.k) + at, d);
-    v_s[row + d] = load_kv_element(kv.type, static_cast<const uint8_t*>(kv.v) + at, d);
-  }
-}
-
 }  // namespace kvscope::cuda

@@ -5,9 +5,12 @@
 // tiles); warp w runs row rows[first + w / group] for query head
 // kv_head * group + w % group.
 //
-// Shared memory: k_s[32][head_dim + 1], v_s[32][head_dim + 1] (one tile of
-// the KV head, f32), q_s[num_warps][head_dim]; at head_dim 256 with 16 warps
-// about 82 KB, above the default 48 KB, so the launcher raises the limit.
+// Shared memory: with 16-byte copies (kv_tile_loader.cuh) first the staging
+// buffer [2][K, V][32][row bytes], then k_s[32][head_dim + 1],
+// v_s[32][head_dim + 1] (one tile of the KV head, f32), q_s[num_warps][head_dim];
+// at head_dim 256 with 16 warps about 82 KB without staging and 213 KB with
+// f32 staging, above the default 48 KB, so the launcher raises the limit (and
+// loads element by element when the device cannot give that much).
 //
 // Workspace (cascade states), for T = num_tokens rows and H = num_heads:
 //   max[t][h]    = ws + t * H + h
@@ -21,6 +24,7 @@
 #include <climits>
 
 #include "kernels/cuda/attention_tile.cuh"
+#include "kernels/cuda/kv_tile_loader.cuh"
 #include "kernels/cuda/launch_check.h"
 #include "kernels/cuda/paged_prefill.cuh"
 
@@ -41,15 +45,19 @@ struct PlanView {
   int32_t items_at, shared_at, rows_at, row_prefix_at, num_tokens, rows_per_block;
 };
 
+template <bool kVectorLoads>
 __global__ void __launch_bounds__(kMaxWarps * kWarpSize)
     prefill_kernel(AttentionShape shape, PagedKvLayer kv, PagedPrefillBatch batch, PlanView plan, bool shared_pass,
                    const float* q, int64_t q_row_stride, float* out, float* ws) {
-  extern __shared__ float smem[];
+  extern __shared__ __align__(16) float smem[];
   __shared__ int32_t row_begin_s[kMaxRowsPerBlock];
   __shared__ int32_t row_stop_s[kMaxRowsPerBlock];
+  __shared__ int64_t key_offsets_s[2 * kAttentionTile];
   const int32_t hd = shape.head_dim;
   const int32_t stride = tile_row_stride(hd);
-  float* k_s = smem;                                      // [kAttentionTile][hd + 1]
+  const size_t staging_bytes = kVectorLoads ? kv_staging_bytes(kv_bytes(kv.type, hd)) : 0;
+  uint8_t* staging = reinterpret_cast<uint8_t*>(smem);    // [2][K, V][kAttentionTile][row bytes]
+  float* k_s = smem + staging_bytes / sizeof(float);      // [kAttentionTile][hd + 1]
   float* v_s = k_s + kAttentionTile * stride;             // [kAttentionTile][hd + 1]
   const int warp = threadIdx.x / kWarpSize;
   const int lane = threadIdx.x % kWarpSize;
@@ -113,15 +121,13 @@ __global__ void __launch_bounds__(kMaxWarps * kWarpSize)
   // Every position of [block_begin, block_stop) is attended by some row of the
   // block (a sequence's rows are consecutive positions, as a StepBatch's are,
   // so their windows leave no gap), hence stored: loading all of it is safe.
-  for (int32_t tile = block_begin - block_begin % kAttentionTile; tile < block_stop; tile += kAttentionTile) {
-    __syncthreads();  // every warp is done with the previous tile
-    load_kv_tile(k_s, v_s, kv, table, shape.num_kv_heads, kv_head, hd, tile, max(tile, block_begin),
-                 min(tile + kAttentionTile, block_stop));
-    __syncthreads();
+  const KvHeadView src = kv_head_view(kv, table, shape.num_kv_heads, kv_head, hd);
+  const KvTileBuffers buf{k_s, v_s, staging, key_offsets_s};
+  for_each_kv_tile<kVectorLoads>(src, buf, block_begin, block_stop, [&](int32_t tile) {
     const int32_t lo = max(begin, tile);
     const int32_t hi = min(stop, tile + kAttentionTile);
     if (lo < hi) attend_tile(st, q_s, k_s, v_s, tile, lo, hi, hd, shape.scale, shape.softcap);
-  }
+  });
   if (!active) return;
   if (shared_pass) {
     if (lane == 0) {
@@ -175,11 +181,26 @@ cudaError_t paged_prefill_attention(const AttentionShape& shape, const PagedKvLa
   KVSCOPE_CUDA_REQUIRE(op, workspace_floats >= ws_needed && (ws_needed == 0 || workspace != nullptr));
 
   const int32_t num_warps = std::max(plan.rows_per_block * group, std::min(kMinWarps, kMaxWarps / group * group));
-  const size_t smem =
+  const size_t float_bytes =
       (2 * static_cast<size_t>(kAttentionTile) * tile_row_stride(shape.head_dim) +
        static_cast<size_t>(num_warps) * shape.head_dim) * sizeof(float);
+  // 16-byte copies when the rows allow them and the device has the shared
+  // memory for the staging buffer; else element loads (same values, same bits).
+  bool vector_loads = kv_rows_copy_aligned(kv, shape.head_dim);
+  const size_t vector_smem = float_bytes + kv_staging_bytes(static_cast<int64_t>(kv_row_bytes(kv.type, shape.head_dim)));
+  if (vector_loads && vector_smem > kDefaultSharedBytes) {
+    int device = 0, max_optin = 0;
+    if (cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
+    if (cudaError_t e = cudaDeviceGetAttribute(&max_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
+        e != cudaSuccess) {
+      return e;
+    }
+    vector_loads = vector_smem <= static_cast<size_t>(max_optin);
+  }
+  const size_t smem = vector_loads ? vector_smem : float_bytes;
+  const auto kernel = vector_loads ? prefill_kernel<true> : prefill_kernel<false>;
   if (smem > kDefaultSharedBytes) {
-    if (cudaError_t e = cudaFuncSetAttribute(prefill_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+    if (cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                              static_cast<int>(smem));
         e != cudaSuccess) {
       return e;
@@ -190,11 +211,11 @@ cudaError_t paged_prefill_attention(const AttentionShape& shape, const PagedKvLa
   const unsigned int threads = static_cast<unsigned int>(num_warps * kWarpSize);
   if (plan.num_shared_items > 0) {  // the cascade prefixes first: the flat pass continues their states
     const dim3 grid(static_cast<unsigned int>(plan.num_shared_items), static_cast<unsigned int>(shape.num_kv_heads));
-    prefill_kernel<<<grid, threads, smem, stream>>>(shape, kv, batch, view, true, q, q_stride, out, workspace);
+    kernel<<<grid, threads, smem, stream>>>(shape, kv, batch, view, true, q, q_stride, out, workspace);
     if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
   }
   const dim3 grid(static_cast<unsigned int>(plan.num_items), static_cast<unsigned int>(shape.num_kv_heads));
-  prefill_kernel<<<grid, threads, smem, stream>>>(shape, kv, batch, view, false, q, q_stride, out, workspace);
+  kernel<<<grid, threads, smem, stream>>>(shape, kv, batch, view, false, q, q_stride, out, workspace);
   return cudaGetLastError();
 }
 

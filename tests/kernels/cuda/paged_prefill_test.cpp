@@ -184,5 +184,33 @@ TEST(CudaPagedPrefill, StridedQueryRowsGiveThePackedBits) {
   EXPECT_LT(cuda_test::normalised_error(strided, p.ref), kTolerance);
 }
 
+// Aligned f32 / f16 / bf16 pools are loaded with 16-byte copies staged in
+// shared memory; a pool shifted by one element is loaded element by element,
+// as every kernel before the copies did. Both must give the same bits, for
+// plain rows and for cascade rows (whose shared pass loads through the same
+// code).
+TEST(CudaPagedPrefill, CopiedAndElementLoadsGiveTheSameBits) {
+  KVSCOPE_REQUIRE_CUDA_DEVICE();
+  std::mt19937 rng(67);
+  const std::vector<SeqSpec> grouped = {{130, 1}, {100, 1, 0, 100}, {160, 30, 0, 110}, {300, 40}, {33, 1}};
+  for (KvCacheType type : {KvCacheType::F32, KvCacheType::F16, KvCacheType::BF16}) {
+    const int32_t element_bytes = type == KvCacheType::F32 ? 4 : 2;
+    for (const AttentionShape& shape : {cuda_test::decode_shape(9, 3, 64), cuda_test::decode_shape(8, 8, 128),
+                                        cuda_test::decode_shape(4, 1, 256, 33, 5.0f),
+                                        cuda_test::decode_shape(6, 2, 96, 0, 0.0f)}) {
+      SCOPED_TRACE(testing::Message() << kv_cache_type_name(type) << " heads=" << shape.num_heads << "/"
+                                      << shape.num_kv_heads << " dim=" << shape.head_dim);
+      for (bool cascade : {false, true}) {
+        const PrefillProblem p = make(shape, type, cascade ? grouped : kMixedBatch, rng);
+        std::mt19937 pages_a(8), pages_b(8);  // the same shuffled blocks for both runs
+        const std::vector<float> copied = cuda_test::run_prefill_cuda(p, 16, cascade, pages_a);
+        const std::vector<float> elements = cuda_test::run_prefill_cuda(p, 16, cascade, pages_b, 0, element_bytes);
+        EXPECT_TRUE(copied == elements) << "cascade " << cascade;
+        EXPECT_LT(cuda_test::normalised_error(copied, p.ref), kTolerance) << "cascade " << cascade;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace kvscope

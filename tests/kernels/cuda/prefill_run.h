@@ -14,9 +14,11 @@
 namespace kvscope::cuda_test {
 
 // q_row_stride > row floats: q is laid out with that many floats per token
-// (the rest NaN), as the CUDA backend's qkv rows are.
+// (the rest NaN), as the CUDA backend's qkv rows are. pool_shift > 0: the K
+// and V pools start that many bytes past a 16-byte boundary, which turns the
+// kernel's 16-byte copies off (element loads instead).
 inline std::vector<float> run_prefill_cuda(const PrefillProblem& p, int32_t block_size, bool cascade,
-                                           std::mt19937& rng, int64_t q_row_stride = 0) {
+                                           std::mt19937& rng, int64_t q_row_stride = 0, int32_t pool_shift = 0) {
   const PagedPool pool = page_prefill_problem(p, block_size, rng);
   const Groups groups = cascade ? cascade_groups(p, block_size) : Groups{};
   const PagedAttentionBatch host_batch{static_cast<int32_t>(p.seqs.size()), p.query_start.data(),
@@ -24,7 +26,12 @@ inline std::vector<float> run_prefill_cuda(const PrefillProblem& p, int32_t bloc
   cuda::PrefillPlan plan;
   EXPECT_EQ(cuda::plan_paged_prefill(p.shape, host_batch, groups.view(), &plan), cudaSuccess);
   EXPECT_EQ(plan.num_shared_items > 0, cascade && !groups.prefix_len.empty() && p.shape.sliding_window == 0);
-  DeviceBuffer<uint8_t> dk(pool.k), dv(pool.v);
+  const auto shifted = [&](const std::vector<uint8_t>& bytes) {
+    std::vector<uint8_t> out(static_cast<size_t>(pool_shift), 0);
+    out.insert(out.end(), bytes.begin(), bytes.end());
+    return out;
+  };
+  DeviceBuffer<uint8_t> dk(shifted(pool.k)), dv(shifted(pool.v));
   std::vector<float> q = p.q;
   if (q_row_stride > 0) {
     const size_t row = p.row_floats(), stride = static_cast<size_t>(q_row_stride);
@@ -43,7 +50,7 @@ inline std::vector<float> run_prefill_cuda(const PrefillProblem& p, int32_t bloc
   if (ws_floats > 0) {
     EXPECT_EQ(dws.poison(), cudaSuccess);  // the flat pass must read only written states
   }
-  const PagedKvLayer kv{dk.get(), dv.get(), block_size, p.type};
+  const PagedKvLayer kv{dk.get() + pool_shift, dv.get() + pool_shift, block_size, p.type};
   const cuda::PagedPrefillBatch batch{static_cast<int32_t>(p.seqs.size()), dqs.get(), dpos.get(), dstart.get(),
                                       dids.get()};
   EXPECT_EQ(cuda::paged_prefill_attention(p.shape, kv, batch, plan, dplan.get(), dq.get(), dout.get(), dws.get(),
