@@ -1,8 +1,8 @@
-// Device code shared by the prefill and cascade attention passes
-// (paged_prefill.cu): one warp folds one (query row, query head) over tiles
-// of kAttentionTile absolute key positions held in shared memory, keeping the
-// running state (max, sum of exp(score - max), unnormalised output) of
-// kernels/cpu/attention_state.h.
+// Device code shared by the passes of the GPU attention (paged_prefill.cu):
+// one warp folds one (query row, query head) over tiles of kAttentionTile
+// absolute key positions held in shared memory, keeping the running state
+// (max, sum of exp(score - max), unnormalised output) of
+// kernels/cpu/attention_state.h; states merge with one formula (merge_state).
 //
 // Bitwise contract: the arithmetic of a tile depends only on the row's q, the
 // tile's K/V rows and the sub-range [lo, hi) of positions the row sees in it
@@ -10,8 +10,9 @@
 // block or the shared memory. Every float operation is an explicit
 // round-to-nearest intrinsic (__fmaf_rn, __fmul_rn, __fadd_rn, ...), so the
 // compiler has no contraction choice that could differ between the kernels
-// or call sites using this code; the cascade pass and the flat pass therefore
-// compute bit-identical states for the same tiles.
+// or call sites using this code; the cascade, flat, split-KV and combine
+// passes therefore compute bit-identical states for the same tiles and
+// partitions.
 #pragma once
 
 #include <cstdint>
@@ -36,6 +37,44 @@ __device__ inline void clear_state(WarpState& st) {
   st.sum = 0.0f;
 #pragma unroll
   for (int i = 0; i < kPrefillDimsPerLane; ++i) st.o[i] = 0.0f;
+}
+
+// merge_attention_state(a, o_a, b, o_b) of the CPU: an empty b leaves a
+// unchanged, an empty a becomes a copy of b, else both are rescaled to the
+// larger max. The one merge of the GPU attention: a tile into a partition's
+// state (attend_tile), a partition into the merged state of the partitions
+// before it (the flat pass), the partition states of a split row (the
+// combine). A non-empty state has sum >= 1 (its max term is exp(0)).
+__device__ inline void merge_state(WarpState& a, float b_max, float b_sum, const float (&b_o)[kPrefillDimsPerLane]) {
+  if (b_sum == 0.0f) return;
+  if (a.sum == 0.0f) {
+    a.max = b_max;
+    a.sum = b_sum;
+#pragma unroll
+    for (int i = 0; i < kPrefillDimsPerLane; ++i) a.o[i] = b_o[i];
+    return;
+  }
+  const float m = a.max > b_max ? a.max : b_max;
+  const float fa = expf(__fsub_rn(a.max, m));
+  const float fb = expf(__fsub_rn(b_max, m));
+#pragma unroll
+  for (int i = 0; i < kPrefillDimsPerLane; ++i) a.o[i] = __fadd_rn(__fmul_rn(a.o[i], fa), __fmul_rn(b_o[i], fb));
+  a.sum = __fadd_rn(__fmul_rn(a.sum, fa), __fmul_rn(b_sum, fb));
+  a.max = m;
+}
+
+__device__ inline void merge_state(WarpState& a, const WarpState& b) { merge_state(a, b.max, b.sum, b.o); }
+
+// out[d] = o[d] / sum (as the CPU's own_pass divides: one reciprocal, then a
+// product per element); lane writes d = lane + 32 i of out_row [head_dim].
+__device__ inline void write_output(const WarpState& st, float* out_row, int32_t head_dim) {
+  const int lane = threadIdx.x % kWarpSize;
+  const float inv = st.sum > 0.0f ? __fdiv_rn(1.0f, st.sum) : 0.0f;
+#pragma unroll
+  for (int i = 0; i < kPrefillDimsPerLane; ++i) {
+    const int32_t d = lane + kWarpSize * i;
+    if (d < head_dim) out_row[d] = __fmul_rn(st.o[i], inv);
+  }
 }
 
 // Shared-memory tile rows are padded to head_dim + 1 floats so that lane j
@@ -84,23 +123,7 @@ __device__ inline void attend_tile(WarpState& st, const float* q_s, const float*
       if (d < head_dim) o_tile[i] = __fmaf_rn(wj, v_row[d], o_tile[i]);
     }
   }
-  // merge_attention_state(st, o, tile state, o_tile): empty tile -> no change,
-  // empty running state -> copy, else rescale both to the larger max.
-  if (tile_sum == 0.0f) return;
-  if (st.sum == 0.0f) {
-    st.max = tile_max;
-    st.sum = tile_sum;
-#pragma unroll
-    for (int i = 0; i < kPrefillDimsPerLane; ++i) st.o[i] = o_tile[i];
-    return;
-  }
-  const float m = st.max > tile_max ? st.max : tile_max;
-  const float fa = expf(__fsub_rn(st.max, m));
-  const float fb = expf(__fsub_rn(tile_max, m));
-#pragma unroll
-  for (int i = 0; i < kPrefillDimsPerLane; ++i) st.o[i] = __fadd_rn(__fmul_rn(st.o[i], fa), __fmul_rn(o_tile[i], fb));
-  st.sum = __fadd_rn(__fmul_rn(st.sum, fa), __fmul_rn(tile_sum, fb));
-  st.max = m;
+  merge_state(st, tile_max, tile_sum, o_tile);
 }
 
 }  // namespace kvscope::cuda

@@ -1,27 +1,42 @@
 // Paged attention for mixed prefill / decode batches on the GPU, with the
-// cascade shared-prefix pass (docs/cascade.md). Same shapes, cache view and
-// invariance contract as the CPU kernel (kernels/cpu/paged_attention.h):
-// causal, GQA, sliding window, softcap, every KV cache type; keys are folded
-// in tiles of kAttentionTile absolute positions, in position order, so a
-// row's bits depend only on its position, q and the K/V values: not on block
-// size, chunked vs whole prefill, or the other rows of the batch.
+// cascade shared-prefix pass (docs/cascade.md) and split-KV for decode rows.
+// Same shapes and cache view as the CPU kernel (kernels/cpu/paged_attention.h):
+// causal, GQA, sliding window, softcap, every KV cache type.
+//
+// The canonical order (the bitwise contract). A row's keys are cut at
+// absolute positions that are multiples of kAttentionPartition (P); within a
+// partition, tiles of kAttentionTile absolute positions are folded in
+// position order from a clear state (attention_tile.cuh's attend_tile); the
+// partition states are then merged in partition order with merge_state (one
+// formula everywhere). A row's bits therefore depend only on its position, q
+// and the K/V values: not on block size, chunked vs whole prefill, cascade,
+// the other rows of the batch, or which of the paths below ran it. (A row
+// whose keys lie in one partition gets the plain tile fold.)
 //
 // Work is planned once per step on the host (plan_paged_prefill, FlashInfer's
-// "plan" step) from the StepBatch's host arrays and used by every layer. A
-// block runs a few rows of one sequence for one KV head, one warp per (row,
-// query head); it loads each K/V tile into shared memory once for all of them.
+// "plan" step) from the StepBatch's host arrays and used by every layer:
+//   - flat items: a few rows of one sequence for one KV head, one warp per
+//     (row, query head), each K/V tile loaded into shared memory once for all
+//     of them; a warp keeps the merged state of its finished partitions and
+//     the running state of the current one;
+//   - partition items (split-KV): a sequence with one query row and no
+//     cascade prefix (a decode row) is cut into its partitions, one block per
+//     (partition, KV head), so a long context is walked by many blocks at
+//     once; each writes its partition's state to the workspace (or, when the
+//     row has a single partition, its output), and a combine launch merges a
+//     row's partition states in order into its output;
+//   - cascade: for each group of sequences sharing the physical blocks of
+//     positions [0, prefix_len), a shared pass attends all the group's rows to
+//     the prefix, loading each prefix tile once per block of rows from any
+//     member, and stores each (row, head) state pair (merged finished
+//     partitions, current partition) in the workspace; the flat pass continues
+//     each of those rows from that pair at prefix_len over the sequence's own
+//     blocks, so cascade on and off fold the same tiles in the same order.
+//     Groups are ignored when sliding_window > 0 (the prefix is then not
+//     visible to every row), as on the CPU.
 //
-// Cascade: for each group of sequences sharing the physical blocks of
-// positions [0, prefix_len), a shared pass attends all the group's rows to the
-// prefix, loading each prefix tile once per block of rows from any member, and
-// stores each (row, head) state (max, sum, unnormalised output) in the
-// workspace. The flat pass then continues each of those rows from its state
-// at prefix_len over the sequence's own blocks. The merge order is the CPU's:
-// tiles in position order, the suffix continuing the prefix's fold, so the
-// output is bitwise the same with cascade on or off. Groups are ignored when
-// sliding_window > 0 (the prefix is then not visible to every row), as on the CPU.
-//
-// Tests: tests/kernels/cuda/paged_prefill_test.cpp, cascade_attention_test.cpp.
+// Tests: tests/kernels/cuda/paged_prefill_test.cpp (with the decode rows'
+// split vs the flat path, bitwise), cascade_attention_test.cpp.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -34,18 +49,40 @@
 
 namespace kvscope::cuda {
 
+// P, the partition of the canonical order above: part of the bitwise
+// contract (changing it changes the bits of every row that crosses a
+// multiple of it). 256 = 8 tiles: one decode row of SmolLM2 (3 KV heads) at
+// 16k positions is then walked by 64 x 3 = 192 blocks, more than an H200's
+// 132 SMs, while each block still folds 8 tiles behind one pipeline fill,
+// and a prefill row pays one extra merge per 8 tiles. 1024 would leave the
+// 16k row 48 blocks; 32 (a tile) would make the combine as long as the walk.
+inline constexpr int32_t kAttentionPartition = 256;
+static_assert(kAttentionPartition % kAttentionTile == 0, "partitions are whole tiles");
+
 // One step's work, host side. All arrays are packed into `data` (upload it
 // once per step; the launcher reads the device copy):
-//   items[i][3]        = data[items_at + 3 i ..]:  sequence, first, end (into rows), flat pass
-//   shared_items[i][4] = data[shared_at + 4 i ..]: table sequence, prefix_len, first, end (into rows)
-//   rows[k]            = data[rows_at + k]:        query rows; an item's rows are rows[first, end)
-//   row_prefix[t]      = data[row_prefix_at + t]:  prefix_len of row t's cascade group, 0 if none
+//   items[i][3]           = data[items_at + 3 i ..]:     sequence, first, end (into rows), flat pass
+//   shared_items[i][4]    = data[shared_at + 4 i ..]:    table sequence, prefix_len, first, end (into rows)
+//   rows[k]               = data[rows_at + k]:           query rows; an item's rows are rows[first, end)
+//   row_prefix[t]         = data[row_prefix_at + t]:     prefix_len of row t's cascade group, 0 if none
+//   partition_items[i][5] = data[partition_at + 5 i ..]: sequence, row t, keys [begin, end) (one
+//                                                        partition's), writes_out (1: the row's only
+//                                                        partition writes out[t]; 0: it writes state i)
+//   combine_rows[i][3]    = data[combine_at + 3 i ..]:   row t, first partition item, partition count
+// The launches depend on these plain fields and the shape only (so a caller
+// may key captured CUDA graphs on them): grids (num_shared_items, KV heads),
+// (num_items, KV heads), (num_partition_items, KV heads) and
+// ceil(num_combine_rows * num_heads / 4); block sizes from rows_per_block and
+// the heads; shared memory from head_dim, the heads and the KV cache type
+// (and whether the pools are 16-byte aligned, a property of the pool).
 struct PrefillPlan {
   int32_t num_tokens = 0;
-  int32_t rows_per_block = 0;  // rows of one block; warps = rows_per_block * query heads per KV head
-  int32_t num_items = 0;
-  int32_t num_shared_items = 0;
-  int32_t items_at = 0, shared_at = 0, rows_at = 0, row_prefix_at = 0;
+  int32_t rows_per_block = 0;  // rows of one flat / shared block; warps = rows_per_block * query heads per KV head
+  int32_t num_items = 0;            // flat pass blocks per KV head
+  int32_t num_shared_items = 0;     // cascade shared pass blocks per KV head
+  int32_t num_partition_items = 0;  // split-KV blocks per KV head (decode rows' partitions)
+  int32_t num_combine_rows = 0;     // decode rows with more than one partition
+  int32_t items_at = 0, shared_at = 0, rows_at = 0, row_prefix_at = 0, partition_at = 0, combine_at = 0;
   std::vector<int32_t> data;
 };
 
@@ -58,16 +95,19 @@ struct PagedPrefillBatch {
   const int32_t* block_ids = nullptr;          // [sum of table lengths] physical block ids
 };
 
-// Plans the step from the HOST copies of the batch and cascade groups.
-// Refuses (cudaErrorInvalidValue, message on stderr) what the CPU kernel
-// asserts: shapes that do not divide, more than 16 query heads per KV head,
-// a cascade prefix that is not a positive multiple of kAttentionTile, or a
-// group row before its prefix's end; a sequence in two groups.
+// Plans the step from the HOST copies of the batch and cascade groups (the
+// shape's sliding_window decides a decode row's partitions; cost: a few
+// integers per row and per decode row's partition). Refuses
+// (cudaErrorInvalidValue, message on stderr) what the CPU kernel asserts:
+// shapes that do not divide, more than 16 query heads per KV head, a cascade
+// prefix that is not a positive multiple of kAttentionTile, or a group row
+// before its prefix's end; a sequence in two groups.
 cudaError_t plan_paged_prefill(const AttentionShape& shape, const PagedAttentionBatch& host_batch,
                                const CascadeGroups& host_cascade, PrefillPlan* plan);
 
-// Floats of workspace the plan needs: per (row, head) of a cascade group, the
-// prefix state (max, sum, head_dim outputs); 0 without cascade.
+// Floats of workspace the plan needs: with cascade, per (row, head) two
+// states (merged finished partitions and the current one: max, sum,
+// head_dim outputs each); per (partition item, head) one state.
 size_t paged_prefill_workspace_floats(const PrefillPlan& plan, const AttentionShape& shape);
 
 // out[t] = softmax(scale * q[t] . K) V over the keys at positions

@@ -1,7 +1,9 @@
-// Host-side planning of the GPU prefill attention (paged_prefill.cuh): splits
-// each sequence's rows, and each cascade group's rows, into blocks of
-// rows_per_block rows, and records each row's cascade prefix. Plain C++ (no
-// device code); runs once per step.
+// Host-side planning of the GPU prefill attention (paged_prefill.cuh): records
+// each row's cascade prefix, splits each cascade group's rows and each
+// sequence's rows into blocks of rows_per_block rows, except decode rows
+// (a sequence's only row, without a prefix), which are cut into their
+// partitions of kAttentionPartition keys. Plain C++ (no device code); runs
+// once per step, a few integers per row and per decode partition.
 #include <algorithm>
 #include <numeric>
 
@@ -43,12 +45,8 @@ cudaError_t plan_paged_prefill(const AttentionShape& shape, const PagedAttention
 
   std::vector<int32_t> items, shared_items, rows(static_cast<size_t>(num_tokens));
   std::vector<int32_t> row_prefix(static_cast<size_t>(num_tokens), 0);
+  std::vector<int32_t> partition_items, combine_rows;
   std::iota(rows.begin(), rows.end(), 0);  // the flat pass's rows: every row, in order
-  for (int32_t s = 0; s < num_seqs; ++s) {
-    for (int32_t first = qs[s]; first < qs[s + 1]; first += p.rows_per_block) {
-      items.insert(items.end(), {s, first, std::min(first + p.rows_per_block, qs[s + 1])});
-    }
-  }
   if (host_cascade.num_groups > 0 && shape.sliding_window == 0) {
     KVSCOPE_CUDA_REQUIRE(op, host_cascade.prefix_len != nullptr && host_cascade.seq_start != nullptr &&
                                  host_cascade.seqs != nullptr);
@@ -79,23 +77,52 @@ cudaError_t plan_paged_prefill(const AttentionShape& shape, const PagedAttention
       }
     }
   }
+  for (int32_t s = 0; s < num_seqs; ++s) {
+    const bool decode_row = qs[s + 1] - qs[s] == 1 && row_prefix[static_cast<size_t>(qs[s])] == 0;
+    if (!decode_row) {
+      for (int32_t first = qs[s]; first < qs[s + 1]; first += p.rows_per_block) {
+        items.insert(items.end(), {s, first, std::min(first + p.rows_per_block, qs[s + 1])});
+      }
+      continue;
+    }
+    // Keys [begin, pos] cut at multiples of kAttentionPartition, as the flat pass folds them.
+    const int32_t t = qs[s];
+    const int32_t pos = host_batch.positions[t];
+    const int32_t begin = shape.sliding_window > 0 ? std::max(0, pos - shape.sliding_window + 1) : 0;
+    const int32_t first_part = begin / kAttentionPartition;
+    const int32_t last_part = pos / kAttentionPartition;
+    const int32_t first_item = static_cast<int32_t>(partition_items.size() / 5);
+    for (int32_t part = first_part; part <= last_part; ++part) {
+      partition_items.insert(partition_items.end(),
+                             {s, t, std::max(begin, part * kAttentionPartition),
+                              std::min(pos + 1, (part + 1) * kAttentionPartition), first_part == last_part ? 1 : 0});
+    }
+    if (last_part > first_part) combine_rows.insert(combine_rows.end(), {t, first_item, last_part - first_part + 1});
+  }
   p.num_items = static_cast<int32_t>(items.size() / 3);
   p.num_shared_items = static_cast<int32_t>(shared_items.size() / 4);
+  p.num_partition_items = static_cast<int32_t>(partition_items.size() / 5);
+  p.num_combine_rows = static_cast<int32_t>(combine_rows.size() / 3);
   p.items_at = 0;
   p.shared_at = static_cast<int32_t>(items.size());
   p.rows_at = p.shared_at + static_cast<int32_t>(shared_items.size());
   p.row_prefix_at = p.rows_at + static_cast<int32_t>(rows.size());
+  p.partition_at = p.row_prefix_at + static_cast<int32_t>(row_prefix.size());
+  p.combine_at = p.partition_at + static_cast<int32_t>(partition_items.size());
   p.data = std::move(items);
-  p.data.insert(p.data.end(), shared_items.begin(), shared_items.end());
-  p.data.insert(p.data.end(), rows.begin(), rows.end());
-  p.data.insert(p.data.end(), row_prefix.begin(), row_prefix.end());
+  p.data.reserve(static_cast<size_t>(p.combine_at) + combine_rows.size());
+  for (const std::vector<int32_t>* part : {&shared_items, &rows, &row_prefix, &partition_items, &combine_rows}) {
+    p.data.insert(p.data.end(), part->begin(), part->end());
+  }
   *plan = std::move(p);
   return cudaSuccess;
 }
 
 size_t paged_prefill_workspace_floats(const PrefillPlan& plan, const AttentionShape& shape) {
-  if (plan.num_shared_items == 0 || shape.num_heads <= 0 || shape.head_dim <= 0) return 0;
-  return static_cast<size_t>(plan.num_tokens) * shape.num_heads * (2 + static_cast<size_t>(shape.head_dim));
+  if (shape.num_heads <= 0 || shape.head_dim <= 0) return 0;
+  const size_t state_floats = 2 + static_cast<size_t>(shape.head_dim);  // max, sum, o[head_dim]
+  const size_t cascade_states = plan.num_shared_items > 0 ? 2 * static_cast<size_t>(plan.num_tokens) : 0;
+  return (cascade_states + static_cast<size_t>(plan.num_partition_items)) * shape.num_heads * state_floats;
 }
 
 }  // namespace kvscope::cuda

@@ -3,8 +3,11 @@
 // workspace) and continue over their own blocks. Cascade on must give
 // bitwise the flat output on the GPU, for several group shapes (decode-only
 // groups, prefill chunks in a group, several groups beside ungrouped
-// sequences, a group with more rows than a block, every cache type), and
-// match the f64 reference within 1e-4. Without a device, the harness: the
+// sequences, a group with more rows than a block, prefixes longer than a
+// partition, every cache type), and match the f64 reference within 1e-4.
+// With cascade off, a group's decode rows take the split-KV path (one block
+// per partition, then the combine), so these tests also hold that path to
+// the flat pass's bits. Without a device, the harness: the
 // CPU kernel with the same groups gives bitwise its own flat output, so the
 // groups the test forms are valid cascade groups.
 #include <vector>
@@ -37,6 +40,11 @@ std::vector<GroupShape> group_shapes() {
   std::vector<SeqSpec> wide = {{140, 1}};
   for (int32_t i = 0; i < 23; ++i) wide.push_back({140 + i % 5, 1 + i % 3, 0, 140});
   shapes.push_back({"one group of 24 sequences (more rows than a block)", wide});
+  // Prefixes beyond a partition (kAttentionPartition = 256): the shared pass
+  // hands the flat pass a merged state and a current partition's state.
+  shapes.push_back({"a 576-token prefix: decode rows and chunks",
+                    {{600, 1}, {620, 5, 0, 600}, {700, 30, 0, 600}, {601, 1, 0, 600}}});
+  shapes.push_back({"a 512-token prefix (a partition end)", {{530, 1}, {540, 1, 0, 520}, {600, 40, 0, 530}}});
   return shapes;
 }
 
@@ -84,12 +92,14 @@ TEST(CudaCascadeAttention, EveryCacheType) {
   std::mt19937 rng(72);
   const std::vector<GroupShape> shapes = group_shapes();
   for (KvCacheType type : {KvCacheType::F16, KvCacheType::BF16, KvCacheType::Q8_0}) {
-    SCOPED_TRACE(kv_cache_type_name(type));
-    const PrefillProblem p = make(cuda_test::decode_shape(9, 3, 64), type, shapes[2].seqs, rng);
-    const std::vector<float> flat = cuda_test::run_prefill_cuda(p, 16, false, rng);
-    const std::vector<float> cascade = cuda_test::run_prefill_cuda(p, 16, true, rng);
-    EXPECT_TRUE(flat == cascade);
-    EXPECT_LT(cuda_test::normalised_error(cascade, p.ref), kTolerance);
+    for (size_t shape : {size_t{2}, size_t{4}}) {  // two groups; a prefix beyond two partitions
+      SCOPED_TRACE(testing::Message() << kv_cache_type_name(type) << ", " << shapes[shape].name);
+      const PrefillProblem p = make(cuda_test::decode_shape(9, 3, 64), type, shapes[shape].seqs, rng);
+      const std::vector<float> flat = cuda_test::run_prefill_cuda(p, 16, false, rng);
+      const std::vector<float> cascade = cuda_test::run_prefill_cuda(p, 16, true, rng);
+      EXPECT_TRUE(flat == cascade);
+      EXPECT_LT(cuda_test::normalised_error(cascade, p.ref), kTolerance);
+    }
   }
 }
 

@@ -3,9 +3,12 @@
 // stores them: GQA / MHA / MQA, sliding window, softcap, every cache type,
 // odd head dims; then the bitwise equivalences of the invariance contract:
 // chunked prefill == one prefill, block size 16 == block size 5, a row alone
-// == the row in a batch. Tolerance 1e-4 normalised (f32 against f64).
+// == the row in a batch, a decode row (split into partitions) == the same row
+// in a prefill chunk, 16-byte copies == element loads. Tolerance 1e-4
+// normalised (f32 against f64).
 // Without a device: the harness (CPU kernel over the same pool and batches)
-// and the planner run everywhere.
+// and the planner (rows covered once, decode rows cut at partition ends) run
+// everywhere.
 #include "kernels/cuda/paged_prefill.cuh"
 
 #include <algorithm>
@@ -43,7 +46,66 @@ TEST(CudaPagedPrefillHarness, CpuKernelOnThePoolMatchesReference) {
   }
 }
 
-// Every row lands in exactly one flat item of at most rows_per_block rows, of its own sequence.
+// Checks that the plan computes every row once: in one flat item of its own
+// sequence (at most rows_per_block rows), or, for a sequence's only row
+// without a cascade prefix, with partition items that cover its keys in
+// position order, each inside one partition, with a combine row when there
+// are several; and that the workspace holds every partition's states.
+void expect_plan_covers_rows(const AttentionShape& shape, const std::vector<int32_t>& query_start,
+                             const std::vector<int32_t>& positions, const cuda::PrefillPlan& plan) {
+  constexpr int32_t P = cuda::kAttentionPartition;
+  const int32_t num_seqs = static_cast<int32_t>(query_start.size()) - 1;
+  std::multiset<int32_t> seen;
+  for (int32_t i = 0; i < plan.num_items; ++i) {
+    const int32_t* item = plan.data.data() + plan.items_at + 3 * i;
+    EXPECT_GT(item[2], item[1]);
+    EXPECT_LE(item[2] - item[1], plan.rows_per_block);
+    for (int32_t r = item[1]; r < item[2]; ++r) {
+      const int32_t t = plan.data[static_cast<size_t>(plan.rows_at + r)];
+      EXPECT_TRUE(t >= query_start[item[0]] && t < query_start[item[0] + 1]);
+      seen.insert(t);
+    }
+  }
+  int32_t next_item = 0, next_combine = 0;
+  for (int32_t s = 0; s < num_seqs; ++s) {
+    const int32_t t = query_start[s];
+    if (query_start[s + 1] - t != 1 || plan.data[static_cast<size_t>(plan.row_prefix_at + t)] != 0) continue;
+    seen.insert(t);  // a decode row: its partition items come next, in sequence order
+    const int32_t pos = positions[static_cast<size_t>(t)];
+    const int32_t begin = shape.sliding_window > 0 ? std::max(0, pos - shape.sliding_window + 1) : 0;
+    const int32_t count = pos / P - begin / P + 1;
+    ASSERT_LE(next_item + count, plan.num_partition_items) << "sequence " << s;
+    int32_t key = begin;
+    for (int32_t k = next_item; k < next_item + count; ++k) {
+      const int32_t* item = plan.data.data() + plan.partition_at + 5 * k;
+      EXPECT_EQ(item[0], s);
+      EXPECT_EQ(item[1], t);
+      EXPECT_EQ(item[2], key);                       // contiguous, in position order
+      EXPECT_EQ(item[2] / P, (item[3] - 1) / P);     // inside one partition
+      EXPECT_TRUE(item[3] == pos + 1 || item[3] % P == 0);  // cut only at partition ends
+      EXPECT_EQ(item[4], count == 1 ? 1 : 0);
+      key = item[3];
+    }
+    EXPECT_EQ(key, pos + 1) << "sequence " << s;
+    if (count > 1) {
+      ASSERT_LT(next_combine, plan.num_combine_rows);
+      const int32_t* row = plan.data.data() + plan.combine_at + 3 * next_combine++;
+      EXPECT_EQ(row[0], t);
+      EXPECT_EQ(row[1], next_item);
+      EXPECT_EQ(row[2], count);
+    }
+    next_item += count;
+  }
+  EXPECT_EQ(next_item, plan.num_partition_items);
+  EXPECT_EQ(next_combine, plan.num_combine_rows);
+  EXPECT_EQ(seen.size(), static_cast<size_t>(query_start.back()));
+  EXPECT_EQ(std::set<int32_t>(seen.begin(), seen.end()).size(), seen.size());
+  if (plan.num_shared_items == 0) {
+    EXPECT_EQ(cuda::paged_prefill_workspace_floats(plan, shape),
+              static_cast<size_t>(plan.num_partition_items) * shape.num_heads * (2 + shape.head_dim));
+  }
+}
+
 TEST(CudaPagedPrefillHarness, PlanCoversEveryRowOnce) {
   std::mt19937 rng(61);
   for (int32_t heads : {1, 3, 9, 16}) {
@@ -54,21 +116,50 @@ TEST(CudaPagedPrefillHarness, PlanCoversEveryRowOnce) {
     ASSERT_EQ(cuda::plan_paged_prefill(p.shape, batch, {}, &plan), cudaSuccess);
     EXPECT_EQ(plan.rows_per_block, std::max(1, 16 / heads));
     EXPECT_EQ(plan.num_shared_items, 0);
-    EXPECT_EQ(cuda::paged_prefill_workspace_floats(plan, p.shape), 0u);
-    std::multiset<int32_t> seen;
-    for (int32_t i = 0; i < plan.num_items; ++i) {
-      const int32_t* item = plan.data.data() + plan.items_at + 3 * i;
-      EXPECT_GT(item[2], item[1]);
-      EXPECT_LE(item[2] - item[1], plan.rows_per_block);
-      for (int32_t r = item[1]; r < item[2]; ++r) {
-        const int32_t t = plan.data[static_cast<size_t>(plan.rows_at + r)];
-        EXPECT_TRUE(t >= p.query_start[item[0]] && t < p.query_start[item[0] + 1]);
-        seen.insert(t);
-      }
-    }
-    EXPECT_EQ(seen.size(), static_cast<size_t>(p.num_tokens()));
-    EXPECT_EQ(std::set<int32_t>(seen.begin(), seen.end()).size(), seen.size());
+    EXPECT_EQ(plan.num_partition_items, 3);  // kMixedBatch's three decode rows, each in one partition
+    EXPECT_EQ(plan.num_combine_rows, 0);
+    expect_plan_covers_rows(p.shape, p.query_start, p.positions, plan);
   }
+}
+
+// Decode rows on, beside and across partition ends, with and without a
+// sliding window, beside prefill chunks; and decode rows in a cascade group,
+// which the flat pass continues from the prefix instead.
+TEST(CudaPagedPrefillHarness, PlanCutsDecodeRowsAtPartitions) {
+  constexpr int32_t P = cuda::kAttentionPartition;
+  // {context, rows}: rows at positions [context - rows, context)
+  const std::vector<std::pair<int32_t, int32_t>> seqs = {{1, 1},         {P, 1},     {P + 1, 1}, {P + 5, 3},
+                                                         {2 * P, 1},     {700, 1},   {3 * P + 1, 1}, {40, 40},
+                                                         {4 * P + 17, 1}};
+  std::vector<int32_t> query_start = {0}, positions;
+  for (const auto& [context, rows] : seqs) {
+    for (int32_t i = context - rows; i < context; ++i) positions.push_back(i);
+    query_start.push_back(static_cast<int32_t>(positions.size()));
+  }
+  const PagedAttentionBatch batch{static_cast<int32_t>(seqs.size()), query_start.data(), positions.data(), nullptr,
+                                  nullptr};
+  for (int32_t window : {0, 1, 40, P, P + 1, 600}) {
+    SCOPED_TRACE(testing::Message() << "window " << window);
+    const AttentionShape shape = cuda_test::decode_shape(9, 3, 64, window);
+    cuda::PrefillPlan plan;
+    ASSERT_EQ(cuda::plan_paged_prefill(shape, batch, {}, &plan), cudaSuccess);
+    expect_plan_covers_rows(shape, query_start, positions, plan);
+    if (window == 0) {
+      EXPECT_EQ(plan.num_partition_items, 1 + 1 + 2 + 2 + 3 + 4 + 5);
+      EXPECT_EQ(plan.num_combine_rows, 5);
+    }
+  }
+  // Sequences 5 and 6 (decode rows at 699 and 3P) in a cascade group on a 64-token prefix: flat pass rows.
+  const std::vector<int32_t> prefix = {64}, seq_start = {0, 2}, members = {5, 6};
+  const AttentionShape shape = cuda_test::decode_shape(9, 3, 64);
+  cuda::PrefillPlan plan;
+  ASSERT_EQ(cuda::plan_paged_prefill(shape, batch, CascadeGroups{1, prefix.data(), seq_start.data(), members.data()},
+                                     &plan),
+            cudaSuccess);
+  expect_plan_covers_rows(shape, query_start, positions, plan);
+  EXPECT_EQ(plan.num_partition_items, 1 + 1 + 2 + 2 + 5);
+  EXPECT_EQ(plan.num_combine_rows, 3);
+  EXPECT_EQ(plan.num_shared_items, 1);
 }
 
 TEST(CudaPagedPrefillHarness, PlanRefusesWhatTheCpuKernelAsserts) {
@@ -207,6 +298,61 @@ TEST(CudaPagedPrefill, CopiedAndElementLoadsGiveTheSameBits) {
         const std::vector<float> elements = cuda_test::run_prefill_cuda(p, 16, cascade, pages_b, 0, element_bytes);
         EXPECT_TRUE(copied == elements) << "cascade " << cascade;
         EXPECT_LT(cuda_test::normalised_error(copied, p.ref), kTolerance) << "cascade " << cascade;
+      }
+    }
+  }
+}
+
+// The bitwise contract of split-KV: a decode row (its sequence's only row:
+// one block per partition, then the combine) gives the same bits as the same
+// row inside a prefill chunk (the flat pass, which merges the partitions as
+// it walks them), for contexts from one key to several partitions, on and
+// off partition ends, with sliding windows shorter and longer than a
+// partition, softcap, GQA / MHA / MQA, an odd head dim (element loads) and
+// every cache type. Both also match the f64 reference.
+TEST(CudaPagedPrefill, DecodeRowIsBitwiseTheRowInAChunk) {
+  KVSCOPE_REQUIRE_CUDA_DEVICE();
+  std::mt19937 rng(68);
+  constexpr int32_t P = cuda::kAttentionPartition;
+  struct Case {
+    int32_t num_heads, num_kv_heads, head_dim, window;
+    float softcap;
+  };
+  const Case cases[] = {
+      {9, 3, 64, 0, 0.0f},  {8, 2, 64, 100, 0.0f}, {8, 2, 64, P + 44, 0.0f}, {4, 1, 256, 33, 5.0f},
+      {16, 1, 64, 0, 0.0f}, {8, 8, 128, 700, 1.5f}, {6, 3, 54, 0, 0.0f},
+  };
+  const std::vector<int32_t> contexts = {1, 2, 31, 33, P - 1, P, P + 1, 300, 2 * P, 2 * P + 1, 777, 4 * P + 76};
+  for (KvCacheType type : {KvCacheType::F32, KvCacheType::F16, KvCacheType::BF16, KvCacheType::Q8_0}) {
+    for (const Case& c : cases) {
+      if (!kv_type_fits_head_dim(type, c.head_dim)) continue;
+      SCOPED_TRACE(testing::Message() << kv_cache_type_name(type) << " heads=" << c.num_heads << "/" << c.num_kv_heads
+                                      << " dim=" << c.head_dim << " window=" << c.window << " softcap=" << c.softcap);
+      std::vector<SeqSpec> chunks;  // the last 3 positions of each context (fewer when there are fewer)
+      for (int32_t context : contexts) chunks.push_back({context, std::min(context, 3)});
+      const PrefillProblem p =
+          make(cuda_test::decode_shape(c.num_heads, c.num_kv_heads, c.head_dim, c.window, c.softcap), type, chunks,
+               rng);
+      const std::vector<float> in_chunks = cuda_test::run_prefill_cuda(p, 16, false, rng);
+      EXPECT_LT(cuda_test::normalised_error(in_chunks, p.ref), kTolerance);
+      // Each chunk's first and last row again, now as decode rows (only their keys stored).
+      std::vector<cuda_test::RowSlice> decode_rows;
+      std::vector<size_t> row_in_chunks;
+      for (size_t s = 0; s < p.seqs.size(); ++s) {
+        const int32_t rows = p.seqs[s].num_rows, context = p.seqs[s].context;
+        for (int32_t r : {0, rows - 1}) {
+          decode_rows.push_back({static_cast<int32_t>(s), r, 1, context - rows + r + 1});
+          row_in_chunks.push_back(static_cast<size_t>(p.query_start[s] + r));
+        }
+      }
+      const PrefillProblem decode = cuda_test::sub_problem(p, decode_rows);
+      const std::vector<float> alone = cuda_test::run_prefill_cuda(decode, 5, false, rng);
+      EXPECT_LT(cuda_test::normalised_error(alone, decode.ref), kTolerance);
+      const size_t row = p.row_floats();
+      for (size_t i = 0; i < decode_rows.size(); ++i) {
+        EXPECT_TRUE(std::equal(alone.begin() + i * row, alone.begin() + (i + 1) * row,
+                               in_chunks.begin() + row_in_chunks[i] * row))
+            << "decode row at position " << decode.positions[i] << " differs from its chunk's row";
       }
     }
   }
