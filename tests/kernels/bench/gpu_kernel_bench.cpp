@@ -13,9 +13,12 @@
 //     read comes from device memory, as in a step), beside cuBLAS's bf16 GEMM
 //     of the same shape (weights already bf16: the library's dense ceiling);
 //   - decode_attention: one decode row per sequence at 1k / 4k / 16k context,
-//     through the mixed-batch kernel the engine runs (paged_prefill) and the
-//     split-KV kernel (paged_decode_attention, not wired: see docs/cuda.md),
-//     as KV bytes read per second and the fraction of copy_gbs;
+//     through the path the engine runs (paged_prefill_attention, which now
+//     splits a decode row into partitions of kAttentionPartition keys and
+//     combines them; keys mixed_kernel_*, kept from when it walked the whole
+//     context in one block, with partition_items per KV head) and the older
+//     standalone split-KV kernel (paged_decode_attention, not wired: keys
+//     split_kv_*), as KV bytes read per second and the fraction of copy_gbs;
 //   - layer_matmuls: one layer's matmuls as the backend launches them (fused:
 //     4 launches) and one launch per matrix (8), per token count;
 //   - prefill_attention: one whole prompt of 512 / 2048 rows, TFLOP/s.
@@ -294,15 +297,17 @@ nlohmann::ordered_json bench_decode_attention(const std::vector<int32_t>& contex
       std::iota(query_start.begin(), query_start.end(), 0);
       Device<int32_t> dpos(positions), dqs(query_start), dstart(pool.table_start), dids(pool.block_ids);
       const PagedKvLayer kv{k.p, v.p, Pool::kBlockSize, KvCacheType::F32};
-      // The engine's path: the mixed-batch kernel, planned as a step would be.
+      // The engine's path, planned as a step would be: each decode row cut into partitions, then combined.
       const PagedAttentionBatch host_batch{batch, query_start.data(), positions.data(), pool.table_start.data(),
                                            pool.block_ids.data()};
       cuda::PrefillPlan plan;
       check(cuda::plan_paged_prefill(shape, host_batch, CascadeGroups{}, &plan), "plan_paged_prefill");
       Device<int32_t> dplan(plan.data);
+      const size_t plan_ws = cuda::paged_prefill_workspace_floats(plan, shape);
+      Device<float> dplan_ws(plan_ws);
       const cuda::PagedPrefillBatch pb{batch, dqs.p, dpos.p, dstart.p, dids.p};
       const double mixed = median_seconds(reps, [&](int) {
-        check(cuda::paged_prefill_attention(shape, kv, pb, plan, dplan.p, q.p, o.p, nullptr, 0, nullptr),
+        check(cuda::paged_prefill_attention(shape, kv, pb, plan, dplan.p, q.p, o.p, dplan_ws.p, plan_ws, nullptr),
               "paged_prefill_attention");
       });
       // The split-KV decode kernel.
@@ -321,10 +326,12 @@ nlohmann::ordered_json bench_decode_attention(const std::vector<int32_t>& contex
                      {"mixed_kernel_us", mixed * 1e6},
                      {"mixed_kernel_gbs", bytes / mixed / 1e9},
                      {"mixed_kernel_of_copy", bytes / mixed / 1e9 / copy_gbs},
+                     {"partition_items", plan.num_partition_items},
+                     {"combine_rows", plan.num_combine_rows},
                      {"split_kv_us", split * 1e6},
                      {"split_kv_gbs", bytes / split / 1e9},
                      {"split_kv_of_copy", bytes / split / 1e9 / copy_gbs}});
-      std::fprintf(stderr, "decode attention batch %3d context %6d: mixed %9.1f us (%6.1f GB/s), split-KV %9.1f us (%6.1f GB/s)\n",
+      std::fprintf(stderr, "decode attention batch %3d context %6d: engine %9.1f us (%6.1f GB/s), split-KV %9.1f us (%6.1f GB/s)\n",
                    batch, context, mixed * 1e6, bytes / mixed / 1e9, split * 1e6, bytes / split / 1e9);
     }
   }
@@ -349,10 +356,12 @@ nlohmann::ordered_json bench_prefill_attention(const std::vector<int32_t>& lengt
     cuda::PrefillPlan plan;
     check(cuda::plan_paged_prefill(shape, host_batch, CascadeGroups{}, &plan), "plan_paged_prefill");
     Device<int32_t> dplan(plan.data);
+    const size_t plan_ws = cuda::paged_prefill_workspace_floats(plan, shape);  // 0 unless n == 1
+    Device<float> dplan_ws(plan_ws);
     const PagedKvLayer kv{k.p, v.p, Pool::kBlockSize, KvCacheType::F32};
     const cuda::PagedPrefillBatch pb{1, dqs.p, dpos.p, dstart.p, dids.p};
     const double sec = median_seconds(reps, [&](int) {
-      check(cuda::paged_prefill_attention(shape, kv, pb, plan, dplan.p, q.p, o.p, nullptr, 0, nullptr),
+      check(cuda::paged_prefill_attention(shape, kv, pb, plan, dplan.p, q.p, o.p, dplan_ws.p, plan_ws, nullptr),
             "paged_prefill_attention");
     });
     // q.k and p.v: 2 flops per multiply-add, head_dim each, per (row, head, key).
