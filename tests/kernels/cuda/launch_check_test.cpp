@@ -121,7 +121,7 @@ TEST(CudaLaunchCheck, PagedPrefillAttentionPreconditions) {
   cuda::PrefillPlan cascade;
   ASSERT_EQ(cuda::plan_paged_prefill(good, host, CascadeGroups{1, &prefix, seq_start, seqs}, &cascade), cudaSuccess);
   const size_t ws = cuda::paged_prefill_workspace_floats(cascade, good);
-  EXPECT_EQ(ws, size_t{2 * 4 * (2 + 64)});  // 2 rows x 4 heads x (max, sum, 64 outputs)
+  EXPECT_EQ(ws, size_t{2 * 2 * 4 * (2 + 64)});  // 2 states (merged, current) x 2 rows x 4 heads x (max, sum, 64)
   EXPECT_EQ(cuda::paged_prefill_attention(good, kv, batch, cascade, dev, fake(), fake(), fake(), ws - 1, nullptr),
             cudaErrorInvalidValue);  // workspace too small
 }
