@@ -1,33 +1,51 @@
 // Dequantising matrix-vector kernel; see matvec_q.cuh.
 //
-// Layout of the work: a block of 8 warps covers 8 weight rows and a tile of
-// up to kTokenTile = 8 tokens; warp w takes row blockIdx.x * 8 + w (of the
-// outputs' rows one after the other for matvec_q_multi; of the gate and the
-// up projection both for matvec_q_glu, which saves two launches). Lane l
-// takes the row's quantisation blocks l, l + 32, ...: it loads each weight
-// block once, dequantises its 32 quants into registers, and multiplies them
-// with the block's 32 activations of every token of the tile (float4 loads).
-// A shuffle tree then sums the lanes, per token. So a weight byte is read
-// once per 8 tokens instead of once per token, which is what a batch of
-// decode rows or a prefill chunk needs; at one token the kernel is the old
-// one-warp-per-row matvec.
+// Layout of the work: a block of 8 warps covers 8 weight rows and a tile
+// of up to kTokenTile = 8 tokens; warp w takes row blockIdx.x * 8 + w (of the
+// outputs' rows one after the other for matvec_q_multi;
+// of the gate and the up projection both for matvec_q_glu, which saves two
+// launches). Lane l takes the row's quantisation blocks l, l + 32, ...: it
+// dequantises its block's 32 quants into registers and multiplies them with
+// the block's 32 activations of every token of the tile. A shuffle tree then
+// sums the lanes, per token. So a weight byte is read once per 8 tokens
+// instead of once per token, which is what a batch of decode rows or a
+// prefill chunk needs.
+//
+// Both operands go through shared memory, 32 quantisation blocks (one per
+// lane) of the row at a time, because a lane's own block is 20 or 34 bytes
+// of weights and 128 bytes of activations per token: read straight from
+// global memory, every load instruction of a warp touches 18 to 32 cache
+// lines, and the L1 wavefronts, not the arithmetic, bounded the kernel
+// (Nsight Compute on the H200: 46 us for SmolLM2's q/k/v at 64 tokens, about
+// 10x its instruction count). Staged, the block loads the tile's activations
+// with float4 loads that are contiguous across threads, once for all its
+// rows; each warp copies its row's bytes with consecutive lanes reading
+// consecutive words; lanes then read their own block from shared memory,
+// where a padded stride (kXBlockStride) keeps the reads free of bank
+// conflicts.
 //
 // Each block's scale (and Q4_1 min) is factored out of its 32 products:
 //   Q8_0: d * sum_j q_j x_j;   Q4_1: d * sum_j q_j x_j + m * sum_j x_j.
+// sum_j x_j depends on the token and the block only, so the block computes it
+// once per (token, block) while staging, instead of once per row.
 //
 // Invariance: a token's result is computed by the same instructions in the
 // same order whatever the other tokens of the tile or the launch (the tile
-// only decides which tokens share a weight load), and every multiply-add is
-// an explicit __fmaf_rn / __fadd_rn / __fmul_rn, so no compiler contraction
-// choice can differ between tile slots. tests/kernels/cuda/matvec_q_test.cpp
-// checks a token's bits alone, in a tile and at every tile slot.
+// only decides which tokens share a weight load), and every multiply-add is an explicit __fmaf_rn / __fadd_rn /
+// __fmul_rn, so no compiler contraction choice can differ between tile
+// slots. The order is: per lane, blocks b = lane, lane + 32, ... summed into
+// one partial each; per block, the FMA chain over j = 0..31 and the sum of x
+// in j order; then the xor tree over the lanes.
+// tests/kernels/cuda/matvec_q_test.cpp checks a token's bits alone, in a tile
+// and at every tile slot, and against a host replica of that order.
 //
 // Napkin math (H200, SmolLM2): a 576 x 1536 Q4_1 matrix is 553 KB, 0.13 us
 // at 4.3 TB/s, so one token is launch-bound; at 512 tokens the multiply-adds
-// (512 x 0.88 M) bound it instead: about 3 instructions per weight element
-// per token, 45 us at the H200's issue rate (docs/cuda.md, "Performance").
+// (512 x 0.88 M) bound it instead: about 1.3 instructions per weight element
+// per token (a float4 shared load per 4 FMAs).
 #include "kernels/cuda/matvec_q.cuh"
 
+#include <algorithm>
 #include <cstdint>
 
 #include "kernels/cuda/activations.cuh"
@@ -40,6 +58,25 @@ namespace {
 constexpr int kWarpsPerBlock = 8;
 constexpr int kThreads = kWarpsPerBlock * kWarpSize;
 constexpr int kTokenTile = 8;
+// Quantisation blocks of a row staged at once: one per lane.
+constexpr int kChunkBlocks = kWarpSize;
+// A staged block of activations takes 36 floats, not 32: lane l's float4
+// reads of its own block start at float 36 l, so the 8 lanes of each
+// quarter-warp hit distinct bank groups (36 l mod 32 = 4 l).
+constexpr int kXBlockStride = kQBlockElems + 4;
+// 16-bit words of one staged weight chunk of a warp (Q8_0's 34-byte blocks, the larger).
+constexpr int kWeightChunkHalves = kChunkBlocks * kQ8_0BlockBytes / 2;
+
+template <TensorType kType>
+inline constexpr int kBlockBytes = kType == TensorType::Q8_0 ? kQ8_0BlockBytes : kQ4_1BlockBytes;
+
+// Shared memory of a block for a token tile of `tile`: the activations
+// [tile][kChunkBlocks][kXBlockStride] floats, the per-(token, block) sums of x
+// [tile][kChunkBlocks], then each warp's weight chunk.
+__host__ __device__ inline size_t shared_bytes_for(int tile) {
+  return (static_cast<size_t>(tile) * kChunkBlocks * (kXBlockStride + 1)) * sizeof(float) +
+         static_cast<size_t>(kWarpsPerBlock) * kWeightChunkHalves * sizeof(uint16_t);
+}
 
 // A quant as a float without an int-to-float conversion: 2^23 + n has the
 // bits 0x4B000000 | n for 0 <= n < 2^23, and subtracting 2^23 is exact.
@@ -74,52 +111,89 @@ __device__ inline void load_block(const uint8_t* block, float (&q)[kQBlockElems]
   }
 }
 
-// The dot products of one weight row with the tile's tokens [t0, t0 + tile),
-// summed over the warp: every lane returns with acc[t] for t < tile. The
-// one body every launcher below runs, so their bits agree.
+// The block's share of staging one chunk: blocks [b0, b0 + nb) of the tile's
+// tokens [t0, t0 + tile) into x_s, and (Q4_1) their sums of x into sx_s, in
+// j order as the kernel has always added them. All threads call it between
+// two barriers.
 template <TensorType kType>
-__device__ inline void row_tile_dots(const uint8_t* w_row, int64_t row_len, const float* x, int64_t t0, int tile,
-                                     float (&acc)[kTokenTile]) {
-  constexpr int block_bytes = kType == TensorType::Q8_0 ? kQ8_0BlockBytes : kQ4_1BlockBytes;
-  const int lane = threadIdx.x % kWarpSize;
-  const int64_t num_blocks = row_len / kQBlockElems;
-#pragma unroll
-  for (int t = 0; t < kTokenTile; ++t) acc[t] = 0.0f;
-  for (int64_t b = lane; b < num_blocks; b += kWarpSize) {
-    float q[kQBlockElems];
-    float d, m;
-    load_block<kType>(w_row + b * block_bytes, q, d, m);
-#pragma unroll
-    for (int t = 0; t < kTokenTile; ++t) {
-      if (t >= tile) break;
-      // x[t0 + t][b * 32 + j]: 128-byte aligned (row_len is a multiple of 32
-      // and the launchers check x's alignment).
-      const float4* xb = reinterpret_cast<const float4*>(x + (t0 + t) * row_len + b * kQBlockElems);
-      float qx = 0.0f;
-      float sx = 0.0f;
-#pragma unroll
-      for (int i = 0; i < kQBlockElems / 4; ++i) {
-        const float4 v = __ldg(xb + i);
-        qx = __fmaf_rn(q[4 * i], v.x, qx);
-        qx = __fmaf_rn(q[4 * i + 1], v.y, qx);
-        qx = __fmaf_rn(q[4 * i + 2], v.z, qx);
-        qx = __fmaf_rn(q[4 * i + 3], v.w, qx);
-        if constexpr (kType == TensorType::Q4_1) {
-          sx = __fadd_rn(sx, v.x);
-          sx = __fadd_rn(sx, v.y);
-          sx = __fadd_rn(sx, v.z);
-          sx = __fadd_rn(sx, v.w);
-        }
-      }
-      const float block_dot = kType == TensorType::Q8_0 ? __fmul_rn(d, qx)
-                                                        : __fadd_rn(__fmul_rn(d, qx), __fmul_rn(m, sx));
-      acc[t] = __fadd_rn(acc[t], block_dot);
+__device__ inline void stage_activations(const float* x, int64_t row_len, int64_t t0, int tile, int64_t b0, int nb,
+                                         float* x_s, float* sx_s) {
+  constexpr int kVecsPerBlock = kQBlockElems / 4;
+  const int vecs = nb * kVecsPerBlock;
+  for (int t = 0; t < tile; ++t) {
+    // x[t0 + t][(b0 + b) * 32 + 4 v ..]: 16-byte aligned (row_len is a multiple
+    // of 32 and the launchers check x's alignment).
+    const float4* src = reinterpret_cast<const float4*>(x + (t0 + t) * row_len + b0 * kQBlockElems);
+    for (int e = threadIdx.x; e < vecs; e += kThreads) {
+      const int b = e / kVecsPerBlock;
+      const int v = e % kVecsPerBlock;
+      *reinterpret_cast<float4*>(x_s + (t * kChunkBlocks + b) * kXBlockStride + 4 * v) = __ldg(src + e);
     }
   }
+  if constexpr (kType == TensorType::Q4_1) {
+    __syncthreads();
+    for (int i = threadIdx.x; i < tile * kChunkBlocks; i += kThreads) {
+      const int t = i / kChunkBlocks;
+      const int b = i % kChunkBlocks;
+      if (b >= nb) continue;
+      const float* xb = x_s + (t * kChunkBlocks + b) * kXBlockStride;
+      float sx = 0.0f;
 #pragma unroll
-  for (int t = 0; t < kTokenTile; ++t) {
-    if (t >= tile) break;
-    acc[t] = warp_sum(acc[t]);
+      for (int j = 0; j < kQBlockElems; ++j) sx = __fadd_rn(sx, xb[j]);
+      sx_s[i] = sx;
+    }
+  }
+}
+
+// A warp copies blocks [b0, b0 + nb) of one weight row into its chunk of
+// shared memory, consecutive lanes reading consecutive 32-bit words (16-bit
+// where the row is only 2-byte aligned). The caller __syncwarp()s after.
+template <TensorType kType>
+__device__ inline void stage_weights(const uint8_t* w_row, int64_t b0, int nb, uint16_t* w_s) {
+  constexpr int block_bytes = kBlockBytes<kType>;
+  const int lane = threadIdx.x % kWarpSize;
+  const uint8_t* src = w_row + b0 * block_bytes;
+  const int halves = nb * block_bytes / 2;
+  if (reinterpret_cast<uintptr_t>(src) % 4 == 0) {
+    const auto* src32 = reinterpret_cast<const uint32_t*>(src);
+    auto* dst32 = reinterpret_cast<uint32_t*>(w_s);  // w_s is 4-byte aligned (shared_bytes_for's layout)
+    for (int i = lane; i < halves / 2; i += kWarpSize) dst32[i] = __ldg(src32 + i);
+    if (halves % 2 != 0 && lane == 0) w_s[halves - 1] = __ldg(reinterpret_cast<const uint16_t*>(src) + halves - 1);
+  } else {
+    const auto* src16 = reinterpret_cast<const uint16_t*>(src);
+    for (int i = lane; i < halves; i += kWarpSize) w_s[i] = __ldg(src16 + i);
+  }
+}
+
+// One staged chunk of one row times the tile's tokens, added into acc[t]
+// (lane's block only; lanes past nb add nothing).
+template <TensorType kType, int kTile>
+__device__ inline void chunk_dots(const uint16_t* w_s, const float* x_s, const float* sx_s, int nb, int tile,
+                                  float (&acc)[kTile]) {
+  const int lane = threadIdx.x % kWarpSize;
+  if (lane >= nb) return;
+  float q[kQBlockElems];
+  float d, m;
+  load_block<kType>(reinterpret_cast<const uint8_t*>(w_s) + lane * kBlockBytes<kType>, q, d, m);
+  // A predicate, not a break, for the tile's end: the tokens' chains then
+  // interleave instead of running one after another.
+#pragma unroll
+  for (int t = 0; t < kTile; ++t) {
+    if (t >= tile) continue;
+    const float4* xb = reinterpret_cast<const float4*>(x_s + (t * kChunkBlocks + lane) * kXBlockStride);
+    float qx = 0.0f;
+#pragma unroll
+    for (int i = 0; i < kQBlockElems / 4; ++i) {
+      const float4 v = xb[i];
+      qx = __fmaf_rn(q[4 * i], v.x, qx);
+      qx = __fmaf_rn(q[4 * i + 1], v.y, qx);
+      qx = __fmaf_rn(q[4 * i + 2], v.z, qx);
+      qx = __fmaf_rn(q[4 * i + 3], v.w, qx);
+    }
+    const float block_dot = kType == TensorType::Q8_0
+                                ? __fmul_rn(d, qx)
+                                : __fadd_rn(__fmul_rn(d, qx), __fmul_rn(m, sx_s[t * kChunkBlocks + lane]));
+    acc[t] = __fadd_rn(acc[t], block_dot);
   }
 }
 
@@ -135,15 +209,10 @@ struct MultiOutputs {
   int count;
 };
 
-// grid.x covers the outputs' rows one after the other (warp w of block b:
-// row b * 8 + w of the concatenation), grid.y the token tiles.
-template <TensorType kType>
-__global__ void __launch_bounds__(kThreads)
-    matvec_multi_kernel(MultiOutputs outputs, int64_t row_len, const float* x, int64_t num_tokens) {
-  // Which output row r falls in, by a loop the compiler unrolls: indexing
-  // the parameter array with a variable would copy it to local memory.
-  int64_t r = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / kWarpSize;
-  MatvecOutput o;
+// Which output row r of the concatenation falls in, and its index there, by
+// a loop the compiler unrolls: indexing the parameter array with a variable
+// would copy it to local memory. False past the last row.
+__device__ inline bool find_output(const MultiOutputs& outputs, int64_t r, MatvecOutput& o, int64_t& local) {
   bool found = false;
 #pragma unroll
   for (int j = 0; j < kMaxMatvecOutputs; ++j) {
@@ -156,37 +225,105 @@ __global__ void __launch_bounds__(kThreads)
       }
     }
   }
-  if (!found) return;  // past the last row; r and o are warp-uniform
-  const int64_t t0 = static_cast<int64_t>(blockIdx.y) * kTokenTile;
-  const int tile = static_cast<int>(min(static_cast<int64_t>(kTokenTile), num_tokens - t0));
-  float acc[kTokenTile];
-  row_tile_dots<kType>(weight_row<kType>(o.w, r, row_len), row_len, x, t0, tile, acc);
-  if (threadIdx.x % kWarpSize != 0) return;
+  local = r;
+  return found;
+}
+
+// The block's token tile: tokens [t0, t0 + tile) of grid.y's tile of kTile.
+template <int kTile>
+__device__ inline int token_tile(int64_t num_tokens, int64_t& t0) {
+  t0 = static_cast<int64_t>(blockIdx.y) * kTile;
+  return static_cast<int>(min(static_cast<int64_t>(kTile), num_tokens - t0));
+}
+
+// grid.x covers the outputs' rows one after the other (warp w of block b:
+// row b * 8 + w of the concatenation), grid.y the token tiles of kTile (1
+// for a single token: fewer registers, so more blocks in flight; else
+// kTokenTile). Dynamic shared memory: shared_bytes_for(min(num_tokens, kTile)).
+template <TensorType kType, int kTile>
+__global__ void __launch_bounds__(kThreads)
+    matvec_multi_kernel(MultiOutputs outputs, int64_t row_len, const float* x, int64_t num_tokens) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  const int warp = threadIdx.x / kWarpSize;
+  int64_t t0;
+  const int tile = token_tile<kTile>(num_tokens, t0);
+  float* x_s = reinterpret_cast<float*>(smem);
+  float* sx_s = x_s + tile * kChunkBlocks * kXBlockStride;
+  uint16_t* w_s = reinterpret_cast<uint16_t*>(sx_s + tile * kChunkBlocks) + warp * kWeightChunkHalves;
+
+  MatvecOutput o;
+  int64_t r;
+  // Warp-uniform; a warp past the last row still joins every barrier.
+  const bool active = find_output(outputs, static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + warp, o, r);
+  float acc[kTile];
 #pragma unroll
-  for (int t = 0; t < kTokenTile; ++t) {
+  for (int t = 0; t < kTile; ++t) acc[t] = 0.0f;
+  const int64_t num_blocks = row_len / kQBlockElems;
+  for (int64_t b0 = 0; b0 < num_blocks; b0 += kChunkBlocks) {
+    const int nb = static_cast<int>(min(static_cast<int64_t>(kChunkBlocks), num_blocks - b0));
+    __syncthreads();  // every warp is done with the previous chunk's activations
+    // The warp's weights first: their loads are then in flight together with
+    // the activations' (w_s is the warp's own; the last __syncwarp below
+    // ordered its previous reads).
+    if (active) stage_weights<kType>(weight_row<kType>(o.w, r, row_len), b0, nb, w_s);
+    stage_activations<kType>(x, row_len, t0, tile, b0, nb, x_s, sx_s);
+    __syncthreads();  // also a warp barrier for w_s
+    if (!active) continue;
+    chunk_dots<kType, kTile>(w_s, x_s, sx_s, nb, tile, acc);
+    __syncwarp();  // every lane has its block in registers before the next chunk overwrites w_s
+  }
+  if (!active) return;
+#pragma unroll
+  for (int t = 0; t < kTile; ++t) {
     if (t >= tile) break;
-    o.y[(t0 + t) * o.ld + r] = acc[t];
+    const float sum = warp_sum(acc[t]);
+    if (threadIdx.x % kWarpSize == 0) o.y[(t0 + t) * o.ld + r] = sum;
   }
 }
 
-// Row r of the gate and of the up projection, then act(gate) * up.
-template <TensorType kType, typename Act>
+// Row r of the gate and of the up projection, then act(gate) * up. Shared
+// memory as matvec_multi_kernel's; the gate's and the up row's chunks take
+// turns in the warp's weight chunk.
+template <TensorType kType, int kTile, typename Act>
 __global__ void __launch_bounds__(kThreads)
     matvec_glu_kernel(const void* w_gate, const void* w_up, int64_t num_rows, int64_t row_len, const float* x,
                       int64_t num_tokens, float* out, int64_t ld) {
-  const int64_t r = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / kWarpSize;
-  if (r >= num_rows) return;
-  const int64_t t0 = static_cast<int64_t>(blockIdx.y) * kTokenTile;
-  const int tile = static_cast<int>(min(static_cast<int64_t>(kTokenTile), num_tokens - t0));
-  float gate[kTokenTile], up[kTokenTile];
-  row_tile_dots<kType>(weight_row<kType>(w_gate, r, row_len), row_len, x, t0, tile, gate);
-  row_tile_dots<kType>(weight_row<kType>(w_up, r, row_len), row_len, x, t0, tile, up);
-  if (threadIdx.x % kWarpSize != 0) return;
+  extern __shared__ __align__(16) unsigned char smem[];
+  const int warp = threadIdx.x / kWarpSize;
+  int64_t t0;
+  const int tile = token_tile<kTile>(num_tokens, t0);
+  float* x_s = reinterpret_cast<float*>(smem);
+  float* sx_s = x_s + tile * kChunkBlocks * kXBlockStride;
+  uint16_t* w_s = reinterpret_cast<uint16_t*>(sx_s + tile * kChunkBlocks) + warp * kWeightChunkHalves;
+
+  const int64_t r = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + warp;
+  const bool active = r < num_rows;  // warp-uniform; inactive warps still join every barrier
+  float gate[kTile], up[kTile];
+#pragma unroll
+  for (int t = 0; t < kTile; ++t) gate[t] = up[t] = 0.0f;
+  const int64_t num_blocks = row_len / kQBlockElems;
+  for (int64_t b0 = 0; b0 < num_blocks; b0 += kChunkBlocks) {
+    const int nb = static_cast<int>(min(static_cast<int64_t>(kChunkBlocks), num_blocks - b0));
+    __syncthreads();
+    if (active) stage_weights<kType>(weight_row<kType>(w_gate, r, row_len), b0, nb, w_s);  // in flight with x's
+    stage_activations<kType>(x, row_len, t0, tile, b0, nb, x_s, sx_s);
+    __syncthreads();
+    if (!active) continue;
+    chunk_dots<kType, kTile>(w_s, x_s, sx_s, nb, tile, gate);
+    __syncwarp();
+    stage_weights<kType>(weight_row<kType>(w_up, r, row_len), b0, nb, w_s);
+    __syncwarp();
+    chunk_dots<kType, kTile>(w_s, x_s, sx_s, nb, tile, up);
+    __syncwarp();
+  }
+  if (!active) return;
   const Act act;
 #pragma unroll
-  for (int t = 0; t < kTokenTile; ++t) {
+  for (int t = 0; t < kTile; ++t) {
     if (t >= tile) break;
-    out[(t0 + t) * ld + r] = __fmul_rn(act(gate[t]), up[t]);
+    const float g = warp_sum(gate[t]);
+    const float u = warp_sum(up[t]);
+    if (threadIdx.x % kWarpSize == 0) out[(t0 + t) * ld + r] = __fmul_rn(act(g), u);
   }
 }
 
@@ -226,11 +363,22 @@ cudaError_t matvec_q_multi(TensorType type, const MatvecOutput* outputs, int num
   }
   KVSCOPE_CUDA_REQUIRE(op, total_rows / kWarpsPerBlock < 0x7fffffff);  // grid.x limit
   if (num_tokens == 0) return cudaSuccess;
-  const dim3 grid(num_blocks_for(total_rows, kWarpsPerBlock), num_blocks_for(num_tokens, kTokenTile));
-  if (type == TensorType::Q8_0) {
-    matvec_multi_kernel<TensorType::Q8_0><<<grid, kThreads, 0, stream>>>(all, row_len, x, num_tokens);
+  const size_t smem = shared_bytes_for(static_cast<int>(std::min<int64_t>(num_tokens, kTokenTile)));
+  const unsigned int row_blocks = num_blocks_for(total_rows, kWarpsPerBlock);
+  if (num_tokens == 1) {
+    const dim3 grid(row_blocks, 1);
+    if (type == TensorType::Q8_0) {
+      matvec_multi_kernel<TensorType::Q8_0, 1><<<grid, kThreads, smem, stream>>>(all, row_len, x, num_tokens);
+    } else {
+      matvec_multi_kernel<TensorType::Q4_1, 1><<<grid, kThreads, smem, stream>>>(all, row_len, x, num_tokens);
+    }
   } else {
-    matvec_multi_kernel<TensorType::Q4_1><<<grid, kThreads, 0, stream>>>(all, row_len, x, num_tokens);
+    const dim3 grid(row_blocks, num_blocks_for(num_tokens, kTokenTile));
+    if (type == TensorType::Q8_0) {
+      matvec_multi_kernel<TensorType::Q8_0, kTokenTile><<<grid, kThreads, smem, stream>>>(all, row_len, x, num_tokens);
+    } else {
+      matvec_multi_kernel<TensorType::Q4_1, kTokenTile><<<grid, kThreads, smem, stream>>>(all, row_len, x, num_tokens);
+    }
   }
   return cudaGetLastError();
 }
@@ -246,23 +394,26 @@ cudaError_t matvec_q_glu(TensorType type, const void* w_gate, const void* w_up, 
   if (num_tokens == 0) return cudaSuccess;
   KVSCOPE_CUDA_REQUIRE(op, w_gate != nullptr && w_up != nullptr && out != nullptr);
   KVSCOPE_CUDA_REQUIRE(op, reinterpret_cast<uintptr_t>(w_gate) % 2 == 0 && reinterpret_cast<uintptr_t>(w_up) % 2 == 0);
-  const dim3 grid(num_blocks_for(num_rows, kWarpsPerBlock), num_blocks_for(num_tokens, kTokenTile));
+  const size_t smem = shared_bytes_for(static_cast<int>(std::min<int64_t>(num_tokens, kTokenTile)));
   const bool silu = activation == GluActivation::Silu;
-  if (type == TensorType::Q8_0) {
-    if (silu) {
-      matvec_glu_kernel<TensorType::Q8_0, Silu>
-          <<<grid, kThreads, 0, stream>>>(w_gate, w_up, num_rows, row_len, x, num_tokens, out, ld);
+  const auto launch = [&](auto kernel, int tile_tokens) {
+    const dim3 grid(num_blocks_for(num_rows, kWarpsPerBlock), num_blocks_for(num_tokens, tile_tokens));
+    kernel<<<grid, kThreads, smem, stream>>>(w_gate, w_up, num_rows, row_len, x, num_tokens, out, ld);
+  };
+  constexpr TensorType kQ8 = TensorType::Q8_0, kQ4 = TensorType::Q4_1;
+  if (num_tokens == 1) {
+    if (type == kQ8) {
+      silu ? launch(matvec_glu_kernel<kQ8, 1, Silu>, 1) : launch(matvec_glu_kernel<kQ8, 1, GeluTanh>, 1);
     } else {
-      matvec_glu_kernel<TensorType::Q8_0, GeluTanh>
-          <<<grid, kThreads, 0, stream>>>(w_gate, w_up, num_rows, row_len, x, num_tokens, out, ld);
+      silu ? launch(matvec_glu_kernel<kQ4, 1, Silu>, 1) : launch(matvec_glu_kernel<kQ4, 1, GeluTanh>, 1);
     }
   } else {
-    if (silu) {
-      matvec_glu_kernel<TensorType::Q4_1, Silu>
-          <<<grid, kThreads, 0, stream>>>(w_gate, w_up, num_rows, row_len, x, num_tokens, out, ld);
+    if (type == kQ8) {
+      silu ? launch(matvec_glu_kernel<kQ8, kTokenTile, Silu>, kTokenTile)
+           : launch(matvec_glu_kernel<kQ8, kTokenTile, GeluTanh>, kTokenTile);
     } else {
-      matvec_glu_kernel<TensorType::Q4_1, GeluTanh>
-          <<<grid, kThreads, 0, stream>>>(w_gate, w_up, num_rows, row_len, x, num_tokens, out, ld);
+      silu ? launch(matvec_glu_kernel<kQ4, kTokenTile, Silu>, kTokenTile)
+           : launch(matvec_glu_kernel<kQ4, kTokenTile, GeluTanh>, kTokenTile);
     }
   }
   return cudaGetLastError();

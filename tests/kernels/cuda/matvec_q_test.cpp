@@ -4,10 +4,14 @@
 // block scale factored out (d * sum q x + m * sum x), against f64.
 #include "kernels/cuda/matvec_q.cuh"
 
+#include <algorithm>
+#include <cmath>
+#include <cstring>
 #include <memory>
 
 #include "kernels/cuda/act_and_mul.cuh"
 #include "kernels/reference/elementwise.h"
+#include "kernels/reference/half.h"
 #include "kernels/reference/matmul.h"
 #include "cuda_test_util.h"
 #include "quant_blocks.h"
@@ -45,6 +49,81 @@ TEST(CudaMatvecQ, MatchesReference) {
         CUDA_OK(dy.poison());
         LAUNCH_OK(cuda::matvec_q(type, dw.get(), c.num_rows, c.row_len, dx.get(), num_tokens, dy.get(), nullptr));
         EXPECT_LT(cuda_test::normalised_error(dy.download(), ref), kTolerance);
+      }
+    }
+  }
+}
+
+// The order matvec_q.cu documents, on the host: lane l's partial sums the
+// blocks b = l, l + 32, ... of the row, each block an FMA chain over its 32
+// quants scaled by d (plus m times the sum of x in j order, for Q4_1); then
+// the xor tree over the 32 partials. Compiled with -ffp-contract=off, so each
+// operation rounds as written.
+float documented_order_dot(TensorType type, const uint8_t* row, const float* x, int64_t row_len) {
+  const int64_t block_bytes = type == TensorType::Q8_0 ? 34 : 20;
+  float partial[32] = {};
+  for (int64_t b = 0; b < row_len / 32; ++b) {
+    const uint8_t* block = row + b * block_bytes;
+    const float d = fp16_to_f32(load_u16(block));
+    float q[32];
+    float m = 0.0f;
+    if (type == TensorType::Q8_0) {
+      for (int j = 0; j < 32; ++j) q[j] = static_cast<float>(static_cast<int8_t>(block[2 + j]));
+    } else {
+      m = fp16_to_f32(load_u16(block + 2));
+      for (int j = 0; j < 16; ++j) {
+        q[j] = static_cast<float>(block[4 + j] & 15);
+        q[j + 16] = static_cast<float>(block[4 + j] >> 4);
+      }
+    }
+    const float* xb = x + b * 32;
+    float qx = 0.0f;
+    float sx = 0.0f;
+    for (int j = 0; j < 32; ++j) qx = std::fma(q[j], xb[j], qx);
+    for (int j = 0; j < 32; ++j) sx = sx + xb[j];
+    const float dot = type == TensorType::Q8_0 ? d * qx : d * qx + m * sx;
+    partial[b % 32] = partial[b % 32] + dot;
+  }
+  for (int offset = 16; offset > 0; offset /= 2) {
+    float next[32];
+    for (int l = 0; l < 32; ++l) next[l] = partial[l] + partial[l ^ offset];
+    std::copy(next, next + 32, partial);
+  }
+  return partial[0];
+}
+
+// The kernel's bits are the documented order's, exactly: row lengths of one
+// chunk of 32 blocks and of several (the last one partial), Q8_0 rows that
+// start 2 bytes past a 4-byte boundary (37 blocks of 34 bytes), one token and
+// a tile and a tail.
+TEST(CudaMatvecQ, BitsFollowTheDocumentedOrder) {
+  KVSCOPE_REQUIRE_CUDA_DEVICE();
+  std::mt19937 rng(65);
+  for (TensorType type : {TensorType::Q4_1, TensorType::Q8_0}) {
+    for (int64_t row_len : {int64_t{32}, int64_t{576}, int64_t{32 * 37}, int64_t{1536}, int64_t{32 * 97}}) {
+      for (int64_t num_tokens : {int64_t{1}, int64_t{9}}) {
+        SCOPED_TRACE(testing::Message() << traits_of(type).name << " len=" << row_len << " tokens=" << num_tokens);
+        constexpr int64_t kRows = 13;
+        const std::vector<uint8_t> w = cuda_test::random_quant_rows(type, kRows, row_len, rng);
+        const auto x = cuda_test::random_floats(static_cast<size_t>(num_tokens * row_len), rng);
+        DeviceBuffer<uint8_t> dw(w);
+        DeviceBuffer<float> dx(x), dy(static_cast<size_t>(num_tokens * kRows));
+        CUDA_OK(dy.poison());
+        LAUNCH_OK(cuda::matvec_q(type, dw.get(), kRows, row_len, dx.get(), num_tokens, dy.get(), nullptr));
+        const std::vector<float> y = dy.download();
+        const int64_t row_bytes = row_len / 32 * (type == TensorType::Q8_0 ? 34 : 20);
+        int mismatches = 0;
+        for (int64_t t = 0; t < num_tokens; ++t) {
+          for (int64_t r = 0; r < kRows; ++r) {
+            const float want = documented_order_dot(type, &w[static_cast<size_t>(r * row_bytes)],
+                                                    &x[static_cast<size_t>(t * row_len)], row_len);
+            const float got = y[static_cast<size_t>(t * kRows + r)];
+            if (std::memcmp(&got, &want, sizeof(float)) != 0 && ++mismatches <= 3) {
+              ADD_FAILURE() << "token " << t << " row " << r << ": " << got << " vs " << want;
+            }
+          }
+        }
+        EXPECT_EQ(mismatches, 0);
       }
     }
   }
