@@ -188,6 +188,38 @@ __device__ int32_t draw_in_id_order(const Row& r, double target, Scratch& sc) {
   return hit != INT_MAX ? hit : draw_fallback(r, false, sc);
 }
 
+// Calls f(i, sanitize(row[i])) for this thread's elements i (i = threadIdx.x
+// mod kThreads), with the row's loads issued eight float4s at a time when the
+// row allows float4 loads: a whole-row pass is otherwise one load latency per
+// element of the thread (96 at a vocabulary of 49152), which made a greedy
+// draw take 45 us on the H200. f must not care in which order it sees the
+// elements (a max, a min of ids).
+template <typename F>
+__device__ inline void for_each_sanitized(const float* row, int32_t n, F f) {
+  int32_t done = 0;
+  if (reinterpret_cast<uintptr_t>(row) % 16 == 0) {
+    constexpr int kBatch = 8;  // float4 loads of one thread in flight together
+    const auto* row4 = reinterpret_cast<const float4*>(row);
+    const int32_t vecs = n / 4;
+    const int32_t batched = vecs - vecs % (kBatch * kThreads);
+    for (int32_t v0 = 0; v0 < batched; v0 += kBatch * kThreads) {
+      float4 a[kBatch];
+#pragma unroll
+      for (int k = 0; k < kBatch; ++k) a[k] = __ldg(row4 + v0 + k * kThreads + threadIdx.x);
+#pragma unroll
+      for (int k = 0; k < kBatch; ++k) {
+        const int32_t i = 4 * (v0 + k * kThreads + static_cast<int32_t>(threadIdx.x));
+        f(i, sanitize(a[k].x));
+        f(i + 1, sanitize(a[k].y));
+        f(i + 2, sanitize(a[k].z));
+        f(i + 3, sanitize(a[k].w));
+      }
+    }
+    done = 4 * batched;
+  }
+  for (int32_t i = done + static_cast<int32_t>(threadIdx.x); i < n; i += kThreads) f(i, sanitize(row[i]));
+}
+
 __global__ void __launch_bounds__(kThreads)
     sample_kernel(const float* logits, int32_t n, const DeviceSamplingParams* params, const double* uniforms,
                   float* ws, int32_t* ids, const int32_t* source_rows) {
@@ -201,13 +233,13 @@ __global__ void __launch_bounds__(kThreads)
   r.w = w;
   r.n = n;
   float local_max = -FLT_MAX;
-  for (int32_t i = threadIdx.x; i < n; i += blockDim.x) local_max = fmaxf(local_max, sanitize(r.logits[i]));
+  for_each_sanitized(r.logits, n, [&](int32_t, float v) { local_max = fmaxf(local_max, v); });
   const float max_logit = block_reduce(local_max, -FLT_MAX, Max{}, sc.f);
   if (prm.temperature == 0.0f) {  // greedy: the first id holding the max
     int32_t first = INT_MAX;
-    for (int32_t i = threadIdx.x; i < n; i += blockDim.x) {
-      if (sanitize(r.logits[i]) == max_logit) first = min(first, i);
-    }
+    for_each_sanitized(r.logits, n, [&](int32_t i, float v) {
+      if (v == max_logit) first = min(first, i);
+    });
     first = block_reduce(first, INT_MAX, Min{}, sc.i);
     if (threadIdx.x == 0) ids[row] = first;
     return;
