@@ -178,14 +178,16 @@ double percentile(std::vector<double> v, double fraction) {
 // bookkeeping), as shares of the summed step time, with the median step.
 nlohmann::ordered_json step_breakdown_json(const std::vector<StepStats>& steps) {
   double total = 0.0, forward = 0.0, sample = 0.0;
-  int64_t drawn = 0;
-  std::vector<double> step_s;
+  int64_t drawn = 0, graphed = 0;
+  std::vector<double> step_s, graphed_step_s;
   for (const StepStats& s : steps) {
     total += s.step_time_s;
     forward += s.forward_time_s;
     sample += s.sample_time_s;
     drawn += s.num_backend_draws;
+    graphed += s.graph_replayed;
     step_s.push_back(s.step_time_s);
+    if (s.graph_replayed) graphed_step_s.push_back(s.step_time_s);
   }
   auto share = [&](double part) { return total > 0.0 ? part / total : 0.0; };
   return {{"count", steps.size()},
@@ -194,7 +196,10 @@ nlohmann::ordered_json step_breakdown_json(const std::vector<StepStats>& steps) 
           {"sample_share", share(sample)},
           {"other_share", share(total - forward - sample)},
           // Tokens the backend drew itself (gpu_sampling) instead of the engine's sampler.
-          {"backend_draws", drawn}};
+          {"backend_draws", drawn},
+          // Steps replayed as a CUDA graph (gpu_graphs), and their median.
+          {"graph_steps", graphed},
+          {"graph_step_s_median", median(graphed_step_s)}};
 }
 
 // A setting's value as the command line and the settings file write it ("deterministic").
@@ -308,6 +313,7 @@ int run_bench(const BenchOptions& o) {
       {"backend", info.backend},
       {"device", info.device_name},
       {"gpu_sampling", engine->config().gpu_sampling},
+      {"gpu_graphs", engine->config().gpu_graphs},
       {"prompt_tokens", o.prompt_tokens},
       {"gen_tokens", o.gen_tokens},
       {"repeats", o.repeats},

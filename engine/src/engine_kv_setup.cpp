@@ -51,7 +51,8 @@ Result<KvSetup> Engine::Impl::make_kv_setup(const EngineConfig& c, const KvPlan&
   // Every pool before any repacking, so that a budget that cannot work fails at once.
   const bool new_backend = !backend || backend->kind() != choice.kind || c.tp != config.tp ||
                            c.tp_reduce != config.tp_reduce ||
-                           (choice.kind == BackendKind::Cuda && c.gpu_prefill_gemm != config.gpu_prefill_gemm);
+                           (choice.kind == BackendKind::Cuda &&
+                            (c.gpu_prefill_gemm != config.gpu_prefill_gemm || c.gpu_graphs != config.gpu_graphs));
   const bool new_draft_backend = with_draft && (!draft_backend || draft != draft_weights);
   KvSetup setup;
   std::unique_ptr<HostKvPool> host_pool, draft_host_pool;
@@ -87,6 +88,7 @@ Result<KvSetup> Engine::Impl::make_kv_setup(const EngineConfig& c, const KvPlan&
     // No repacking: the weights are uploaded as they are (one step of progress).
     CudaBackend::Options options;
     options.gemm_prefill = c.gpu_prefill_gemm;
+    options.graphs = c.gpu_graphs;
     auto made = CudaBackend::create(weights, std::move(device_pool), options);
     if (!made.ok()) return Error{made.error()};
     setup.backend = std::move(made).value();

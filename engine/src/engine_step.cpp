@@ -409,6 +409,7 @@ void Engine::step() {
     if (m.runner) note_rank_timings(*m.runner, m.events, stats);  // the CPU backend's ranks
     const double forward_s = std::chrono::duration<double>(Sequence::Clock::now() - forward_start).count();
     stats.forward_time_s = forward_s;
+    stats.graph_replayed = m.backend->last_forward_graphed();
     m.note_forward_time(work, stats, forward_s);
     if (m.draft_s_per_token_ema > 0.0) {
       // A draft token's cost in target rows, for the auto-disable rule.

@@ -104,6 +104,7 @@ void step_counted(Engine& engine, InvarianceRunStats& stats) {
   stats.max_batch_seqs = std::max(stats.max_batch_seqs, step.num_seqs);
   if (step.num_prefill_tokens > 0 && step.num_decode_tokens > 0) ++stats.num_mixed_steps;
   if (step.num_cascade_groups > 0) ++stats.num_cascade_steps;
+  if (step.graph_replayed) ++stats.num_graph_steps;
   stats.num_draft_tokens += step.num_draft_tokens;
   stats.num_accepted_draft_tokens += step.num_accepted_tokens;
 }

@@ -134,6 +134,13 @@ std::vector<SettingSpec> make_table() {
                                     "speculative checks) always come back.");
   gpu_sampling.applies = [](const EngineConfig& c) { return c.backend != BackendKind::Cpu; };
   gpu_sampling.cli_negation = "no-gpu-sampling";
+  SettingSpec& gpu_graphs = words(add(bool_row("gpu_graphs", &EngineConfig::gpu_graphs)), "Compute",
+                                  "CUDA graphs", "",
+                                  "On a GPU: a step that has the shape of an earlier one (a batch of decoding "
+                                  "chats, every step) replays that step's recorded kernel launches at once instead "
+                                  "of launching ~270 kernels one by one; the same kernels, so the same results.");
+  gpu_graphs.applies = [](const EngineConfig& c) { return c.backend != BackendKind::Cpu; };
+  gpu_graphs.cli_negation = "no-gpu-graphs";
 
   SettingSpec& budget = words(add(bytes_row("kv_budget", &EngineConfig::kv_budget_bytes, 1, 16 * kTiB)),
                               "KV cache", "KV budget", "",

@@ -94,7 +94,8 @@ QString runStatsText(const InvarianceRunStats& stats) {
       .arg(stats.max_batch_seqs)
       .arg(stats.num_mixed_steps)
       .arg(stats.num_cascade_steps)
-      .arg(stats.num_prefix_hit_tokens);
+      .arg(stats.num_prefix_hit_tokens) +
+         (stats.num_graph_steps > 0 ? tr(", %1 replayed as a GPU graph").arg(stats.num_graph_steps) : QString());
 }
 
 QString verdictText(const PromptVerdict& verdict) {

@@ -95,6 +95,12 @@ struct EngineConfig {
   // order); on the CPU both run the same host code (runtime/token_draw.h),
   // the backend's on the engine's threads.
   bool gpu_sampling = true;
+  // The CUDA backend replays a step's launches (embedding to the head) as one
+  // CUDA graph, captured the second time a step of the same shape comes (a
+  // decode batch's, every step): the same kernels with the same arguments,
+  // so the same bits, with one launch instead of ~270. Off: every kernel
+  // launched one by one. Ignored on the CPU.
+  bool gpu_graphs = true;
   int32_t num_threads = 0;         // 0: one per available core
   int32_t tp = 1;                  // tensor-parallel ranks (threads of this process), each a slice of the model
   TpReduce tp_reduce = TpReduce::Fast;

@@ -89,6 +89,8 @@ struct StepStats {
   // Tokens the backend drew itself (gpu_sampling: only their ids came back);
   // the rest of the step's tokens were sampled by the engine from logits.
   int32_t num_backend_draws = 0;
+  // The backend replayed a captured graph of the step's launches (gpu_graphs).
+  bool graph_replayed = false;
   double step_time_s = 0.0;
   // Where step_time_s went: the backend's forward pass (on a GPU until its
   // logits or drawn tokens are on the host), then sampling and publishing the

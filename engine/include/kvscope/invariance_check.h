@@ -139,6 +139,7 @@ struct InvarianceRunStats {
   int32_t max_batch_seqs = 0;          // most sequences in one step
   int64_t num_mixed_steps = 0;         // steps with both prefill and decode rows
   int64_t num_cascade_steps = 0;       // steps with at least one cascade attention pass
+  int64_t num_graph_steps = 0;         // steps the GPU replayed as a captured graph (gpu_graphs)
   int64_t num_prefix_hit_tokens = 0;   // prompt tokens whose KV came from the prefix cache
   int64_t num_draft_tokens = 0;        // speculative draft tokens verified
   int64_t num_accepted_draft_tokens = 0;  // of those, accepted

@@ -71,6 +71,9 @@ class Backend {
   virtual const std::vector<int32_t>& drawn_tokens() const = 0;
   // What the last forward()'s attention cost.
   virtual BackendAttentionStats last_attention_stats() const = 0;
+  // Whether the last forward() replayed a captured graph of launches (the
+  // CUDA backend's gpu_graphs) instead of launching kernel by kernel.
+  virtual bool last_forward_graphed() const { return false; }
 
   // Sizes the workspace for exactly max_tokens query rows per forward(),
   // releasing any excess (forward() grows it if a batch is ever larger).

@@ -1,13 +1,17 @@
 // CudaBackend; see cuda_backend.h. Every launch and copy goes on the legacy
 // default stream (nullptr), which also orders them with the KV pool's block
 // copies between steps; the one synchronisation of a step is the copy of
-// the logits (and drawn tokens) back to the host.
+// the logits (and drawn tokens) back to the host. A step's model launches
+// may instead replay as one CUDA graph (runtime/cuda_graph_cache.h), launched on
+// that same legacy stream; graphs are captured on a stream of their own,
+// since the legacy stream cannot be captured.
 #include "runtime/cuda_backend.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cassert>
+#include <cstdio>
 
 #include "kernels/cuda/act_and_mul.cuh"
 #include "kernels/cuda/dequantize_bf16.cuh"
@@ -21,7 +25,6 @@
 namespace kvscope {
 namespace {
 
-constexpr cudaStream_t kStream = nullptr;  // the legacy default stream
 constexpr int32_t kMaxMatvecRows = static_cast<int32_t>(cuda::kMaxMatvecTokens);
 constexpr int64_t kGemmTileRows = 2048;    // weight rows dequantised to bf16 at a time
 
@@ -35,6 +38,14 @@ AttentionShape attention_shape(const ModelConfig& c) {
   s.head_dim = c.head_dim;
   s.scale = c.softmax_scale();
   return s;  // no softcap, no sliding window: cuda_unsupported() refuses them
+}
+
+// What the attention launches of a step take from its plan besides device
+// data: their grids and the plan's offsets (paged_prefill.cuh).
+std::vector<int64_t> attention_plan_key(const cuda::PrefillPlan& p) {
+  return {p.num_tokens,  p.rows_per_block, p.num_items,    p.num_shared_items, p.num_partition_items,
+          p.num_combine_rows, p.items_at,  p.shared_at,    p.rows_at,          p.row_prefix_at,
+          p.partition_at, p.combine_at};
 }
 
 }  // namespace
@@ -73,7 +84,7 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::create(std::shared_ptr<const M
 }
 
 CudaBackend::~CudaBackend() {
-  cudaStreamSynchronize(kStream);
+  cudaStreamSynchronize(stream_);
   for (cudaEvent_t e : events_) cudaEventDestroy(e);
   if (cublas_) cublasDestroy(cublas_);
 }
@@ -163,6 +174,13 @@ void CudaBackend::prepare_step(const StepBatch& batch) {
       matvec_runs_.emplace_back(begin, end);
     }
   }
+  // The head's buffers, here because a graph capture may not allocate.
+  const ModelConfig& mc = model_config();
+  const size_t num_logits = batch.logits_rows.size();
+  if (num_logits > 0) {
+    logits_.reserve(num_logits * static_cast<size_t>(mc.vocab_size));
+    if (!logits_rows_consecutive(batch)) head_in_.reserve(num_logits * static_cast<size_t>(mc.hidden_size));
+  }
   if (!gemm_seqs_.empty()) {
     const ModelConfig& c = model_config();
     const int64_t k_max = std::max<int64_t>({c.hidden_size, c.q_size(), c.ffn_size});
@@ -175,7 +193,7 @@ void CudaBackend::matvec_rows(const DeviceMatrix& w, const float* x, int32_t beg
   for (int32_t r = begin; r < end; r += kMaxMatvecRows) {
     const int32_t n = std::min(end - r, kMaxMatvecRows);
     const cuda::MatvecOutput out{w.data, w.num_rows, y + r * ld, ld};
-    cuda_check(cuda::matvec_q_multi(w.type, &out, 1, w.row_len, x + r * w.row_len, n, kStream), "matvec_q");
+    cuda_check(cuda::matvec_q_multi(w.type, &out, 1, w.row_len, x + r * w.row_len, n, stream_), "matvec_q");
   }
 }
 
@@ -191,13 +209,13 @@ void CudaBackend::linear(const DeviceMatrix& w, const float* x, int32_t num_toke
   const int64_t K = w.row_len, N = w.num_rows;
   uint16_t* x_bf16 = gemm_workspace_.data();
   uint16_t* tile = x_bf16 + static_cast<int64_t>(num_tokens) * K;
-  cuda_check(cuda::f32_to_bf16(x, num_tokens * K, x_bf16, kStream), "f32_to_bf16");
+  cuda_check(cuda::f32_to_bf16(x, num_tokens * K, x_bf16, stream_), "f32_to_bf16");
   for (int64_t r0 = 0; r0 < N; r0 += kGemmTileRows) {
     const int64_t rows = std::min(kGemmTileRows, N - r0);
-    cuda_check(cuda::dequantize_rows_bf16(w.type, w.data, K, r0, rows, tile, kStream), "dequantize_rows_bf16");
+    cuda_check(cuda::dequantize_rows_bf16(w.type, w.data, K, r0, rows, tile, stream_), "dequantize_rows_bf16");
     for (const auto& [begin, end] : gemm_seqs_) {
       cuda_check(cuda::gemm_bf16(cublas_, tile, rows, K, x_bf16 + begin * K, end - begin, y + begin * ld + r0, ld,
-                                 kStream),
+                                 stream_),
                  "gemm_bf16");
     }
   }
@@ -223,7 +241,7 @@ void CudaBackend::project_qkv(const DeviceLayerWeights& L, int32_t num_tokens) {
     const cuda::MatvecOutput outs[3] = {{L.wq.data, L.wq.num_rows, q + r * width, width},
                                         {L.wk.data, L.wk.num_rows, k + r * width, width},
                                         {L.wv.data, L.wv.num_rows, v + r * width, width}};
-    cuda_check(cuda::matvec_q_multi(L.wq.type, outs, 3, L.wq.row_len, x + r * L.wq.row_len, n, kStream),
+    cuda_check(cuda::matvec_q_multi(L.wq.type, outs, 3, L.wq.row_len, x + r * L.wq.row_len, n, stream_),
                "matvec_q_multi (q, k, v)");
   }
 }
@@ -235,16 +253,24 @@ void CudaBackend::project_gate_up(const DeviceLayerWeights& L, int32_t num_token
   if (!gemm_seqs_.empty() || L.w_up.type != L.w_gate.type || L.w_up.row_len != L.w_gate.row_len) {
     linear(L.w_gate, x, num_tokens, gate_.data());
     linear(L.w_up, x, num_tokens, up_.data());
-    cuda_check(cuda::silu_mul(gate_.data(), up_.data(), num_tokens * F, gate_.data(), kStream), "silu_mul");
+    cuda_check(cuda::silu_mul(gate_.data(), up_.data(), num_tokens * F, gate_.data(), stream_), "silu_mul");
     return;
   }
   for (int32_t r = 0; r < num_tokens; r += kMaxMatvecRows) {
     const int32_t n = std::min(num_tokens - r, kMaxMatvecRows);
     cuda_check(cuda::matvec_q_glu(L.w_gate.type, L.w_gate.data, L.w_up.data, L.w_gate.num_rows, L.w_gate.row_len,
                                   x + r * L.w_gate.row_len, n, cuda::GluActivation::Silu, gate_.data() + r * F, F,
-                                  kStream),
+                                  stream_),
                "matvec_q_glu (gate, up)");
   }
+}
+
+void CudaBackend::record_event(cudaEvent_t event) {
+  // In a capture, an external event node: the graph records the event at
+  // each replay, so the layer's attention time is read as in an eager step.
+  cuda_check(capturing_ ? cudaEventRecordWithFlags(event, stream_, cudaEventRecordExternal)
+                        : cudaEventRecord(event, stream_),
+             "cudaEventRecord");
 }
 
 void CudaBackend::attention(int32_t layer, const StepBatch& batch) {
@@ -252,35 +278,55 @@ void CudaBackend::attention(int32_t layer, const StepBatch& batch) {
   const int32_t* ints = ints_.data();
   const cuda::PagedPrefillBatch device_batch{batch.num_seqs, ints + query_start_at_, ints + positions_at_,
                                              ints + table_start_at_, ints + block_ids_at_};
-  cuda_check(cudaEventRecord(events_[2 * static_cast<size_t>(layer)], kStream), "cudaEventRecord");
+  record_event(events_[2 * static_cast<size_t>(layer)]);
   cuda_check(cuda::paged_prefill_attention(shape, pool_->layer_view(layer), device_batch, plan_, plan_data_.data(),
                                            qkv_.data(), attn_.data(), attention_workspace_.data(),
-                                           attention_workspace_floats_, kStream, qkv_width(model_config())),
+                                           attention_workspace_floats_, stream_, qkv_width(model_config())),
              "paged_prefill_attention");
-  cuda_check(cudaEventRecord(events_[2 * static_cast<size_t>(layer) + 1], kStream), "cudaEventRecord");
+  record_event(events_[2 * static_cast<size_t>(layer) + 1]);
 }
 
 bool CudaBackend::forward(const StepBatch& batch, std::vector<float>& logits, const std::atomic<bool>* interrupt,
                           int32_t num_layers) {
   const ModelConfig& c = model_config();
-  const CudaWeights& w = *device_weights_;
-  const int32_t T = batch.num_tokens;
-  assert(T > 0 && static_cast<int32_t>(batch.positions.size()) == T);
+  assert(batch.num_tokens > 0 && static_cast<int32_t>(batch.positions.size()) == batch.num_tokens);
   assert(pool_->spec().num_layers == c.num_layers && "the CUDA backend's pool has one layer per model layer");
   attention_stats_ = {};
   drawn_.clear();
+  last_forward_graphed_ = false;
   prepare_step(batch);
+  const int32_t layers_run = num_layers > 0 ? std::min(num_layers, c.num_layers) : c.num_layers;
+  const int32_t num_logits = static_cast<int32_t>(batch.logits_rows.size());
+  logits.resize(static_cast<size_t>(num_logits) * c.vocab_size);
+  if (options_.graphs && gemm_seqs_.empty()) {
+    // A graph runs its layers without looking at the interrupt: look once before.
+    if (interrupt && interrupt->load(std::memory_order_relaxed)) return false;
+    last_forward_graphed_ = run_graphed(batch, layers_run);
+  }
+  if (!last_forward_graphed_ && !enqueue_model(batch, layers_run, interrupt)) return false;
+  if (num_logits > 0) {
+    draw_tokens(batch);
+    copy_logits_back(batch, logits);
+  }
+  cuda_check(cudaStreamSynchronize(stream_), "the step's kernels");
+  collect_attention_stats(layers_run);
+  return true;
+}
+
+bool CudaBackend::enqueue_model(const StepBatch& batch, int32_t layers_run, const std::atomic<bool>* interrupt) {
+  const ModelConfig& c = model_config();
+  const CudaWeights& w = *device_weights_;
+  const int32_t T = batch.num_tokens;
   const int64_t H = c.hidden_size;
   const int32_t* positions = ints_.data() + positions_at_;
 
   cuda_check(cuda::embedding_lookup(w.token_embd.type, w.token_embd.data, w.token_embd.num_rows, H, ints_.data(), T,
-                                    x_.data(), kStream),
+                                    x_.data(), stream_),
              "embedding_lookup");
-  const int32_t layers_run = num_layers > 0 ? std::min(num_layers, c.num_layers) : c.num_layers;
-  cuda_check(cuda::rms_norm(x_.data(), w.layers[0].attn_norm, T, H, c.rms_eps, h_.data(), kStream), "rms_norm");
+  cuda_check(cuda::rms_norm(x_.data(), w.layers[0].attn_norm, T, H, c.rms_eps, h_.data(), stream_), "rms_norm");
   for (int32_t layer = 0; layer < layers_run; ++layer) {
     if (interrupt && interrupt->load(std::memory_order_relaxed)) {
-      cuda_check(cudaStreamSynchronize(kStream), "synchronise after an interrupt");
+      cuda_check(cudaStreamSynchronize(stream_), "synchronise after an interrupt");
       return false;
     }
     const DeviceLayerWeights& L = w.layers[static_cast<size_t>(layer)];
@@ -290,56 +336,102 @@ bool CudaBackend::forward(const StepBatch& batch, std::vector<float>& logits, co
     const float base = c.layer_rope_base(layer);
     const int64_t width = qkv_width(c);
     cuda_check(cuda::rope(qkv_.data(), T, c.num_heads + c.num_kv_heads, c.head_dim, positions, base, c.rope_style,
-                          width, w.rope_freq_factors, kStream),
+                          width, w.rope_freq_factors, stream_),
                "rope (q, k)");
     const float* k = qkv_.data() + c.q_size();
     cuda_check(cuda::write_kv(k, k + c.kv_size(), width, slots_.data(), T, c.kv_size(), pool_->spec().type,
-                              pool_->k_layer(layer), pool_->v_layer(layer), pool_->num_slots(), kStream),
+                              pool_->k_layer(layer), pool_->v_layer(layer), pool_->num_slots(), stream_),
                "write_kv");
     attention(layer, batch);
     linear(L.wo, attn_.data(), T, o_.data());
     // x += attention output; h = ffn_norm(x).
-    cuda_check(cuda::add_rms_norm(x_.data(), o_.data(), L.ffn_norm, T, H, c.rms_eps, h_.data(), kStream),
+    cuda_check(cuda::add_rms_norm(x_.data(), o_.data(), L.ffn_norm, T, H, c.rms_eps, h_.data(), stream_),
                "add_rms_norm");
     project_gate_up(L, T);
     linear(L.w_down, gate_.data(), T, o_.data());
     // x += FFN output; h = the next layer's attention norm of x, or the final norm.
     const float* next_norm =
         layer + 1 < layers_run ? w.layers[static_cast<size_t>(layer) + 1].attn_norm : w.output_norm;
-    cuda_check(cuda::add_rms_norm(x_.data(), o_.data(), next_norm, T, H, c.rms_eps, h_.data(), kStream),
+    cuda_check(cuda::add_rms_norm(x_.data(), o_.data(), next_norm, T, H, c.rms_eps, h_.data(), stream_),
                "add_rms_norm");
   }
 
   // The head for the rows whose logits are wanted (h holds their final norm).
   const int32_t num_logits = static_cast<int32_t>(batch.logits_rows.size());
-  logits.resize(static_cast<size_t>(num_logits) * c.vocab_size);
-  if (num_logits > 0) {
-    const float* head_in = h_.data() + static_cast<int64_t>(batch.logits_rows[0]) * H;
-    bool consecutive = true;
-    for (int32_t i = 1; i < num_logits; ++i) consecutive = consecutive && batch.logits_rows[i] == batch.logits_rows[0] + i;
-    if (!consecutive) {
-      head_in_.reserve(static_cast<size_t>(num_logits) * H);
-      for (int32_t i = 0; i < num_logits; ++i) {
-        const float* row = h_.data() + static_cast<int64_t>(batch.logits_rows[i]) * H;
-        cuda_check(cudaMemcpyAsync(head_in_.data() + i * H, row, H * sizeof(float), cudaMemcpyDeviceToDevice, kStream),
-                   "gather of the logits rows");
-      }
-      head_in = head_in_.data();
+  if (num_logits == 0) return true;
+  const float* head_in = h_.data() + static_cast<int64_t>(batch.logits_rows[0]) * H;
+  if (!logits_rows_consecutive(batch)) {
+    for (int32_t i = 0; i < num_logits; ++i) {
+      const float* row = h_.data() + static_cast<int64_t>(batch.logits_rows[i]) * H;
+      cuda_check(cudaMemcpyAsync(head_in_.data() + i * H, row, H * sizeof(float), cudaMemcpyDeviceToDevice, stream_),
+                 "gather of the logits rows");
     }
-    logits_.reserve(logits.size());
-    const DeviceMatrix& out = w.output;
-    // The head always through matvec_q: one row's logits never depend on the step.
-    for (int32_t r = 0; r < num_logits; r += kMaxMatvecRows) {
-      const int32_t n = std::min(num_logits - r, kMaxMatvecRows);
-      cuda_check(cuda::matvec_q(out.type, out.data, out.num_rows, out.row_len, head_in + r * H, n,
-                                logits_.data() + static_cast<int64_t>(r) * c.vocab_size, kStream),
-                 "matvec_q (head)");
-    }
-    draw_tokens(batch);
-    copy_logits_back(batch, logits);
+    head_in = head_in_.data();
   }
-  cuda_check(cudaStreamSynchronize(kStream), "the step's kernels");
-  collect_attention_stats(layers_run);
+  const DeviceMatrix& out = w.output;
+  // The head always through matvec_q: one row's logits never depend on the step.
+  for (int32_t r = 0; r < num_logits; r += kMaxMatvecRows) {
+    const int32_t n = std::min(num_logits - r, kMaxMatvecRows);
+    cuda_check(cuda::matvec_q(out.type, out.data, out.num_rows, out.row_len, head_in + r * H, n,
+                              logits_.data() + static_cast<int64_t>(r) * c.vocab_size, stream_),
+               "matvec_q (head)");
+  }
+  return true;
+}
+
+bool CudaBackend::logits_rows_consecutive(const StepBatch& batch) {
+  for (size_t i = 1; i < batch.logits_rows.size(); ++i) {
+    if (batch.logits_rows[i] != batch.logits_rows[0] + static_cast<int32_t>(i)) return false;
+  }
+  return true;
+}
+
+CudaGraphCache::Key CudaBackend::launch_key(const StepBatch& batch, int32_t layers_run) const {
+  const auto address = [](const void* p) { return static_cast<int64_t>(reinterpret_cast<uintptr_t>(p)); };
+  const bool consecutive = logits_rows_consecutive(batch);
+  CudaGraphCache::Key key = {
+      layers_run, batch.num_tokens, batch.num_seqs,
+      static_cast<int64_t>(positions_at_), static_cast<int64_t>(query_start_at_),
+      static_cast<int64_t>(table_start_at_), static_cast<int64_t>(block_ids_at_),
+      static_cast<int64_t>(attention_workspace_floats_),
+      static_cast<int64_t>(batch.logits_rows.size()), batch.logits_rows.empty() ? -1 : batch.logits_rows[0],
+      consecutive,
+      // Every buffer a launch reads or writes, and the KV pool's.
+      address(x_.data()), address(h_.data()), address(qkv_.data()), address(attn_.data()), address(o_.data()),
+      address(gate_.data()), address(up_.data()), address(head_in_.data()), address(logits_.data()),
+      address(ints_.data()), address(slots_.data()), address(plan_data_.data()),
+      address(attention_workspace_.data()), address(pool_.get()), address(pool_->k_layer(0)),
+      address(pool_->v_layer(0)), pool_->num_slots()};
+  const std::vector<int64_t> plan = attention_plan_key(plan_);
+  key.insert(key.end(), plan.begin(), plan.end());
+  if (!consecutive) key.insert(key.end(), batch.logits_rows.begin(), batch.logits_rows.end());
+  return key;
+}
+
+bool CudaBackend::run_graphed(const StepBatch& batch, int32_t layers_run) {
+  const CudaGraphCache::Key key = launch_key(batch, layers_run);
+  cudaGraphExec_t exec = graphs_.find(key);
+  if (!exec) {
+    if (!graphs_.seen_before(key)) return false;  // a shape seen once runs launch by launch
+    std::string error;
+    capturing_ = true;
+    exec = graphs_.capture(
+        key,
+        [&](cudaStream_t capture_stream) {
+          stream_ = capture_stream;
+          enqueue_model(batch, layers_run, nullptr);
+          stream_ = nullptr;
+        },
+        &error);
+    capturing_ = false;
+    if (!exec) {
+      // Graphs are an optimisation: without them every step runs as before.
+      std::fprintf(stderr, "kvscope cuda backend: CUDA graphs turned off: %s\n", error.c_str());
+      options_.graphs = false;
+      return false;
+    }
+  }
+  cuda_check(cudaGraphLaunch(exec, stream_), "cudaGraphLaunch");
   return true;
 }
 
@@ -370,18 +462,18 @@ void CudaBackend::draw_tokens(const StepBatch& batch) {
     draw_counts_.upload(batch.penalty_counts.data(), batch.penalty_counts.size());
     cuda_check(cuda::apply_penalties(logits_.data(), num_draws, V, source_rows, penalty_params_.data(),
                                      draw_ints_.data() + entry_start_at, draw_ints_.data() + ids_at,
-                                     draw_counts_.data(), kStream),
+                                     draw_counts_.data(), stream_),
                "apply_penalties");
   }
   const size_t workspace_floats = cuda::sample_tokens_workspace_floats(num_draws, V);
   draw_workspace_.reserve(workspace_floats);
   draw_ids_.reserve(static_cast<size_t>(num_draws));
   cuda_check(cuda::sample_tokens(logits_.data(), num_draws, V, draw_params_.data(), uniforms_.data(),
-                                 draw_workspace_.data(), workspace_floats, draw_ids_.data(), kStream, source_rows),
+                                 draw_workspace_.data(), workspace_floats, draw_ids_.data(), stream_, source_rows),
              "sample_tokens");
   drawn_.resize(static_cast<size_t>(num_draws));
   cuda_check(cudaMemcpyAsync(drawn_.data(), draw_ids_.data(), drawn_.size() * sizeof(int32_t), cudaMemcpyDeviceToHost,
-                             kStream),
+                             stream_),
              "copy of the drawn tokens to the host");
 }
 
@@ -400,7 +492,7 @@ void CudaBackend::copy_logits_back(const StepBatch& batch, std::vector<float>& l
     while (end < num_logits && !drawn[static_cast<size_t>(end)]) ++end;
     const size_t at = static_cast<size_t>(begin) * V;
     cuda_check(cudaMemcpyAsync(logits.data() + at, logits_.data() + at, static_cast<size_t>(end - begin) * V * sizeof(float),
-                               cudaMemcpyDeviceToHost, kStream),
+                               cudaMemcpyDeviceToHost, stream_),
                "copy of the logits to the host");
     begin = end;
   }
@@ -409,8 +501,14 @@ void CudaBackend::copy_logits_back(const StepBatch& batch, std::vector<float>& l
 void CudaBackend::collect_attention_stats(int32_t layers_run) {
   for (int32_t l = 0; l < layers_run; ++l) {
     float ms = 0.0f;
-    cuda_check(cudaEventElapsedTime(&ms, events_[2 * static_cast<size_t>(l)], events_[2 * static_cast<size_t>(l) + 1]),
-               "cudaEventElapsedTime");
+    // A timing the runtime cannot give (it is only the inspector's figure)
+    // leaves the step's attention time out rather than stopping the model.
+    if (cudaEventElapsedTime(&ms, events_[2 * static_cast<size_t>(l)], events_[2 * static_cast<size_t>(l) + 1]) !=
+        cudaSuccess) {
+      cudaGetLastError();  // not the next launch's error
+      attention_stats_.time_s = 0.0;
+      break;
+    }
     attention_stats_.time_s += ms * 1e-3;
   }
   // As the CPU backend counts it: each shared-pass item loads its prefix

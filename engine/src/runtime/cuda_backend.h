@@ -18,6 +18,11 @@
 //   their token ids come back; the other rows' logits are copied to the
 //   host, where the engine's sampler reads them.
 //
+// Launches: one by one on the legacy default stream, or (Options::graphs) the
+// embedding-to-head part of a step replayed as a CUDA graph captured when a
+// step with the same launch key (runtime/cuda_graph_cache.h) ran before;
+// sampling and the copies back always run outside it.
+//
 // Invariance: every kernel of the step computes a row's bits from that row
 // (and its sequence's K/V) alone, so block size, batch composition, chunked
 // prefill, prefix hits and cascade give bitwise-identical logits. That holds
@@ -42,6 +47,7 @@
 #include "kernels/cuda/sample_tokens.cuh"
 #include "kv/device_kv_pool.h"
 #include "runtime/backend.h"
+#include "runtime/cuda_graph_cache.h"
 #include "runtime/cuda_weights.h"
 #include "runtime/device_array.h"
 
@@ -58,6 +64,11 @@ class CudaBackend final : public Backend {
     // gpu_prefill_gemm (off by default; docs/cuda.md has the measurement).
     bool gemm_prefill = false;
     int32_t gemm_min_rows = 16;
+    // A step's model launches (embedding to head) replayed as one CUDA graph
+    // when a step with the same launch key ran before (runtime/
+    // cuda_graph_cache.h): the same kernels with the same arguments, so the
+    // same bits. The setting gpu_graphs (on by default).
+    bool graphs = true;
   };
 
   // A device pool of `spec` for `weights`' keys (DeviceKvPool::create).
@@ -78,6 +89,7 @@ class CudaBackend final : public Backend {
                int32_t num_layers = 0) override;
   const std::vector<int32_t>& drawn_tokens() const override { return drawn_; }
   BackendAttentionStats last_attention_stats() const override { return attention_stats_; }
+  bool last_forward_graphed() const override { return last_forward_graphed_; }
   void reserve(int32_t max_tokens) override;
   Result<std::unique_ptr<KvBlockStore>> make_kv_pool(const KvPoolSpec& spec) override;
   void use_kv_pool(std::unique_ptr<KvBlockStore> pool) override;
@@ -89,6 +101,15 @@ class CudaBackend final : public Backend {
   CudaBackend() = default;
   // Activation buffers for num_tokens rows and the step's index arrays, uploaded.
   void prepare_step(const StepBatch& batch);
+  // The step's model launches, embedding to head, on stream_; false if
+  // interrupt was set between two layers.
+  bool enqueue_model(const StepBatch& batch, int32_t layers_run, const std::atomic<bool>* interrupt);
+  // Replays (capturing it first if its key was seen before) the step's graph;
+  // false when the step should run launch by launch instead.
+  bool run_graphed(const StepBatch& batch, int32_t layers_run);
+  CudaGraphCache::Key launch_key(const StepBatch& batch, int32_t layers_run) const;
+  static bool logits_rows_consecutive(const StepBatch& batch);
+  void record_event(cudaEvent_t event);
   // y[t * ld] = w x[t] for every row of the step (ld 0: w.num_rows), routed as Options says.
   void linear(const DeviceMatrix& w, const float* x, int32_t num_tokens, float* y, int64_t ld = 0);
   void matvec_rows(const DeviceMatrix& w, const float* x, int32_t begin, int32_t end, float* y, int64_t ld);
@@ -149,6 +170,12 @@ class CudaBackend final : public Backend {
   // Attention timing: an event before and after each layer's attention.
   std::vector<cudaEvent_t> events_;
   BackendAttentionStats attention_stats_;
+  // Where launches go: the legacy default stream, or the graph cache's
+  // capture stream while a graph is being captured.
+  cudaStream_t stream_ = nullptr;
+  bool capturing_ = false;
+  CudaGraphCache graphs_;
+  bool last_forward_graphed_ = false;
 };
 
 }  // namespace kvscope

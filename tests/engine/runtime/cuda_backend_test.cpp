@@ -272,7 +272,8 @@ TEST(CudaBackend, GreedyOnTheGpuMatchesTheCpu) {
 
 // ---- invariance on the GPU ---------------------------------------------------------
 
-void expect_bitwise(const std::string& a_spec, const std::string& b_spec, bool want_cascade = false) {
+void expect_bitwise(const std::string& a_spec, const std::string& b_spec, bool want_cascade = false,
+                    bool want_graphs = false) {
   EngineConfig base;
   base.model_path = q4_path();
   base.num_threads = 2;
@@ -299,6 +300,21 @@ void expect_bitwise(const std::string& a_spec, const std::string& b_spec, bool w
   if (want_cascade) {
     EXPECT_GT(report->stats_b.num_cascade_steps, 0) << "no cascade pass ran";
   }
+  if (want_graphs) {
+    EXPECT_EQ(report->stats_a.num_graph_steps, 0) << "side a was meant to launch kernel by kernel";
+    // 20 tokens per prompt: most decode steps repeat the previous step's shape.
+    EXPECT_GT(report->stats_b.num_graph_steps, report->stats_b.num_steps / 2) << "few steps replayed a graph";
+  }
+}
+
+// A replayed graph is the same launches with the same arguments: the same
+// bits as launching them one by one, for lone and batched decode steps.
+TEST(CudaBackend, GraphReplaysAreBitwiseTheLaunches) {
+  KVSCOPE_REQUIRE_CUDA_DEVICE();
+  expect_bitwise("backend=cuda,gpu_graphs=false,concurrency=2", "backend=cuda,gpu_graphs=true,concurrency=2", false,
+                 true);
+  expect_bitwise("backend=cuda,gpu_graphs=false,concurrency=5", "backend=cuda,gpu_graphs=true,concurrency=5", false,
+                 true);
 }
 
 TEST(CudaBackend, BlockSizeAndConcurrencyAreBitwiseInvariant) {
