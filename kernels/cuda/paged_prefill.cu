@@ -194,7 +194,7 @@ __global__ void __launch_bounds__(kMaxWarps * kWarpSize, 2)
   for_each_kv_tile<kVectorLoads>(src, buf, block_begin, block_stop, [&](int32_t tile) {
     // A partition starts: fold the finished one into acc (a no-op while st
     // is empty, as it is before the row's first key and in a partition item).
-    if (tile % kAttentionPartition == 0) {
+    if (starts_partition(tile)) {
       merge_state(acc, st);
       clear_state(st);
     }

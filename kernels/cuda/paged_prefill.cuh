@@ -4,7 +4,7 @@
 // causal, GQA, sliding window, softcap, every KV cache type.
 //
 // The canonical order (the bitwise contract). A row's keys are cut at
-// absolute positions that are multiples of kAttentionPartition (P); within a
+// fixed absolute positions (the partition boundaries below); within a
 // partition, tiles of kAttentionTile absolute positions are folded in
 // position order from a clear state (attention_tile.cuh's attend_tile); the
 // partition states are then merged in partition order with merge_state (one
@@ -49,15 +49,45 @@
 
 namespace kvscope::cuda {
 
-// P, the partition of the canonical order above: part of the bitwise
-// contract (changing it changes the bits of every row that crosses a
-// multiple of it). 256 = 8 tiles: one decode row of SmolLM2 (3 KV heads) at
-// 16k positions is then walked by 64 x 3 = 192 blocks, more than an H200's
-// 132 SMs, while each block still folds 8 tiles behind one pipeline fill,
-// and a prefill row pays one extra merge per 8 tiles. 1024 would leave the
-// 16k row 48 blocks; 32 (a tile) would make the combine as long as the walk.
+// The partitions of the canonical order above, part of the bitwise contract
+// (changing them changes the bits of every row that crosses a boundary):
+// kAttentionPartitionShort = 64 keys (2 tiles) below position
+// kAttentionPartitionSwitch = 1024, kAttentionPartition = 256 (8 tiles) from
+// there on. Boundaries are fixed absolute positions either way, so a row's
+// bits still depend on its position alone.
+//   - Short partitions for short contexts: a chat's decode row at ~150
+//     positions is then 3 partitions, 9 blocks for SmolLM2's 3 KV heads,
+//     each walking 2 tiles, instead of 3 blocks walking 5 (16.7 us per layer
+//     on the H200 with one 256-key partition, most of it the tiles' chain of
+//     load and attend).
+//   - Long partitions for long contexts: a row at 16k positions is walked by
+//     16 + 60 = 76 partitions x 3 = 228 blocks, more than an H200's 132 SMs,
+//     each folding 8 tiles behind one pipeline fill, and its combine merges
+//     76 states, not 256. A prefill row pays one extra merge per partition.
 inline constexpr int32_t kAttentionPartition = 256;
+inline constexpr int32_t kAttentionPartitionShort = 64;
+inline constexpr int32_t kAttentionPartitionSwitch = 1024;
 static_assert(kAttentionPartition % kAttentionTile == 0, "partitions are whole tiles");
+static_assert(kAttentionPartitionShort % kAttentionTile == 0, "partitions are whole tiles");
+static_assert(kAttentionPartitionSwitch % kAttentionPartition == 0 &&
+                  kAttentionPartitionSwitch % kAttentionPartitionShort == 0,
+              "the two sizes' boundaries meet at the switch");
+
+// Whether absolute position p starts a partition (p a multiple of kAttentionTile).
+__host__ __device__ inline bool starts_partition(int32_t p) {
+  return p % (p < kAttentionPartitionSwitch ? kAttentionPartitionShort : kAttentionPartition) == 0;
+}
+
+// The first position of the partition holding position p.
+__host__ __device__ inline int32_t partition_start(int32_t p) {
+  const int32_t size = p < kAttentionPartitionSwitch ? kAttentionPartitionShort : kAttentionPartition;
+  return p - p % size;
+}
+
+// The first position after the partition holding position p.
+__host__ __device__ inline int32_t partition_end(int32_t p) {
+  return partition_start(p) + (p < kAttentionPartitionSwitch ? kAttentionPartitionShort : kAttentionPartition);
+}
 
 // One step's work, host side. All arrays are packed into `data` (upload it
 // once per step; the launcher reads the device copy):

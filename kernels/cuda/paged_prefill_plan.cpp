@@ -2,7 +2,7 @@
 // each row's cascade prefix, splits each cascade group's rows and each
 // sequence's rows into blocks of rows_per_block rows, except decode rows
 // (a sequence's only row, without a prefix), which are cut into their
-// partitions of kAttentionPartition keys. Plain C++ (no device code); runs
+// partitions (paged_prefill.cuh's boundaries). Plain C++ (no device code); runs
 // once per step, a few integers per row and per decode partition.
 #include <algorithm>
 #include <numeric>
@@ -85,19 +85,19 @@ cudaError_t plan_paged_prefill(const AttentionShape& shape, const PagedAttention
       }
       continue;
     }
-    // Keys [begin, pos] cut at multiples of kAttentionPartition, as the flat pass folds them.
+    // Keys [begin, pos] cut at the partition boundaries, as the flat pass folds them.
     const int32_t t = qs[s];
     const int32_t pos = host_batch.positions[t];
     const int32_t begin = shape.sliding_window > 0 ? std::max(0, pos - shape.sliding_window + 1) : 0;
-    const int32_t first_part = begin / kAttentionPartition;
-    const int32_t last_part = pos / kAttentionPartition;
+    const bool one_partition = partition_start(begin) == partition_start(pos);
     const int32_t first_item = static_cast<int32_t>(partition_items.size() / 5);
-    for (int32_t part = first_part; part <= last_part; ++part) {
+    int32_t num_parts = 0;
+    for (int32_t at = begin; at <= pos; at = partition_end(at)) {
       partition_items.insert(partition_items.end(),
-                             {s, t, std::max(begin, part * kAttentionPartition),
-                              std::min(pos + 1, (part + 1) * kAttentionPartition), first_part == last_part ? 1 : 0});
+                             {s, t, at, std::min(pos + 1, partition_end(at)), one_partition ? 1 : 0});
+      ++num_parts;
     }
-    if (last_part > first_part) combine_rows.insert(combine_rows.end(), {t, first_item, last_part - first_part + 1});
+    if (!one_partition) combine_rows.insert(combine_rows.end(), {t, first_item, num_parts});
   }
   p.num_items = static_cast<int32_t>(items.size() / 3);
   p.num_shared_items = static_cast<int32_t>(shared_items.size() / 4);

@@ -14,7 +14,7 @@
 //     of the same shape (weights already bf16: the library's dense ceiling);
 //   - decode_attention: one decode row per sequence at 1k / 4k / 16k context,
 //     through the path the engine runs (paged_prefill_attention, which now
-//     splits a decode row into partitions of kAttentionPartition keys and
+//     splits a decode row into its partitions (paged_prefill.cuh) and
 //     combines them; keys mixed_kernel_*, kept from when it walked the whole
 //     context in one block, with partition_items per KV head) and the older
 //     standalone split-KV kernel (paged_decode_attention, not wired: keys

@@ -40,7 +40,7 @@ std::vector<GroupShape> group_shapes() {
   std::vector<SeqSpec> wide = {{140, 1}};
   for (int32_t i = 0; i < 23; ++i) wide.push_back({140 + i % 5, 1 + i % 3, 0, 140});
   shapes.push_back({"one group of 24 sequences (more rows than a block)", wide});
-  // Prefixes beyond a partition (kAttentionPartition = 256): the shared pass
+  // Prefixes beyond a partition (boundaries every 64 positions below 1024): the shared pass
   // hands the flat pass a merged state and a current partition's state.
   shapes.push_back({"a 576-token prefix: decode rows and chunks",
                     {{600, 1}, {620, 5, 0, 600}, {700, 30, 0, 600}, {601, 1, 0, 600}}});

@@ -51,9 +51,22 @@ TEST(CudaPagedPrefillHarness, CpuKernelOnThePoolMatchesReference) {
 // without a cascade prefix, with partition items that cover its keys in
 // position order, each inside one partition, with a combine row when there
 // are several; and that the workspace holds every partition's states.
+// The partition boundaries as the header defines them, written out here on
+// their own: every 64 positions below 1024, every 256 from there.
+bool is_partition_boundary(int32_t p) {
+  static_assert(cuda::kAttentionPartitionShort == 64 && cuda::kAttentionPartitionSwitch == 1024 &&
+                    cuda::kAttentionPartition == 256,
+                "the test's rule is the header's");
+  return p < 1024 ? p % 64 == 0 : p % 256 == 0;
+}
+
 void expect_plan_covers_rows(const AttentionShape& shape, const std::vector<int32_t>& query_start,
                              const std::vector<int32_t>& positions, const cuda::PrefillPlan& plan) {
-  constexpr int32_t P = cuda::kAttentionPartition;
+  const auto boundaries_in = [](int32_t first, int32_t last) {  // boundaries p with first <= p <= last
+    int32_t n = 0;
+    for (int32_t p = first; p <= last; ++p) n += is_partition_boundary(p);
+    return n;
+  };
   const int32_t num_seqs = static_cast<int32_t>(query_start.size()) - 1;
   std::multiset<int32_t> seen;
   for (int32_t i = 0; i < plan.num_items; ++i) {
@@ -73,7 +86,7 @@ void expect_plan_covers_rows(const AttentionShape& shape, const std::vector<int3
     seen.insert(t);  // a decode row: its partition items come next, in sequence order
     const int32_t pos = positions[static_cast<size_t>(t)];
     const int32_t begin = shape.sliding_window > 0 ? std::max(0, pos - shape.sliding_window + 1) : 0;
-    const int32_t count = pos / P - begin / P + 1;
+    const int32_t count = 1 + boundaries_in(begin + 1, pos);
     ASSERT_LE(next_item + count, plan.num_partition_items) << "sequence " << s;
     int32_t key = begin;
     for (int32_t k = next_item; k < next_item + count; ++k) {
@@ -81,8 +94,8 @@ void expect_plan_covers_rows(const AttentionShape& shape, const std::vector<int3
       EXPECT_EQ(item[0], s);
       EXPECT_EQ(item[1], t);
       EXPECT_EQ(item[2], key);                       // contiguous, in position order
-      EXPECT_EQ(item[2] / P, (item[3] - 1) / P);     // inside one partition
-      EXPECT_TRUE(item[3] == pos + 1 || item[3] % P == 0);  // cut only at partition ends
+      EXPECT_EQ(boundaries_in(item[2] + 1, item[3] - 1), 0);                // inside one partition
+      EXPECT_TRUE(item[3] == pos + 1 || is_partition_boundary(item[3]));  // cut only at partition ends
       EXPECT_EQ(item[4], count == 1 ? 1 : 0);
       key = item[3];
     }
@@ -116,8 +129,9 @@ TEST(CudaPagedPrefillHarness, PlanCoversEveryRowOnce) {
     ASSERT_EQ(cuda::plan_paged_prefill(p.shape, batch, {}, &plan), cudaSuccess);
     EXPECT_EQ(plan.rows_per_block, std::max(1, 16 / heads));
     EXPECT_EQ(plan.num_shared_items, 0);
-    EXPECT_EQ(plan.num_partition_items, 3);  // kMixedBatch's three decode rows, each in one partition
-    EXPECT_EQ(plan.num_combine_rows, 0);
+    // kMixedBatch's decode rows at positions 0 and 16 (one partition each) and 69 (two: 64 is a boundary).
+    EXPECT_EQ(plan.num_partition_items, 1 + 1 + 2);
+    EXPECT_EQ(plan.num_combine_rows, 1);
     expect_plan_covers_rows(p.shape, p.query_start, p.positions, plan);
   }
 }
@@ -145,8 +159,9 @@ TEST(CudaPagedPrefillHarness, PlanCutsDecodeRowsAtPartitions) {
     ASSERT_EQ(cuda::plan_paged_prefill(shape, batch, {}, &plan), cudaSuccess);
     expect_plan_covers_rows(shape, query_start, positions, plan);
     if (window == 0) {
-      EXPECT_EQ(plan.num_partition_items, 1 + 1 + 2 + 2 + 3 + 4 + 5);
-      EXPECT_EQ(plan.num_combine_rows, 5);
+      // Decode rows at positions 0, 255, 256, 511, 699, 768, 1040: boundaries every 64 below 1024, then 1024.
+      EXPECT_EQ(plan.num_partition_items, 1 + 4 + 5 + 8 + 11 + 13 + 17);
+      EXPECT_EQ(plan.num_combine_rows, 6);
     }
   }
   // Sequences 5 and 6 (decode rows at 699 and 3P) in a cascade group on a 64-token prefix: flat pass rows.
@@ -157,8 +172,8 @@ TEST(CudaPagedPrefillHarness, PlanCutsDecodeRowsAtPartitions) {
                                      &plan),
             cudaSuccess);
   expect_plan_covers_rows(shape, query_start, positions, plan);
-  EXPECT_EQ(plan.num_partition_items, 1 + 1 + 2 + 2 + 5);
-  EXPECT_EQ(plan.num_combine_rows, 3);
+  EXPECT_EQ(plan.num_partition_items, 1 + 4 + 5 + 8 + 17);  // positions 0, 255, 256, 511, 1040
+  EXPECT_EQ(plan.num_combine_rows, 4);
   EXPECT_EQ(plan.num_shared_items, 1);
 }
 
@@ -322,7 +337,9 @@ TEST(CudaPagedPrefill, DecodeRowIsBitwiseTheRowInAChunk) {
       {9, 3, 64, 0, 0.0f},  {8, 2, 64, 100, 0.0f}, {8, 2, 64, P + 44, 0.0f}, {4, 1, 256, 33, 5.0f},
       {16, 1, 64, 0, 0.0f}, {8, 8, 128, 700, 1.5f}, {6, 3, 54, 0, 0.0f},
   };
-  const std::vector<int32_t> contexts = {1, 2, 31, 33, P - 1, P, P + 1, 300, 2 * P, 2 * P + 1, 777, 4 * P + 76};
+  constexpr int32_t S = cuda::kAttentionPartitionSwitch;  // where partitions grow from 64 to P keys
+  const std::vector<int32_t> contexts = {1,   2,     31,    33,          63,    65,    P - 1, P, P + 1,
+                                         300, 2 * P, 2 * P + 1, 777, S - 1, S, S + 1, 4 * P + 76};
   for (KvCacheType type : {KvCacheType::F32, KvCacheType::F16, KvCacheType::BF16, KvCacheType::Q8_0}) {
     for (const Case& c : cases) {
       if (!kv_type_fits_head_dim(type, c.head_dim)) continue;
