@@ -1,16 +1,11 @@
-// Rotary embedding kernel; see rope.cuh. One thread per (token, head, pair).
-// The angle is computed as the reference computes it, so results agree with
-// it to rounding even at large positions, where an error of one ulp in the
-// frequency becomes pos * ulp in the angle:
-//   exponent  -2i/head_dim in f32 (the same two operations),
-//   inv_freq  base^exponent in f64 rounded to f32 (what a correctly rounded
-//             powf gives; glibc's is, for all but rare cases),
-//   angle     f32 pos * inv_freq, then cos / sin and the rotation in f64.
-// f64 costs little here: the op moves num_tokens * num_heads * head_dim * 8
-// bytes and does a few f64 operations per pair.
+// Rotary embedding kernel; see rope.cuh. One thread per (token, head, pair);
+// the rotation itself is rope_pair.cuh's (how the angle is computed, and why
+// partly in f64). f64 costs little here: the op moves num_tokens * num_heads
+// * head_dim * 8 bytes and does a few f64 operations per pair.
 #include "kernels/cuda/rope.cuh"
 
 #include "kernels/cuda/launch_check.h"
+#include "kernels/cuda/rope_pair.cuh"
 
 namespace kvscope::cuda {
 namespace {
@@ -28,20 +23,7 @@ __global__ void rope_kernel(float* x, int64_t num_tokens, int64_t num_heads, int
   const int64_t h = (idx % pairs_per_token) / half;  // head
   const int64_t i = idx % half;                 // pair within the head
   float* v = x + t * token_stride + h * head_dim;  // x[t][h][:] (token rows token_stride apart)
-
-  const float exponent = -2.0f * static_cast<float>(i) / static_cast<float>(head_dim);
-  float inv_freq = static_cast<float>(pow(static_cast<double>(base), static_cast<double>(exponent)));
-  if (freq_factors) inv_freq = __fdiv_rn(inv_freq, freq_factors[i]);
-  const float angle = __fmul_rn(static_cast<float>(positions[t]), inv_freq);
-  double s, c;
-  sincos(static_cast<double>(angle), &s, &c);
-  // Adjacent pairs: (v[2i], v[2i+1]); half split: (v[i], v[i + head_dim/2]).
-  const int64_t a = adjacent_pairs ? 2 * i : i;
-  const int64_t b = adjacent_pairs ? 2 * i + 1 : i + half;
-  const double x0 = v[a];
-  const double x1 = v[b];
-  v[a] = static_cast<float>(x0 * c - x1 * s);
-  v[b] = static_cast<float>(x0 * s + x1 * c);
+  rotate_pair(v, i, head_dim, positions[t], base, adjacent_pairs, freq_factors);
 }
 
 }  // namespace

@@ -17,10 +17,9 @@
 #include "kernels/cuda/dequantize_bf16.cuh"
 #include "kernels/cuda/embedding.cuh"
 #include "kernels/cuda/gemm_bf16.cuh"
-#include "kernels/cuda/kv_write.cuh"
 #include "kernels/cuda/matvec_q.cuh"
 #include "kernels/cuda/rms_norm.cuh"
-#include "kernels/cuda/rope.cuh"
+#include "kernels/cuda/rope_write_kv.cuh"
 
 namespace kvscope {
 namespace {
@@ -332,16 +331,12 @@ bool CudaBackend::enqueue_model(const StepBatch& batch, int32_t layers_run, cons
     const DeviceLayerWeights& L = w.layers[static_cast<size_t>(layer)];
     // h holds this layer's attention norm of x (the previous step below).
     project_qkv(L, T);
-    // Rotary on q's and k's heads at once: they are adjacent in a qkv_ row.
-    const float base = c.layer_rope_base(layer);
-    const int64_t width = qkv_width(c);
-    cuda_check(cuda::rope(qkv_.data(), T, c.num_heads + c.num_kv_heads, c.head_dim, positions, base, c.rope_style,
-                          width, w.rope_freq_factors, stream_),
-               "rope (q, k)");
-    const float* k = qkv_.data() + c.q_size();
-    cuda_check(cuda::write_kv(k, k + c.kv_size(), width, slots_.data(), T, c.kv_size(), pool_->spec().type,
-                              pool_->k_layer(layer), pool_->v_layer(layer), pool_->num_slots(), stream_),
-               "write_kv");
+    // Rotary on q's and k's heads, then k and v into their slots: one launch.
+    const cuda::QkvRows rows{qkv_.data(), qkv_width(c), c.num_heads, c.num_kv_heads, c.head_dim};
+    cuda_check(cuda::rope_and_write_kv(rows, T, positions, c.layer_rope_base(layer), c.rope_style,
+                                       w.rope_freq_factors, slots_.data(), pool_->spec().type, pool_->k_layer(layer),
+                                       pool_->v_layer(layer), pool_->num_slots(), stream_),
+               "rope_and_write_kv");
     attention(layer, batch);
     linear(L.wo, attn_.data(), T, o_.data());
     // x += attention output; h = ffn_norm(x).

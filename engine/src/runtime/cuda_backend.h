@@ -8,8 +8,8 @@
 // and stay quantised; the KV pool is a DeviceKvPool (kv/device_kv_pool.h).
 //
 // One step, every row of the batch together:
-//   embedding -> per layer: RMSNorm, Q/K/V matmuls, rotary on Q and K, K/V
-//   written through the slot mapping, paged attention (the mixed prefill /
+//   embedding -> per layer: RMSNorm, Q/K/V matmuls, rotary on Q and K and K/V
+//   written through the slot mapping (one launch), paged attention (the mixed prefill /
 //   decode kernel, with the step's cascade groups), output matmul, residual
 //   add + RMSNorm (fused), gate and up matmuls, SiLU-and-mul, down matmul,
 //   residual add + the next norm -> the head for the rows that want logits
