@@ -8,8 +8,11 @@ What it runs, all on the same machine in one go:
   - `kvscope-cli bench` end to end at each --concurrency (default 1, 16, 64,
     256 sequences at once), and once more at the comparison concurrency
     (default 64) with --no-gpu-sampling, so the record shows what sampling on
-    the device changes. Each bench record names the backend and the device,
-    and splits the step time into forward / sample / other (its "steps").
+    the device changes, and at each --compare-graphs-at concurrency (default
+    1 and 64) with --no-gpu-graphs, for what replaying steps as CUDA graphs
+    changes. Each bench record names the backend and the device, splits the
+    step time into forward / sample / other and counts the steps replayed as
+    a graph (its "steps").
 
 It prints a Markdown table on stderr and writes the record to --out (stdout
 by default). The bench records are kept whole under "end_to_end".
@@ -48,7 +51,7 @@ def run_json(cmd, what):
         sys.exit(1)
 
 
-def end_to_end(args, concurrency, gpu_sampling):
+def end_to_end(args, concurrency, gpu_sampling, gpu_graphs=True):
     cmd = [str(args.cli), "bench", "--backend", args.backend, "--concurrency", str(concurrency),
            "--prompt-tokens", str(args.prompt_tokens), "--gen-tokens", str(args.gen_tokens),
            "--repeats", str(args.repeats)]
@@ -56,8 +59,11 @@ def end_to_end(args, concurrency, gpu_sampling):
         cmd += ["--model", str(args.model)]
     if not gpu_sampling:
         cmd.append("--no-gpu-sampling")
+    if not gpu_graphs:
+        cmd.append("--no-gpu-graphs")
     cmd += args.engine_option
-    what = f"bench at {concurrency} sequence(s){'' if gpu_sampling else ', host sampling'}"
+    what = (f"bench at {concurrency} sequence(s){'' if gpu_sampling else ', host sampling'}"
+            f"{'' if gpu_graphs else ', no CUDA graphs'}")
     sys.stderr.write(f"bench_gpu: {what}...\n")
     return run_json(cmd, what)
 
@@ -67,6 +73,9 @@ def row_of(record):
     return {
         "concurrency": record["concurrency"],
         "gpu_sampling": record["gpu_sampling"],
+        "gpu_graphs": record.get("gpu_graphs"),
+        "graph_steps": steps.get("graph_steps"),
+        "steps": steps.get("count"),
         "tokens_per_s": record["tokens_per_s_median"],
         "prefill_tok_s": record["prefill_tok_s_median"],
         "decode_tok_s_per_sequence": record["decode_tok_s_median"],
@@ -102,13 +111,16 @@ def markdown(record):
                          f"{a['split_kv_gbs']:,.1f} | {a['split_kv_of_copy']:.1%} |")
         for p in k["prefill_attention"]:
             lines.append(f"prefill attention, {p['rows']} rows: {p['tflops']:.2f} TFLOP/s")
-    lines.append("| sequences | device sampling | tok/s in all | prefill tok/s | median step ms | forward | sample | other |")
-    lines.append("| --: | --- | --: | --: | --: | --: | --: | --: |")
+    lines.append("| sequences | device sampling | CUDA graphs | tok/s in all | prefill tok/s | decode tok/s per sequence "
+                 "| median step ms | steps replayed | forward | sample | other |")
+    lines.append("| --: | --- | --- | --: | --: | --: | --: | --: | --: | --: | --: |")
     for r in record["table"]:
         step_ms = (r["step_s_median"] or 0.0) * 1e3
-        lines.append(f"| {r['concurrency']} | {'on' if r['gpu_sampling'] else 'off'} | {r['tokens_per_s']:,.0f} | "
-                     f"{r['prefill_tok_s']:,.0f} | {step_ms:.2f} | {r['forward_share']:.1%} | "
-                     f"{r['sample_share']:.1%} | {r['other_share']:.1%} |")
+        replayed = f"{r['graph_steps']} / {r['steps']}" if r.get("graph_steps") is not None else "-"
+        lines.append(f"| {r['concurrency']} | {'on' if r['gpu_sampling'] else 'off'} | "
+                     f"{'on' if r.get('gpu_graphs') else 'off'} | {r['tokens_per_s']:,.0f} | "
+                     f"{r['prefill_tok_s']:,.0f} | {r['decode_tok_s_per_sequence']:,.0f} | {step_ms:.2f} | {replayed} | "
+                     f"{r['forward_share']:.1%} | {r['sample_share']:.1%} | {r['other_share']:.1%} |")
     return "\n".join(lines)
 
 
@@ -123,6 +135,8 @@ def main():
     ap.add_argument("--concurrency", default="1,16,64,256", help="comma-separated sequence counts")
     ap.add_argument("--compare-sampling-at", type=int, default=64,
                     help="the concurrency also run with --no-gpu-sampling (0: none)")
+    ap.add_argument("--compare-graphs-at", default="1,64",
+                    help="comma-separated concurrencies also run with --no-gpu-graphs (empty: none)")
     ap.add_argument("--prompt-tokens", type=int, default=128)
     ap.add_argument("--gen-tokens", type=int, default=64)
     ap.add_argument("--repeats", type=int, default=3)
@@ -133,7 +147,7 @@ def main():
     ap.add_argument("--out", type=Path, help="write the record here (default: stdout)")
     args = ap.parse_args()
     if args.quick:
-        args.concurrency, args.compare_sampling_at = "1,2", 2
+        args.concurrency, args.compare_sampling_at, args.compare_graphs_at = "1,2", 2, "1"
         args.prompt_tokens, args.gen_tokens, args.repeats = 8, 2, 1
     if not args.cli.exists():
         sys.exit(f"bench_gpu: no kvscope-cli at {args.cli} (build it, or pass --cli)")
@@ -154,6 +168,8 @@ def main():
     runs = [end_to_end(args, c, True) for c in concurrencies]
     if args.compare_sampling_at > 0:
         runs.append(end_to_end(args, args.compare_sampling_at, False))
+    for c in [int(c) for c in args.compare_graphs_at.split(",") if c.strip()]:
+        runs.append(end_to_end(args, c, True, gpu_graphs=False))
     record["device"] = runs[0]["device"]
     record["host_cpu"] = runs[0]["cpu"]
     record["table"] = [row_of(r) for r in runs]

@@ -98,7 +98,7 @@ TEST_F(BenchRecord, NamesTheBackendAndSplitsTheStepTime) {
 }
 
 // scripts/bench_gpu.py --quick on the CPU: one record of the bench runs at 1
-// and 2 sequences plus the host-sampling comparison, with a stored
+// and 2 sequences plus the host-sampling and no-graphs comparisons, with a stored
 // gpu_kernel_bench record summarised beside them; a failing run names itself.
 TEST_F(BenchRecord, BenchGpuScriptMakesOneRecordAndNamesAFailingRun) {
   const std::string out = path_ + ".bench_gpu.json";
@@ -111,13 +111,16 @@ TEST_F(BenchRecord, BenchGpuScriptMakesOneRecordAndNamesAFailingRun) {
   std::remove(out.c_str());
   ASSERT_TRUE(j.is_object());
   EXPECT_EQ(j["device"].get<std::string>().rfind("CPU (", 0), 0u) << j["device"];
-  ASSERT_EQ(j["table"].size(), 3u);
-  ASSERT_EQ(j["end_to_end"].size(), 3u);
-  const int concurrency[] = {1, 2, 2};
-  const bool gpu_sampling[] = {true, true, false};
-  for (size_t i = 0; i < 3; ++i) {
+  ASSERT_EQ(j["table"].size(), 4u);
+  ASSERT_EQ(j["end_to_end"].size(), 4u);
+  const int concurrency[] = {1, 2, 2, 1};
+  const bool gpu_sampling[] = {true, true, false, true};
+  const bool gpu_graphs[] = {true, true, true, false};
+  for (size_t i = 0; i < 4; ++i) {
     EXPECT_EQ(j["table"][i]["concurrency"], concurrency[i]);
     EXPECT_EQ(j["table"][i]["gpu_sampling"], gpu_sampling[i]);
+    EXPECT_EQ(j["table"][i]["gpu_graphs"], gpu_graphs[i]);
+    EXPECT_EQ(j["table"][i]["graph_steps"], 0);  // the CPU backend never replays a graph
     EXPECT_GT(j["table"][i]["tokens_per_s"].get<double>(), 0.0);
     EXPECT_EQ(j["end_to_end"][i]["threads"], 1);
   }
