@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# Gets the most out of a short lease of a GPU machine (docs/cuda.md,
+# "Running it on a lent GPU"): everything is built here, and the machine gets
+# two prepared calls that carry the binaries and the default model (98 MB, more
+# than one call may carry) and run the GPU checks and the performance table.
+#
+#   scripts/dev/gpu_lease.sh prepare [MODEL]
+#       here: builds the bundle (scripts/gpu_check.sh --bundle) and writes
+#       .gpu-lease/a (the bundle as .tar.xz, the model's first 45,000,000
+#       bytes) and .gpu-lease/b (the rest of the model), ignored by git.
+#   then two calls of the device tool, the second within 30 seconds of the
+#   first (a machine idle longer goes back, and the first part with it):
+#       run  command="bash scripts/dev/gpu_lease.sh a"  carry=[".gpu-lease/a"]
+#       run  command="bash scripts/dev/gpu_lease.sh b"  carry=[".gpu-lease/b"]
+#   and give the machine back.
+#
+# Call a: every gpu-labelled test binary that needs no model (kernels, GEMM,
+# NCCL on one rank, backend), gpu_kernel_bench; with KVSCOPE_SANITIZERS=1 also
+# compute-sanitizer memcheck over the kernel tests (racecheck takes minutes:
+# scripts/gpu_check.sh --prebuilt runs both). Call b: the model's reference
+# test, scripts/bench_gpu.py (the issue's table), the seed tables, and an
+# Nsight Compute time per kernel of one decode step at 1 and 64 sequences.
+# Everything call b makes is packed into $OUT/results.tgz after every step,
+# so a call cut short still brings back what ran. Each step has its own
+# timeout; the whole of b takes about 90 s on an H200.
+set -uo pipefail
+cd "$(dirname "$0")/../.." || exit 1
+root=$PWD
+stash=/root/kvscope-lease  # on the GPU machine: survives between the calls of one lease
+part_bytes=45000000
+model_name=SmolLM2-135M-Instruct.Q4_1.gguf
+model_sha256=b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53
+
+prepare() {
+  local model="${1:-${KVSCOPE_MODEL_DIR:-$HOME/.local/share/kvscope/models}/$model_name}"
+  [[ -f "$model" ]] || { echo "gpu_lease: no model at $model (kvscope-cli fetch-model, or pass its path)" >&2; exit 1; }
+  scripts/gpu_check.sh --bundle >/tmp/gpu_lease_bundle.log 2>&1 ||
+    { tail -20 /tmp/gpu_lease_bundle.log; echo "gpu_lease: the bundle did not build" >&2; exit 1; }
+  grep -qx '/.gpu-lease/' .git/info/exclude 2>/dev/null || echo '/.gpu-lease/' >>.git/info/exclude
+  rm -rf .gpu-lease && mkdir -p .gpu-lease/a .gpu-lease/b
+  tar cJf .gpu-lease/a/bundle.tar.xz -C build-cuda gpu_bundle
+  head -c "$part_bytes" "$model" >.gpu-lease/a/model.part1
+  tail -c +"$((part_bytes + 1))" "$model" >.gpu-lease/b/model.part2
+  sha256sum "$model" | cut -d' ' -f1 >.gpu-lease/b/model.sha256
+  du -b .gpu-lease/a .gpu-lease/b
+  echo "gpu_lease: ready; call a carries .gpu-lease/a, call b .gpu-lease/b (within 30 s of a)"
+}
+
+call_a() {
+  local t0=$SECONDS B="$stash/gpu_bundle"
+  mkdir -p "$stash" && cp .gpu-lease/a/model.part1 "$stash/" && rm -rf "$B" &&
+    tar xJf .gpu-lease/a/bundle.tar.xz -C "$stash" || exit 1
+  export LD_LIBRARY_PATH="$B/lib:/usr/local/cuda/targets/x86_64-linux/lib:/usr/local/cuda/lib64"
+  export KVSCOPE_REQUIRE_GPU=1 KVSCOPE_SOURCE_DIR="$root"
+  nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
+  local t s rc
+  for t in cuda_kernels_test cuda_gemm_test nccl_communicator_test cuda_backend_test; do
+    s=$SECONDS
+    timeout 120 "$B/$t" >"$OUT/$t.log" 2>&1
+    rc=$?
+    echo "$t rc=$rc $((SECONDS - s)) s"
+    grep -E '^\[  (FAILED|SKIPPED|PASSED) ' "$OUT/$t.log" | head -12
+  done
+  s=$SECONDS
+  timeout 90 "$B/gpu_kernel_bench" >"$stash/gpu_kernels.json" 2>"$OUT/gpu_kernel_bench.log"
+  echo "gpu_kernel_bench rc=$? $((SECONDS - s)) s"
+  cp "$stash/gpu_kernels.json" "$OUT/"
+  if [[ "${KVSCOPE_SANITIZERS:-0}" == 1 ]]; then
+    s=$SECONDS
+    timeout 200 compute-sanitizer --tool memcheck --error-exitcode 1 "$B/cuda_kernels_test" \
+      --gtest_filter='-CudaLaunchCheck.*:*Harness*' >"$OUT/memcheck.log" 2>&1
+    echo "memcheck rc=$? $((SECONDS - s)) s"
+    grep -E 'ERROR SUMMARY' "$OUT/memcheck.log" | tail -1
+  fi
+  echo "call a: $((SECONDS - t0)) s"
+}
+
+call_b() {
+  local t0=$SECONDS B="$stash/gpu_bundle" R=/tmp/kvscope-lease-results
+  [[ -f "$stash/model.part1" ]] || { echo "gpu_lease: no model part 1 here: call a first, and b within 30 s" >&2; exit 1; }
+  mkdir -p "$stash/models" "$R"
+  local M="$stash/models/$model_name"
+  cat "$stash/model.part1" .gpu-lease/b/model.part2 >"$M"
+  echo "$(cat .gpu-lease/b/model.sha256)  $M" | sha256sum -c || exit 3
+  export LD_LIBRARY_PATH="$B/lib:/usr/local/cuda/targets/x86_64-linux/lib:/usr/local/cuda/lib64"
+  export KVSCOPE_REQUIRE_GPU=1 KVSCOPE_SOURCE_DIR="$root" KVSCOPE_MODEL_DIR="$stash/models" PYTHONUNBUFFERED=1
+  local CLI="$B/kvscope-cli"
+  step() {  # step NAME TIMEOUT COMMAND...: its output in $R/NAME.out / .err
+    local name=$1 limit=$2 s=$SECONDS
+    shift 2
+    timeout "$limit" "$@" >"$R/$name.out" 2>"$R/$name.err"
+    echo "== $name rc=$? $((SECONDS - s)) s"
+    tar czf "$OUT/results.tgz" -C "$R" .
+  }
+  step reference 60 "$B/cuda_reference_test"
+  grep -E '^\[  (FAILED|SKIPPED|PASSED) ' "$R/reference.out"
+  local kernels=()
+  [[ -f "$stash/gpu_kernels.json" ]] && kernels=(--kernel-json "$stash/gpu_kernels.json")
+  step bench_gpu 150 python3 scripts/bench_gpu.py --cli "$CLI" "${kernels[@]}" --model "$M" --out "$R/bench_gpu.json"
+  tail -14 "$R/bench_gpu.err"
+  local t
+  for t in 2 1 4; do
+    step "seeds_t$t" 60 "$CLI" bench-seeds --model "$M" --backend cuda --only "$t" --out-dir "$R/seeds_t$t"
+  done
+  local ncu c skip
+  ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+  for c in 1 64; do
+    skip=3000
+    [[ $c == 64 ]] && skip=6000  # past the warm-up's prefill steps, into its decode steps
+    step "ncu_c$c" 60 "$ncu" --clock-control none --metrics gpu__time_duration.sum --launch-skip "$skip" \
+      --launch-count 600 --csv "$CLI" bench --model "$M" --backend cuda --concurrency "$c" --prompt-tokens 128 \
+      --gen-tokens 32 --repeats 1
+  done
+  python3 scripts/dev/decode_step_kernels.py "$R/ncu_c1.out" "$R/ncu_c64.out" 2>&1 | tee "$R/decode_step_kernels.txt"
+  tar czf "$OUT/results.tgz" -C "$R" .
+  echo "call b: $((SECONDS - t0)) s"
+}
+
+case "${1:-}" in
+  prepare) shift; prepare "$@" ;;
+  a) call_a ;;
+  b) call_b ;;
+  *) echo "usage: scripts/dev/gpu_lease.sh prepare [MODEL] | a | b" >&2; exit 2 ;;
+esac
