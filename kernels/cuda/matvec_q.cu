@@ -51,6 +51,8 @@
 #include "kernels/cuda/activations.cuh"
 #include "kernels/cuda/device_util.cuh"
 #include "kernels/cuda/launch_check.h"
+#include "kernels/cuda/matvec_mma.cuh"
+#include "kernels/cuda/matvec_outputs.cuh"
 
 namespace kvscope::cuda {
 namespace {
@@ -203,32 +205,6 @@ __device__ inline const uint8_t* weight_row(const void* w, int64_t r, int64_t ro
   return static_cast<const uint8_t*>(w) + r * (row_len / kQBlockElems) * block_bytes;  // w[r]
 }
 
-// The outputs of one matvec_q_multi launch, by value (kernel parameter space).
-struct MultiOutputs {
-  MatvecOutput out[kMaxMatvecOutputs];
-  int count;
-};
-
-// Which output row r of the concatenation falls in, and its index there, by
-// a loop the compiler unrolls: indexing the parameter array with a variable
-// would copy it to local memory. False past the last row.
-__device__ inline bool find_output(const MultiOutputs& outputs, int64_t r, MatvecOutput& o, int64_t& local) {
-  bool found = false;
-#pragma unroll
-  for (int j = 0; j < kMaxMatvecOutputs; ++j) {
-    if (!found && j < outputs.count) {
-      if (r < outputs.out[j].num_rows) {
-        o = outputs.out[j];
-        found = true;
-      } else {
-        r -= outputs.out[j].num_rows;
-      }
-    }
-  }
-  local = r;
-  return found;
-}
-
 // The block's token tile: tokens [t0, t0 + tile) of grid.y's tile of kTile.
 template <int kTile>
 __device__ inline int token_tile(int64_t num_tokens, int64_t& t0) {
@@ -340,29 +316,23 @@ cudaError_t check_common(const char* op, TensorType type, int64_t row_len, int64
 }  // namespace
 
 cudaError_t matvec_q(TensorType type, const void* w, int64_t num_rows, int64_t row_len, const float* x,
-                     int64_t num_tokens, float* y, cudaStream_t stream) {
+                     int64_t num_tokens, float* y, cudaStream_t stream, MatvecMath math) {
   const MatvecOutput out{w, num_rows, y, num_rows};
-  return matvec_q_multi(type, &out, 1, row_len, x, num_tokens, stream);
+  return matvec_q_multi(type, &out, 1, row_len, x, num_tokens, stream, math);
 }
 
 cudaError_t matvec_q_multi(TensorType type, const MatvecOutput* outputs, int num_outputs, int64_t row_len,
-                           const float* x, int64_t num_tokens, cudaStream_t stream) {
+                           const float* x, int64_t num_tokens, cudaStream_t stream, MatvecMath math) {
   const char* op = "matvec_q";
   if (cudaError_t e = check_common(op, type, row_len, num_tokens, x); e != cudaSuccess) return e;
-  KVSCOPE_CUDA_REQUIRE(op, outputs != nullptr && num_outputs >= 1 && num_outputs <= kMaxMatvecOutputs);
-  MultiOutputs all{};
-  all.count = num_outputs;
+  MultiOutputs all;
   int64_t total_rows = 0;
-  for (int j = 0; j < num_outputs; ++j) {
-    const MatvecOutput& o = outputs[j];
-    KVSCOPE_CUDA_REQUIRE(op, o.num_rows > 0 && o.ld >= o.num_rows);
-    KVSCOPE_CUDA_REQUIRE(op, num_tokens == 0 || (o.w != nullptr && o.y != nullptr));
-    KVSCOPE_CUDA_REQUIRE(op, reinterpret_cast<uintptr_t>(o.w) % 2 == 0);  // 16-bit weight loads
-    all.out[j] = o;
-    total_rows += o.num_rows;
+  if (cudaError_t e = gather_outputs(op, outputs, num_outputs, num_tokens, &all, &total_rows); e != cudaSuccess) {
+    return e;
   }
   KVSCOPE_CUDA_REQUIRE(op, total_rows / kWarpsPerBlock < 0x7fffffff);  // grid.x limit
   if (num_tokens == 0) return cudaSuccess;
+  if (math == MatvecMath::kTensorCores) return matvec_mma_multi(type, all, total_rows, row_len, x, num_tokens, stream);
   const size_t smem = shared_bytes_for(static_cast<int>(std::min<int64_t>(num_tokens, kTokenTile)));
   const unsigned int row_blocks = num_blocks_for(total_rows, kWarpsPerBlock);
   if (num_tokens == 1) {
@@ -385,7 +355,7 @@ cudaError_t matvec_q_multi(TensorType type, const MatvecOutput* outputs, int num
 
 cudaError_t matvec_q_glu(TensorType type, const void* w_gate, const void* w_up, int64_t num_rows, int64_t row_len,
                          const float* x, int64_t num_tokens, GluActivation activation, float* out, int64_t ld,
-                         cudaStream_t stream) {
+                         cudaStream_t stream, MatvecMath math) {
   const char* op = "matvec_q_glu";
   if (cudaError_t e = check_common(op, type, row_len, num_tokens, x); e != cudaSuccess) return e;
   KVSCOPE_CUDA_REQUIRE(op, num_rows > 0 && ld >= num_rows);
@@ -394,6 +364,9 @@ cudaError_t matvec_q_glu(TensorType type, const void* w_gate, const void* w_up, 
   if (num_tokens == 0) return cudaSuccess;
   KVSCOPE_CUDA_REQUIRE(op, w_gate != nullptr && w_up != nullptr && out != nullptr);
   KVSCOPE_CUDA_REQUIRE(op, reinterpret_cast<uintptr_t>(w_gate) % 2 == 0 && reinterpret_cast<uintptr_t>(w_up) % 2 == 0);
+  if (math == MatvecMath::kTensorCores) {
+    return matvec_mma_glu(type, w_gate, w_up, num_rows, row_len, x, num_tokens, activation, out, ld, stream);
+  }
   const size_t smem = shared_bytes_for(static_cast<int>(std::min<int64_t>(num_tokens, kTokenTile)));
   const bool silu = activation == GluActivation::Silu;
   const auto launch = [&](auto kernel, int tile_tokens) {

@@ -15,6 +15,16 @@ namespace kvscope::cuda {
 
 inline constexpr int64_t kMaxMatvecTokens = 65535;  // tokens of one launch
 
+// How the products are computed. Either way a token's bits do not depend on
+// the other tokens of the launch (the engine's invariance rests on that), but
+// the two give different bits, so a backend uses one for every row.
+//   kF32: f32 FMA chains in the order matvec_q.cu documents (the default).
+//   kTensorCores: f16 tensor-core products (matvec_mma.cu): the quants are
+//     exact in f16 and each activation is split into two f16 parts (hi + lo,
+//     about 22 bits), scaled by a power of two per 32-element block so large
+//     activations do not overflow; f32 accumulation. Not yet run on a GPU.
+enum class MatvecMath { kF32, kTensorCores };
+
 // y[t][r] = dot(dequant(w row r), x[t]) for t < num_tokens: decode rows, or a
 // prefill chunk (each weight block is loaded once per 8 tokens). A token's
 // result is bitwise the same whatever the other tokens of the launch.
@@ -23,7 +33,7 @@ inline constexpr int64_t kMaxMatvecTokens = 65535;  // tokens of one launch
 // Preconditions: type Q4_1 or Q8_0, row_len > 0 and a multiple of 32,
 // num_rows > 0, 0 <= num_tokens <= kMaxMatvecTokens, w 2-byte and x 16-byte aligned.
 cudaError_t matvec_q(TensorType type, const void* w, int64_t num_rows, int64_t row_len, const float* x,
-                     int64_t num_tokens, float* y, cudaStream_t stream);
+                     int64_t num_tokens, float* y, cudaStream_t stream, MatvecMath math = MatvecMath::kF32);
 
 // One matrix of a matvec_q_multi launch: y[t * ld + r] = dot(dequant(w row r), x[t]).
 struct MatvecOutput {
@@ -39,7 +49,8 @@ inline constexpr int kMaxMatvecOutputs = 3;
 // row per token): each output's values are matvec_q's bits.
 // Preconditions: matvec_q's, 1 <= num_outputs <= kMaxMatvecOutputs.
 cudaError_t matvec_q_multi(TensorType type, const MatvecOutput* outputs, int num_outputs, int64_t row_len,
-                           const float* x, int64_t num_tokens, cudaStream_t stream);
+                           const float* x, int64_t num_tokens, cudaStream_t stream,
+                           MatvecMath math = MatvecMath::kF32);
 
 enum class GluActivation { Silu, GeluTanh };
 
@@ -51,6 +62,6 @@ enum class GluActivation { Silu, GeluTanh };
 // type; out: device f32, ld >= num_rows. Preconditions: matvec_q's.
 cudaError_t matvec_q_glu(TensorType type, const void* w_gate, const void* w_up, int64_t num_rows, int64_t row_len,
                          const float* x, int64_t num_tokens, GluActivation activation, float* out, int64_t ld,
-                         cudaStream_t stream);
+                         cudaStream_t stream, MatvecMath math = MatvecMath::kF32);
 
 }  // namespace kvscope::cuda

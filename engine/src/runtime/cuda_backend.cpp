@@ -192,7 +192,8 @@ void CudaBackend::matvec_rows(const DeviceMatrix& w, const float* x, int32_t beg
   for (int32_t r = begin; r < end; r += kMaxMatvecRows) {
     const int32_t n = std::min(end - r, kMaxMatvecRows);
     const cuda::MatvecOutput out{w.data, w.num_rows, y + r * ld, ld};
-    cuda_check(cuda::matvec_q_multi(w.type, &out, 1, w.row_len, x + r * w.row_len, n, stream_), "matvec_q");
+    cuda_check(cuda::matvec_q_multi(w.type, &out, 1, w.row_len, x + r * w.row_len, n, stream_, options_.matvec_math),
+               "matvec_q");
   }
 }
 
@@ -240,7 +241,8 @@ void CudaBackend::project_qkv(const DeviceLayerWeights& L, int32_t num_tokens) {
     const cuda::MatvecOutput outs[3] = {{L.wq.data, L.wq.num_rows, q + r * width, width},
                                         {L.wk.data, L.wk.num_rows, k + r * width, width},
                                         {L.wv.data, L.wv.num_rows, v + r * width, width}};
-    cuda_check(cuda::matvec_q_multi(L.wq.type, outs, 3, L.wq.row_len, x + r * L.wq.row_len, n, stream_),
+    cuda_check(cuda::matvec_q_multi(L.wq.type, outs, 3, L.wq.row_len, x + r * L.wq.row_len, n, stream_,
+                                    options_.matvec_math),
                "matvec_q_multi (q, k, v)");
   }
 }
@@ -259,7 +261,7 @@ void CudaBackend::project_gate_up(const DeviceLayerWeights& L, int32_t num_token
     const int32_t n = std::min(num_tokens - r, kMaxMatvecRows);
     cuda_check(cuda::matvec_q_glu(L.w_gate.type, L.w_gate.data, L.w_up.data, L.w_gate.num_rows, L.w_gate.row_len,
                                   x + r * L.w_gate.row_len, n, cuda::GluActivation::Silu, gate_.data() + r * F, F,
-                                  stream_),
+                                  stream_, options_.matvec_math),
                "matvec_q_glu (gate, up)");
   }
 }
@@ -368,7 +370,7 @@ bool CudaBackend::enqueue_model(const StepBatch& batch, int32_t layers_run, cons
   for (int32_t r = 0; r < num_logits; r += kMaxMatvecRows) {
     const int32_t n = std::min(num_logits - r, kMaxMatvecRows);
     cuda_check(cuda::matvec_q(out.type, out.data, out.num_rows, out.row_len, head_in + r * H, n,
-                              logits_.data() + static_cast<int64_t>(r) * c.vocab_size, stream_),
+                              logits_.data() + static_cast<int64_t>(r) * c.vocab_size, stream_, options_.matvec_math),
                "matvec_q (head)");
   }
   return true;

@@ -42,6 +42,7 @@
 #include <utility>
 #include <vector>
 
+#include "kernels/cuda/matvec_q.cuh"
 #include "kernels/cuda/paged_prefill.cuh"
 #include "kernels/cuda/penalties.cuh"
 #include "kernels/cuda/sample_tokens.cuh"
@@ -69,6 +70,12 @@ class CudaBackend final : public Backend {
     // cuda_graph_cache.h): the same kernels with the same arguments, so the
     // same bits. The setting gpu_graphs (on by default).
     bool graphs = true;
+    // How every matvec_q launch multiplies (kernels/cuda/matvec_q.cuh): f32
+    // FMA chains, or the tensor-core path, which is not yet verified on a
+    // GPU and so is chosen only by the development switch
+    // KVSCOPE_CUDA_MATVEC=tensor (engine_kv_setup.cpp reads it). One math for
+    // every row, so the invariance holds under either.
+    cuda::MatvecMath matvec_math = cuda::MatvecMath::kF32;
   };
 
   // A device pool of `spec` for `weights`' keys (DeviceKvPool::create).

@@ -20,6 +20,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <numeric>
@@ -320,6 +321,41 @@ TEST(CudaBackend, GraphReplaysAreBitwiseTheLaunches) {
 TEST(CudaBackend, BlockSizeAndConcurrencyAreBitwiseInvariant) {
   KVSCOPE_REQUIRE_CUDA_DEVICE();
   expect_bitwise("backend=cuda,block_size=16", "backend=cuda,block_size=5,concurrency=4");
+}
+
+// The tensor-core matmuls (KVSCOPE_CUDA_MATVEC=tensor; not the default until
+// they have run on a GPU): the same invariance as the f32 ones, and logits
+// close to theirs. Both carry about 22 bits of each activation and
+// accumulate in f32, so they differ by rounding order only (an error near
+// 1e-6 expected); a wrong fragment layout would be near 1.
+TEST(CudaBackend, TensorCoreMatmulsKeepTheInvarianceAndTheLogits) {
+  KVSCOPE_REQUIRE_CUDA_DEVICE();
+  const auto prompts = some_prompts(300);
+  const auto f32 = run_greedy(BackendKind::Cuda, prompts, 8);
+  ASSERT_EQ(setenv("KVSCOPE_CUDA_MATVEC", "tensor", 1), 0);
+  const auto tensor = run_greedy(BackendKind::Cuda, prompts, 8);
+  expect_bitwise("backend=cuda,block_size=16", "backend=cuda,block_size=5,concurrency=4");
+  unsetenv("KVSCOPE_CUDA_MATVEC");
+  ASSERT_EQ(f32.size(), prompts.size());
+  ASSERT_EQ(tensor.size(), prompts.size());
+  double worst = 0.0;
+  for (size_t p = 0; p < prompts.size(); ++p) {
+    ASSERT_EQ(f32[p].logits.size(), tensor[p].logits.size());
+    for (size_t i = 0; i < f32[p].logits.size(); ++i) {
+      const std::vector<float>& a = f32[p].logits[i];
+      const std::vector<float>& b = tensor[p].logits[i];
+      double diff = 0.0, norm = 0.0;
+      for (size_t j = 0; j < a.size(); ++j) {
+        diff += (a[j] - b[j]) * double(a[j] - b[j]);
+        norm += a[j] * double(a[j]);
+      }
+      const double error = std::sqrt(diff / norm);
+      worst = std::max(worst, error);
+      EXPECT_LE(error, 1e-3) << "prompt " << p << ", token " << i;
+      if (f32[p].tokens[i] != tensor[p].tokens[i]) break;  // the sequences part: nothing more to compare
+    }
+  }
+  std::cout << "largest normalised logits error f32 vs tensor-core matmuls: " << worst << "\n";
 }
 
 TEST(CudaBackend, CascadeIsBitwiseFlat) {

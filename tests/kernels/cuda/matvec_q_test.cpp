@@ -23,6 +23,10 @@ using cuda_test::DeviceBuffer;
 
 constexpr double kTolerance = 1e-4;
 
+// Both ways of computing (matvec_q.cuh's MatvecMath): each test holds for each.
+constexpr cuda::MatvecMath kMaths[] = {cuda::MatvecMath::kF32, cuda::MatvecMath::kTensorCores};
+const char* math_name(cuda::MatvecMath m) { return m == cuda::MatvecMath::kF32 ? "f32" : "tensor cores"; }
+
 TEST(CudaMatvecQ, MatchesReference) {
   KVSCOPE_REQUIRE_CUDA_DEVICE();
   std::mt19937 rng(61);
@@ -35,20 +39,55 @@ TEST(CudaMatvecQ, MatchesReference) {
   cases.push_back({576, 1536});   // SmolLM2 ffn_down (rows = outputs)
   cases.push_back({1536, 576});   // ffn_gate / ffn_up
   cases.push_back({4099, 576});   // a vocabulary slice, rows not a multiple of 4
-  for (TensorType type : {TensorType::Q4_1, TensorType::Q8_0}) {
-    for (const Case& c : cases) {
-      for (int64_t num_tokens : {int64_t{1}, int64_t{7}, int64_t{17}}) {  // 17: two full tiles of 8 and one token
-        SCOPED_TRACE(testing::Message() << traits_of(type).name << " rows=" << c.num_rows << " len=" << c.row_len
-                                        << " tokens=" << num_tokens);
-        const std::vector<uint8_t> w = cuda_test::random_quant_rows(type, c.num_rows, c.row_len, rng);
-        const auto x = cuda_test::random_floats(static_cast<size_t>(num_tokens * c.row_len), rng);
-        std::vector<float> ref(static_cast<size_t>(num_tokens * c.num_rows));
-        matmul_ref(type, w.data(), c.num_rows, c.row_len, x.data(), num_tokens, ref.data());
-        DeviceBuffer<uint8_t> dw(w);
-        DeviceBuffer<float> dx(x), dy(ref.size());
-        CUDA_OK(dy.poison());
-        LAUNCH_OK(cuda::matvec_q(type, dw.get(), c.num_rows, c.row_len, dx.get(), num_tokens, dy.get(), nullptr));
-        EXPECT_LT(cuda_test::normalised_error(dy.download(), ref), kTolerance);
+  for (cuda::MatvecMath math : kMaths) {
+    for (TensorType type : {TensorType::Q4_1, TensorType::Q8_0}) {
+      for (const Case& c : cases) {
+        // 17: two f32 tiles of 8 and one token; 45: a tensor-core tile of 32 and a part of one
+        for (int64_t num_tokens : {int64_t{1}, int64_t{7}, int64_t{17}, int64_t{45}}) {
+          SCOPED_TRACE(testing::Message() << math_name(math) << " " << traits_of(type).name << " rows=" << c.num_rows
+                                          << " len=" << c.row_len << " tokens=" << num_tokens);
+          const std::vector<uint8_t> w = cuda_test::random_quant_rows(type, c.num_rows, c.row_len, rng);
+          const auto x = cuda_test::random_floats(static_cast<size_t>(num_tokens * c.row_len), rng);
+          std::vector<float> ref(static_cast<size_t>(num_tokens * c.num_rows));
+          matmul_ref(type, w.data(), c.num_rows, c.row_len, x.data(), num_tokens, ref.data());
+          DeviceBuffer<uint8_t> dw(w);
+          DeviceBuffer<float> dx(x), dy(ref.size());
+          CUDA_OK(dy.poison());
+          LAUNCH_OK(
+              cuda::matvec_q(type, dw.get(), c.num_rows, c.row_len, dx.get(), num_tokens, dy.get(), nullptr, math));
+          EXPECT_LT(cuda_test::normalised_error(dy.download(), ref), kTolerance);
+        }
+      }
+    }
+  }
+}
+
+// Activations far beyond f16's range (the tensor-core path scales each
+// 32-element block by a power of two) beside small ones in the same block,
+// and in the next block: both ways stay within the tolerance.
+TEST(CudaMatvecQ, LargeActivationsKeepTheirPrecision) {
+  KVSCOPE_REQUIRE_CUDA_DEVICE();
+  std::mt19937 rng(66);
+  constexpr int64_t kRows = 37, kLen = 32 * 5, kTokens = 3;
+  for (cuda::MatvecMath math : kMaths) {
+    for (TensorType type : {TensorType::Q4_1, TensorType::Q8_0}) {
+      SCOPED_TRACE(testing::Message() << math_name(math) << " " << traits_of(type).name);
+      const std::vector<uint8_t> w = cuda_test::random_quant_rows(type, kRows, kLen, rng);
+      std::vector<float> x = cuda_test::random_floats(static_cast<size_t>(kTokens * kLen), rng);
+      x[3] = 3.0e5f;         // token 0, block 0: 2^18 among values near 1
+      x[kLen + 40] = -7.0e4f;  // token 1, block 1: just past f16's 65504
+      x[2 * kLen + 100] = 1.0e30f;  // token 2, block 3: near f32's range
+      std::vector<float> ref(static_cast<size_t>(kTokens * kRows));
+      matmul_ref(type, w.data(), kRows, kLen, x.data(), kTokens, ref.data());
+      DeviceBuffer<uint8_t> dw(w);
+      DeviceBuffer<float> dx(x), dy(ref.size());
+      CUDA_OK(dy.poison());
+      LAUNCH_OK(cuda::matvec_q(type, dw.get(), kRows, kLen, dx.get(), kTokens, dy.get(), nullptr, math));
+      const std::vector<float> y = dy.download();
+      for (int64_t t = 0; t < kTokens; ++t) {  // per token: token 2's 1e30 would hide the others in one norm
+        const std::vector<float> got(y.begin() + t * kRows, y.begin() + (t + 1) * kRows);
+        const std::vector<float> want(ref.begin() + t * kRows, ref.begin() + (t + 1) * kRows);
+        EXPECT_LT(cuda_test::normalised_error(got, want), kTolerance) << "token " << t;
       }
     }
   }
@@ -137,28 +176,30 @@ TEST(CudaMatvecQ, TokenBitsDoNotDependOnTheLaunch) {
   KVSCOPE_REQUIRE_CUDA_DEVICE();
   std::mt19937 rng(62);
   constexpr int64_t kRows = 97, kLen = 32 * 37, kTokens = 64;
-  for (TensorType type : {TensorType::Q4_1, TensorType::Q8_0}) {
-    SCOPED_TRACE(traits_of(type).name);
-    DeviceBuffer<uint8_t> dw(cuda_test::random_quant_rows(type, kRows, kLen, rng));
-    const auto x = cuda_test::random_floats(static_cast<size_t>(kTokens * kLen), rng);
-    DeviceBuffer<float> dx(x);
-    auto run = [&](int64_t first, int64_t count) {
-      DeviceBuffer<float> dy(static_cast<size_t>(count * kRows));
-      EXPECT_EQ(dy.poison(), cudaSuccess);
-      EXPECT_EQ(cuda::matvec_q(type, dw.get(), kRows, kLen, dx.get() + first * kLen, count, dy.get(), nullptr),
-                cudaSuccess);
-      return dy.download();
-    };
-    std::vector<std::vector<float>> alone(kTokens);
-    for (int64_t t = 0; t < kTokens; ++t) alone[static_cast<size_t>(t)] = run(t, 1);
-    for (int64_t count : {int64_t{3}, int64_t{8}, int64_t{9}, kTokens}) {
-      for (int64_t first : {int64_t{0}, int64_t{5}, kTokens - count}) {
-        if (first + count > kTokens) continue;
-        const std::vector<float> y = run(first, count);
-        for (int64_t t = 0; t < count; ++t) {
-          const std::vector<float>& want = alone[static_cast<size_t>(first + t)];
-          EXPECT_EQ(0, std::memcmp(&y[static_cast<size_t>(t * kRows)], want.data(), kRows * sizeof(float)))
-              << "token " << first + t << " as token " << t << " of a launch of " << count;
+  for (cuda::MatvecMath math : kMaths) {
+    for (TensorType type : {TensorType::Q4_1, TensorType::Q8_0}) {
+      SCOPED_TRACE(testing::Message() << math_name(math) << " " << traits_of(type).name);
+      DeviceBuffer<uint8_t> dw(cuda_test::random_quant_rows(type, kRows, kLen, rng));
+      const auto x = cuda_test::random_floats(static_cast<size_t>(kTokens * kLen), rng);
+      DeviceBuffer<float> dx(x);
+      auto run = [&](int64_t first, int64_t count) {
+        DeviceBuffer<float> dy(static_cast<size_t>(count * kRows));
+        EXPECT_EQ(dy.poison(), cudaSuccess);
+        EXPECT_EQ(cuda::matvec_q(type, dw.get(), kRows, kLen, dx.get() + first * kLen, count, dy.get(), nullptr, math),
+                  cudaSuccess);
+        return dy.download();
+      };
+      std::vector<std::vector<float>> alone(kTokens);
+      for (int64_t t = 0; t < kTokens; ++t) alone[static_cast<size_t>(t)] = run(t, 1);
+      for (int64_t count : {int64_t{3}, int64_t{8}, int64_t{9}, kTokens}) {
+        for (int64_t first : {int64_t{0}, int64_t{5}, kTokens - count}) {
+          if (first + count > kTokens) continue;
+          const std::vector<float> y = run(first, count);
+          for (int64_t t = 0; t < count; ++t) {
+            const std::vector<float>& want = alone[static_cast<size_t>(first + t)];
+            EXPECT_EQ(0, std::memcmp(&y[static_cast<size_t>(t * kRows)], want.data(), kRows * sizeof(float)))
+                << "token " << first + t << " as token " << t << " of a launch of " << count;
+          }
         }
       }
     }
@@ -174,36 +215,40 @@ TEST(CudaMatvecQ, MultiEqualsSeparateLaunches) {
   constexpr int64_t kLen = 32 * 18, kTokens = 19;
   const int64_t rows[3] = {576, 192, 7};  // SmolLM2's q and k, and an odd one
   const int64_t width = rows[0] + rows[1] + rows[2] + 5;  // padding a token's row
-  for (TensorType type : {TensorType::Q4_1, TensorType::Q8_0}) {
-    SCOPED_TRACE(traits_of(type).name);
-    std::vector<std::unique_ptr<DeviceBuffer<uint8_t>>> w;
-    for (int64_t r : rows) w.push_back(std::make_unique<DeviceBuffer<uint8_t>>(cuda_test::random_quant_rows(type, r, kLen, rng)));
-    DeviceBuffer<float> dx(cuda_test::random_floats(static_cast<size_t>(kTokens * kLen), rng));
-    DeviceBuffer<float> dy(static_cast<size_t>(kTokens * width));
-    CUDA_OK(dy.poison());
-    cuda::MatvecOutput outs[3];
-    int64_t at = 0;
-    for (int j = 0; j < 3; ++j) {
-      outs[j] = {w[static_cast<size_t>(j)]->get(), rows[j], dy.get() + at, width};
-      at += rows[j];
-    }
-    LAUNCH_OK(cuda::matvec_q_multi(type, outs, 3, kLen, dx.get(), kTokens, nullptr));
-    const std::vector<float> y = dy.download();
-    at = 0;
-    for (int j = 0; j < 3; ++j) {
-      DeviceBuffer<float> alone(static_cast<size_t>(kTokens * rows[j]));
-      LAUNCH_OK(cuda::matvec_q(type, w[static_cast<size_t>(j)]->get(), rows[j], kLen, dx.get(), kTokens, alone.get(),
-                               nullptr));
-      const std::vector<float> want = alone.download();
-      for (int64_t t = 0; t < kTokens; ++t) {
-        EXPECT_EQ(0, std::memcmp(&y[static_cast<size_t>(t * width + at)], &want[static_cast<size_t>(t * rows[j])],
-                                 rows[j] * sizeof(float)))
-            << "output " << j << ", token " << t;
+  for (cuda::MatvecMath math : kMaths) {
+    for (TensorType type : {TensorType::Q4_1, TensorType::Q8_0}) {
+      SCOPED_TRACE(testing::Message() << math_name(math) << " " << traits_of(type).name);
+      std::vector<std::unique_ptr<DeviceBuffer<uint8_t>>> w;
+      for (int64_t r : rows) {
+        w.push_back(std::make_unique<DeviceBuffer<uint8_t>>(cuda_test::random_quant_rows(type, r, kLen, rng)));
       }
-      at += rows[j];
-    }
-    for (int64_t t = 0; t < kTokens; ++t) {  // the padding is never written
-      for (int64_t i = at; i < width; ++i) EXPECT_TRUE(std::isnan(y[static_cast<size_t>(t * width + i)]));
+      DeviceBuffer<float> dx(cuda_test::random_floats(static_cast<size_t>(kTokens * kLen), rng));
+      DeviceBuffer<float> dy(static_cast<size_t>(kTokens * width));
+      CUDA_OK(dy.poison());
+      cuda::MatvecOutput outs[3];
+      int64_t at = 0;
+      for (int j = 0; j < 3; ++j) {
+        outs[j] = {w[static_cast<size_t>(j)]->get(), rows[j], dy.get() + at, width};
+        at += rows[j];
+      }
+      LAUNCH_OK(cuda::matvec_q_multi(type, outs, 3, kLen, dx.get(), kTokens, nullptr, math));
+      const std::vector<float> y = dy.download();
+      at = 0;
+      for (int j = 0; j < 3; ++j) {
+        DeviceBuffer<float> alone(static_cast<size_t>(kTokens * rows[j]));
+        LAUNCH_OK(cuda::matvec_q(type, w[static_cast<size_t>(j)]->get(), rows[j], kLen, dx.get(), kTokens, alone.get(),
+                                 nullptr, math));
+        const std::vector<float> want = alone.download();
+        for (int64_t t = 0; t < kTokens; ++t) {
+          EXPECT_EQ(0, std::memcmp(&y[static_cast<size_t>(t * width + at)], &want[static_cast<size_t>(t * rows[j])],
+                                   rows[j] * sizeof(float)))
+              << "output " << j << ", token " << t;
+        }
+        at += rows[j];
+      }
+      for (int64_t t = 0; t < kTokens; ++t) {  // the padding is never written
+        for (int64_t i = at; i < width; ++i) EXPECT_TRUE(std::isnan(y[static_cast<size_t>(t * width + i)]));
+      }
     }
   }
 }
@@ -214,31 +259,34 @@ TEST(CudaMatvecQ, GluEqualsProjectionsThenActivation) {
   KVSCOPE_REQUIRE_CUDA_DEVICE();
   std::mt19937 rng(64);
   constexpr int64_t kRows = 1536, kLen = 576, kTokens = 13;
-  for (TensorType type : {TensorType::Q4_1, TensorType::Q8_0}) {
-    for (cuda::GluActivation act : {cuda::GluActivation::Silu, cuda::GluActivation::GeluTanh}) {
-      SCOPED_TRACE(testing::Message() << traits_of(type).name << (act == cuda::GluActivation::Silu ? " silu" : " gelu"));
-      const auto wg = cuda_test::random_quant_rows(type, kRows, kLen, rng);
-      const auto wu = cuda_test::random_quant_rows(type, kRows, kLen, rng);
-      const auto x = cuda_test::random_floats(static_cast<size_t>(kTokens * kLen), rng);
-      DeviceBuffer<uint8_t> dg(wg), du(wu);
-      DeviceBuffer<float> dx(x), gate(static_cast<size_t>(kTokens * kRows)), up(gate.size()), fused(gate.size());
-      CUDA_OK(fused.poison());
-      LAUNCH_OK(cuda::matvec_q_glu(type, dg.get(), du.get(), kRows, kLen, dx.get(), kTokens, act, fused.get(), kRows,
-                                   nullptr));
-      LAUNCH_OK(cuda::matvec_q(type, dg.get(), kRows, kLen, dx.get(), kTokens, gate.get(), nullptr));
-      LAUNCH_OK(cuda::matvec_q(type, du.get(), kRows, kLen, dx.get(), kTokens, up.get(), nullptr));
-      LAUNCH_OK(act == cuda::GluActivation::Silu
-                    ? cuda::silu_mul(gate.get(), up.get(), kTokens * kRows, gate.get(), nullptr)
-                    : cuda::gelu_tanh_mul(gate.get(), up.get(), kTokens * kRows, gate.get(), nullptr));
-      const std::vector<float> got = fused.download(), want = gate.download();
-      EXPECT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)));
-      // And the reference: f64 products, then the f64 activation.
-      std::vector<float> rg(got.size()), ru(got.size()), ref(got.size());
-      matmul_ref(type, wg.data(), kRows, kLen, x.data(), kTokens, rg.data());
-      matmul_ref(type, wu.data(), kRows, kLen, x.data(), kTokens, ru.data());
-      (act == cuda::GluActivation::Silu ? silu_mul_ref : gelu_tanh_mul_ref)(rg.data(), ru.data(),
-                                                                            kTokens * kRows, ref.data());
-      EXPECT_LT(cuda_test::normalised_error(got, ref), kTolerance);
+  for (cuda::MatvecMath math : kMaths) {
+    for (TensorType type : {TensorType::Q4_1, TensorType::Q8_0}) {
+      for (cuda::GluActivation act : {cuda::GluActivation::Silu, cuda::GluActivation::GeluTanh}) {
+        SCOPED_TRACE(testing::Message() << math_name(math) << " " << traits_of(type).name
+                                        << (act == cuda::GluActivation::Silu ? " silu" : " gelu"));
+        const auto wg = cuda_test::random_quant_rows(type, kRows, kLen, rng);
+        const auto wu = cuda_test::random_quant_rows(type, kRows, kLen, rng);
+        const auto x = cuda_test::random_floats(static_cast<size_t>(kTokens * kLen), rng);
+        DeviceBuffer<uint8_t> dg(wg), du(wu);
+        DeviceBuffer<float> dx(x), gate(static_cast<size_t>(kTokens * kRows)), up(gate.size()), fused(gate.size());
+        CUDA_OK(fused.poison());
+        LAUNCH_OK(cuda::matvec_q_glu(type, dg.get(), du.get(), kRows, kLen, dx.get(), kTokens, act, fused.get(), kRows,
+                                     nullptr, math));
+        LAUNCH_OK(cuda::matvec_q(type, dg.get(), kRows, kLen, dx.get(), kTokens, gate.get(), nullptr, math));
+        LAUNCH_OK(cuda::matvec_q(type, du.get(), kRows, kLen, dx.get(), kTokens, up.get(), nullptr, math));
+        LAUNCH_OK(act == cuda::GluActivation::Silu
+                      ? cuda::silu_mul(gate.get(), up.get(), kTokens * kRows, gate.get(), nullptr)
+                      : cuda::gelu_tanh_mul(gate.get(), up.get(), kTokens * kRows, gate.get(), nullptr));
+        const std::vector<float> got = fused.download(), want = gate.download();
+        EXPECT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)));
+        // And the reference: f64 products, then the f64 activation.
+        std::vector<float> rg(got.size()), ru(got.size()), ref(got.size());
+        matmul_ref(type, wg.data(), kRows, kLen, x.data(), kTokens, rg.data());
+        matmul_ref(type, wu.data(), kRows, kLen, x.data(), kTokens, ru.data());
+        (act == cuda::GluActivation::Silu ? silu_mul_ref : gelu_tanh_mul_ref)(rg.data(), ru.data(),
+                                                                              kTokens * kRows, ref.data());
+        EXPECT_LT(cuda_test::normalised_error(got, ref), kTolerance);
+      }
     }
   }
 }

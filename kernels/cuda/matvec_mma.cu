@@ -1,0 +1,402 @@
+// Tensor-core matvec_q (MatvecMath::kTensorCores; matvec_q.cuh has the
+// contract). NOT YET RUN ON A GPU: written in a session whose GPU time was
+// spent; its tests are matvec_q_test.cpp's, run for both MatvecMath values.
+//
+// Why: the f32 kernel (matvec_q.cu) spends a multiply-add instruction per
+// weight and token; on the H200 it reached 2.6 TFLOP/s at 64 tokens, latency
+// bound at 37% occupancy, and the matmuls were 83% of a 64-sequence decode
+// step. An m16n8k16 MMA does 4,096 multiply-adds per warp instruction.
+//
+// The operands, exactly:
+//   - weights: a quant (0..15 for Q4_1, -128..127 for Q8_0) is exact in f16;
+//     each 32-element block's scale d (and Q4_1 min m) stays f32, applied to
+//     the block's MMA result as the f32 kernel applies it: d * sum q x
+//     (+ m * sum x);
+//   - activations: x / 2^e, with 2^e per (token, block) bringing the block's
+//     largest |x| under 2^14 (e = 0 unless |x| >= 16384), split into
+//     hi = f16(x') and lo = f16(x' - hi): hi + lo holds about 22 bits of x'.
+//     Both parts go through the MMA, and the result is scaled back by 2^e
+//     (exact).
+//   - products of an f16 quant and an f16 part are exact in f32; the tensor
+//     cores accumulate in f32.
+//
+// Layout of the work: a block of 8 warps takes 16 weight rows (an MMA's M)
+// and 32 tokens (4 MMA tiles of N = 8). The row's quantisation blocks are
+// staged 8 at a time (the tokens' activations as hi / lo f16 pairs in shared
+// memory, padded so the B-fragment reads of a warp hit 32 banks); warp w
+// takes block w of each stage, so the 8 warps' weight loads are in flight
+// together. Each warp sums its blocks in order; at the end the 8 partial sums
+// of an output are added in warp order.
+//
+// Invariance: an MMA's output column depends only on its own B column (the
+// token) and the A rows, and everything else is per token, so a token's bits
+// do not depend on the other tokens of the launch or their tiles (the tests
+// check it as for the f32 kernel). The bits do differ from the f32 kernel's.
+//
+// Fragment layouts (PTX ISA, mma.m16n8k16 with .f16 inputs): lane = 4 g + c;
+//   A (16 x 16, row major): a0 = rows g, cols 2c, 2c+1; a1 = row g+8, cols
+//     2c, 2c+1; a2 = row g, cols 2c+8, 2c+9; a3 = row g+8, cols 2c+8, 2c+9;
+//   B (16 x 8): b0 = rows 2c, 2c+1 of col g; b1 = rows 2c+8, 2c+9 of col g;
+//   C (16 x 8, f32): c0, c1 = row g, cols 2c, 2c+1; c2, c3 = row g+8.
+// Each 32-bit register holds two f16, the lower-numbered element in its low half.
+#include "kernels/cuda/matvec_mma.cuh"
+
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <cfloat>
+#include <cstdint>
+
+#include "kernels/cuda/activations.cuh"
+#include "kernels/cuda/device_util.cuh"
+#include "kernels/cuda/launch_check.h"
+
+namespace kvscope::cuda {
+namespace {
+
+constexpr int kWarps = 8;
+constexpr int kThreads = kWarps * kWarpSize;
+constexpr int kRows = 16;               // weight rows of a block: an MMA's M
+constexpr int kTileTokens = 8;          // an MMA's N
+constexpr int kTiles = 4;
+constexpr int kTokens = kTiles * kTileTokens;  // tokens of a block
+constexpr int kStageBlocks = kWarps;    // quantisation blocks per stage: one per warp
+constexpr int kBlockWords = kQBlockElems / 2;  // f16 pairs of one block
+// Words of one staged token row: 8 blocks of 16 pairs, padded by 4 so that
+// lane (g, c) reading word 16 i + 8 s + c (+ 4) of token row g hits bank
+// (4 g + c + ...) mod 32: the 32 lanes, 32 banks.
+constexpr int kRowWords = kStageBlocks * kBlockWords + 4;
+
+// Shared memory: the stage, then (reusing it) the warps' partial sums.
+union Shared {
+  struct {
+    uint32_t hi[kTokens][kRowWords];
+    uint32_t lo[kTokens][kRowWords];
+    float sum_x[kTokens][kStageBlocks];  // sum of the block's x, in element order
+    float scale[kTokens][kStageBlocks];  // 2^e the block's x were divided by
+  } stage;
+  float partial[2][kWarps][kRows][kTokens];  // [gate / up or the one output][warp][row][token]
+};
+
+template <TensorType kType>
+inline constexpr int kBlockBytes = kType == TensorType::Q8_0 ? kQ8_0BlockBytes : kQ4_1BlockBytes;
+
+__device__ inline uint32_t half_pair(__half a, __half b) {
+  return static_cast<uint32_t>(__half_as_ushort(a)) | (static_cast<uint32_t>(__half_as_ushort(b)) << 16);
+}
+
+// Stages blocks [b0, b0 + nb) of tokens [t0, t0 + tile) (rows of tokens up to
+// `tokens`, a multiple of kTileTokens, are written: the used MMA tiles; past
+// the tile's end and the stage's end, zeros). One (token, block) per thread
+// at a time. All threads call it between two barriers.
+__device__ inline void stage_activations(Shared& sh, const float* x, int64_t row_len, int64_t t0, int tile,
+                                         int tokens, int64_t b0, int nb) {
+  for (int p = threadIdx.x; p < tokens * kStageBlocks; p += kThreads) {
+    const int t = p / kStageBlocks;
+    const int i = p % kStageBlocks;
+    uint32_t* hi = &sh.stage.hi[t][i * kBlockWords];
+    uint32_t* lo = &sh.stage.lo[t][i * kBlockWords];
+    if (t >= tile || i >= nb) {
+#pragma unroll
+      for (int w = 0; w < kBlockWords; ++w) hi[w] = lo[w] = 0u;
+      sh.stage.sum_x[t][i] = 0.0f;
+      sh.stage.scale[t][i] = 1.0f;
+      continue;
+    }
+    // x[t0 + t][(b0 + i) * 32 + j]: 16-byte aligned (row_len a multiple of 32, x checked).
+    const float4* src = reinterpret_cast<const float4*>(x + (t0 + t) * row_len + (b0 + i) * kQBlockElems);
+    float v[kQBlockElems];
+#pragma unroll
+    for (int q = 0; q < kQBlockElems / 4; ++q) {
+      const float4 f = __ldg(src + q);
+      v[4 * q] = f.x;
+      v[4 * q + 1] = f.y;
+      v[4 * q + 2] = f.z;
+      v[4 * q + 3] = f.w;
+    }
+    float largest = 0.0f;
+    float sum = 0.0f;
+#pragma unroll
+    for (int j = 0; j < kQBlockElems; ++j) {
+      largest = fmaxf(largest, fabsf(v[j]));
+      sum = __fadd_rn(sum, v[j]);
+    }
+    // |x| / 2^e < 2^14 keeps hi far from f16's largest finite value (65504).
+    const int e = largest >= 16384.0f && largest <= FLT_MAX ? ilogbf(largest) - 13 : 0;
+    const float down = ldexpf(1.0f, -e);
+#pragma unroll
+    for (int j = 0; j < kQBlockElems; j += 2) {
+      const float a = __fmul_rn(v[j], down);
+      const float b = __fmul_rn(v[j + 1], down);
+      const __half ha = __float2half_rn(a);
+      const __half hb = __float2half_rn(b);
+      hi[j / 2] = half_pair(ha, hb);
+      lo[j / 2] = half_pair(__float2half_rn(__fsub_rn(a, __half2float(ha))),
+                            __float2half_rn(__fsub_rn(b, __half2float(hb))));
+    }
+    sh.stage.sum_x[t][i] = sum;
+    sh.stage.scale[t][i] = ldexpf(1.0f, e);
+  }
+}
+
+// One weight row's part of an A fragment for one quantisation block: the
+// pairs of columns (2c, 2c+1) and (2c+8, 2c+9) of each of the block's two
+// 16-column k-steps, as f16 pairs, and the block's d and m.
+struct RowBlock {
+  uint32_t k0_lo, k0_hi, k1_lo, k1_hi;
+  float d, m;
+};
+
+// f16 pairs of small integers through the exponent trick: 0x6400 is 1024 in
+// f16, so 0x6400 | n is 1024 + n (n < 1024), and subtracting the bias is exact.
+__device__ inline uint32_t unbias(uint32_t biased_pairs, float bias) {
+  const __half2 r = __hsub2(*reinterpret_cast<const __half2*>(&biased_pairs), __float2half2_rn(bias));
+  return *reinterpret_cast<const uint32_t*>(&r);
+}
+
+template <TensorType kType>
+__device__ inline RowBlock load_row_block(const uint8_t* block, int c) {
+  const auto* h = reinterpret_cast<const uint16_t*>(block);  // blocks are 2-byte aligned
+  RowBlock r;
+  r.d = f16_bits_to_f32(h[0]);
+  if constexpr (kType == TensorType::Q4_1) {
+    r.m = f16_bits_to_f32(h[1]);
+    // Element j < 16 is byte j's low nibble, element 16 + j its high nibble.
+    const uint32_t v = h[2 + c];      // bytes 2c, 2c + 1
+    const uint32_t w = h[2 + c + 4];  // bytes 2c + 8, 2c + 9
+    const auto pair = [](uint32_t first, uint32_t second) { return 0x64006400u | first | (second << 16); };
+    r.k0_lo = unbias(pair(v & 15u, (v >> 8) & 15u), 1024.0f);
+    r.k0_hi = unbias(pair(w & 15u, (w >> 8) & 15u), 1024.0f);
+    r.k1_lo = unbias(pair((v >> 4) & 15u, (v >> 12) & 15u), 1024.0f);
+    r.k1_hi = unbias(pair((w >> 4) & 15u, (w >> 12) & 15u), 1024.0f);
+  } else {
+    r.m = 0.0f;
+    // Element j is byte j of the quants (after the 2-byte scale), an int8:
+    // (j ^ 0x80) is j + 128 as an unsigned byte, so 0x6400 | that is 1152 + j.
+    const auto pair = [](uint32_t two) { return 0x64006400u | ((two & 0xffu) ^ 0x80u) | (((two >> 8) ^ 0x80u) << 16); };
+    r.k0_lo = unbias(pair(h[1 + c]), 1152.0f);       // bytes 2c, 2c + 1
+    r.k0_hi = unbias(pair(h[1 + c + 4]), 1152.0f);   // bytes 2c + 8, 2c + 9
+    r.k1_lo = unbias(pair(h[1 + c + 8]), 1152.0f);   // bytes 16 + 2c, ...
+    r.k1_hi = unbias(pair(h[1 + c + 12]), 1152.0f);  // bytes 24 + 2c, ...
+  }
+  return r;
+}
+
+// d += A B for one 16 x 8 x 16 step.
+__device__ inline void mma_16816(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
+                                 uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+// block_dot of the f32 kernel, from the block's MMA result: d * qx (+ m * sum x).
+template <TensorType kType>
+__device__ inline float block_dot(float d, float m, float qx, float sum_x) {
+  return kType == TensorType::Q8_0 ? __fmul_rn(d, qx) : __fadd_rn(__fmul_rn(d, qx), __fmul_rn(m, sum_x));
+}
+
+// Block i of the stage for this thread's two rows (g and g + 8) and every
+// used tile: acc[n][0..1] row g, tokens n * 8 + 2c and + 1; acc[n][2..3] row g + 8.
+template <TensorType kType>
+__device__ inline void stage_block_products(const Shared& sh, int i, const RowBlock& ra, const RowBlock& rb,
+                                            int tiles, float (&acc)[kTiles][4]) {
+  const int lane = threadIdx.x % kWarpSize;
+  const int g = lane / 4;
+  const int c = lane % 4;
+#pragma unroll
+  for (int n = 0; n < kTiles; ++n) {
+    if (n >= tiles) break;  // block-uniform
+    const uint32_t* hi = &sh.stage.hi[n * kTileTokens + g][i * kBlockWords];
+    const uint32_t* lo = &sh.stage.lo[n * kTileTokens + g][i * kBlockWords];
+    float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    mma_16816(d, ra.k0_lo, rb.k0_lo, ra.k0_hi, rb.k0_hi, hi[c], hi[c + 4]);
+    mma_16816(d, ra.k1_lo, rb.k1_lo, ra.k1_hi, rb.k1_hi, hi[8 + c], hi[12 + c]);
+    mma_16816(d, ra.k0_lo, rb.k0_lo, ra.k0_hi, rb.k0_hi, lo[c], lo[c + 4]);
+    mma_16816(d, ra.k1_lo, rb.k1_lo, ra.k1_hi, rb.k1_hi, lo[8 + c], lo[12 + c]);
+    const int ta = n * kTileTokens + 2 * c;
+    const int tb = ta + 1;
+    const float qa = __fmul_rn(d[0], sh.stage.scale[ta][i]), qb = __fmul_rn(d[1], sh.stage.scale[tb][i]);
+    const float qc = __fmul_rn(d[2], sh.stage.scale[ta][i]), qd = __fmul_rn(d[3], sh.stage.scale[tb][i]);
+    acc[n][0] = __fadd_rn(acc[n][0], block_dot<kType>(ra.d, ra.m, qa, sh.stage.sum_x[ta][i]));
+    acc[n][1] = __fadd_rn(acc[n][1], block_dot<kType>(ra.d, ra.m, qb, sh.stage.sum_x[tb][i]));
+    acc[n][2] = __fadd_rn(acc[n][2], block_dot<kType>(rb.d, rb.m, qc, sh.stage.sum_x[ta][i]));
+    acc[n][3] = __fadd_rn(acc[n][3], block_dot<kType>(rb.d, rb.m, qd, sh.stage.sum_x[tb][i]));
+  }
+}
+
+// The thread's partial sums into partial[which][warp][row][token].
+__device__ inline void store_partials(Shared& sh, int which, const float (&acc)[kTiles][4], int tiles) {
+  const int warp = threadIdx.x / kWarpSize;
+  const int lane = threadIdx.x % kWarpSize;
+  const int g = lane / 4;
+  const int c = lane % 4;
+#pragma unroll
+  for (int n = 0; n < kTiles; ++n) {
+    if (n >= tiles) break;
+    const int t = n * kTileTokens + 2 * c;
+    sh.partial[which][warp][g][t] = acc[n][0];
+    sh.partial[which][warp][g][t + 1] = acc[n][1];
+    sh.partial[which][warp][g + 8][t] = acc[n][2];
+    sh.partial[which][warp][g + 8][t + 1] = acc[n][3];
+  }
+}
+
+// An output's sum over the warps, in warp order.
+__device__ inline float warps_sum(const Shared& sh, int which, int row, int t) {
+  float s = sh.partial[which][0][row][t];
+#pragma unroll
+  for (int w = 1; w < kWarps; ++w) s = __fadd_rn(s, sh.partial[which][w][row][t]);
+  return s;
+}
+
+template <TensorType kType>
+__device__ inline const uint8_t* weight_row(const void* w, int64_t r, int64_t row_len) {
+  return static_cast<const uint8_t*>(w) + r * (row_len / kQBlockElems) * kBlockBytes<kType>;
+}
+
+// grid.x: 16-row groups of the outputs' rows one after the other; grid.y:
+// groups of 32 tokens.
+template <TensorType kType>
+__global__ void __launch_bounds__(kThreads)
+    mma_multi_kernel(MultiOutputs outputs, int64_t row_len, const float* x, int64_t num_tokens) {
+  __shared__ Shared sh;
+  const int warp = threadIdx.x / kWarpSize;
+  const int lane = threadIdx.x % kWarpSize;
+  const int g = lane / 4;
+  const int c = lane % 4;
+  const int64_t t0 = static_cast<int64_t>(blockIdx.y) * kTokens;
+  const int tile = static_cast<int>(min(static_cast<int64_t>(kTokens), num_tokens - t0));
+  const int tiles = (tile + kTileTokens - 1) / kTileTokens;
+  const int64_t row0 = static_cast<int64_t>(blockIdx.x) * kRows;
+  // This thread's two weight rows (a row past the end reads output 0's row 0 and is not stored).
+  MatvecOutput oa, ob;
+  int64_t la, lb;
+  const bool has_a = find_output(outputs, row0 + g, oa, la);
+  const bool has_b = find_output(outputs, row0 + g + 8, ob, lb);
+  const uint8_t* wa = weight_row<kType>(has_a ? oa.w : outputs.out[0].w, has_a ? la : 0, row_len);
+  const uint8_t* wb = weight_row<kType>(has_b ? ob.w : outputs.out[0].w, has_b ? lb : 0, row_len);
+
+  float acc[kTiles][4] = {};
+  const int64_t num_blocks = row_len / kQBlockElems;
+  for (int64_t b0 = 0; b0 < num_blocks; b0 += kStageBlocks) {
+    const int nb = static_cast<int>(min(static_cast<int64_t>(kStageBlocks), num_blocks - b0));
+    // This warp's block of the stage: its weights' loads go out before the barrier.
+    const bool mine = warp < nb;
+    RowBlock ra{}, rb{};
+    if (mine) {
+      ra = load_row_block<kType>(wa + (b0 + warp) * kBlockBytes<kType>, c);
+      rb = load_row_block<kType>(wb + (b0 + warp) * kBlockBytes<kType>, c);
+    }
+    __syncthreads();  // the previous stage is read
+    stage_activations(sh, x, row_len, t0, tile, tiles * kTileTokens, b0, nb);
+    __syncthreads();
+    if (mine) stage_block_products<kType>(sh, warp, ra, rb, tiles, acc);
+  }
+  __syncthreads();  // the stage becomes the partial sums
+  store_partials(sh, 0, acc, tiles);
+  __syncthreads();
+  for (int p = threadIdx.x; p < kRows * tiles * kTileTokens; p += kThreads) {
+    const int row = p / (tiles * kTileTokens);
+    const int t = p % (tiles * kTileTokens);
+    if (t >= tile) continue;
+    MatvecOutput o;
+    int64_t local;
+    if (!find_output(outputs, row0 + row, o, local)) continue;
+    o.y[(t0 + t) * o.ld + local] = warps_sum(sh, 0, row, t);
+  }
+}
+
+// Row r of the gate and of the up projection, then act(gate) * up.
+template <TensorType kType, typename Act>
+__global__ void __launch_bounds__(kThreads)
+    mma_glu_kernel(const void* w_gate, const void* w_up, int64_t num_rows, int64_t row_len, const float* x,
+                   int64_t num_tokens, float* out, int64_t ld) {
+  __shared__ Shared sh;
+  const int warp = threadIdx.x / kWarpSize;
+  const int lane = threadIdx.x % kWarpSize;
+  const int g = lane / 4;
+  const int c = lane % 4;
+  const int64_t t0 = static_cast<int64_t>(blockIdx.y) * kTokens;
+  const int tile = static_cast<int>(min(static_cast<int64_t>(kTokens), num_tokens - t0));
+  const int tiles = (tile + kTileTokens - 1) / kTileTokens;
+  const int64_t row0 = static_cast<int64_t>(blockIdx.x) * kRows;
+  const int64_t ra_row = min(row0 + g, num_rows - 1);  // past the end: read a real row, store nothing
+  const int64_t rb_row = min(row0 + g + 8, num_rows - 1);
+  const uint8_t* ga = weight_row<kType>(w_gate, ra_row, row_len);
+  const uint8_t* gb = weight_row<kType>(w_gate, rb_row, row_len);
+  const uint8_t* ua = weight_row<kType>(w_up, ra_row, row_len);
+  const uint8_t* ub = weight_row<kType>(w_up, rb_row, row_len);
+
+  float gate[kTiles][4] = {}, up[kTiles][4] = {};
+  const int64_t num_blocks = row_len / kQBlockElems;
+  for (int64_t b0 = 0; b0 < num_blocks; b0 += kStageBlocks) {
+    const int nb = static_cast<int>(min(static_cast<int64_t>(kStageBlocks), num_blocks - b0));
+    const bool mine = warp < nb;
+    RowBlock g_a{}, g_b{}, u_a{}, u_b{};
+    if (mine) {
+      const int64_t at = (b0 + warp) * kBlockBytes<kType>;
+      g_a = load_row_block<kType>(ga + at, c);
+      g_b = load_row_block<kType>(gb + at, c);
+      u_a = load_row_block<kType>(ua + at, c);
+      u_b = load_row_block<kType>(ub + at, c);
+    }
+    __syncthreads();
+    stage_activations(sh, x, row_len, t0, tile, tiles * kTileTokens, b0, nb);
+    __syncthreads();
+    if (mine) {
+      stage_block_products<kType>(sh, warp, g_a, g_b, tiles, gate);
+      stage_block_products<kType>(sh, warp, u_a, u_b, tiles, up);
+    }
+  }
+  __syncthreads();
+  store_partials(sh, 0, gate, tiles);
+  store_partials(sh, 1, up, tiles);
+  __syncthreads();
+  const Act act;
+  for (int p = threadIdx.x; p < kRows * tiles * kTileTokens; p += kThreads) {
+    const int row = p / (tiles * kTileTokens);
+    const int t = p % (tiles * kTileTokens);
+    if (t >= tile || row0 + row >= num_rows) continue;
+    out[(t0 + t) * ld + row0 + row] = __fmul_rn(act(warps_sum(sh, 0, row, t)), warps_sum(sh, 1, row, t));
+  }
+}
+
+}  // namespace
+
+cudaError_t matvec_mma_multi(TensorType type, const MultiOutputs& outputs, int64_t total_rows, int64_t row_len,
+                             const float* x, int64_t num_tokens, cudaStream_t stream) {
+  const char* op = "matvec_q (tensor cores)";
+  KVSCOPE_CUDA_REQUIRE(op, total_rows / kRows < 0x7fffffff);
+  if (num_tokens == 0) return cudaSuccess;
+  const dim3 grid(num_blocks_for(total_rows, kRows), num_blocks_for(num_tokens, kTokens));
+  if (type == TensorType::Q8_0) {
+    mma_multi_kernel<TensorType::Q8_0><<<grid, kThreads, 0, stream>>>(outputs, row_len, x, num_tokens);
+  } else {
+    mma_multi_kernel<TensorType::Q4_1><<<grid, kThreads, 0, stream>>>(outputs, row_len, x, num_tokens);
+  }
+  return cudaGetLastError();
+}
+
+cudaError_t matvec_mma_glu(TensorType type, const void* w_gate, const void* w_up, int64_t num_rows, int64_t row_len,
+                           const float* x, int64_t num_tokens, GluActivation activation, float* out, int64_t ld,
+                           cudaStream_t stream) {
+  const char* op = "matvec_q_glu (tensor cores)";
+  KVSCOPE_CUDA_REQUIRE(op, num_rows / kRows < 0x7fffffff);
+  if (num_tokens == 0) return cudaSuccess;
+  const dim3 grid(num_blocks_for(num_rows, kRows), num_blocks_for(num_tokens, kTokens));
+  const bool silu = activation == GluActivation::Silu;
+  const auto launch = [&](auto kernel) {
+    kernel<<<grid, kThreads, 0, stream>>>(w_gate, w_up, num_rows, row_len, x, num_tokens, out, ld);
+  };
+  if (type == TensorType::Q8_0) {
+    silu ? launch(mma_glu_kernel<TensorType::Q8_0, Silu>) : launch(mma_glu_kernel<TensorType::Q8_0, GeluTanh>);
+  } else {
+    silu ? launch(mma_glu_kernel<TensorType::Q4_1, Silu>) : launch(mma_glu_kernel<TensorType::Q4_1, GeluTanh>);
+  }
+  return cudaGetLastError();
+}
+
+}  // namespace kvscope::cuda
