@@ -257,20 +257,37 @@ __device__ inline const uint8_t* weight_row(const void* w, int64_t r, int64_t ro
   return static_cast<const uint8_t*>(w) + r * (row_len / kQBlockElems) * kBlockBytes<kType>;
 }
 
+// Where this thread is: its warp, its lane's MMA group g and index c, the
+// block's tokens [t0, t0 + tile) in `tiles` MMA tiles, its first row.
+struct Place {
+  int warp, g, c;
+  int64_t t0;
+  int tile, tiles;
+  int64_t row0;
+};
+
+__device__ inline Place place_of(int64_t num_tokens) {
+  Place p;
+  p.warp = threadIdx.x / kWarpSize;
+  const int lane = threadIdx.x % kWarpSize;
+  p.g = lane / 4;
+  p.c = lane % 4;
+  p.t0 = static_cast<int64_t>(blockIdx.y) * kTokens;
+  p.tile = static_cast<int>(min(static_cast<int64_t>(kTokens), num_tokens - p.t0));
+  p.tiles = (p.tile + kTileTokens - 1) / kTileTokens;
+  p.row0 = static_cast<int64_t>(blockIdx.x) * kRows;
+  return p;
+}
+
 // grid.x: 16-row groups of the outputs' rows one after the other; grid.y:
 // groups of 32 tokens.
 template <TensorType kType>
 __global__ void __launch_bounds__(kThreads)
     mma_multi_kernel(MultiOutputs outputs, int64_t row_len, const float* x, int64_t num_tokens) {
   __shared__ Shared sh;
-  const int warp = threadIdx.x / kWarpSize;
-  const int lane = threadIdx.x % kWarpSize;
-  const int g = lane / 4;
-  const int c = lane % 4;
-  const int64_t t0 = static_cast<int64_t>(blockIdx.y) * kTokens;
-  const int tile = static_cast<int>(min(static_cast<int64_t>(kTokens), num_tokens - t0));
-  const int tiles = (tile + kTileTokens - 1) / kTileTokens;
-  const int64_t row0 = static_cast<int64_t>(blockIdx.x) * kRows;
+  const Place at = place_of(num_tokens);
+  const int warp = at.warp, g = at.g, c = at.c, tile = at.tile, tiles = at.tiles;
+  const int64_t t0 = at.t0, row0 = at.row0;
   // This thread's two weight rows (a row past the end reads output 0's row 0 and is not stored).
   MatvecOutput oa, ob;
   int64_t la, lb;
@@ -315,14 +332,9 @@ __global__ void __launch_bounds__(kThreads)
     mma_glu_kernel(const void* w_gate, const void* w_up, int64_t num_rows, int64_t row_len, const float* x,
                    int64_t num_tokens, float* out, int64_t ld) {
   __shared__ Shared sh;
-  const int warp = threadIdx.x / kWarpSize;
-  const int lane = threadIdx.x % kWarpSize;
-  const int g = lane / 4;
-  const int c = lane % 4;
-  const int64_t t0 = static_cast<int64_t>(blockIdx.y) * kTokens;
-  const int tile = static_cast<int>(min(static_cast<int64_t>(kTokens), num_tokens - t0));
-  const int tiles = (tile + kTileTokens - 1) / kTileTokens;
-  const int64_t row0 = static_cast<int64_t>(blockIdx.x) * kRows;
+  const Place at = place_of(num_tokens);
+  const int warp = at.warp, g = at.g, c = at.c, tile = at.tile, tiles = at.tiles;
+  const int64_t t0 = at.t0, row0 = at.row0;
   const int64_t ra_row = min(row0 + g, num_rows - 1);  // past the end: read a real row, store nothing
   const int64_t rb_row = min(row0 + g + 8, num_rows - 1);
   const uint8_t* ga = weight_row<kType>(w_gate, ra_row, row_len);
@@ -337,11 +349,11 @@ __global__ void __launch_bounds__(kThreads)
     const bool mine = warp < nb;
     RowBlock g_a{}, g_b{}, u_a{}, u_b{};
     if (mine) {
-      const int64_t at = (b0 + warp) * kBlockBytes<kType>;
-      g_a = load_row_block<kType>(ga + at, c);
-      g_b = load_row_block<kType>(gb + at, c);
-      u_a = load_row_block<kType>(ua + at, c);
-      u_b = load_row_block<kType>(ub + at, c);
+      const int64_t offset = (b0 + warp) * kBlockBytes<kType>;
+      g_a = load_row_block<kType>(ga + offset, c);
+      g_b = load_row_block<kType>(gb + offset, c);
+      u_a = load_row_block<kType>(ua + offset, c);
+      u_b = load_row_block<kType>(ub + offset, c);
     }
     __syncthreads();
     stage_activations(sh, x, row_len, t0, tile, tiles * kTileTokens, b0, nb);
