@@ -205,6 +205,22 @@ __device__ inline const uint8_t* weight_row(const void* w, int64_t r, int64_t ro
   return static_cast<const uint8_t*>(w) + r * (row_len / kQBlockElems) * block_bytes;  // w[r]
 }
 
+// The block's shared memory as shared_bytes_for lays it out: the staged
+// activations, their per-(token, block) sums, and this warp's weight chunk.
+struct Staging {
+  float* x_s;
+  float* sx_s;
+  uint16_t* w_s;
+};
+
+__device__ inline Staging carve_staging(unsigned char* smem, int tile, int warp) {
+  Staging st;
+  st.x_s = reinterpret_cast<float*>(smem);
+  st.sx_s = st.x_s + tile * kChunkBlocks * kXBlockStride;
+  st.w_s = reinterpret_cast<uint16_t*>(st.sx_s + tile * kChunkBlocks) + warp * kWeightChunkHalves;
+  return st;
+}
+
 // The block's token tile: tokens [t0, t0 + tile) of grid.y's tile of kTile.
 template <int kTile>
 __device__ inline int token_tile(int64_t num_tokens, int64_t& t0) {
@@ -223,9 +239,10 @@ __global__ void __launch_bounds__(kThreads)
   const int warp = threadIdx.x / kWarpSize;
   int64_t t0;
   const int tile = token_tile<kTile>(num_tokens, t0);
-  float* x_s = reinterpret_cast<float*>(smem);
-  float* sx_s = x_s + tile * kChunkBlocks * kXBlockStride;
-  uint16_t* w_s = reinterpret_cast<uint16_t*>(sx_s + tile * kChunkBlocks) + warp * kWeightChunkHalves;
+  const Staging st = carve_staging(smem, tile, warp);
+  float* x_s = st.x_s;
+  float* sx_s = st.sx_s;
+  uint16_t* w_s = st.w_s;
 
   MatvecOutput o;
   int64_t r;
@@ -268,9 +285,10 @@ __global__ void __launch_bounds__(kThreads)
   const int warp = threadIdx.x / kWarpSize;
   int64_t t0;
   const int tile = token_tile<kTile>(num_tokens, t0);
-  float* x_s = reinterpret_cast<float*>(smem);
-  float* sx_s = x_s + tile * kChunkBlocks * kXBlockStride;
-  uint16_t* w_s = reinterpret_cast<uint16_t*>(sx_s + tile * kChunkBlocks) + warp * kWeightChunkHalves;
+  const Staging st = carve_staging(smem, tile, warp);
+  float* x_s = st.x_s;
+  float* sx_s = st.sx_s;
+  uint16_t* w_s = st.w_s;
 
   const int64_t r = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + warp;
   const bool active = r < num_rows;  // warp-uniform; inactive warps still join every barrier
