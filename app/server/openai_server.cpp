@@ -3,6 +3,7 @@
 // answered by generation_responder.cpp.
 #include "openai_server.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -73,6 +74,9 @@ struct OpenAiServer::Impl {
   EngineDriver& driver;
   ServerOptions options;
   httplib::Server http;
+  // The socket the server listens on (set_socket_options hands it over
+  // before bind): listened on again with a larger backlog once bound.
+  socket_t listen_socket = INVALID_SOCKET;
   std::thread listener;
   std::atomic<bool> listener_returned{false};
   int port = -1;
@@ -239,9 +243,10 @@ Status OpenAiServer::start() {
   // same port starts too and the kernel splits the clients between the two;
   // SO_REUSEADDR alone lets a restarted server rebind at once, and a second
   // one fail with "cannot listen".
-  m.http.set_socket_options([](socket_t sock) {
+  m.http.set_socket_options([&m](socket_t sock) {
     int yes = 1;
     ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+    m.listen_socket = sock;
   });
   m.install_routes();
   if (m.options.port == 0) {
@@ -253,6 +258,14 @@ Status OpenAiServer::start() {
     return Error{fmt::format("cannot listen on {}:{} (is the port in use, or the address not this machine's?)",
                              m.options.host, m.options.port)};
   }
+  // httplib listens with a backlog of 5 (CPPHTTPLIB_LISTEN_BACKLOG, fixed
+  // when the library was built). Clients connecting at once beyond that had
+  // their handshake's last ACK dropped by the kernel: they waited out a
+  // SYN-ACK retransmission (a second), and under load one in a few runs of
+  // ServerLoadTest's 16 clients lost its connection (a reset; strace showed
+  // the accepts stalling for that second). Listening again on the bound
+  // socket sets the backlog to what the server is meant to serve at once.
+  if (m.listen_socket != INVALID_SOCKET) ::listen(m.listen_socket, std::max(m.options.max_connections, 128));
   m.started = true;
   m.listener_returned = false;
   m.listener = std::thread([&m] {

@@ -171,7 +171,7 @@ TEST_F(ServerLoadTest, SixteenConcurrentStreamingClientsAllCompleteAsIfAlone) {
   for (std::thread& t : clients) t.join();
   for (int i = 0; i < kClients; ++i) {
     const test::Reply& r = replies[static_cast<size_t>(i)];
-    ASSERT_EQ(r.status, 200) << "client " << i << ": " << r.body;
+    ASSERT_EQ(r.status, 200) << "client " << i << ": " << r.error << r.body;
     const test::SseStream sse = test::parse_sse(r.body);
     EXPECT_TRUE(sse.done) << "client " << i;
     EXPECT_EQ(sse.texts(), std::vector<std::string>{expected[static_cast<size_t>(i)]}) << "client " << i;

@@ -51,7 +51,10 @@ httplib::Client client(int port) {
 
 Reply reply_of(const httplib::Result& r) {
   Reply out;
-  if (!r) return out;
+  if (!r) {
+    out.error = httplib::to_string(r.error());
+    return out;
+  }
   out.status = r->status;
   out.body = r->body;
   out.headers = r->headers;

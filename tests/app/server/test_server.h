@@ -39,6 +39,7 @@ class TestServer {
 
 struct Reply {
   int status = 0;  // 0: no response (connection failed)
+  std::string error;  // with status 0: what the client says went wrong (httplib's Error)
   std::string body;
   httplib::Headers headers;
   nlohmann::json json;  // the body parsed, or discarded when it is not JSON
