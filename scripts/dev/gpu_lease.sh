@@ -12,7 +12,13 @@
 #   first (a machine idle longer goes back, and the first part with it):
 #       run  command="bash scripts/dev/gpu_lease.sh a"  carry=[".gpu-lease/a"]
 #       run  command="bash scripts/dev/gpu_lease.sh b"  carry=[".gpu-lease/b"]
-#   and give the machine back.
+#   and give the machine back. For issue 14's GUI goal (the desktop app's
+#   frame gaps while the GPU serves 64 requests), also:
+#       scripts/dev/gpu_lease.sh prepare-gui     (here: a CUDA + GUI build,
+#                                                 the app with Qt and its
+#                                                 libraries, in .gpu-lease/c)
+#       run  command="bash scripts/dev/gpu_lease.sh c"  carry=[".gpu-lease/c"]
+#   after call b (it needs the model b put together).
 #
 # Call a: every gpu-labelled test binary that needs no model (kernels, GEMM,
 # NCCL on one rank, backend), gpu_kernel_bench; with KVSCOPE_SANITIZERS=1 also
@@ -116,9 +122,62 @@ call_b() {
   echo "call b: $((SECONDS - t0)) s"
 }
 
+# The desktop app for call c: built with CUDA and the GUI (build-cuda-gui),
+# with every shared library it loads but the C library's and the GPU
+# driver's (the lent machine has no Qt), Qt's offscreen platform plugin and
+# a font.
+prepare_gui() {
+  local build=build-cuda-gui dir=.gpu-lease/c/gui
+  local nvcc_path
+  nvcc_path="$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)"
+  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_COMPILER="$nvcc_path" -DKVSCOPE_CUDA=ON \
+    -DKVSCOPE_NCCL=OFF -DKVSCOPE_GUI=ON -DKVSCOPE_WERROR=ON -DCMAKE_CUDA_ARCHITECTURES=90 >/tmp/gpu_lease_gui.log 2>&1 &&
+    cmake --build "$build" --target kvscope >>/tmp/gpu_lease_gui.log 2>&1 ||
+    { tail -20 /tmp/gpu_lease_gui.log; echo "gpu_lease: the CUDA + GUI app did not build" >&2; exit 1; }
+  grep -qx '/.gpu-lease/' .git/info/exclude 2>/dev/null || echo '/.gpu-lease/' >>.git/info/exclude
+  rm -rf .gpu-lease/c && mkdir -p "$dir/lib" "$dir/plugins/platforms" "$dir/fonts"
+  cp "$build/app/gui/kvscope" "$dir/"
+  local qt_plugins
+  qt_plugins="$(qtpaths6 --query QT_INSTALL_PLUGINS 2>/dev/null || echo /usr/lib/x86_64-linux-gnu/qt6/plugins)"
+  cp "$qt_plugins/platforms/libqoffscreen.so" "$dir/plugins/platforms/"
+  # The C library, the loader and the driver stay (the machine's own must be used), and
+  # cuBLAS and NCCL too (hundreds of MB; the machine's CUDA toolkit has them).
+  for bin in "$dir/kvscope" "$dir/plugins/platforms/libqoffscreen.so"; do
+    ldd "$bin" | awk '/=> \// {print $3}' |
+      grep -vE '/(libc|libm|libdl|librt|libpthread|libresolv|libutil|libcuda|ld-linux-x86-64|libcublas|libcublasLt|libnccl)\.so' |
+      xargs -r cp -L -n -t "$dir/lib/"
+  done
+  cp /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf "$dir/fonts/" 2>/dev/null ||
+    echo "gpu_lease: no DejaVuSans.ttf here; the app runs without a font (text is not drawn)" >&2
+  tar cJf .gpu-lease/c/gui.tar.xz -C .gpu-lease/c gui && rm -rf "$dir"
+  du -b .gpu-lease/c
+}
+
+# The app's GUI-thread frame gaps (kvscope --measure-frames) while the GPU
+# serves 64 synthetic requests, on Qt's offscreen platform, three runs.
+call_c() {
+  local t0=$SECONDS G="$stash/gui" M="$stash/models/$model_name"
+  [[ -f "$M" ]] || { echo "gpu_lease: no model here: run calls a and b first" >&2; exit 1; }
+  rm -rf "$G" && tar xJf .gpu-lease/c/gui.tar.xz -C "$stash" || exit 1
+  export LD_LIBRARY_PATH="$G/lib:/usr/local/cuda/targets/x86_64-linux/lib:/usr/local/cuda/lib64"
+  export QT_QPA_PLATFORM=offscreen QT_PLUGIN_PATH="$G/plugins" QT_QPA_FONTDIR="$G/fonts" HOME="$stash/home"
+  mkdir -p "$HOME"
+  local settings="$stash/gui_settings.ini"
+  printf '[engine]\nbackend=%s\n' "${KVSCOPE_LEASE_BACKEND:-cuda}" >"$settings"
+  local i
+  for i in 1 2 3; do
+    timeout 60 "$G/kvscope" --model "$M" --settings "$settings" --workload 64 --measure-frames 10 \
+      >"$OUT/gui_frames_$i.json" 2>"$OUT/gui_frames_$i.err"
+    echo "gui run $i rc=$?: $(tail -1 "$OUT/gui_frames_$i.json" | cut -c1-300)"
+  done
+  echo "call c: $((SECONDS - t0)) s"
+}
+
 case "${1:-}" in
   prepare) shift; prepare "$@" ;;
+  prepare-gui) prepare_gui ;;
   a) call_a ;;
   b) call_b ;;
-  *) echo "usage: scripts/dev/gpu_lease.sh prepare [MODEL] | a | b" >&2; exit 2 ;;
+  c) call_c ;;
+  *) echo "usage: scripts/dev/gpu_lease.sh prepare [MODEL] | prepare-gui | a | b | c" >&2; exit 2 ;;
 esac
