@@ -22,12 +22,14 @@
 //   the array after it; then the partition states, index k * H + h.
 //
 // Napkin math (SmolLM2, 9 heads / 3 KV heads, head_dim 64, f32 cache): a
-// decode row at 16k positions has 64 partitions, 192 blocks of 8 tiles; a
-// tile is 16 KB of K and V, in flight while the block attends the tile
-// before (~1,500 cycles of dependent shuffles and FMAs per warp), so 4 blocks
-// per SM keep ~64 KB in flight per SM, above the ~36 KB that 4.8 TB/s times
-// ~1 us of latency needs over 132 SMs. A prefill block of 5 rows reads each
-// K/V tile once for 5 rows.
+// decode row at 16k positions has 76 partitions (16 of 64 positions below
+// 1024, 60 of 256 above), 228 blocks; a tile is 16 KB of K and V, in flight
+// while the block attends the tile before, so 4 blocks per SM keep ~64 KB in
+// flight per SM, above the ~36 KB that 4.8 TB/s times ~1 us of latency needs
+// over 132 SMs. Measured on the H200 (docs/cuda.md): 43% of the copy
+// bandwidth at 64 sequences x 16k, 9.8% for one sequence, where the blocks
+// are latency bound (11% achieved occupancy in a chat-length decode row's
+// launch). A prefill block of 5 rows reads each K/V tile once for 5 rows.
 #include <algorithm>
 #include <climits>
 
