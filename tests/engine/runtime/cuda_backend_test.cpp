@@ -342,14 +342,7 @@ TEST(CudaBackend, TensorCoreMatmulsKeepTheInvarianceAndTheLogits) {
   for (size_t p = 0; p < prompts.size(); ++p) {
     ASSERT_EQ(f32[p].logits.size(), tensor[p].logits.size());
     for (size_t i = 0; i < f32[p].logits.size(); ++i) {
-      const std::vector<float>& a = f32[p].logits[i];
-      const std::vector<float>& b = tensor[p].logits[i];
-      double diff = 0.0, norm = 0.0;
-      for (size_t j = 0; j < a.size(); ++j) {
-        diff += (a[j] - b[j]) * double(a[j] - b[j]);
-        norm += a[j] * double(a[j]);
-      }
-      const double error = std::sqrt(diff / norm);
+      const double error = cuda_test::normalised_error(tensor[p].logits[i], f32[p].logits[i]);
       worst = std::max(worst, error);
       EXPECT_LE(error, 1e-3) << "prompt " << p << ", token " << i;
       if (f32[p].tokens[i] != tensor[p].tokens[i]) break;  // the sequences part: nothing more to compare
