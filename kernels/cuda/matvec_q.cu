@@ -239,10 +239,7 @@ __global__ void __launch_bounds__(kThreads)
   const int warp = threadIdx.x / kWarpSize;
   int64_t t0;
   const int tile = token_tile<kTile>(num_tokens, t0);
-  const Staging st = carve_staging(smem, tile, warp);
-  float* x_s = st.x_s;
-  float* sx_s = st.sx_s;
-  uint16_t* w_s = st.w_s;
+  const auto [x_s, sx_s, w_s] = carve_staging(smem, tile, warp);
 
   MatvecOutput o;
   int64_t r;
@@ -285,10 +282,7 @@ __global__ void __launch_bounds__(kThreads)
   const int warp = threadIdx.x / kWarpSize;
   int64_t t0;
   const int tile = token_tile<kTile>(num_tokens, t0);
-  const Staging st = carve_staging(smem, tile, warp);
-  float* x_s = st.x_s;
-  float* sx_s = st.sx_s;
-  uint16_t* w_s = st.w_s;
+  const auto [x_s, sx_s, w_s] = carve_staging(smem, tile, warp);
 
   const int64_t r = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + warp;
   const bool active = r < num_rows;  // warp-uniform; inactive warps still join every barrier
