@@ -12,6 +12,8 @@
 #include <algorithm>
 #include <cassert>
 #include <cstdio>
+#include <cstdlib>
+#include <string_view>
 
 #include "kernels/cuda/act_and_mul.cuh"
 #include "kernels/cuda/dequantize_bf16.cuh"
@@ -72,6 +74,14 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::create(std::shared_ptr<const M
   b->device_weights_ = std::move(uploaded).value();
   b->pool_ = std::move(pool);
   b->options_ = options;
+  // A development switch, not a setting: the tensor-core matmul has not run
+  // on a GPU yet (docs/cuda.md). Said on stderr, so that no figure made with
+  // it passes for the default path's.
+  if (const char* math = std::getenv("KVSCOPE_CUDA_MATVEC"); math && std::string_view(math) == "tensor") {
+    b->options_.matvec_math = cuda::MatvecMath::kTensorCores;
+    std::fprintf(stderr, "kvscope cuda backend: KVSCOPE_CUDA_MATVEC=tensor: matmuls on the tensor cores "
+                         "(experimental)\n");
+  }
   b->device_name_ = prop.name;
   if (options.gemm_prefill) {
     if (cublasCreate(&b->cublas_) != CUBLAS_STATUS_SUCCESS) return Error{"cublasCreate failed"};
@@ -176,9 +186,13 @@ void CudaBackend::prepare_step(const StepBatch& batch) {
   // The head's buffers, here because a graph capture may not allocate.
   const ModelConfig& mc = model_config();
   const size_t num_logits = batch.logits_rows.size();
+  logits_consecutive_ = true;
+  for (size_t i = 1; i < num_logits; ++i) {
+    logits_consecutive_ = logits_consecutive_ && batch.logits_rows[i] == batch.logits_rows[0] + static_cast<int32_t>(i);
+  }
   if (num_logits > 0) {
     logits_.reserve(num_logits * static_cast<size_t>(mc.vocab_size));
-    if (!logits_rows_consecutive(batch)) head_in_.reserve(num_logits * static_cast<size_t>(mc.hidden_size));
+    if (!logits_consecutive_) head_in_.reserve(num_logits * static_cast<size_t>(mc.hidden_size));
   }
   if (!gemm_seqs_.empty()) {
     const ModelConfig& c = model_config();
@@ -357,7 +371,7 @@ bool CudaBackend::enqueue_model(const StepBatch& batch, int32_t layers_run, cons
   const int32_t num_logits = static_cast<int32_t>(batch.logits_rows.size());
   if (num_logits == 0) return true;
   const float* head_in = h_.data() + static_cast<int64_t>(batch.logits_rows[0]) * H;
-  if (!logits_rows_consecutive(batch)) {
+  if (!logits_consecutive_) {
     for (int32_t i = 0; i < num_logits; ++i) {
       const float* row = h_.data() + static_cast<int64_t>(batch.logits_rows[i]) * H;
       cuda_check(cudaMemcpyAsync(head_in_.data() + i * H, row, H * sizeof(float), cudaMemcpyDeviceToDevice, stream_),
@@ -376,16 +390,9 @@ bool CudaBackend::enqueue_model(const StepBatch& batch, int32_t layers_run, cons
   return true;
 }
 
-bool CudaBackend::logits_rows_consecutive(const StepBatch& batch) {
-  for (size_t i = 1; i < batch.logits_rows.size(); ++i) {
-    if (batch.logits_rows[i] != batch.logits_rows[0] + static_cast<int32_t>(i)) return false;
-  }
-  return true;
-}
-
 CudaGraphCache::Key CudaBackend::launch_key(const StepBatch& batch, int32_t layers_run) const {
   const auto address = [](const void* p) { return static_cast<int64_t>(reinterpret_cast<uintptr_t>(p)); };
-  const bool consecutive = logits_rows_consecutive(batch);
+  const bool consecutive = logits_consecutive_;
   CudaGraphCache::Key key = {
       layers_run, batch.num_tokens, batch.num_seqs,
       static_cast<int64_t>(positions_at_), static_cast<int64_t>(query_start_at_),

@@ -73,8 +73,8 @@ class CudaBackend final : public Backend {
     // How every matvec_q launch multiplies (kernels/cuda/matvec_q.cuh): f32
     // FMA chains, or the tensor-core path, which is not yet verified on a
     // GPU and so is chosen only by the development switch
-    // KVSCOPE_CUDA_MATVEC=tensor (engine_kv_setup.cpp reads it). One math for
-    // every row, so the invariance holds under either.
+    // KVSCOPE_CUDA_MATVEC=tensor (create() reads it, over this option). One
+    // math for every row, so the invariance holds under either.
     cuda::MatvecMath matvec_math = cuda::MatvecMath::kF32;
   };
 
@@ -115,7 +115,6 @@ class CudaBackend final : public Backend {
   // false when the step should run launch by launch instead.
   bool run_graphed(const StepBatch& batch, int32_t layers_run);
   CudaGraphCache::Key launch_key(const StepBatch& batch, int32_t layers_run) const;
-  static bool logits_rows_consecutive(const StepBatch& batch);
   void record_event(cudaEvent_t event);
   // y[t * ld] = w x[t] for every row of the step (ld 0: w.num_rows), routed as Options says.
   void linear(const DeviceMatrix& w, const float* x, int32_t num_tokens, float* y, int64_t ld = 0);
@@ -147,6 +146,9 @@ class CudaBackend final : public Backend {
   int32_t capacity_ = 0;
   DeviceArray<float> x_, h_, qkv_, attn_, o_, gate_, up_;
   DeviceArray<float> head_in_, logits_;  // [logits rows][hidden], [logits rows][vocab]
+  // The step's logits rows are consecutive rows of h_ (prepare_step): the
+  // head reads them in place, else gathers them into head_in_.
+  bool logits_consecutive_ = true;
   // The step's index arrays: token ids, positions, query_start,
   // block_table_start, block ids (one upload, offsets below), and slots.
   std::vector<int32_t> host_ints_;
