@@ -6,10 +6,6 @@
 //   tested by tests/engine/runtime/reconfigure_test.cpp and backend_seam_test.cpp
 #include <fmt/format.h>
 
-#include <cstdio>
-#include <cstdlib>
-#include <string_view>
-
 #include "engine_impl.h"
 #include "runtime/backend_select.h"
 #include "spec/proposer.h"
@@ -93,14 +89,6 @@ Result<KvSetup> Engine::Impl::make_kv_setup(const EngineConfig& c, const KvPlan&
     CudaBackend::Options options;
     options.gemm_prefill = c.gpu_prefill_gemm;
     options.graphs = c.gpu_graphs;
-    // A development switch, not a setting: the tensor-core matmul has not
-    // run on a GPU yet (docs/cuda.md). Said on stderr, so no figure made with
-    // it passes for the default path's.
-    if (const char* math = std::getenv("KVSCOPE_CUDA_MATVEC"); math && std::string_view(math) == "tensor") {
-      options.matvec_math = cuda::MatvecMath::kTensorCores;
-      std::fprintf(stderr, "kvscope: KVSCOPE_CUDA_MATVEC=tensor: the CUDA backend's matmuls run on the tensor cores "
-                           "(experimental)\n");
-    }
     auto made = CudaBackend::create(weights, std::move(device_pool), options);
     if (!made.ok()) return Error{made.error()};
     setup.backend = std::move(made).value();
