@@ -126,6 +126,22 @@ class InvariancePanelTest : public QObject {
              QStringLiteral("<div style=\"white-space:pre-wrap\">a&lt;b</div>"));
   }
 
+  // A side's run statistics name what its run exercised; the GPU graph
+  // replays only when there were some (a CPU run never has any).
+  void runStatsNameGraphReplaysOnlyWhenThereWereSome() {
+    InvarianceRunStats stats;
+    stats.num_steps = 40;
+    stats.max_batch_seqs = 4;
+    stats.num_cascade_steps = 2;
+    const QString cpu = runStatsText(stats);
+    QVERIFY2(cpu.startsWith(QStringLiteral("40 steps, up to 4 sequences a step")), qPrintable(cpu));
+    QVERIFY2(cpu.contains(QStringLiteral("2 with a cascade pass")), qPrintable(cpu));
+    QVERIFY2(!cpu.contains(QStringLiteral("GPU graph")), qPrintable(cpu));
+    stats.num_graph_steps = 31;
+    const QString gpu = runStatsText(stats);
+    QVERIFY2(gpu.endsWith(QStringLiteral(", 31 replayed as a GPU graph")), qPrintable(gpu));
+  }
+
   void verdictModelShowsEachPrompt() {
     InvarianceVerdictModel model;
     QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
