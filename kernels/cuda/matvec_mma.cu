@@ -12,11 +12,13 @@
 //     each 32-element block's scale d (and Q4_1 min m) stays f32, applied to
 //     the block's MMA result as the f32 kernel applies it: d * sum q x
 //     (+ m * sum x);
-//   - activations: x / 2^e, with 2^e per (token, block) bringing the block's
-//     largest |x| under 2^14 (e = 0 unless |x| >= 16384), split into
-//     hi = f16(x') and lo = f16(x' - hi): hi + lo holds about 22 bits of x'.
-//     Both parts go through the MMA, and the result is scaled back by 2^e
-//     (exact).
+//   - activations: x' = x / 2^e, with 2^e per (token, block) bringing the
+//     block's largest |x| into [2^13, 2^14), up or down, split into
+//     hi = f16(x') and lo = f16(x' - hi): hi + lo holds about 22 bits of x'
+//     relative to the block's largest. Both parts go through the MMA, and the
+//     result is scaled back by 2^e (exact). Scaling up matters as much as
+//     down: without it a block of activations near 1e-5 would fall into f16's
+//     subnormals and keep a few bits, and one below 3e-8 would be zero.
 //   - products of an f16 quant and an f16 part are exact in f32; the tensor
 //     cores accumulate in f32.
 //
@@ -121,8 +123,11 @@ __device__ inline void stage_activations(Shared& sh, const float* x, int64_t row
       largest = fmaxf(largest, fabsf(v[j]));
       sum = __fadd_rn(sum, v[j]);
     }
-    // |x| / 2^e < 2^14 keeps hi far from f16's largest finite value (65504).
-    const int e = largest >= 16384.0f && largest <= FLT_MAX ? ilogbf(largest) - 13 : 0;
+    // |x'| < 2^14 keeps hi far from f16's largest finite value (65504), and
+    // the largest at 2^13 or more keeps lo's last bit 2^-22 of it. e >= -126
+    // keeps both 2^e and 2^-e normal floats (a block under 2^-113 is left
+    // below 2^13); an all-zero block, or one holding an inf, is not scaled.
+    const int e = largest > 0.0f && largest <= FLT_MAX ? max(ilogbf(largest) - 13, -126) : 0;
     const float down = ldexpf(1.0f, -e);
 #pragma unroll
     for (int j = 0; j < kQBlockElems; j += 2) {

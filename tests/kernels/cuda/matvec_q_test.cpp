@@ -93,6 +93,40 @@ TEST(CudaMatvecQ, LargeActivationsKeepTheirPrecision) {
   }
 }
 
+// Tokens whose activations are all tiny (the tensor-core path scales a block
+// up as well as down; without that, 1e-6 keeps a few bits of f16's
+// subnormals and 1e-30 becomes zero), and one with a 1e-38 block (an f32
+// subnormal's neighbourhood) beside ordinary ones.
+TEST(CudaMatvecQ, SmallActivationsKeepTheirPrecision) {
+  KVSCOPE_REQUIRE_CUDA_DEVICE();
+  std::mt19937 rng(67);
+  constexpr int64_t kRows = 21, kLen = 32 * 3, kTokens = 3;
+  for (cuda::MatvecMath math : kMaths) {
+    for (TensorType type : {TensorType::Q4_1, TensorType::Q8_0}) {
+      SCOPED_TRACE(testing::Message() << math_name(math) << " " << traits_of(type).name);
+      const std::vector<uint8_t> w = cuda_test::random_quant_rows(type, kRows, kLen, rng);
+      std::vector<float> x = cuda_test::random_floats(static_cast<size_t>(kTokens * kLen), rng);
+      for (int64_t j = 0; j < kLen; ++j) {
+        x[j] *= 1.0e-6f;             // token 0: every block near 1e-6
+        x[kLen + j] *= 1.0e-30f;     // token 1: near 1e-30
+      }
+      for (int64_t j = 32; j < 64; ++j) x[2 * kLen + j] *= 1.0e-38f;  // token 2, block 1 only
+      std::vector<float> ref(static_cast<size_t>(kTokens * kRows));
+      matmul_ref(type, w.data(), kRows, kLen, x.data(), kTokens, ref.data());
+      DeviceBuffer<uint8_t> dw(w);
+      DeviceBuffer<float> dx(x), dy(ref.size());
+      CUDA_OK(dy.poison());
+      LAUNCH_OK(cuda::matvec_q(type, dw.get(), kRows, kLen, dx.get(), kTokens, dy.get(), nullptr, math));
+      const std::vector<float> y = dy.download();
+      for (int64_t t = 0; t < kTokens; ++t) {  // per token: each has its own scale
+        const std::vector<float> got(y.begin() + t * kRows, y.begin() + (t + 1) * kRows);
+        const std::vector<float> want(ref.begin() + t * kRows, ref.begin() + (t + 1) * kRows);
+        EXPECT_LT(cuda_test::normalised_error(got, want), kTolerance) << "token " << t;
+      }
+    }
+  }
+}
+
 // The order matvec_q.cu documents, on the host: lane l's partial sums the
 // blocks b = l, l + 32, ... of the row, each block an FMA chain over its 32
 // quants scaled by d (plus m times the sum of x in j order, for Q4_1); then
