@@ -32,6 +32,7 @@ that failed and its stderr.
 """
 import argparse
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -154,7 +155,9 @@ def main():
     concurrencies = [int(c) for c in args.concurrency.split(",") if c.strip()]
 
     record = {"bench": "bench_gpu", "backend": args.backend, "prompt_tokens": args.prompt_tokens,
-              "gen_tokens": args.gen_tokens, "repeats": args.repeats, "engine_options": args.engine_option}
+              "gen_tokens": args.gen_tokens, "repeats": args.repeats, "engine_options": args.engine_option,
+              # The CUDA backend's development switch for the tensor-core matmul (docs/cuda.md).
+              "matvec_math": "tensor cores" if os.environ.get("KVSCOPE_CUDA_MATVEC") == "tensor" else "f32"}
     kernels = None
     if args.kernel_bench:
         sys.stderr.write("bench_gpu: gpu_kernel_bench...\n")

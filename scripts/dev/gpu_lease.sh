@@ -24,11 +24,13 @@
 # NCCL on one rank, backend), gpu_kernel_bench; with KVSCOPE_SANITIZERS=1 also
 # compute-sanitizer memcheck over the kernel tests (racecheck takes minutes:
 # scripts/gpu_check.sh --prebuilt runs both). Call b: the model's reference
-# test, scripts/bench_gpu.py (the issue's table), the seed tables, and an
-# Nsight Compute time per kernel of one decode step at 1 and 64 sequences.
+# test and scripts/bench_gpu.py (the issue's table), both again with the
+# tensor-core matmul, the seed tables, and an Nsight Compute time per kernel
+# of one decode step at 1 and 64 sequences.
 # Everything call b makes is packed into $OUT/results.tgz after every step,
 # so a call cut short still brings back what ran. Each step has its own
-# timeout; the whole of b takes about 90 s on an H200.
+# timeout; the whole of b took about 90 s on an H200 before the tensor-core
+# steps (about 40 s more).
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 root=$PWD
@@ -104,6 +106,13 @@ call_b() {
   [[ -f "$stash/gpu_kernels.json" ]] && kernels=(--kernel-json "$stash/gpu_kernels.json")
   step bench_gpu 150 python3 scripts/bench_gpu.py --cli "$CLI" "${kernels[@]}" --model "$M" --out "$R/bench_gpu.json"
   tail -14 "$R/bench_gpu.err"
+  # The tensor-core matmul (development switch KVSCOPE_CUDA_MATVEC=tensor,
+  # docs/cuda.md): the model against the exact one, then the same table.
+  step reference_tensor 60 env KVSCOPE_CUDA_MATVEC=tensor "$B/cuda_reference_test"
+  grep -E '^\[  (FAILED|SKIPPED|PASSED) ' "$R/reference_tensor.out"
+  step bench_gpu_tensor 150 env KVSCOPE_CUDA_MATVEC=tensor python3 scripts/bench_gpu.py --cli "$CLI" \
+    --compare-sampling-at 0 --compare-graphs-at "" --model "$M" --out "$R/bench_gpu_tensor.json"
+  tail -8 "$R/bench_gpu_tensor.err"
   local t
   for t in 2 1 4; do
     step "seeds_t$t" 60 "$CLI" bench-seeds --model "$M" --backend cuda --only "$t" --out-dir "$R/seeds_t$t"
