@@ -1,6 +1,7 @@
 // kvscope: the desktop app. Chat with a local model while the inspector shows
 // the paged-attention engine's KV blocks, sequences and batches live.
-//   kvscope [--model FILE] [--prompt TEXT] [--workload N] [--workload-preset NAME] [--settings FILE]
+//   kvscope [--model FILE] [--prompt TEXT] [--workload N [--workload-output TOKENS]] [--workload-preset NAME]
+//           [--settings FILE]
 //           [--trace FILE | --record] [--show PANEL] [--serve PORT] [--screenshot FILE [--screenshot-after-ms N]]
 //           [--measure-frames SECONDS]
 // The engine runs in a worker thread (engine_host.h); the window only sends
@@ -22,6 +23,7 @@
 #include "engine_settings.h"
 #include "fetch/model_dir.h"
 #include "first_run.h"
+#include "frame_measurement.h"
 #include "main_window.h"
 #include "server_dialog.h"
 #include "models/frame_time_probe.h"
@@ -56,6 +58,10 @@ int main(int argc, char** argv) {
   QCommandLineOption workload_opt(QStringLiteral("workload"),
                                   QStringLiteral("Start N synthetic requests with a shared prefix on start."),
                                   QStringLiteral("N"));
+  QCommandLineOption workload_output_opt(
+      QStringLiteral("workload-output"),
+      QStringLiteral("Tokens each --workload request generates (default 64, the preset's with --workload-preset)."),
+      QStringLiteral("TOKENS"));
   QCommandLineOption workload_preset_opt(
       QStringLiteral("workload-preset"),
       QStringLiteral("Start a preset workload on start: system-prompt (N requests sharing a 2,000-token system "
@@ -68,8 +74,8 @@ int main(int argc, char** argv) {
                                  QStringLiteral("4000"));
   QCommandLineOption frames_opt(
       QStringLiteral("measure-frames"),
-      QStringLiteral("Measure the GUI thread's frame times while loading and then for SECONDS of whatever "
-                     "--prompt / --workload start, print them as JSON and quit."),
+      QStringLiteral("Measure the GUI thread's frame times while loading, then while what --prompt / --workload "
+                     "start runs, until the engine is idle or SECONDS pass; print them as JSON and quit."),
       QStringLiteral("SECONDS"));
   QCommandLineOption settings_opt(
       QStringLiteral("settings"),
@@ -91,7 +97,7 @@ int main(int argc, char** argv) {
       QStringLiteral("Serve the loaded model over the OpenAI-compatible API on PORT (0: any free port) once it is "
                      "loaded, with the other settings of Engine > Server… (127.0.0.1 unless set there)."),
       QStringLiteral("PORT"));
-  parser.addOptions({model_opt, prompt_opt, workload_opt, workload_preset_opt, shot_opt, shot_ms_opt, frames_opt, settings_opt, show_opt, record_opt, trace_opt, serve_opt});
+  parser.addOptions({model_opt, prompt_opt, workload_opt, workload_output_opt, workload_preset_opt, shot_opt, shot_ms_opt, frames_opt, settings_opt, show_opt, record_opt, trace_opt, serve_opt});
   parser.process(app);
 
   kvscope::ui::registerEngineMetaTypes();
@@ -147,6 +153,20 @@ int main(int argc, char** argv) {
     workload_spec = kvscope::ui::WorkloadSpec{};
     workload_spec->num_requests = workload;
   }
+  if (parser.isSet(workload_output_opt)) {
+    bool ok = false;
+    const int tokens = parser.value(workload_output_opt).toInt(&ok);
+    if (!ok || tokens < 1 || tokens > 1'000'000) {
+      std::fprintf(stderr, "kvscope: --workload-output: %s is not a token count (1-1000000)\n",
+                   qPrintable(parser.value(workload_output_opt)));
+      return 2;
+    }
+    if (!workload_spec) {
+      std::fprintf(stderr, "kvscope: --workload-output needs --workload or --workload-preset\n");
+      return 2;
+    }
+    workload_spec->output_len = tokens;
+  }
   auto once = std::make_shared<QMetaObject::Connection>();
   *once = QObject::connect(worker, &W::modelLoaded, &window, [&, once] {
     QObject::disconnect(*once);
@@ -196,28 +216,10 @@ int main(int argc, char** argv) {
     });
   }
 
-  // Frame times: from start-up through the model load, then for the
-  // requested seconds after it (the workload or prompt running).
-  kvscope::ui::FrameTimeProbe probe;
+  // Frame times: from start-up through the model load, then while what
+  // --prompt / --workload started runs (frame_measurement.h).
   if (parser.isSet(frames_opt)) {
-    const int seconds = std::max(1, parser.value(frames_opt).toInt());
-    probe.start();
-    auto loading = std::make_shared<kvscope::ui::FrameTimeStats>();
-    QObject::connect(worker, &W::modelLoaded, &window, [&probe, loading, seconds, workload] {
-      *loading = probe.stats();
-      probe.reset();
-      QTimer::singleShot(seconds * 1000, [&probe, loading, seconds, workload] {
-        const QString json = QStringLiteral("{\"loading\":%1,\"running\":%2,\"seconds\":%3,\"workload\":%4}")
-                                 .arg(kvscope::ui::FrameTimeProbe::toJson(*loading),
-                                      kvscope::ui::FrameTimeProbe::toJson(probe.stats()))
-                                 .arg(seconds)
-                                 .arg(workload);
-        std::printf("%s\n", qPrintable(json));
-        std::fflush(stdout);
-        QApplication::exit(0);
-      });
-    });
-    QObject::connect(worker, &W::loadFailed, &window, [] { QApplication::exit(1); });
+    new kvscope::gui::FrameMeasurement(worker, std::max(1, parser.value(frames_opt).toInt()), workload, &window);
   }
 
   const int rc = app.exec();
