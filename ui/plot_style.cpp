@@ -76,6 +76,7 @@ QCustomPlot* makeStripPlot(QWidget* parent, const QString& title, double window_
   const QFont font = parent->font();
   plot->setMinimumHeight(110);
   plot->setNoAntialiasingOnDrag(true);
+  plot->setPlottingHint(QCP::phFastPolylines, true);
   plot->plotLayout()->insertRow(0);
   auto* text = new QCPTextElement(plot, title, QFont(font.family(), font.pointSize(), QFont::Bold));
   plot->plotLayout()->addElement(0, 0, text);

@@ -9,6 +9,7 @@
 #include <QVBoxLayout>
 #include <qcustomplot.h>
 
+#include "plot_replot.h"
 #include "plot_style.h"
 
 namespace kvscope::ui {
@@ -178,7 +179,7 @@ void SpecPlots::addSnapshot(const SnapshotPtr& snapshot) {
   const double lo = std::max(0.0, hi - kWindowSteps);
   for (int i = 0; i < acceptance_->graphCount(); ++i) acceptance_->graph(i)->data()->removeBefore(lo - 1);
   acceptance_->xAxis->setRange(lo, hi);
-  acceptance_->replot(QCustomPlot::rpQueuedReplot);
+  replotWhenSeen(acceptance_);
 }
 
 void SpecPlots::updateBars(const SpecStats& stats) {
@@ -218,8 +219,8 @@ void SpecPlots::updateBars(const SpecStats& stats) {
   lengths_->yAxis->setRange(0, max_count * 1.15);
   positions_->xAxis->setRange(0.4, std::max<double>(4, static_cast<double>(d.num_judged_at.size())) + 0.6);
   positions_->yAxis->setRange(0, 110);
-  lengths_->replot(QCustomPlot::rpQueuedReplot);
-  positions_->replot(QCustomPlot::rpQueuedReplot);
+  replotWhenSeen(lengths_);
+  replotWhenSeen(positions_);
 }
 
 QStringList SpecPlots::acceptanceSeries() const { return series_order_; }
