@@ -1,8 +1,7 @@
 #include "frame_measurement.h"
 
-#include <cstdio>
+#include <vector>
 
-#include <QApplication>
 #include <QTimer>
 
 namespace kvscope::gui {
@@ -12,10 +11,10 @@ FrameMeasurement::FrameMeasurement(EngineWorker* worker, int seconds, int worklo
   using W = EngineWorker;
   probe_.start();
   connect(worker, &W::modelLoaded, this, &FrameMeasurement::onModelLoaded);
-  connect(worker, &W::loadFailed, this, [] { QApplication::exit(1); });
   connect(worker, &W::snapshot, this, [this](const ui::SnapshotPtr& snapshot) {
     if (!running_ || done_ || !snapshot) return;
-    for (const StepStats& step : snapshot->recent_steps) {
+    const std::vector<StepStats> last_only{snapshot->last_step};
+    for (const StepStats& step : snapshot->recent_steps.empty() ? last_only : snapshot->recent_steps) {
       if (step.step <= last_step_) continue;  // an idle re-publish, or counted before the window
       last_step_ = step.step;
       ++steps_;
@@ -59,9 +58,7 @@ void FrameMeasurement::finish(const char* ended_by) {
           .arg(steps_)
           .arg(decode_tokens_)
           .arg(busy_s > 0 ? static_cast<double>(decode_tokens_) / busy_s : 0.0, 0, 'f', 1);
-  std::printf("%s\n", qPrintable(json));
-  std::fflush(stdout);
-  QApplication::exit(0);
+  emit measured(json);
 }
 
 }  // namespace kvscope::gui

@@ -1,7 +1,7 @@
 // `kvscope --measure-frames SECONDS`: the GUI thread's frame gaps
 // (ui::FrameTimeProbe) while the model loads, then while the engine serves
-// what --prompt / --workload started, printed as one JSON line before the app
-// quits.
+// what --prompt / --workload started, as one JSON line (measured()), which
+// the app prints before it quits.
 //
 // The running window ends when the worker goes idle (everything served) or
 // after SECONDS, whichever comes first, so its percentiles describe a busy
@@ -27,6 +27,12 @@ class FrameMeasurement : public QObject {
  public:
   // Starts probing now (the loading window); `workload` is only echoed.
   FrameMeasurement(EngineWorker* worker, int seconds, int workload, QObject* parent = nullptr);
+
+ signals:
+  // Once, when the running window ends:
+  // {"loading":{..},"running":{..},"seconds":S,"workload":N,"ended_by":"idle"|"timeout",
+  //  "running_s":..,"finished_requests":..,"engine_steps":..,"decode_tokens":..,"decode_tok_s":..}
+  void measured(const QString& json);
 
  private:
   void onModelLoaded();

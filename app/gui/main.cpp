@@ -195,8 +195,14 @@ int main(int argc, char** argv) {
   } else if (config.model_path.empty() || !QFileInfo(QString::fromStdString(config.model_path)).isFile()) {
     config.model_path = defaultModelPath().toStdString();
   }
+  const bool model_exists = QFileInfo(QString::fromStdString(config.model_path)).isFile();
+  if (!model_exists && parser.isSet(frames_opt)) {
+    // A measurement has nothing to measure, and no one to answer a dialog.
+    std::fprintf(stderr, "kvscope: --measure-frames: no model at %s\n", config.model_path.c_str());
+    return 1;
+  }
   window.show();
-  if (QFileInfo(QString::fromStdString(config.model_path)).isFile()) {
+  if (model_exists) {
     window.loadEngine(config);
   } else if (!parser.isSet(model_opt) && QString::fromStdString(config.model_path) == defaultModelPath()) {
     // First run: offer to download the default model (or to open another).
@@ -219,7 +225,14 @@ int main(int argc, char** argv) {
   // Frame times: from start-up through the model load, then while what
   // --prompt / --workload started runs (frame_measurement.h).
   if (parser.isSet(frames_opt)) {
-    new kvscope::gui::FrameMeasurement(worker, std::max(1, parser.value(frames_opt).toInt()), workload, &window);
+    auto* measurement =
+        new kvscope::gui::FrameMeasurement(worker, std::max(1, parser.value(frames_opt).toInt()), workload, &window);
+    QObject::connect(measurement, &kvscope::gui::FrameMeasurement::measured, &window, [](const QString& json) {
+      std::printf("%s\n", qPrintable(json));
+      std::fflush(stdout);
+      QApplication::exit(0);
+    });
+    QObject::connect(worker, &W::loadFailed, &window, [] { QApplication::exit(1); });
   }
 
   const int rc = app.exec();
