@@ -25,6 +25,7 @@
 
 #include <vector>
 
+#include <QPixmap>
 #include <QWidget>
 
 #include "engine_types.h"
@@ -96,6 +97,9 @@ class BlockMapWidget : public QWidget {
   void relayout();
   void refocus();
   void indexCascadeGroups();
+  // The widget as it looks with all `num_blocks` blocks free, cached until the
+  // size, layout or colours change (paintEvent draws the other cells over it).
+  const QPixmap& freeGrid(int num_blocks, const QColor& base, const QColor& free);
 
   SnapshotPtr snapshot_;
   TokenBytesTable token_bytes_;
@@ -107,6 +111,15 @@ class BlockMapWidget : public QWidget {
   std::vector<int32_t> cascade_group_;   // [num_blocks] cascade group that read it, or -1
   std::vector<DroppedBlock> dropped_;    // [num_blocks] the recent shift that freed it, if any
   Layout layout_;
+  struct FreeGridKey {
+    QSize size;
+    qreal pixel_ratio = 0;
+    int cell = 0, columns = 0, num_blocks = 0;
+    QRgb base = 0, free = 0;
+    bool operator==(const FreeGridKey&) const = default;
+  };
+  FreeGridKey free_grid_key_;
+  QPixmap free_grid_;
 };
 
 }  // namespace kvscope::ui

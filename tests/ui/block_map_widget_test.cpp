@@ -15,6 +15,7 @@
 
 #include "block_cell_style.h"
 #include "block_map_widget.h"
+#include "test_palettes.h"
 #include "test_snapshots.h"
 
 using namespace kvscope;
@@ -295,6 +296,36 @@ class BlockMapWidgetTest : public QObject {
     w.setSnapshot(test::makeSnapshot(3, 4, 2));
     for (int b = 0; b < n; ++b) QVERIFY(!w.cascadeMarked(b));
     QVERIFY(render(w).pixelColor(w.cellRect(0).bottomRight() - QPoint(2, 2)) != colours.cascade_fill);
+  }
+
+  // Free cells come from a cached picture of the all-free pool (paintEvent):
+  // it follows a resize, the palette and the pool's size, and the gaps
+  // between cells stay the base colour.
+  void freeCellsFollowSizePaletteAndPool() {
+    BlockMapWidget w;
+    w.setPalette(test::lightPalette());
+    w.resize(160, 100);
+    w.setSnapshot(test::makeSnapshot(2, 2, 0, 64));  // blocks 0-3 used, 63 cached-free, the rest free
+    const auto freeColour = [&] { return kvscope::ui::CellPalette::fromPalette(w.palette()).free; };
+    QCOMPARE(bodyColour(render(w), w, 40), freeColour());
+    const QRect light_cell = w.cellRect(40);  // after the render, which sent the resize
+    const QColor light_free = freeColour();
+
+    w.setPalette(test::darkPalette());
+    QImage dark = render(w);
+    QVERIFY(freeColour() != light_free);
+    QCOMPARE(bodyColour(dark, w, 40), freeColour());
+    QCOMPARE(dark.pixelColor(w.cellRect(40).right() + 1, w.cellRect(40).top()), w.palette().color(QPalette::Base));
+
+    w.resize(500, 400);  // bigger cells (laid out as the render sends the resize)
+    const QImage resized = render(w);
+    QVERIFY(w.cellRect(40) != light_cell);
+    QCOMPARE(bodyColour(resized, w, 40), freeColour());
+
+    w.setSnapshot(test::makeSnapshot(2, 2, 0, 128));  // a bigger pool: cells the old picture did not have
+    const QImage bigger = render(w);
+    QCOMPARE(bodyColour(bigger, w, 120), freeColour());
+    QVERIFY(bodyColour(bigger, w, 0) != freeColour());  // used cells are drawn over it
   }
 
   void paints4096BlocksQuickly() {
