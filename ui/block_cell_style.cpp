@@ -36,8 +36,11 @@ CellPalette CellPalette::fromPalette(const QPalette& palette) {
 int hueForRequest(RequestId id) {
   // Fractional parts of k * golden ratio are spread evenly over [0, 1), so
   // consecutive request ids get clearly different hues.
+  // t - floor(t) is fmod(t, 1) exactly for t >= 0, without the library call
+  // (the block map asks once per cell per repaint).
   constexpr double kGolden = 0.6180339887498949;
-  const double f = std::fmod(static_cast<double>(id % 100000) * kGolden + 0.1, 1.0);
+  const double t = static_cast<double>(id % 100000) * kGolden + 0.1;
+  const double f = t - std::floor(t);
   return static_cast<int>(f * 360.0) % 360;
 }
 
