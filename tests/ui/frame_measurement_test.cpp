@@ -42,9 +42,8 @@ class FrameMeasurementTest : public QObject {
     gui::EngineHost host;
     gui::FrameMeasurement measurement(host.worker(), 60, 4);
     QSignalSpy measured(&measurement, &gui::FrameMeasurement::measured);
-    QSignalSpy loaded(host.worker(), &gui::EngineWorker::modelLoaded);
-    host.loadModel(config());
-    QTRY_VERIFY_WITH_TIMEOUT(loaded.count() > 0, kTimeoutMs);
+    loadTinyModel(host);
+    if (QTest::currentTestFailed()) return;
     ui::WorkloadSpec spec;
     spec.num_requests = 4;
     spec.prompt_len = 24;
@@ -70,9 +69,8 @@ class FrameMeasurementTest : public QObject {
     gui::EngineHost host;
     gui::FrameMeasurement measurement(host.worker(), 1, 64);
     QSignalSpy measured(&measurement, &gui::FrameMeasurement::measured);
-    QSignalSpy loaded(host.worker(), &gui::EngineWorker::modelLoaded);
-    host.loadModel(config());
-    QTRY_VERIFY_WITH_TIMEOUT(loaded.count() > 0, kTimeoutMs);
+    loadTinyModel(host);
+    if (QTest::currentTestFailed()) return;
     ui::WorkloadSpec spec;
     spec.num_requests = 64;
     spec.output_len = 3000;  // 192k tokens: far more than a second's work
@@ -86,11 +84,14 @@ class FrameMeasurementTest : public QObject {
   }
 
  private:
-  EngineConfig config() const {
-    EngineConfig c;
-    c.model_path = model_.toStdString();
-    c.num_threads = 1;
-    return c;
+  // The tiny model on one thread, loaded (the measurement's window starts here).
+  void loadTinyModel(gui::EngineHost& host) {
+    EngineConfig config;
+    config.model_path = model_.toStdString();
+    config.num_threads = 1;
+    QSignalSpy loaded(host.worker(), &gui::EngineWorker::modelLoaded);
+    host.loadModel(config);
+    QTRY_VERIFY_WITH_TIMEOUT(loaded.count() > 0, kTimeoutMs);
   }
 
   QTemporaryDir dir_;

@@ -62,35 +62,46 @@ TEST(CudaMatvecQ, MatchesReference) {
   }
 }
 
+// Runs matvec_q on `x` (num_tokens rows of row_len) for both maths and both
+// weight types after `scale` rewrote x, and checks each token's outputs
+// against the f64 reference on their own (one norm over all tokens would let
+// a token of 1e30 hide the others, or one of 1e-30 vanish in them).
+template <typename Scale>
+void expect_each_token_close(uint32_t seed, int64_t num_rows, int64_t row_len, int64_t num_tokens, Scale scale) {
+  std::mt19937 rng(seed);
+  for (cuda::MatvecMath math : kMaths) {
+    for (TensorType type : {TensorType::Q4_1, TensorType::Q8_0}) {
+      SCOPED_TRACE(testing::Message() << math_name(math) << " " << traits_of(type).name);
+      const std::vector<uint8_t> w = cuda_test::random_quant_rows(type, num_rows, row_len, rng);
+      std::vector<float> x = cuda_test::random_floats(static_cast<size_t>(num_tokens * row_len), rng);
+      scale(x);
+      std::vector<float> ref(static_cast<size_t>(num_tokens * num_rows));
+      matmul_ref(type, w.data(), num_rows, row_len, x.data(), num_tokens, ref.data());
+      DeviceBuffer<uint8_t> dw(w);
+      DeviceBuffer<float> dx(x), dy(ref.size());
+      CUDA_OK(dy.poison());
+      LAUNCH_OK(cuda::matvec_q(type, dw.get(), num_rows, row_len, dx.get(), num_tokens, dy.get(), nullptr, math));
+      const std::vector<float> y = dy.download();
+      for (int64_t t = 0; t < num_tokens; ++t) {
+        const std::vector<float> got(y.begin() + t * num_rows, y.begin() + (t + 1) * num_rows);
+        const std::vector<float> want(ref.begin() + t * num_rows, ref.begin() + (t + 1) * num_rows);
+        EXPECT_LT(cuda_test::normalised_error(got, want), kTolerance) << "token " << t;
+      }
+    }
+  }
+}
+
 // Activations far beyond f16's range (the tensor-core path scales each
 // 32-element block by a power of two) beside small ones in the same block,
 // and in the next block: both ways stay within the tolerance.
 TEST(CudaMatvecQ, LargeActivationsKeepTheirPrecision) {
   KVSCOPE_REQUIRE_CUDA_DEVICE();
-  std::mt19937 rng(66);
-  constexpr int64_t kRows = 37, kLen = 32 * 5, kTokens = 3;
-  for (cuda::MatvecMath math : kMaths) {
-    for (TensorType type : {TensorType::Q4_1, TensorType::Q8_0}) {
-      SCOPED_TRACE(testing::Message() << math_name(math) << " " << traits_of(type).name);
-      const std::vector<uint8_t> w = cuda_test::random_quant_rows(type, kRows, kLen, rng);
-      std::vector<float> x = cuda_test::random_floats(static_cast<size_t>(kTokens * kLen), rng);
-      x[3] = 3.0e5f;         // token 0, block 0: 2^18 among values near 1
-      x[kLen + 40] = -7.0e4f;  // token 1, block 1: just past f16's 65504
-      x[2 * kLen + 100] = 1.0e30f;  // token 2, block 3: near f32's range
-      std::vector<float> ref(static_cast<size_t>(kTokens * kRows));
-      matmul_ref(type, w.data(), kRows, kLen, x.data(), kTokens, ref.data());
-      DeviceBuffer<uint8_t> dw(w);
-      DeviceBuffer<float> dx(x), dy(ref.size());
-      CUDA_OK(dy.poison());
-      LAUNCH_OK(cuda::matvec_q(type, dw.get(), kRows, kLen, dx.get(), kTokens, dy.get(), nullptr, math));
-      const std::vector<float> y = dy.download();
-      for (int64_t t = 0; t < kTokens; ++t) {  // per token: token 2's 1e30 would hide the others in one norm
-        const std::vector<float> got(y.begin() + t * kRows, y.begin() + (t + 1) * kRows);
-        const std::vector<float> want(ref.begin() + t * kRows, ref.begin() + (t + 1) * kRows);
-        EXPECT_LT(cuda_test::normalised_error(got, want), kTolerance) << "token " << t;
-      }
-    }
-  }
+  constexpr int64_t kLen = 32 * 5;
+  expect_each_token_close(66, 37, kLen, 3, [](std::vector<float>& x) {
+    x[3] = 3.0e5f;                // token 0, block 0: 2^18 among values near 1
+    x[kLen + 40] = -7.0e4f;       // token 1, block 1: just past f16's 65504
+    x[2 * kLen + 100] = 1.0e30f;  // token 2, block 3: near f32's range
+  });
 }
 
 // Tokens whose activations are all tiny (the tensor-core path scales a block
@@ -99,32 +110,14 @@ TEST(CudaMatvecQ, LargeActivationsKeepTheirPrecision) {
 // subnormal's neighbourhood) beside ordinary ones.
 TEST(CudaMatvecQ, SmallActivationsKeepTheirPrecision) {
   KVSCOPE_REQUIRE_CUDA_DEVICE();
-  std::mt19937 rng(67);
-  constexpr int64_t kRows = 21, kLen = 32 * 3, kTokens = 3;
-  for (cuda::MatvecMath math : kMaths) {
-    for (TensorType type : {TensorType::Q4_1, TensorType::Q8_0}) {
-      SCOPED_TRACE(testing::Message() << math_name(math) << " " << traits_of(type).name);
-      const std::vector<uint8_t> w = cuda_test::random_quant_rows(type, kRows, kLen, rng);
-      std::vector<float> x = cuda_test::random_floats(static_cast<size_t>(kTokens * kLen), rng);
-      for (int64_t j = 0; j < kLen; ++j) {
-        x[j] *= 1.0e-6f;             // token 0: every block near 1e-6
-        x[kLen + j] *= 1.0e-30f;     // token 1: near 1e-30
-      }
-      for (int64_t j = 32; j < 64; ++j) x[2 * kLen + j] *= 1.0e-38f;  // token 2, block 1 only
-      std::vector<float> ref(static_cast<size_t>(kTokens * kRows));
-      matmul_ref(type, w.data(), kRows, kLen, x.data(), kTokens, ref.data());
-      DeviceBuffer<uint8_t> dw(w);
-      DeviceBuffer<float> dx(x), dy(ref.size());
-      CUDA_OK(dy.poison());
-      LAUNCH_OK(cuda::matvec_q(type, dw.get(), kRows, kLen, dx.get(), kTokens, dy.get(), nullptr, math));
-      const std::vector<float> y = dy.download();
-      for (int64_t t = 0; t < kTokens; ++t) {  // per token: each has its own scale
-        const std::vector<float> got(y.begin() + t * kRows, y.begin() + (t + 1) * kRows);
-        const std::vector<float> want(ref.begin() + t * kRows, ref.begin() + (t + 1) * kRows);
-        EXPECT_LT(cuda_test::normalised_error(got, want), kTolerance) << "token " << t;
-      }
+  constexpr int64_t kLen = 32 * 3;
+  expect_each_token_close(67, 21, kLen, 3, [](std::vector<float>& x) {
+    for (int64_t j = 0; j < kLen; ++j) {
+      x[j] *= 1.0e-6f;          // token 0: every block near 1e-6
+      x[kLen + j] *= 1.0e-30f;  // token 1: near 1e-30
     }
-  }
+    for (int64_t j = 32; j < 64; ++j) x[2 * kLen + j] *= 1.0e-38f;  // token 2, block 1 only
+  });
 }
 
 // The order matvec_q.cu documents, on the host: lane l's partial sums the
