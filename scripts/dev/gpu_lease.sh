@@ -163,7 +163,9 @@ prepare_gui() {
 }
 
 # The app's GUI-thread frame gaps (kvscope --measure-frames) while the GPU
-# serves 64 synthetic requests, on Qt's offscreen platform, three runs.
+# serves 64 synthetic requests of 1,024 tokens each (enough to keep it busy
+# through the 10 s window, which ends early if the engine goes idle), on
+# Qt's offscreen platform, three runs.
 call_c() {
   local t0=$SECONDS G="$stash/gui" M="$stash/models/$model_name"
   [[ -f "$M" ]] || { echo "gpu_lease: no model here: run calls a and b first" >&2; exit 1; }
@@ -175,7 +177,7 @@ call_c() {
   printf '[engine]\nbackend=%s\n' "${KVSCOPE_LEASE_BACKEND:-cuda}" >"$settings"
   local i
   for i in 1 2 3; do
-    timeout 60 "$G/kvscope" --model "$M" --settings "$settings" --workload 64 --measure-frames 10 \
+    timeout 60 "$G/kvscope" --model "$M" --settings "$settings" --workload 64 --workload-output 1024 --measure-frames 10 \
       >"$OUT/gui_frames_$i.json" 2>"$OUT/gui_frames_$i.err"
     echo "gui run $i rc=$?: $(tail -1 "$OUT/gui_frames_$i.json" | cut -c1-300)"
   done
