@@ -6,11 +6,14 @@
 // names the CPU and the kernels' ISA path (tests/kernels/bench/cpu_context.h).
 #include <benchmark/benchmark.h>
 
+#include <cstdio>
 #include <memory>
+#include <string>
 
 #include "kvscope/engine.h"
 #include "kernels/bench/cpu_context.h"
 #include "support/test_paths.h"
+#include "support/tiny_model.h"
 
 namespace kvscope {
 namespace {
@@ -65,6 +68,49 @@ void BM_DecodeStepAt64Requests(benchmark::State& state) {
   state.counters["seqs"] = engine->last_step_stats().num_seqs;
 }
 BENCHMARK(BM_DecodeStepAt64Requests)->Unit(benchmark::kMillisecond)->Iterations(100);
+
+// The snapshot against the pool's size: 64 requests of 256 prompt tokens
+// decoding on the random tiny model (256 bytes of K/V a token, so a pool of
+// 131,072 blocks fits in this machine's memory as on a GPU with
+// gpu_memory_percent set: 97 GB of the default model's K/V on an H200).
+void BM_SnapshotOfAPool(benchmark::State& state) {
+  const std::string path = test::tiny_model_temp_path("snapshot_bench");
+  test::TinyModelSpec spec;
+  spec.context_length = 4096;
+  if (Status st = test::write_tiny_gguf(spec, path); !st.ok()) {
+    state.SkipWithError(st.error().c_str());
+    return;
+  }
+  EngineConfig c;
+  c.model_path = path;
+  c.num_threads = 1;
+  c.max_seqs = 64;
+  c.max_batched_tokens = 2048;
+  c.num_blocks = static_cast<int32_t>(state.range(0));
+  auto engine = Engine::create(c);
+  if (!engine.ok()) {
+    state.SkipWithError(engine.error().c_str());
+    return;
+  }
+  for (int i = 0; i < 64; ++i) {
+    GenerationRequest r;
+    for (int t = 0; t < 256; ++t) r.prompt_tokens.push_back(3 + (i * 7 + t * 13) % 250);
+    r.sampling.temperature = 0.0f;
+    r.sampling.max_tokens = 2048;
+    r.sampling.ignore_eos = true;
+    (void)(*engine)->submit(std::move(r));
+  }
+  for (int i = 0; i < 12; ++i) (*engine)->step();
+  for (auto _ : state) {
+    state.PauseTiming();
+    (*engine)->step();
+    state.ResumeTiming();
+    benchmark::DoNotOptimize((*engine)->snapshot());
+  }
+  state.counters["used_blocks"] = static_cast<double>((*engine)->snapshot()->kv.num_used_blocks);
+  std::remove(path.c_str());
+}
+BENCHMARK(BM_SnapshotOfAPool)->Arg(4096)->Arg(131072)->Unit(benchmark::kMillisecond)->Iterations(50);
 
 }  // namespace
 }  // namespace kvscope

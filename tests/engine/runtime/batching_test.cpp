@@ -5,6 +5,7 @@
 // nothing is dropped, and no block leaks.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <random>
@@ -222,7 +223,9 @@ TEST_F(Batching, CancelFreesEverything) {
 }
 
 // The snapshot agrees with itself: a used block's reference count equals the
-// number of tables holding it, owners are listed, free blocks are unowned.
+// number of tables holding it, free blocks are unowned, and a block's owners
+// are the requests whose (unswapped) tables hold it, each once (a request's
+// two completions share their prompt's blocks), in the sequences' order.
 TEST_F(Batching, SnapshotIsConsistent) {
   EngineConfig c = config();
   c.num_blocks = 64;
@@ -242,16 +245,24 @@ TEST_F(Batching, SnapshotIsConsistent) {
     (*engine)->step();
     const auto snap = (*engine)->snapshot();
     std::vector<int32_t> holders(snap->blocks.size(), 0);
+    std::vector<std::vector<RequestId>> owners(snap->blocks.size());
     for (const SequenceSnapshot& s : snap->sequences) {
       if (s.state == SequenceState::Swapped) continue;
       EXPECT_LE(s.num_computed_tokens, static_cast<int32_t>(s.block_table.size()) * snap->block_size);
-      for (int32_t b : s.block_table) ++holders[static_cast<size_t>(b)];
+      for (int32_t b : s.block_table) {
+        ++holders[static_cast<size_t>(b)];
+        auto& o = owners[static_cast<size_t>(b)];
+        if (std::find(o.begin(), o.end(), s.id) == o.end()) o.push_back(s.id);
+      }
     }
     for (size_t b = 0; b < snap->blocks.size(); ++b) {
       const BlockSnapshot& bs = snap->blocks[b];
       ASSERT_EQ(bs.ref_count, holders[b]) << "block " << b << " step " << snap->step;
       EXPECT_EQ(bs.state == BlockState::Used, bs.ref_count > 0);
       EXPECT_EQ(bs.owners_end > bs.owners_begin, bs.ref_count > 0);
+      const std::vector<RequestId> listed(snap->block_owners.begin() + bs.owners_begin,
+                                          snap->block_owners.begin() + bs.owners_end);
+      EXPECT_EQ(listed, owners[b]) << "block " << b << " step " << snap->step;
       EXPECT_LE(bs.fill, snap->block_size);
     }
     ++checked;
