@@ -23,11 +23,13 @@
 #include "engine_types.h"
 #include "models/chat_turn.h"
 #include "models/conversation_settings.h"
+#include "models/markdown_stream.h"
 
 class QLabel;
 class QPlainTextEdit;
 class QPushButton;
 class QTextBrowser;
+class QTextCursor;
 class QTimer;
 class QUrl;
 
@@ -133,7 +135,9 @@ class ChatWidget : public QWidget {
   void scheduleRender();
   void render();        // everything
   void renderStream();  // only the reply being written
-  void tintDrafts();    // in the reply being written, as rendered
+  // text[from, to) of the reply being written, as Markdown at `cursor` (an
+  // empty block), its accepted drafts tinted.
+  void renderStreamPart(QTextCursor& cursor, const QString& text, int from, int to);
   void updateHeader();
   void updateButtons();
   QString markdownForTurn(int index) const;
@@ -154,6 +158,12 @@ class ChatWidget : public QWidget {
   QString markdown_;             // what the view shows
   QString markdown_head_;        // all of it but the reply being written
   int stream_start_ = -1;        // document position where that reply starts; -1: none
+  // The reply's blocks that cannot change any more, rendered once: they end
+  // at frozen_end_ in the document and at frozen_chars_ in the reply's text.
+  StableMarkdownPrefix stable_prefix_;
+  int frozen_end_ = -1;
+  int frozen_chars_ = 0;
+  int frozen_reply_ = -1;        // which of the replies (pending_.shown) they are
   bool awaiting_start_ = false;  // sent, request id not known yet
   bool stop_when_started_ = false;
   quint64 active_id_ = 0;

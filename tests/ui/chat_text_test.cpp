@@ -1,10 +1,12 @@
 // The chat's text helpers: fenced code blocks found (CommonMark fence rules,
-// unclosed blocks skipped) and copy links placed after them; per-message
-// stats to JSON and back, and their one-line summary.
+// unclosed blocks skipped) and copy links placed after them; the stable
+// prefix of a reply still being written; per-message stats to JSON and back,
+// and their one-line summary.
 //   ctest --test-dir build -R chat_text_test
 #include <QtTest>
 
 #include "models/markdown_code_blocks.h"
+#include "models/markdown_stream.h"
 #include "models/message_stats.h"
 
 using namespace kvscope;
@@ -43,6 +45,36 @@ class ChatTextTest : public QObject {
     QCOMPARE(out, QStringLiteral("a\n```\nx\n```\n\n[copy 0]\n\nb\n```\ny\n```\n\n[copy 1]\n\n```\nstreaming"));
     QCOMPARE(withLinksAfterCodeBlocks(QStringLiteral("plain"), [](int) { return QStringLiteral("x"); }),
              QStringLiteral("plain"));
+  }
+
+  // A reply's stable prefix ends after its last blank line outside a fenced
+  // block, and grows as the reply does.
+  void stablePrefixEndsAfterTheLastBlankLineOutsideAFence() {
+    StableMarkdownPrefix prefix;
+    QCOMPARE(prefix.advance(QString()), 0);
+    QCOMPARE(prefix.advance(QStringLiteral("First para")), 0);
+    QCOMPARE(prefix.advance(QStringLiteral("First para\n")), 0);  // not blank yet
+    const QString two = QStringLiteral("First para\n\nSecond");
+    QCOMPARE(prefix.advance(two), 12);  // just after the blank line: "Second" starts a block
+    QCOMPARE(two.left(12), QStringLiteral("First para\n\n"));
+    // A fence opened after it: blank lines inside do not count, until it closes.
+    const QString fenced = two + QStringLiteral("\n\n```py\nx = 1\n\ny = 2\n");
+    QCOMPARE(prefix.advance(fenced), 20);  // after "Second\n\n"
+    const QString closed = fenced + QStringLiteral("```\n\nAfter");
+    QCOMPARE(prefix.advance(closed), static_cast<int>(closed.size()) - 5);
+    // A tilde fence is not closed by backticks.
+    StableMarkdownPrefix tilde;
+    QCOMPARE(tilde.advance(QStringLiteral("~~~\na\n```\n\nb\n\n")), 0);
+    // Blank lines of spaces count; a leading blank line does not make a prefix.
+    StableMarkdownPrefix spaces;
+    QCOMPARE(spaces.advance(QStringLiteral("\nA\n   \nB")), 7);
+    // One call on the whole text finds what the calls token by token found.
+    StableMarkdownPrefix whole, by_token;
+    int last = 0;
+    for (int n = 0; n <= closed.size(); ++n) last = by_token.advance(closed.left(n));
+    QCOMPARE(last, whole.advance(closed));
+    // A text that is not the previous one grown starts again.
+    QCOMPARE(prefix.advance(QStringLiteral("x")), 0);
   }
 
   void statsRoundTrip() {

@@ -203,6 +203,12 @@ class SpecViewTest : public QObject {
     chat.onTokens(7, 0, QStringLiteral("\n\n**bold** move"), {{4, 4}, {10, 5}});
     QTRY_COMPARE(chat.streamText(), QStringLiteral("Hello world, hello world\u2029bold move"));
     QCOMPARE(chat.tintedSpans(), (TextSpans{{5, 6}, {18, 6}, {25, 9}}));
+    // The first paragraph is now rendered once and kept (chat_stream_test):
+    // switching the tint off and on still reaches it.
+    chat.setDraftTint(false);
+    QVERIFY(chat.tintedSpans().empty());
+    chat.setDraftTint(true);
+    QCOMPARE(chat.tintedSpans(), (TextSpans{{5, 6}, {18, 6}, {25, 9}}));
   }
 
   void replyStatsSayAcceptedDraftedAndEstimate() {

@@ -4,15 +4,7 @@
 #include <QStringList>
 
 namespace kvscope::ui {
-namespace {
 
-struct Fence {
-  QChar ch;
-  int length = 0;
-  QString rest;  // after the fence characters
-};
-
-// A fence line: up to three spaces of indent, then 3+ backticks or tildes.
 bool parseFence(const QString& line, Fence* fence) {
   int i = 0;
   while (i < line.size() && i < 3 && line[i] == QLatin1Char(' ')) ++i;
@@ -29,7 +21,9 @@ bool parseFence(const QString& line, Fence* fence) {
   return !(ch == QLatin1Char('`') && fence->rest.contains(QLatin1Char('`')));
 }
 
-}  // namespace
+bool closesFence(const Fence& opening, const Fence& line) {
+  return line.ch == opening.ch && line.length >= opening.length && line.rest.isEmpty();
+}
 
 std::vector<CodeBlock> fencedCodeBlocks(const QString& markdown) {
   std::vector<CodeBlock> blocks;
@@ -48,7 +42,7 @@ std::vector<CodeBlock> fencedCodeBlocks(const QString& markdown) {
       }
       continue;
     }
-    if (is_fence && fence.ch == opening.ch && fence.length >= opening.length && fence.rest.isEmpty()) {
+    if (is_fence && closesFence(opening, fence)) {
       blocks.push_back({opening.rest, code.join(QLatin1Char('\n')), i});
       open = false;
       continue;

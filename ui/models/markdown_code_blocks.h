@@ -18,6 +18,17 @@ struct CodeBlock {
   int end_line = 0;  // the closing fence's line (0-based)
 };
 
+// A fence line: up to three spaces of indent, then 3+ backticks or tildes,
+// then the info string (`rest`, trimmed).
+struct Fence {
+  QChar ch;
+  int length = 0;
+  QString rest;
+};
+bool parseFence(const QString& line, Fence* fence);
+// Whether fence line `line` closes the block `opening` opened.
+bool closesFence(const Fence& opening, const Fence& line);
+
 // The closed fenced blocks of `markdown`, in order.
 std::vector<CodeBlock> fencedCodeBlocks(const QString& markdown);
 

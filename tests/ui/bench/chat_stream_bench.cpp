@@ -1,0 +1,82 @@
+// The GUI thread's cost of one streaming render of the chat: a reply already
+// `reply_chars` long (paragraphs, a list, a fenced code block, repeated) gets
+// one more chunk of ~160 characters (about 40 tokens: what the worker
+// coalesces in 50 ms at 800 tok/s) and the chat's render tick runs, with the
+// layout and repaint it causes. Offscreen; the 40 ms between ticks is spent
+// outside the timing.
+//   QT_QPA_PLATFORM=offscreen build/tests/ui/chat_stream_bench
+#include <benchmark/benchmark.h>
+
+#include <chrono>
+#include <thread>
+
+#include <QApplication>
+#include <QCoreApplication>
+
+#include "chat_widget.h"
+#include "engine_types.h"
+
+namespace {
+
+using namespace kvscope;
+
+// Markdown as a model writes it, `n` characters of it.
+QString replyText(int n) {
+  const QString unit = QStringLiteral(
+      "The paged attention engine keeps keys and values in fixed-size blocks, so a request "
+      "takes memory as it grows instead of reserving its longest possible length.\n\n"
+      "- blocks are shared between requests with the same prefix\n"
+      "- a shared block is copied only when one of them writes to it\n\n"
+      "```cpp\nint blocks = (tokens + block_size - 1) / block_size;\n\nreturn blocks;\n```\n\n"
+      "## What it changes\n\nMore requests fit at once, and the batch stays full.\n\n");
+  QString text;
+  while (text.size() < n) text += unit;
+  return text.left(n);
+}
+
+void BM_ChatStreamRender(benchmark::State& state) {
+  const int start_chars = static_cast<int>(state.range(0));
+  constexpr int kChunk = 160;
+  const QString all = replyText(start_chars + kChunk * 400);
+  ui::ChatWidget chat;
+  chat.resize(700, 800);
+  chat.show();
+  ModelInfo info;
+  info.name = "bench";
+  info.context_length = 1 << 20;
+  chat.onModelLoaded(info);
+  chat.sendPrompt(QStringLiteral("Write"));
+  chat.onRequestStarted(1, true);
+  chat.onTokens(1, 0, all.left(start_chars));
+  int at = start_chars;
+  const auto tick = [] {  // past the chat's 40 ms render interval, then its render
+    std::this_thread::sleep_for(std::chrono::milliseconds(41));
+  };
+  tick();
+  QCoreApplication::processEvents();
+  for (auto _ : state) {
+    state.PauseTiming();
+    if (at + kChunk > all.size()) at = start_chars;  // not reached at 400 chunks a run
+    const QString chunk = all.mid(at, kChunk);
+    at += kChunk;
+    tick();
+    state.ResumeTiming();
+    chat.onTokens(1, 0, chunk);
+    for (int round = 0; round < 3; ++round) QCoreApplication::processEvents();
+  }
+  state.counters["reply_chars_at_end"] = at;
+}
+BENCHMARK(BM_ChatStreamRender)->Arg(2000)->Arg(20000)->Arg(60000)->Unit(benchmark::kMillisecond)->Iterations(60);
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) qputenv("QT_QPA_PLATFORM", "offscreen");
+  QApplication app(argc, argv);
+  ui::registerEngineMetaTypes();
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -1,0 +1,91 @@
+// ChatWidget while a reply streams: the blocks later tokens cannot change
+// are rendered once and kept (models/markdown_stream.h), the rest again on
+// each render; what is shown matches the reply rendered whole, a fenced
+// block with blank lines stays one block, and the finished reply is
+// rendered whole. Offscreen.
+//   ctest --test-dir build -R chat_stream_test
+#include <QTextBlock>
+#include <QTextBrowser>
+#include <QTextDocument>
+#include <QtTest>
+
+#include "chat_widget.h"
+
+using namespace kvscope;
+using kvscope::ui::ChatWidget;
+
+namespace {
+
+ModelInfo tinyInfo() {
+  ModelInfo info;
+  info.name = "tiny";
+  info.context_length = 4096;
+  return info;
+}
+
+// `markdown` rendered whole, as plain text with blocks joined as the stream's are.
+QString renderedWhole(const QString& markdown) {
+  QTextDocument document;
+  document.setMarkdown(markdown);
+  return document.toPlainText().replace(QLatin1Char('\n'), QChar(0x2029));
+}
+
+// The revision of the document block whose text is `text` (-1: none).
+int revisionOf(const QTextDocument* document, const QString& text) {
+  for (QTextBlock b = document->begin(); b.isValid(); b = b.next()) {
+    if (b.text() == text) return b.revision();
+  }
+  return -1;
+}
+
+}  // namespace
+
+class ChatStreamTest : public QObject {
+  Q_OBJECT
+ private slots:
+  void finishedBlocksAreRenderedOnceAndTheShownTextIsTheWholeRendering() {
+    ChatWidget chat;
+    chat.resize(600, 400);
+    chat.onModelLoaded(tinyInfo());
+    chat.sendPrompt(QStringLiteral("Write"));
+    chat.onRequestStarted(3, true);
+    const QTextDocument* document = chat.findChild<QTextBrowser*>()->document();
+
+    // Chunks as the worker would send them; after each, what is shown is the
+    // reply so far rendered whole.
+    const QStringList chunks = {QStringLiteral("First para"),
+                                QStringLiteral("graph, *done*.\n\nSecond"),
+                                QStringLiteral(" one.\n\n```py\nx = 1\n"),
+                                QStringLiteral("\ny = 2\n"),  // a blank line inside the fence
+                                QStringLiteral("```\n\n## Heading\n\nLast"),
+                                QStringLiteral(" words.")};
+    QString reply;
+    int first_revision = -1;
+    for (const QString& chunk : chunks) {
+      reply += chunk;
+      chat.onTokens(3, 0, chunk);
+      QTRY_COMPARE(chat.streamText(), renderedWhole(reply));
+      if (first_revision < 0 && reply.contains(QStringLiteral("Second"))) {
+        first_revision = revisionOf(document, QStringLiteral("First paragraph, done."));
+        QVERIFY(first_revision >= 0);
+      }
+    }
+    // The first paragraph was rendered when "Second" began and never again.
+    QCOMPARE(revisionOf(document, QStringLiteral("First paragraph, done.")), first_revision);
+    // The fenced block is one block with its blank line, as rendered whole.
+    QVERIFY(chat.streamText().contains(QStringLiteral("x = 1\u2029\u2029y = 2")));
+
+    ui::FinishInfo done;
+    done.reason = FinishReason::Length;
+    chat.onFinished(3, done);
+    QTRY_VERIFY(!chat.busy());
+    // Rendered whole again as a finished turn (with its copy link after the code).
+    QVERIFY(chat.streamText().isEmpty());
+    const QString shown = document->toPlainText();
+    QVERIFY(shown.contains(QStringLiteral("First paragraph, done.\nSecond one.\nx = 1\n\ny = 2")));
+    QVERIFY(shown.contains(QStringLiteral("Heading\nLast words.")));
+  }
+};
+
+QTEST_MAIN(ChatStreamTest)
+#include "chat_stream_test.moc"
