@@ -26,6 +26,7 @@
 #include <QVBoxLayout>
 
 #include "block_map_widget.h"
+#include "live_label.h"
 #include "chat_widget.h"
 #include "conversation_list_widget.h"
 #include "conversation_settings_dialog.h"
@@ -92,7 +93,7 @@ MainWindow::MainWindow(QWidget* parent, const QString& chat_store_path)
   createDocks();
   createActions();
   model_label_ = new QLabel(tr("no model"), this);
-  step_label_ = new QLabel(this);
+  step_label_ = new LiveLabel(this);
   statusBar()->addWidget(model_label_, 1);
   statusBar()->addPermanentWidget(step_label_);
   server_dialog_ = new ServerDialog(this);
@@ -192,7 +193,7 @@ void MainWindow::createDocks() {
   map_layout->setContentsMargins(2, 2, 2, 2);
   block_map_ = new BlockMapWidget(map_panel);
   block_map_->setAccessibleName(tr("KV block map"));
-  kv_summary_ = new QLabel(map_panel);
+  kv_summary_ = new LiveLabel(map_panel);
   kv_summary_->setWordWrap(true);
   block_map_legend_text_ = tr("colour = request · deeper = fuller · ◤ shared · "
                               "<span style='color:#e68700'>◢</span> read once by cascade attention · "

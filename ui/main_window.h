@@ -32,6 +32,7 @@ class ChatStore;
 class ChatWidget;
 class ConversationListWidget;
 class InvariancePanel;
+class LiveLabel;
 class MemoryPanel;
 class PlotsWidget;
 class ServerDialog;
@@ -141,7 +142,7 @@ class MainWindow : public QMainWindow {
   WorkloadSpec workload_;
   ChatWidget* chat_ = nullptr;
   BlockMapWidget* block_map_ = nullptr;
-  QLabel* kv_summary_ = nullptr;
+  LiveLabel* kv_summary_ = nullptr;  // changes with every snapshot: see live_label.h
   // The block map's legend; with tp > 1 it adds that blocks are shared by the ranks.
   QLabel* block_map_legend_ = nullptr;
   QString block_map_legend_text_;
@@ -155,7 +156,7 @@ class MainWindow : public QMainWindow {
   SharedPrefixPanel* shared_prefixes_ = nullptr;
   InvariancePanel* invariance_panel_ = nullptr;
   QLabel* model_label_ = nullptr;
-  QLabel* step_label_ = nullptr;
+  LiveLabel* step_label_ = nullptr;
   QAction* draft_tint_action_ = nullptr;  // View > Tint accepted draft tokens
   SpecPauseNotices spec_pauses_;
 

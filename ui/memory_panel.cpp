@@ -15,6 +15,7 @@
 #include "block_cell_style.h"
 #include "models/rank_text.h"
 #include "palette_colors.h"
+#include "unseen_updates.h"
 
 namespace kvscope::ui {
 
@@ -215,7 +216,7 @@ void MemoryPanel::setModel(const ModelInfo& info, const EngineConfig& config) {
 void MemoryPanel::setSnapshot(const SnapshotPtr& snapshot) {
   if (!has_model_) return;
   snapshot_ = snapshot;
-  refreshBreakdown();
+  updateWhenSeen(this, [this] { refreshBreakdown(); });
 }
 
 void MemoryPanel::refreshBreakdown() {

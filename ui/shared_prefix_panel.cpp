@@ -7,6 +7,7 @@
 #include <QVBoxLayout>
 
 #include "models/shared_prefix_model.h"
+#include "unseen_updates.h"
 
 namespace kvscope::ui {
 
@@ -39,8 +40,10 @@ SharedPrefixPanel::SharedPrefixPanel(QWidget* parent) : QWidget(parent) {
 }
 
 void SharedPrefixPanel::setSnapshot(const SnapshotPtr& snapshot) {
-  model_->setSnapshot(snapshot);
-  showAttention();
+  updateWhenSeen(this, [this, snapshot] {
+    model_->setSnapshot(snapshot);
+    showAttention();
+  });
 }
 
 void SharedPrefixPanel::setModelInfo(const ModelInfo& info) {
@@ -48,6 +51,7 @@ void SharedPrefixPanel::setModelInfo(const ModelInfo& info) {
 }
 
 void SharedPrefixPanel::clear() {
+  updateWhenSeen(this, [] {});  // drops a snapshot held for later
   model_->setSnapshot(nullptr);
   showAttention();
 }
