@@ -10,11 +10,10 @@
 #include <chrono>
 #include <thread>
 
-#include <QApplication>
 #include <QCoreApplication>
 
 #include "chat_widget.h"
-#include "engine_types.h"
+#include "ui/bench/qt_benchmark_main.h"
 
 namespace {
 
@@ -70,13 +69,4 @@ BENCHMARK(BM_ChatStreamRender)->Arg(2000)->Arg(20000)->Arg(60000)->Unit(benchmar
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) qputenv("QT_QPA_PLATFORM", "offscreen");
-  QApplication app(argc, argv);
-  ui::registerEngineMetaTypes();
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
-}
+int main(int argc, char** argv) { return kvscope::bench::run_qt_benchmarks(argc, argv); }

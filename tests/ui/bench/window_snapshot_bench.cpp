@@ -17,13 +17,12 @@
 
 #include <memory>
 
-#include <QApplication>
 #include <QCoreApplication>
 
-#include "engine_types.h"
 #include "kvscope/model_info.h"
 #include "main_window.h"
 #include "ui/test_snapshots.h"
+#include "ui/bench/qt_benchmark_main.h"
 
 namespace {
 
@@ -95,13 +94,4 @@ BENCHMARK(BM_WindowTakesSnapshot)
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  qputenv("QT_QPA_PLATFORM", qgetenv("QT_QPA_PLATFORM").isEmpty() ? QByteArray("offscreen") : qgetenv("QT_QPA_PLATFORM"));
-  QApplication app(argc, argv);
-  ui::registerEngineMetaTypes();
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
-}
+int main(int argc, char** argv) { return kvscope::bench::run_qt_benchmarks(argc, argv); }
