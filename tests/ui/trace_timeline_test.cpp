@@ -79,6 +79,26 @@ std::vector<EngineEvent> tpSession() {
 class TraceTimelineTest : public QObject {
   Q_OBJECT
  private slots:
+  // Recording appends a batch 20 times a second for as long as it runs: the
+  // log's storage must grow geometrically, not be reallocated (and copied
+  // whole) for every batch.
+  void appendGrowsTheLogGeometrically() {
+    TraceTimeline timeline;
+    int reallocations = 0;
+    size_t capacity = 0;
+    for (int batch = 0; batch < 2000; ++batch) {
+      std::vector<EngineEvent> events;
+      for (int i = 0; i < 10; ++i) events.push_back(ev(batch + i * 0.001, T::KvUsage, 0, 0, 3, 1));
+      timeline.append(events);
+      if (timeline.events().capacity() != capacity) {
+        capacity = timeline.events().capacity();
+        ++reallocations;
+      }
+    }
+    QCOMPARE(timeline.num_events(), size_t(20000));
+    QVERIFY2(reallocations <= 40, qPrintable(QString::number(reallocations)));  // ~log2(20000) = 15 for doubling
+  }
+
   void emptyTimeline() {
     TraceTimeline tl;
     QVERIFY(tl.empty());

@@ -7,9 +7,8 @@
 namespace kvscope::ui {
 
 void TraceTimeline::append(std::span<const EngineEvent> events) {
-  events_.reserve(events_.size() + events.size());
-  times_.reserve(times_.size() + events.size());
-  step_of_event_.reserve(step_of_event_.size() + events.size());
+  // No reserve(size + k) here: with a batch 20 times a second it reallocated
+  // and copied the whole log every time (push_back's doubling is amortised).
   for (const EngineEvent& e : events) {
     // A time that runs backwards is a new engine counting from zero: carry on
     // from where the last one stopped. A non-finite time (only a hand-edited
