@@ -74,6 +74,23 @@ class ChatStreamTest : public QObject {
     QCOMPARE(revisionOf(document, QStringLiteral("First paragraph, done.")), first_revision);
     // The fenced block is one block with its blank line, as rendered whole.
     QVERIFY(chat.streamText().contains(QStringLiteral("x = 1\u2029\u2029y = 2")));
+    // Each part keeps its own block formats: the heading that starts one is a
+    // heading, the code that starts another is code.
+    int checked = 0;
+    for (QTextBlock b = document->begin(); b.isValid(); b = b.next()) {
+      if (b.text() == QStringLiteral("Heading")) {
+        QCOMPARE(b.blockFormat().headingLevel(), 2);
+        ++checked;
+      } else if (b.text() == QStringLiteral("x = 1")) {
+        QVERIFY(b.blockFormat().hasProperty(QTextFormat::BlockCodeFence));
+        ++checked;
+      } else if (b.text() == QStringLiteral("Last words.")) {
+        QCOMPARE(b.blockFormat().headingLevel(), 0);
+        QVERIFY(!b.blockFormat().hasProperty(QTextFormat::BlockCodeFence));
+        ++checked;
+      }
+    }
+    QCOMPARE(checked, 3);
 
     ui::FinishInfo done;
     done.reason = FinishReason::Length;
