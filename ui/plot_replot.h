@@ -6,10 +6,12 @@
 // (tests/ui/bench/window_snapshot_bench.cpp).
 //
 // replotWhenSeen queues the replot when some of the plot is on screen, and
-// otherwise marks it stale; a stale plot is redrawn as it is next painted
-// (scrolled into view, its tab raised, grabbed), before that paint reads
-// the buffers, so nothing on screen is ever behind its data.
+// otherwise keeps it (unseen_updates.h) for the plot's next paint (scrolled
+// into view, its tab raised, grabbed), where it redraws the buffers before
+// that paint reads them, so nothing on screen is ever behind its data.
 #pragma once
+
+#include "unseen_updates.h"
 
 class QCustomPlot;
 
