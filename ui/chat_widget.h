@@ -134,7 +134,10 @@ class ChatWidget : public QWidget {
   void onLinkClicked(const QUrl& url);
   void scheduleRender();
   void render();        // everything
-  void renderStream();  // only the reply being written
+  // Only the reply being written (chat_widget_stream.cpp); rerenderStream
+  // renders it from its start again, its kept blocks too.
+  void renderStream();
+  void rerenderStream();
   // text[from, to) of the reply being written, as Markdown at `cursor` (an
   // empty block), its accepted drafts tinted.
   void renderStreamPart(QTextCursor& cursor, const QString& text, int from, int to);

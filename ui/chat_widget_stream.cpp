@@ -1,0 +1,99 @@
+// ChatWidget's reply being written (see chat_widget.h): rendered 25 times a
+// second as tokens arrive, part by part. The blocks later tokens can no
+// longer change are rendered once and kept (models/markdown_stream.h); only
+// the rest is replaced on each render, so its cost does not grow with the
+// reply (tests/ui/bench/chat_stream_bench.cpp).
+#include <algorithm>
+
+#include <QScrollBar>
+#include <QTextBrowser>
+#include <QTextCursor>
+#include <QTimer>
+
+#include "chat_widget.h"
+#include "models/draft_spans.h"
+#include "palette_colors.h"
+
+namespace kvscope::ui {
+
+void ChatWidget::renderStream() {
+  render_timer_->stop();
+  if (stream_start_ < 0) return render();
+  QScrollBar* bar = view_->verticalScrollBar();
+  const bool at_bottom = bar->value() >= bar->maximum() - 4;
+  const QString text = pending_.texts.value(pending_.shown);
+  if (frozen_end_ < stream_start_ || frozen_reply_ != pending_.shown || text.size() < frozen_chars_) {
+    // A new rendering, another reply shown, or not this text grown: from its start.
+    frozen_end_ = stream_start_;
+    frozen_chars_ = 0;
+    frozen_reply_ = pending_.shown;
+    stable_prefix_.reset();
+  }
+  QTextCursor cursor(view_->document());
+  cursor.setPosition(frozen_end_);
+  cursor.movePosition(QTextCursor::End, QTextCursor::KeepAnchor);
+  cursor.removeSelectedText();
+  // Blocks that later tokens can no longer change are rendered once and kept
+  // (models/markdown_stream.h); only the rest is rendered again each time.
+  const int stable = stable_prefix_.advance(text);
+  if (stable > frozen_chars_) {
+    const int before = cursor.position();
+    renderStreamPart(cursor, text, frozen_chars_, stable);
+    // The next part starts in a block of its own, with no list or code
+    // format carried over; the kept blocks end before it, so replacing what
+    // follows never touches them.
+    if (cursor.position() > before) cursor.insertBlock(QTextBlockFormat(), QTextCharFormat());
+    frozen_end_ = cursor.position();
+    frozen_chars_ = stable;
+  }
+  if (text.isEmpty()) {
+    cursor.insertMarkdown(tr("*…*"));
+  } else if (text.size() > frozen_chars_) {
+    renderStreamPart(cursor, text, frozen_chars_, static_cast<int>(text.size()));
+  }
+  markdown_ = markdown_head_ + QStringLiteral("\n\n") + (text.isEmpty() ? tr("*…*") : text);
+  if (at_bottom) bar->setValue(bar->maximum());
+}
+
+void ChatWidget::renderStreamPart(QTextCursor& cursor, const QString& text, int from, int to) {
+  QString part = text.mid(from, to - from);
+  while (part.endsWith(QLatin1Char('\n'))) part.chop(1);  // the blank line that ended it
+  if (part.trimmed().isEmpty()) return;
+  const int at = cursor.position();
+  cursor.insertMarkdown(part);
+  const size_t shown = static_cast<size_t>(pending_.shown);
+  if (!draft_tint_ || shown >= pending_.from_draft.size()) return;
+  // The accepted drafts' characters in this part, found in what it rendered.
+  TextSpans spans;
+  for (const TextSpan& span : pending_.from_draft[shown]) {
+    const int begin = std::max(span.begin, from);
+    const int end = std::min(span.begin + span.length, from + static_cast<int>(part.size()));
+    if (begin < end) spans.push_back({begin - from, end - begin});
+  }
+  if (spans.empty()) return;
+  QTextCursor rendered(view_->document());
+  rendered.setPosition(at);
+  rendered.setPosition(cursor.position(), QTextCursor::KeepAnchor);
+  tintSpans(view_->document(), at, spansInRendering(part, spans, rendered.selectedText()),
+            draftTokenBackground(view_->palette()));
+}
+
+QString ChatWidget::streamText() const {
+  if (stream_start_ < 0) return QString();
+  QTextCursor cursor(view_->document());
+  cursor.setPosition(stream_start_);
+  cursor.movePosition(QTextCursor::End, QTextCursor::KeepAnchor);
+  return cursor.selectedText();
+}
+
+TextSpans ChatWidget::tintedSpans() const {
+  if (stream_start_ < 0) return {};
+  return spansWithBackground(*view_->document(), stream_start_, draftTokenBackground(view_->palette()));
+}
+
+void ChatWidget::rerenderStream() {
+  frozen_end_ = -1;
+  renderStream();
+}
+
+}  // namespace kvscope::ui
