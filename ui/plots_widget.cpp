@@ -207,9 +207,7 @@ void PlotsWidget::addSnapshot(const SnapshotPtr& snapshot) {
   // Batches and rates per step, every step since the last snapshot (at
   // 20 Hz a snapshot covers several decode steps; showing only its last one
   // would stretch that batch over the others). x = steps done after it.
-  const std::vector<StepStats> last_only{s.last_step};
-  const std::vector<StepStats>& steps = s.recent_steps.empty() ? last_only : s.recent_steps;
-  for (const StepStats& st : steps) {
+  for (const StepStats& st : s.steps_reported()) {
     const double x = static_cast<double>(st.step + 1);
     const double prefill = st.num_prefill_tokens;
     const double decode = st.num_decode_tokens;

@@ -145,9 +145,7 @@ void SpecPlots::addSnapshot(const SnapshotPtr& snapshot) {
   if (step == last_step_) return;  // an idle re-publish of the same step
   last_step_ = step;
 
-  const std::vector<StepStats> last_only{s.last_step};
-  const std::vector<StepStats>& steps = s.recent_steps.empty() ? last_only : s.recent_steps;
-  for (const StepStats& st : steps) {
+  for (const StepStats& st : s.steps_reported()) {
     if (st.num_draft_tokens <= 0) continue;
     Series& series = seriesFor(method_);
     series.window.emplace_back(st.num_accepted_tokens, st.num_draft_tokens);

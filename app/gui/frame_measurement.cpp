@@ -1,7 +1,5 @@
 #include "frame_measurement.h"
 
-#include <vector>
-
 #include <QTimer>
 
 namespace kvscope::gui {
@@ -13,8 +11,7 @@ FrameMeasurement::FrameMeasurement(EngineWorker* worker, int seconds, int worklo
   connect(worker, &W::modelLoaded, this, &FrameMeasurement::onModelLoaded);
   connect(worker, &W::snapshot, this, [this](const ui::SnapshotPtr& snapshot) {
     if (!running_ || done_ || !snapshot) return;
-    const std::vector<StepStats> last_only{snapshot->last_step};
-    for (const StepStats& step : snapshot->recent_steps.empty() ? last_only : snapshot->recent_steps) {
+    for (const StepStats& step : snapshot->steps_reported()) {
       if (step.step <= last_step_) continue;  // an idle re-publish, or counted before the window
       last_step_ = step.step;
       ++steps_;

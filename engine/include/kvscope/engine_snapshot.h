@@ -5,6 +5,8 @@
 
 #include <array>
 #include <cstdint>
+#include <span>
+#include <string>
 #include <vector>
 
 #include "kernels/cpu/kv_cache_type.h"
@@ -213,6 +215,12 @@ struct EngineSnapshot {
   // block holds the K/V of every rank's KV heads.
   TensorParallelMemory tensor_parallel;
   std::string backend_reason;  // what runs the model and why (ModelInfo::backend_reason)
+
+  // The steps this snapshot reports: recent_steps, or last_step alone when
+  // the list is empty (a snapshot made by hand, or one that kept no list).
+  std::span<const StepStats> steps_reported() const {
+    return recent_steps.empty() ? std::span<const StepStats>(&last_step, 1) : std::span<const StepStats>(recent_steps);
+  }
 };
 
 }  // namespace kvscope

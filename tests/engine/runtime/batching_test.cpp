@@ -270,6 +270,17 @@ TEST_F(Batching, SnapshotIsConsistent) {
   EXPECT_GT(checked, 10);
 }
 
+// A snapshot without a list of recent steps (made by hand) reports its last
+// step alone.
+TEST(SnapshotSteps, AnEmptyListReportsTheLastStep) {
+  EngineSnapshot snap;
+  snap.last_step.step = 41;
+  ASSERT_EQ(snap.steps_reported().size(), 1u);
+  EXPECT_EQ(snap.steps_reported().front().step, 41u);
+  snap.recent_steps.resize(3);
+  EXPECT_EQ(snap.steps_reported().data(), snap.recent_steps.data());
+}
+
 // A viewer that samples snapshots now and then still gets every step: each
 // snapshot lists the steps since the previous one, in order, ending with
 // last_step; with record_snapshots each lists exactly its own step.
@@ -306,6 +317,7 @@ TEST_F(Batching, SnapshotsListEveryStepSinceThePrevious) {
       }
       EXPECT_EQ(snap->recent_steps.back().step, snap->last_step.step);
       EXPECT_EQ(snap->step, snap->last_step.step + 1);
+      EXPECT_EQ(snap->steps_reported().size(), snap->recent_steps.size());
     }
     if (!record) {
       EXPECT_EQ(tokens, expected_tokens);
