@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <set>
 
@@ -111,6 +112,9 @@ TEST_F(BenchRecord, BenchGpuScriptMakesOneRecordAndNamesAFailingRun) {
   std::remove(out.c_str());
   ASSERT_TRUE(j.is_object());
   EXPECT_EQ(j["device"].get<std::string>().rfind("CPU (", 0), 0u) << j["device"];
+  // Which matmul the CUDA backend's development switch picked (here, none: f32 unless it is set).
+  const char* matvec = std::getenv("KVSCOPE_CUDA_MATVEC");
+  EXPECT_EQ(j["matvec_math"], matvec && std::string(matvec) == "tensor" ? "tensor cores" : "f32");
   ASSERT_EQ(j["table"].size(), 4u);
   ASSERT_EQ(j["end_to_end"].size(), 4u);
   const int concurrency[] = {1, 2, 2, 1};
