@@ -6,6 +6,7 @@
 
 #include "kernels/cuda/activations.cuh"
 #include "kernels/cuda/launch_check.h"
+#include "kernels/cuda/overlapped_launch.cuh"
 
 namespace kvscope::cuda {
 namespace {
@@ -15,6 +16,7 @@ constexpr unsigned int kMaxBlocks = 65535;  // grid-stride beyond this
 
 template <typename Act>
 __global__ void act_and_mul_kernel(const float* gate, const float* up, int64_t n, float* out) {
+  await_previous_kernel();
   const Act act;
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
@@ -31,7 +33,7 @@ cudaError_t launch(const float* gate, const float* up, int64_t n, float* out, cu
   if (n == 0) return cudaSuccess;
   KVSCOPE_CUDA_REQUIRE(op, gate != nullptr && up != nullptr && out != nullptr);
   const unsigned int blocks = n / kThreads + 1 < kMaxBlocks ? num_blocks_for(n, kThreads) : kMaxBlocks;
-  act_and_mul_kernel<Act><<<blocks, kThreads, 0, stream>>>(gate, up, n, out);
+  launch_kernel(act_and_mul_kernel<Act>, blocks, kThreads, 0, stream, gate, up, n, out);
   return cudaGetLastError();
 }
 

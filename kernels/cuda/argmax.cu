@@ -7,6 +7,7 @@
 
 #include "kernels/cuda/device_util.cuh"
 #include "kernels/cuda/launch_check.h"
+#include "kernels/cuda/overlapped_launch.cuh"
 
 namespace kvscope::cuda {
 namespace {
@@ -36,6 +37,7 @@ __device__ inline Candidate warp_best(Candidate c) {
 }
 
 __global__ void argmax_kernel(const float* logits, int64_t vocab_size, int32_t* ids) {
+  await_previous_kernel();
   __shared__ Candidate scratch[32];
   const int64_t r = blockIdx.x;
   const float* row = logits + r * vocab_size;  // logits[r][i] = logits + r * vocab_size + i
@@ -64,7 +66,7 @@ cudaError_t argmax_rows(const float* logits, int64_t num_rows, int64_t vocab_siz
   KVSCOPE_CUDA_REQUIRE("argmax_rows", num_rows >= 0 && num_rows <= 0x7fffffff);
   if (num_rows == 0) return cudaSuccess;
   KVSCOPE_CUDA_REQUIRE("argmax_rows", logits != nullptr && ids != nullptr);
-  argmax_kernel<<<static_cast<unsigned int>(num_rows), kThreads, 0, stream>>>(logits, vocab_size, ids);
+  launch_kernel(argmax_kernel, static_cast<unsigned int>(num_rows), kThreads, 0, stream, logits, vocab_size, ids);
   return cudaGetLastError();
 }
 

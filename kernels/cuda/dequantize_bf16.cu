@@ -8,6 +8,7 @@
 
 #include "kernels/cuda/device_util.cuh"
 #include "kernels/cuda/launch_check.h"
+#include "kernels/cuda/overlapped_launch.cuh"
 
 namespace kvscope::cuda {
 namespace {
@@ -19,6 +20,7 @@ __device__ inline uint16_t bf16_bits(float v) { return __bfloat16_as_ushort(__fl
 template <TensorType kType>
 __global__ void dequantize_kernel(const uint8_t* w, int64_t row_len, int64_t first_row, int64_t count,
                                   uint16_t* out) {
+  await_previous_kernel();
   constexpr int block_bytes = kType == TensorType::Q8_0 ? kQ8_0BlockBytes : kQ4_1BlockBytes;
   const int64_t e = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (e >= count) return;
@@ -32,6 +34,7 @@ __global__ void dequantize_kernel(const uint8_t* w, int64_t row_len, int64_t fir
 }
 
 __global__ void f32_to_bf16_kernel(const float* x, int64_t n, uint16_t* out) {
+  await_previous_kernel();
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i < n) out[i] = bf16_bits(x[i]);
 }
@@ -51,9 +54,11 @@ cudaError_t dequantize_rows_bf16(TensorType type, const void* w, int64_t row_len
   const unsigned int blocks = num_blocks_for(count, kThreads);
   const auto* bytes = static_cast<const uint8_t*>(w);
   if (type == TensorType::Q8_0) {
-    dequantize_kernel<TensorType::Q8_0><<<blocks, kThreads, 0, stream>>>(bytes, row_len, first_row, count, out);
+    launch_kernel(dequantize_kernel<TensorType::Q8_0>, blocks, kThreads, 0, stream, bytes, row_len, first_row, count,
+                  out);
   } else {
-    dequantize_kernel<TensorType::Q4_1><<<blocks, kThreads, 0, stream>>>(bytes, row_len, first_row, count, out);
+    launch_kernel(dequantize_kernel<TensorType::Q4_1>, blocks, kThreads, 0, stream, bytes, row_len, first_row, count,
+                  out);
   }
   return cudaGetLastError();
 }
@@ -64,7 +69,7 @@ cudaError_t f32_to_bf16(const float* x, int64_t n, uint16_t* out, cudaStream_t s
   if (n == 0) return cudaSuccess;
   KVSCOPE_CUDA_REQUIRE(op, x != nullptr && out != nullptr);
   KVSCOPE_CUDA_REQUIRE(op, (n + kThreads - 1) / kThreads <= 0x7fffffff);  // grid.x limit
-  f32_to_bf16_kernel<<<num_blocks_for(n, kThreads), kThreads, 0, stream>>>(x, n, out);
+  launch_kernel(f32_to_bf16_kernel, num_blocks_for(n, kThreads), kThreads, 0, stream, x, n, out);
   return cudaGetLastError();
 }
 

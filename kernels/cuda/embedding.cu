@@ -4,6 +4,7 @@
 
 #include "kernels/cuda/device_util.cuh"
 #include "kernels/cuda/launch_check.h"
+#include "kernels/cuda/overlapped_launch.cuh"
 
 namespace kvscope::cuda {
 namespace {
@@ -12,6 +13,7 @@ constexpr int kThreads = 256;
 
 __global__ void embedding_kernel(TensorType type, const uint8_t* table, int64_t vocab_size, int64_t dim,
                                  int64_t row_bytes, const int32_t* token_ids, float* out) {
+  await_previous_kernel();
   const int64_t t = blockIdx.x;
   const int32_t id = token_ids[t];
   float* out_row = out + t * dim;  // out[t][i] = out + t * dim + i
@@ -53,8 +55,8 @@ cudaError_t embedding_lookup(TensorType type, const void* table, int64_t vocab_s
     case TensorType::Q8_0: row_bytes = dim / kQBlockElems * kQ8_0BlockBytes; break;
     default: row_bytes = dim / kQBlockElems * kQ4_1BlockBytes; break;  // Q4_1
   }
-  embedding_kernel<<<static_cast<unsigned int>(num_tokens), kThreads, 0, stream>>>(
-      type, static_cast<const uint8_t*>(table), vocab_size, dim, row_bytes, token_ids, out);
+  launch_kernel(embedding_kernel, static_cast<unsigned int>(num_tokens), kThreads, 0, stream, type,
+                static_cast<const uint8_t*>(table), vocab_size, dim, row_bytes, token_ids, out);
   return cudaGetLastError();
 }
 

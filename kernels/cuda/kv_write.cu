@@ -4,6 +4,7 @@
 
 #include "kernels/cuda/kv_row_store.cuh"
 #include "kernels/cuda/launch_check.h"
+#include "kernels/cuda/overlapped_launch.cuh"
 
 namespace kvscope::cuda {
 namespace {
@@ -13,6 +14,7 @@ constexpr int kThreads = 256;  // a multiple of 32: whole warps for q8_0
 __global__ void write_kv_kernel(const float* k, const float* v, int64_t src_row_stride, const int64_t* slot_mapping,
                                 int32_t kv_size, KvCacheType type, uint8_t* k_cache, uint8_t* v_cache,
                                 int64_t num_slots, int64_t slot_bytes) {
+  await_previous_kernel();
   const int64_t t = blockIdx.x;
   const int64_t slot = slot_mapping[t];
   if (slot < 0 || slot >= num_slots) return;  // padding (or a bad slot: write nothing)
@@ -38,9 +40,8 @@ cudaError_t write_kv(const float* k, const float* v, int64_t src_row_stride, con
   KVSCOPE_CUDA_REQUIRE("write_kv", num_slots == 0 || (k_cache != nullptr && v_cache != nullptr));
   const int64_t stride = src_row_stride == 0 ? kv_size : src_row_stride;
   const int64_t slot_bytes = static_cast<int64_t>(kv_row_bytes(type, kv_size));
-  write_kv_kernel<<<static_cast<unsigned int>(num_tokens), kThreads, 0, stream>>>(
-      k, v, stride, slot_mapping, kv_size, type, static_cast<uint8_t*>(k_cache), static_cast<uint8_t*>(v_cache),
-      num_slots, slot_bytes);
+  launch_kernel(write_kv_kernel, static_cast<unsigned int>(num_tokens), kThreads, 0, stream, k, v, stride, slot_mapping,
+                kv_size, type, static_cast<uint8_t*>(k_cache), static_cast<uint8_t*>(v_cache), num_slots, slot_bytes);
   return cudaGetLastError();
 }
 

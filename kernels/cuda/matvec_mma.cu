@@ -1,6 +1,7 @@
 // Tensor-core matvec_q (MatvecMath::kTensorCores; matvec_q.cuh has the
-// contract). NOT YET RUN ON A GPU: written in a session whose GPU time was
-// spent; its tests are matvec_q_test.cpp's, run for both MatvecMath values.
+// contract); its tests are matvec_q_test.cpp's, run for both MatvecMath
+// values. First run on an H100 on 2026-11-26: every test passed, and end to
+// end 2.1x the f32 kernels' throughput at 64 sequences (docs/cuda.md).
 //
 // Why: the f32 kernel (matvec_q.cu) spends a multiply-add instruction per
 // weight and token; on the H200 it reached 2.6 TFLOP/s at 64 tokens, latency
@@ -30,6 +31,19 @@
 // together. Each warp sums its blocks in order; at the end the 8 partial sums
 // of an output are added in warp order.
 //
+// Split over a cluster (Hopper): a launch of few blocks (a decode step's
+// small matrices: 36 blocks for a 576-row matrix at one token, on 132 SMs)
+// leaves most of the GPU idle while each block walks its stages one after
+// another. Where that pays (split_ranks below), each 16-row group becomes a
+// cluster of one block per stage: block r computes stage r
+// only, and rank 0 reads the ranks' per-warp sums from their shared memory
+// and adds them, for each warp, in stage order, then over the warps in warp
+// order. That is the unsplit kernel's arithmetic exactly (its warp w adds
+// block r's product to its sum at stage r; a rank's sum is 0 + that product,
+// the same value but for -0 -> +0, which no later sum can tell apart), so
+// the choice, which depends on the token count, leaves every bit as it is
+// (the tests force both ways and compare).
+//
 // Invariance: an MMA's output column depends only on its own B column (the
 // token) and the A rows, and everything else is per token, so a token's bits
 // do not depend on the other tokens of the launch or their tiles (the tests
@@ -43,6 +57,7 @@
 // Each 32-bit register holds two f16, the lower-numbered element in its low half.
 #include "kernels/cuda/matvec_mma.cuh"
 
+#include <cooperative_groups.h>
 #include <cuda_fp16.h>
 
 #include <algorithm>
@@ -52,6 +67,7 @@
 #include "kernels/cuda/activations.cuh"
 #include "kernels/cuda/device_util.cuh"
 #include "kernels/cuda/launch_check.h"
+#include "kernels/cuda/overlapped_launch.cuh"
 
 namespace kvscope::cuda {
 namespace {
@@ -249,12 +265,53 @@ __device__ inline void store_partials(Shared& sh, int which, const float (&acc)[
   }
 }
 
-// An output's sum over the warps, in warp order.
-__device__ inline float warps_sum(const Shared& sh, int which, int row, int t) {
-  float s = sh.partial[which][0][row][t];
+// An output's sum over the warps, in warp order. Split (rank 0 of a
+// cluster): each warp's sum is first carried through the ranks' partial sums
+// in rank (= stage) order, as the unsplit warp carried it through its stages.
+template <bool kSplit>
+__device__ inline float output_sum(Shared& sh, int which, int row, int t) {
+  if constexpr (!kSplit) {
+    float s = sh.partial[which][0][row][t];
 #pragma unroll
-  for (int w = 1; w < kWarps; ++w) s = __fadd_rn(s, sh.partial[which][w][row][t]);
-  return s;
+    for (int w = 1; w < kWarps; ++w) s = __fadd_rn(s, sh.partial[which][w][row][t]);
+    return s;
+  } else {
+#if __CUDA_ARCH__ >= 900
+    const cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
+    const unsigned ranks = cluster.num_blocks();
+    float s = 0.0f;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) {
+      float* mine = &sh.partial[which][w][row][t];
+      float warp_sum = *mine;
+      for (unsigned r = 1; r < ranks; ++r) warp_sum = __fadd_rn(warp_sum, *cluster.map_shared_rank(mine, r));
+      s = w == 0 ? warp_sum : __fadd_rn(s, warp_sum);
+    }
+    return s;
+#else
+    __trap();  // the launcher splits only on devices of compute capability 9.0 or later
+    return 0.0f;
+#endif
+  }
+}
+
+// Rank 0 of the cluster has read every rank's partial sums (the split
+// kernels' second cluster barrier): until then no rank may exit, its shared
+// memory being read.
+template <bool kSplit>
+__device__ inline void cluster_barrier() {
+#if __CUDA_ARCH__ >= 900
+  if constexpr (kSplit) cooperative_groups::this_cluster().sync();
+#endif
+}
+
+// Whether this block writes the outputs: every block unsplit, rank 0 split.
+template <bool kSplit>
+__device__ inline bool writes_outputs() {
+#if __CUDA_ARCH__ >= 900
+  if constexpr (kSplit) return cooperative_groups::this_cluster().block_rank() == 0;
+#endif
+  return true;
 }
 
 template <TensorType kType>
@@ -263,15 +320,19 @@ __device__ inline const uint8_t* weight_row(const void* w, int64_t r, int64_t ro
 }
 
 // Where this thread is: its warp, its lane's MMA group g and index c, the
-// block's tokens [t0, t0 + tile) in `tiles` MMA tiles, its first row.
+// block's tokens [t0, t0 + tile) in `tiles` MMA tiles, its first row, and
+// the quantisation blocks it takes: [b_begin, b_end), every stage unsplit,
+// stage r for rank r of a split cluster.
 struct Place {
   int warp, g, c;
   int64_t t0;
   int tile, tiles;
   int64_t row0;
+  int64_t b_begin, b_end;
 };
 
-__device__ inline Place place_of(int64_t num_tokens) {
+template <bool kSplit>
+__device__ inline Place place_of(int64_t num_tokens, int64_t row_len) {
   Place p;
   p.warp = threadIdx.x / kWarpSize;
   const int lane = threadIdx.x % kWarpSize;
@@ -280,17 +341,30 @@ __device__ inline Place place_of(int64_t num_tokens) {
   p.t0 = static_cast<int64_t>(blockIdx.y) * kTokens;
   p.tile = static_cast<int>(min(static_cast<int64_t>(kTokens), num_tokens - p.t0));
   p.tiles = (p.tile + kTileTokens - 1) / kTileTokens;
-  p.row0 = static_cast<int64_t>(blockIdx.x) * kRows;
+  const int64_t num_blocks = row_len / kQBlockElems;
+  int64_t group = blockIdx.x;
+  p.b_begin = 0;
+  p.b_end = num_blocks;
+#if __CUDA_ARCH__ >= 900
+  if constexpr (kSplit) {
+    const cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
+    group = blockIdx.x / cluster.num_blocks();
+    p.b_begin = static_cast<int64_t>(cluster.block_rank()) * kStageBlocks;
+    p.b_end = min(num_blocks, p.b_begin + kStageBlocks);
+  }
+#endif
+  p.row0 = group * kRows;
   return p;
 }
 
-// grid.x: 16-row groups of the outputs' rows one after the other; grid.y:
-// groups of 32 tokens.
-template <TensorType kType>
+// grid.x: 16-row groups of the outputs' rows one after the other (split: a
+// cluster of one block per stage for each group); grid.y: groups of 32 tokens.
+template <TensorType kType, bool kSplit>
 __global__ void __launch_bounds__(kThreads)
     mma_multi_kernel(MultiOutputs outputs, int64_t row_len, const float* x, int64_t num_tokens) {
+  wait_for_previous_kernel();  // a long kernel: the next one starts as it exits
   __shared__ Shared sh;
-  const Place at = place_of(num_tokens);
+  const Place at = place_of<kSplit>(num_tokens, row_len);
   const int warp = at.warp, g = at.g, c = at.c, tile = at.tile, tiles = at.tiles;
   const int64_t t0 = at.t0, row0 = at.row0;
   // This thread's two weight rows (a row past the end reads output 0's row 0 and is not stored).
@@ -302,9 +376,8 @@ __global__ void __launch_bounds__(kThreads)
   const uint8_t* wb = weight_row<kType>(has_b ? ob.w : outputs.out[0].w, has_b ? lb : 0, row_len);
 
   float acc[kTiles][4] = {};
-  const int64_t num_blocks = row_len / kQBlockElems;
-  for (int64_t b0 = 0; b0 < num_blocks; b0 += kStageBlocks) {
-    const int nb = static_cast<int>(min(static_cast<int64_t>(kStageBlocks), num_blocks - b0));
+  for (int64_t b0 = at.b_begin; b0 < at.b_end; b0 += kStageBlocks) {
+    const int nb = static_cast<int>(min(static_cast<int64_t>(kStageBlocks), at.b_end - b0));
     // This warp's block of the stage: its weights' loads go out before the barrier.
     const bool mine = warp < nb;
     RowBlock ra{}, rb{};
@@ -320,24 +393,29 @@ __global__ void __launch_bounds__(kThreads)
   __syncthreads();  // the stage becomes the partial sums
   store_partials(sh, 0, acc, tiles);
   __syncthreads();
-  for (int p = threadIdx.x; p < kRows * tiles * kTileTokens; p += kThreads) {
-    const int row = p / (tiles * kTileTokens);
-    const int t = p % (tiles * kTileTokens);
-    if (t >= tile) continue;
-    MatvecOutput o;
-    int64_t local;
-    if (!find_output(outputs, row0 + row, o, local)) continue;
-    o.y[(t0 + t) * o.ld + local] = warps_sum(sh, 0, row, t);
+  cluster_barrier<kSplit>();  // every rank's partial sums are in place
+  if (writes_outputs<kSplit>()) {
+    for (int p = threadIdx.x; p < kRows * tiles * kTileTokens; p += kThreads) {
+      const int row = p / (tiles * kTileTokens);
+      const int t = p % (tiles * kTileTokens);
+      if (t >= tile) continue;
+      MatvecOutput o;
+      int64_t local;
+      if (!find_output(outputs, row0 + row, o, local)) continue;
+      o.y[(t0 + t) * o.ld + local] = output_sum<kSplit>(sh, 0, row, t);
+    }
   }
+  cluster_barrier<kSplit>();
 }
 
 // Row r of the gate and of the up projection, then act(gate) * up.
-template <TensorType kType, typename Act>
+template <TensorType kType, typename Act, bool kSplit>
 __global__ void __launch_bounds__(kThreads)
     mma_glu_kernel(const void* w_gate, const void* w_up, int64_t num_rows, int64_t row_len, const float* x,
                    int64_t num_tokens, float* out, int64_t ld) {
+  wait_for_previous_kernel();  // a long kernel: the next one starts as it exits
   __shared__ Shared sh;
-  const Place at = place_of(num_tokens);
+  const Place at = place_of<kSplit>(num_tokens, row_len);
   const int warp = at.warp, g = at.g, c = at.c, tile = at.tile, tiles = at.tiles;
   const int64_t t0 = at.t0, row0 = at.row0;
   const int64_t ra_row = min(row0 + g, num_rows - 1);  // past the end: read a real row, store nothing
@@ -348,9 +426,8 @@ __global__ void __launch_bounds__(kThreads)
   const uint8_t* ub = weight_row<kType>(w_up, rb_row, row_len);
 
   float gate[kTiles][4] = {}, up[kTiles][4] = {};
-  const int64_t num_blocks = row_len / kQBlockElems;
-  for (int64_t b0 = 0; b0 < num_blocks; b0 += kStageBlocks) {
-    const int nb = static_cast<int>(min(static_cast<int64_t>(kStageBlocks), num_blocks - b0));
+  for (int64_t b0 = at.b_begin; b0 < at.b_end; b0 += kStageBlocks) {
+    const int nb = static_cast<int>(min(static_cast<int64_t>(kStageBlocks), at.b_end - b0));
     const bool mine = warp < nb;
     RowBlock g_a{}, g_b{}, u_a{}, u_b{};
     if (mine) {
@@ -372,48 +449,95 @@ __global__ void __launch_bounds__(kThreads)
   store_partials(sh, 0, gate, tiles);
   store_partials(sh, 1, up, tiles);
   __syncthreads();
-  const Act act;
-  for (int p = threadIdx.x; p < kRows * tiles * kTileTokens; p += kThreads) {
-    const int row = p / (tiles * kTileTokens);
-    const int t = p % (tiles * kTileTokens);
-    if (t >= tile || row0 + row >= num_rows) continue;
-    out[(t0 + t) * ld + row0 + row] = __fmul_rn(act(warps_sum(sh, 0, row, t)), warps_sum(sh, 1, row, t));
+  cluster_barrier<kSplit>();
+  if (writes_outputs<kSplit>()) {
+    const Act act;
+    for (int p = threadIdx.x; p < kRows * tiles * kTileTokens; p += kThreads) {
+      const int row = p / (tiles * kTileTokens);
+      const int t = p % (tiles * kTileTokens);
+      if (t >= tile || row0 + row >= num_rows) continue;
+      out[(t0 + t) * ld + row0 + row] =
+          __fmul_rn(act(output_sum<kSplit>(sh, 0, row, t)), output_sum<kSplit>(sh, 1, row, t));
+    }
   }
+  cluster_barrier<kSplit>();
+}
+
+// Ranks of the split clusters (the top comment), 0 for an unsplit launch:
+// one per stage when there are 2 to 8 stages (8: the portable cluster size)
+// on a Hopper or later device. kAuto splits only where it was measured to
+// pay (gpu_kernel_bench on an H200 with every such launch split: docs/
+// benchmarks/2026-11-26_cuda_kernels_h200_split_everywhere.json): rows of 4 stages or more (SmolLM2's ffn_down, 6: 14.2 ->
+// 10.7 us at one token, 17.3 -> 12.4 at 16) in one group of tokens (up to
+// 32) and fewer blocks than multiprocessors. With 3 stages (576-wide rows)
+// the cluster's barriers cost what the shorter walk saves (8.4 -> 8.9 us for
+// q at one token, 9.2 -> 15.3 for gate and up), and with two groups of
+// tokens the unsplit blocks already fill more of the GPU (ffn_down at 64
+// tokens: 23.9 unsplit, 32.2 split).
+constexpr int64_t kMaxRanks = 8;
+constexpr int64_t kMinAutoRanks = 4;
+
+int split_ranks(TensorCoreSplit split, int64_t row_groups, int64_t token_groups, int64_t row_len) {
+  const int64_t stages = num_blocks_for(row_len / kQBlockElems, kStageBlocks);
+  if (split == TensorCoreSplit::kNever || stages < 2 || stages > kMaxRanks) return 0;
+  const DeviceShape d = current_device_shape();
+  if (d.major < 9) return 0;
+  if (split == TensorCoreSplit::kAlways) return static_cast<int>(stages);
+  const bool pays = stages >= kMinAutoRanks && token_groups == 1 && row_groups < d.sms;
+  return pays ? static_cast<int>(stages) : 0;
+}
+
+// `unsplit` on `grid`, or `split` on clusters of `ranks` blocks per 16-row
+// group (grid.x times as many blocks).
+template <typename... Params, typename... Args>
+cudaError_t launch(void (*unsplit)(Params...), void (*split)(Params...), dim3 grid, int ranks, cudaStream_t stream,
+                   Args... args) {
+  if (ranks == 0) return launch_kernel(unsplit, grid, kThreads, 0, stream, args...);
+  const dim3 clusters(grid.x * static_cast<unsigned>(ranks), grid.y);
+  return launch_clusters(static_cast<unsigned>(ranks), split, clusters, kThreads, 0, stream, args...);
 }
 
 }  // namespace
 
+int tensor_core_split_ranks(int64_t num_rows, int64_t row_len, int64_t num_tokens, TensorCoreSplit split) {
+  if (num_rows <= 0 || row_len <= 0 || num_tokens <= 0) return 0;
+  return split_ranks(split, num_blocks_for(num_rows, kRows), num_blocks_for(num_tokens, kTokens), row_len);
+}
+
 cudaError_t matvec_mma_multi(TensorType type, const MultiOutputs& outputs, int64_t total_rows, int64_t row_len,
-                             const float* x, int64_t num_tokens, cudaStream_t stream) {
+                             const float* x, int64_t num_tokens, cudaStream_t stream, TensorCoreSplit split) {
   const char* op = "matvec_q (tensor cores)";
-  KVSCOPE_CUDA_REQUIRE(op, total_rows / kRows < 0x7fffffff);
+  KVSCOPE_CUDA_REQUIRE(op, total_rows / kRows < 0x7fffffff / kMaxRanks);
   if (num_tokens == 0) return cudaSuccess;
   const dim3 grid(num_blocks_for(total_rows, kRows), num_blocks_for(num_tokens, kTokens));
+  const int ranks = split_ranks(split, grid.x, grid.y, row_len);
   if (type == TensorType::Q8_0) {
-    mma_multi_kernel<TensorType::Q8_0><<<grid, kThreads, 0, stream>>>(outputs, row_len, x, num_tokens);
-  } else {
-    mma_multi_kernel<TensorType::Q4_1><<<grid, kThreads, 0, stream>>>(outputs, row_len, x, num_tokens);
+    return launch(mma_multi_kernel<TensorType::Q8_0, false>, mma_multi_kernel<TensorType::Q8_0, true>, grid, ranks,
+                  stream, outputs, row_len, x, num_tokens);
   }
-  return cudaGetLastError();
+  return launch(mma_multi_kernel<TensorType::Q4_1, false>, mma_multi_kernel<TensorType::Q4_1, true>, grid, ranks,
+                stream, outputs, row_len, x, num_tokens);
 }
 
 cudaError_t matvec_mma_glu(TensorType type, const void* w_gate, const void* w_up, int64_t num_rows, int64_t row_len,
                            const float* x, int64_t num_tokens, GluActivation activation, float* out, int64_t ld,
-                           cudaStream_t stream) {
+                           cudaStream_t stream, TensorCoreSplit split) {
   const char* op = "matvec_q_glu (tensor cores)";
-  KVSCOPE_CUDA_REQUIRE(op, num_rows / kRows < 0x7fffffff);
+  KVSCOPE_CUDA_REQUIRE(op, num_rows / kRows < 0x7fffffff / kMaxRanks);
   if (num_tokens == 0) return cudaSuccess;
   const dim3 grid(num_blocks_for(num_rows, kRows), num_blocks_for(num_tokens, kTokens));
-  const bool silu = activation == GluActivation::Silu;
-  const auto launch = [&](auto kernel) {
-    kernel<<<grid, kThreads, 0, stream>>>(w_gate, w_up, num_rows, row_len, x, num_tokens, out, ld);
+  const int ranks = split_ranks(split, grid.x, grid.y, row_len);
+  const auto go = [&](auto unsplit_kernel, auto split_kernel) {
+    return launch(unsplit_kernel, split_kernel, grid, ranks, stream, w_gate, w_up, num_rows, row_len, x, num_tokens,
+                  out, ld);
   };
-  if (type == TensorType::Q8_0) {
-    silu ? launch(mma_glu_kernel<TensorType::Q8_0, Silu>) : launch(mma_glu_kernel<TensorType::Q8_0, GeluTanh>);
-  } else {
-    silu ? launch(mma_glu_kernel<TensorType::Q4_1, Silu>) : launch(mma_glu_kernel<TensorType::Q4_1, GeluTanh>);
+  constexpr TensorType kQ8 = TensorType::Q8_0, kQ4 = TensorType::Q4_1;
+  if (activation == GluActivation::Silu) {
+    return type == kQ8 ? go(mma_glu_kernel<kQ8, Silu, false>, mma_glu_kernel<kQ8, Silu, true>)
+                       : go(mma_glu_kernel<kQ4, Silu, false>, mma_glu_kernel<kQ4, Silu, true>);
   }
-  return cudaGetLastError();
+  return type == kQ8 ? go(mma_glu_kernel<kQ8, GeluTanh, false>, mma_glu_kernel<kQ8, GeluTanh, true>)
+                     : go(mma_glu_kernel<kQ4, GeluTanh, false>, mma_glu_kernel<kQ4, GeluTanh, true>);
 }
 
 }  // namespace kvscope::cuda

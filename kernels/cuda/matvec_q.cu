@@ -53,6 +53,7 @@
 #include "kernels/cuda/launch_check.h"
 #include "kernels/cuda/matvec_mma.cuh"
 #include "kernels/cuda/matvec_outputs.cuh"
+#include "kernels/cuda/overlapped_launch.cuh"
 
 namespace kvscope::cuda {
 namespace {
@@ -235,6 +236,7 @@ __device__ inline int token_tile(int64_t num_tokens, int64_t& t0) {
 template <TensorType kType, int kTile>
 __global__ void __launch_bounds__(kThreads)
     matvec_multi_kernel(MultiOutputs outputs, int64_t row_len, const float* x, int64_t num_tokens) {
+  wait_for_previous_kernel();  // a long kernel: the next one starts as it exits
   extern __shared__ __align__(16) unsigned char smem[];
   const int warp = threadIdx.x / kWarpSize;
   int64_t t0;
@@ -278,6 +280,7 @@ template <TensorType kType, int kTile, typename Act>
 __global__ void __launch_bounds__(kThreads)
     matvec_glu_kernel(const void* w_gate, const void* w_up, int64_t num_rows, int64_t row_len, const float* x,
                       int64_t num_tokens, float* out, int64_t ld) {
+  wait_for_previous_kernel();  // a long kernel: the next one starts as it exits
   extern __shared__ __align__(16) unsigned char smem[];
   const int warp = threadIdx.x / kWarpSize;
   int64_t t0;
@@ -328,13 +331,14 @@ cudaError_t check_common(const char* op, TensorType type, int64_t row_len, int64
 }  // namespace
 
 cudaError_t matvec_q(TensorType type, const void* w, int64_t num_rows, int64_t row_len, const float* x,
-                     int64_t num_tokens, float* y, cudaStream_t stream, MatvecMath math) {
+                     int64_t num_tokens, float* y, cudaStream_t stream, MatvecMath math, TensorCoreSplit split) {
   const MatvecOutput out{w, num_rows, y, num_rows};
-  return matvec_q_multi(type, &out, 1, row_len, x, num_tokens, stream, math);
+  return matvec_q_multi(type, &out, 1, row_len, x, num_tokens, stream, math, split);
 }
 
 cudaError_t matvec_q_multi(TensorType type, const MatvecOutput* outputs, int num_outputs, int64_t row_len,
-                           const float* x, int64_t num_tokens, cudaStream_t stream, MatvecMath math) {
+                           const float* x, int64_t num_tokens, cudaStream_t stream, MatvecMath math,
+                           TensorCoreSplit split) {
   const char* op = "matvec_q";
   if (cudaError_t e = check_common(op, type, row_len, num_tokens, x); e != cudaSuccess) return e;
   MultiOutputs all;
@@ -344,22 +348,28 @@ cudaError_t matvec_q_multi(TensorType type, const MatvecOutput* outputs, int num
   }
   KVSCOPE_CUDA_REQUIRE(op, total_rows / kWarpsPerBlock < 0x7fffffff);  // grid.x limit
   if (num_tokens == 0) return cudaSuccess;
-  if (math == MatvecMath::kTensorCores) return matvec_mma_multi(type, all, total_rows, row_len, x, num_tokens, stream);
+  if (math == MatvecMath::kTensorCores) {
+    return matvec_mma_multi(type, all, total_rows, row_len, x, num_tokens, stream, split);
+  }
   const size_t smem = shared_bytes_for(static_cast<int>(std::min<int64_t>(num_tokens, kTokenTile)));
   const unsigned int row_blocks = num_blocks_for(total_rows, kWarpsPerBlock);
   if (num_tokens == 1) {
     const dim3 grid(row_blocks, 1);
     if (type == TensorType::Q8_0) {
-      matvec_multi_kernel<TensorType::Q8_0, 1><<<grid, kThreads, smem, stream>>>(all, row_len, x, num_tokens);
+      launch_kernel(matvec_multi_kernel<TensorType::Q8_0, 1>, grid, kThreads, smem, stream, all, row_len, x,
+                    num_tokens);
     } else {
-      matvec_multi_kernel<TensorType::Q4_1, 1><<<grid, kThreads, smem, stream>>>(all, row_len, x, num_tokens);
+      launch_kernel(matvec_multi_kernel<TensorType::Q4_1, 1>, grid, kThreads, smem, stream, all, row_len, x,
+                    num_tokens);
     }
   } else {
     const dim3 grid(row_blocks, num_blocks_for(num_tokens, kTokenTile));
     if (type == TensorType::Q8_0) {
-      matvec_multi_kernel<TensorType::Q8_0, kTokenTile><<<grid, kThreads, smem, stream>>>(all, row_len, x, num_tokens);
+      launch_kernel(matvec_multi_kernel<TensorType::Q8_0, kTokenTile>, grid, kThreads, smem, stream, all, row_len, x,
+                    num_tokens);
     } else {
-      matvec_multi_kernel<TensorType::Q4_1, kTokenTile><<<grid, kThreads, smem, stream>>>(all, row_len, x, num_tokens);
+      launch_kernel(matvec_multi_kernel<TensorType::Q4_1, kTokenTile>, grid, kThreads, smem, stream, all, row_len, x,
+                    num_tokens);
     }
   }
   return cudaGetLastError();
@@ -367,7 +377,7 @@ cudaError_t matvec_q_multi(TensorType type, const MatvecOutput* outputs, int num
 
 cudaError_t matvec_q_glu(TensorType type, const void* w_gate, const void* w_up, int64_t num_rows, int64_t row_len,
                          const float* x, int64_t num_tokens, GluActivation activation, float* out, int64_t ld,
-                         cudaStream_t stream, MatvecMath math) {
+                         cudaStream_t stream, MatvecMath math, TensorCoreSplit split) {
   const char* op = "matvec_q_glu";
   if (cudaError_t e = check_common(op, type, row_len, num_tokens, x); e != cudaSuccess) return e;
   KVSCOPE_CUDA_REQUIRE(op, num_rows > 0 && ld >= num_rows);
@@ -377,13 +387,13 @@ cudaError_t matvec_q_glu(TensorType type, const void* w_gate, const void* w_up, 
   KVSCOPE_CUDA_REQUIRE(op, w_gate != nullptr && w_up != nullptr && out != nullptr);
   KVSCOPE_CUDA_REQUIRE(op, reinterpret_cast<uintptr_t>(w_gate) % 2 == 0 && reinterpret_cast<uintptr_t>(w_up) % 2 == 0);
   if (math == MatvecMath::kTensorCores) {
-    return matvec_mma_glu(type, w_gate, w_up, num_rows, row_len, x, num_tokens, activation, out, ld, stream);
+    return matvec_mma_glu(type, w_gate, w_up, num_rows, row_len, x, num_tokens, activation, out, ld, stream, split);
   }
   const size_t smem = shared_bytes_for(static_cast<int>(std::min<int64_t>(num_tokens, kTokenTile)));
   const bool silu = activation == GluActivation::Silu;
   const auto launch = [&](auto kernel, int tile_tokens) {
     const dim3 grid(num_blocks_for(num_rows, kWarpsPerBlock), num_blocks_for(num_tokens, tile_tokens));
-    kernel<<<grid, kThreads, smem, stream>>>(w_gate, w_up, num_rows, row_len, x, num_tokens, out, ld);
+    launch_kernel(kernel, grid, kThreads, smem, stream, w_gate, w_up, num_rows, row_len, x, num_tokens, out, ld);
   };
   constexpr TensorType kQ8 = TensorType::Q8_0, kQ4 = TensorType::Q4_1;
   if (num_tokens == 1) {

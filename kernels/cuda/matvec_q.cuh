@@ -22,8 +22,22 @@ inline constexpr int64_t kMaxMatvecTokens = 65535;  // tokens of one launch
 //   kTensorCores: f16 tensor-core products (matvec_mma.cu): the quants are
 //     exact in f16 and each activation is split into two f16 parts (hi + lo,
 //     about 22 bits), scaled by a power of two per 32-element block so large
-//     activations do not overflow; f32 accumulation. Not yet run on a GPU.
+//     activations do not overflow; f32 accumulation.
 enum class MatvecMath { kF32, kTensorCores };
+
+// Whether a tensor-core launch splits each group of 16 rows over a cluster of
+// one block per stage of 256 weights (matvec_mma.cu): kAuto does where that
+// was measured to pay (long rows, few tokens and few blocks: a decode step's
+// ffn_down); kNever and kAlways are for the tests and the benchmark. The bits are the same either way. A split needs compute
+// capability 9.0 and rows of 257 to 2,048 weights (2 to 8 stages); elsewhere
+// kAlways launches unsplit. The f32 kernels ignore it.
+enum class TensorCoreSplit { kAuto, kNever, kAlways };
+
+// The cluster size a tensor-core launch of `num_rows` rows (all outputs
+// together) of `row_len` weights on `num_tokens` tokens uses on the current
+// device: a rank per stage, or 0 unsplit. For the tests and the benchmark's
+// records.
+int tensor_core_split_ranks(int64_t num_rows, int64_t row_len, int64_t num_tokens, TensorCoreSplit split);
 
 // y[t][r] = dot(dequant(w row r), x[t]) for t < num_tokens: decode rows, or a
 // prefill chunk (each weight block is loaded once per 8 tokens). A token's
@@ -33,7 +47,8 @@ enum class MatvecMath { kF32, kTensorCores };
 // Preconditions: type Q4_1 or Q8_0, row_len > 0 and a multiple of 32,
 // num_rows > 0, 0 <= num_tokens <= kMaxMatvecTokens, w 2-byte and x 16-byte aligned.
 cudaError_t matvec_q(TensorType type, const void* w, int64_t num_rows, int64_t row_len, const float* x,
-                     int64_t num_tokens, float* y, cudaStream_t stream, MatvecMath math = MatvecMath::kF32);
+                     int64_t num_tokens, float* y, cudaStream_t stream, MatvecMath math = MatvecMath::kF32,
+                     TensorCoreSplit split = TensorCoreSplit::kAuto);
 
 // One matrix of a matvec_q_multi launch: y[t * ld + r] = dot(dequant(w row r), x[t]).
 struct MatvecOutput {
@@ -50,7 +65,7 @@ inline constexpr int kMaxMatvecOutputs = 3;
 // Preconditions: matvec_q's, 1 <= num_outputs <= kMaxMatvecOutputs.
 cudaError_t matvec_q_multi(TensorType type, const MatvecOutput* outputs, int num_outputs, int64_t row_len,
                            const float* x, int64_t num_tokens, cudaStream_t stream,
-                           MatvecMath math = MatvecMath::kF32);
+                           MatvecMath math = MatvecMath::kF32, TensorCoreSplit split = TensorCoreSplit::kAuto);
 
 enum class GluActivation { Silu, GeluTanh };
 
@@ -62,6 +77,7 @@ enum class GluActivation { Silu, GeluTanh };
 // type; out: device f32, ld >= num_rows. Preconditions: matvec_q's.
 cudaError_t matvec_q_glu(TensorType type, const void* w_gate, const void* w_up, int64_t num_rows, int64_t row_len,
                          const float* x, int64_t num_tokens, GluActivation activation, float* out, int64_t ld,
-                         cudaStream_t stream, MatvecMath math = MatvecMath::kF32);
+                         cudaStream_t stream, MatvecMath math = MatvecMath::kF32,
+                         TensorCoreSplit split = TensorCoreSplit::kAuto);
 
 }  // namespace kvscope::cuda

@@ -20,6 +20,7 @@
 
 #include "kernels/cuda/device_util.cuh"
 #include "kernels/cuda/launch_check.h"
+#include "kernels/cuda/overlapped_launch.cuh"
 
 namespace kvscope::cuda {
 namespace {
@@ -51,6 +52,7 @@ __device__ inline const uint8_t* kv_head_row(const void* pool, const int32_t* ta
 
 __global__ void partition_kernel(AttentionShape shape, PagedKvLayer kv, PagedDecodeBatch batch, const float* q,
                                  int32_t partition_size, int32_t max_parts, float* workspace) {
+  wait_for_previous_kernel();  // a long kernel: the next one starts as it exits
   extern __shared__ float smem[];
   float* q_s = smem;                          // [head_dim]
   float* w_s = smem + shape.head_dim;         // [partition_size] scores, then weights
@@ -123,6 +125,7 @@ __global__ void partition_kernel(AttentionShape shape, PagedKvLayer kv, PagedDec
 
 __global__ void combine_kernel(AttentionShape shape, PagedDecodeBatch batch, int32_t partition_size,
                                int32_t max_parts, const float* workspace, float* out) {
+  await_previous_kernel();
   const int32_t h = blockIdx.x;
   const int32_t s = blockIdx.y;
   const int32_t hd = shape.head_dim;
@@ -193,10 +196,12 @@ cudaError_t paged_decode_attention(const AttentionShape& shape, const PagedKvLay
   const size_t smem = (static_cast<size_t>(shape.head_dim) + partition_size) * sizeof(float);  // <= 34 KB
   const dim3 part_grid(static_cast<unsigned int>(max_parts), static_cast<unsigned int>(shape.num_heads),
                        static_cast<unsigned int>(batch.num_seqs));
-  partition_kernel<<<part_grid, kThreads, smem, stream>>>(shape, kv, batch, q, partition_size, max_parts, workspace);
+  launch_kernel(partition_kernel, part_grid, kThreads, smem, stream, shape, kv, batch, q, partition_size, max_parts,
+                workspace);
   if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
   const dim3 combine_grid(static_cast<unsigned int>(shape.num_heads), static_cast<unsigned int>(batch.num_seqs));
-  combine_kernel<<<combine_grid, kThreads, 0, stream>>>(shape, batch, partition_size, max_parts, workspace, out);
+  launch_kernel(combine_kernel, combine_grid, kThreads, 0, stream, shape, batch, partition_size, max_parts, workspace,
+                out);
   return cudaGetLastError();
 }
 

@@ -37,6 +37,7 @@
 #include "kernels/cuda/kv_tile_loader.cuh"
 #include "kernels/cuda/launch_check.h"
 #include "kernels/cuda/paged_prefill.cuh"
+#include "kernels/cuda/overlapped_launch.cuh"
 
 namespace kvscope::cuda {
 namespace {
@@ -110,6 +111,7 @@ template <bool kVectorLoads>
 __global__ void __launch_bounds__(kMaxWarps * kWarpSize, 2)
     prefill_kernel(AttentionShape shape, PagedKvLayer kv, PagedPrefillBatch batch, PlanView plan, Pass pass,
                    int32_t rows_per_block, const float* q, int64_t q_row_stride, float* out, float* ws) {
+  wait_for_previous_kernel();  // a long kernel: the next one starts as it exits
   extern __shared__ __align__(16) float smem[];
   __shared__ int32_t row_begin_s[kMaxRowsPerBlock];
   __shared__ int32_t row_stop_s[kMaxRowsPerBlock];
@@ -224,6 +226,7 @@ __global__ void __launch_bounds__(kMaxWarps * kWarpSize, 2)
 // a clear state, as the flat pass merges them. One warp per (combine row, head).
 __global__ void combine_kernel(AttentionShape shape, PlanView plan, int32_t num_combine_rows, float* out,
                                float* ws) {
+  await_previous_kernel();
   const int64_t w = static_cast<int64_t>(blockIdx.x) * kCombineWarps + threadIdx.x / kWarpSize;
   if (w >= static_cast<int64_t>(num_combine_rows) * shape.num_heads) return;  // no barriers below
   const int32_t r = static_cast<int32_t>(w / shape.num_heads);
@@ -313,8 +316,8 @@ cudaError_t paged_prefill_attention(const AttentionShape& shape, const PagedKvLa
   const auto launch = [&](Pass pass, int32_t num_blocks, int32_t rows, int32_t num_warps) {
     const dim3 grid(static_cast<unsigned int>(num_blocks), static_cast<unsigned int>(shape.num_kv_heads));
     const size_t smem = staging_smem + smem_floats_bytes(num_warps);
-    kernel<<<grid, static_cast<unsigned int>(num_warps * kWarpSize), smem, stream>>>(
-        shape, kv, batch, view, pass, rows, q, q_stride, out, workspace);
+    launch_kernel(kernel, grid, static_cast<unsigned int>(num_warps * kWarpSize), smem, stream, shape, kv, batch, view,
+                  pass, rows, q, q_stride, out, workspace);
     return cudaGetLastError();
   };
   if (plan.num_shared_items > 0) {  // the cascade prefixes first: the flat pass continues their states
@@ -335,8 +338,8 @@ cudaError_t paged_prefill_attention(const AttentionShape& shape, const PagedKvLa
   }
   if (plan.num_combine_rows > 0) {  // after the partition pass, on the same stream
     const int64_t warps = static_cast<int64_t>(plan.num_combine_rows) * shape.num_heads;
-    combine_kernel<<<num_blocks_for(warps, kCombineWarps), kCombineWarps * kWarpSize, 0, stream>>>(
-        shape, view, plan.num_combine_rows, out, workspace);
+    launch_kernel(combine_kernel, num_blocks_for(warps, kCombineWarps), kCombineWarps * kWarpSize, 0, stream, shape,
+                  view, plan.num_combine_rows, out, workspace);
     return cudaGetLastError();
   }
   return cudaSuccess;

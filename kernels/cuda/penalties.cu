@@ -5,6 +5,7 @@
 
 #include "kernels/cuda/device_util.cuh"
 #include "kernels/cuda/launch_check.h"
+#include "kernels/cuda/overlapped_launch.cuh"
 
 namespace kvscope::cuda {
 namespace {
@@ -14,6 +15,7 @@ constexpr int kThreads = 128;
 __global__ void __launch_bounds__(kThreads)
     penalties_kernel(float* logits, int32_t n, const int32_t* source_rows, const DevicePenalties* params,
                      const int32_t* entry_start, const int32_t* ids, const float* counts) {
+  await_previous_kernel();
   const int32_t d = static_cast<int32_t>(blockIdx.x);
   const int64_t source = source_rows != nullptr ? source_rows[d] : d;
   float* row = logits + source * n;
@@ -36,8 +38,8 @@ cudaError_t apply_penalties(float* logits, int32_t num_rows, int32_t vocab_size,
   KVSCOPE_CUDA_REQUIRE(op, vocab_size >= 1);
   if (num_rows == 0) return cudaSuccess;
   KVSCOPE_CUDA_REQUIRE(op, logits != nullptr && params != nullptr && entry_start != nullptr);
-  penalties_kernel<<<static_cast<unsigned int>(num_rows), kThreads, 0, stream>>>(logits, vocab_size, source_rows,
-                                                                                params, entry_start, ids, counts);
+  launch_kernel(penalties_kernel, static_cast<unsigned int>(num_rows), kThreads, 0, stream, logits, vocab_size,
+                source_rows, params, entry_start, ids, counts);
   return cudaGetLastError();
 }
 

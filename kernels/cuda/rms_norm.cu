@@ -8,6 +8,7 @@
 
 #include "kernels/cuda/device_util.cuh"
 #include "kernels/cuda/launch_check.h"
+#include "kernels/cuda/overlapped_launch.cuh"
 
 namespace kvscope::cuda {
 namespace {
@@ -23,6 +24,7 @@ constexpr int kThreads = 256;
 template <int kVec>
 __global__ void rms_norm_kernel(float* x, const float* delta, const float* weight, int64_t n, float eps,
                                 float* out) {
+  await_previous_kernel();
   using Vec = std::conditional_t<kVec == 4, float4, float>;
   __shared__ float scratch[32];
   const int64_t t = blockIdx.x;
@@ -76,9 +78,9 @@ cudaError_t launch(float* x, const float* delta, const float* weight, int64_t nu
   const auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
   const unsigned int grid = static_cast<unsigned int>(num_tokens);
   if (n % 4 == 0 && aligned(x) && aligned(weight) && aligned(out) && (delta == nullptr || aligned(delta))) {
-    rms_norm_kernel<4><<<grid, kThreads, 0, stream>>>(x, delta, weight, n, eps, out);
+    launch_kernel(rms_norm_kernel<4>, grid, kThreads, 0, stream, x, delta, weight, n, eps, out);
   } else {
-    rms_norm_kernel<1><<<grid, kThreads, 0, stream>>>(x, delta, weight, n, eps, out);
+    launch_kernel(rms_norm_kernel<1>, grid, kThreads, 0, stream, x, delta, weight, n, eps, out);
   }
   return cudaGetLastError();
 }

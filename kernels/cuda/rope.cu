@@ -6,6 +6,7 @@
 
 #include "kernels/cuda/launch_check.h"
 #include "kernels/cuda/rope_pair.cuh"
+#include "kernels/cuda/overlapped_launch.cuh"
 
 namespace kvscope::cuda {
 namespace {
@@ -15,6 +16,7 @@ constexpr int kThreads = 128;
 __global__ void rope_kernel(float* x, int64_t num_tokens, int64_t num_heads, int64_t head_dim,
                             const int32_t* positions, float base, bool adjacent_pairs, int64_t token_stride,
                             const float* freq_factors) {
+  await_previous_kernel();
   const int64_t half = head_dim / 2;
   const int64_t pairs_per_token = num_heads * half;
   const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -41,8 +43,8 @@ cudaError_t rope(float* x, int64_t num_tokens, int64_t num_heads, int64_t head_d
   const int64_t stride = token_stride == 0 ? num_heads * head_dim : token_stride;
   const int64_t num_pairs = num_tokens * num_heads * (head_dim / 2);
   KVSCOPE_CUDA_REQUIRE("rope", num_pairs / kThreads < 0x7fffffff);  // grid.x limit
-  rope_kernel<<<num_blocks_for(num_pairs, kThreads), kThreads, 0, stream>>>(
-      x, num_tokens, num_heads, head_dim, positions, base, style == RopeStyle::kAdjacentPairs, stride, freq_factors);
+  launch_kernel(rope_kernel, num_blocks_for(num_pairs, kThreads), kThreads, 0, stream, x, num_tokens, num_heads,
+                head_dim, positions, base, style == RopeStyle::kAdjacentPairs, stride, freq_factors);
   return cudaGetLastError();
 }
 

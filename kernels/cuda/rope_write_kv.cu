@@ -6,6 +6,7 @@
 #include "kernels/cuda/kv_row_store.cuh"
 #include "kernels/cuda/launch_check.h"
 #include "kernels/cuda/rope_pair.cuh"
+#include "kernels/cuda/overlapped_launch.cuh"
 
 namespace kvscope::cuda {
 namespace {
@@ -15,6 +16,7 @@ constexpr int kThreads = 256;  // a multiple of 32: whole warps for q8_0 rows
 __global__ void rope_write_kv_kernel(QkvRows rows, const int32_t* positions, float base, bool adjacent_pairs,
                                      const float* freq_factors, const int64_t* slot_mapping, KvCacheType type,
                                      uint8_t* k_cache, uint8_t* v_cache, int64_t num_slots, int64_t slot_bytes) {
+  await_previous_kernel();
   const int64_t t = blockIdx.x;
   float* row = rows.qkv + t * rows.row_stride;  // q heads, then k heads, then v heads
   const int32_t pos = positions[t];
@@ -54,9 +56,9 @@ cudaError_t rope_and_write_kv(const QkvRows& rows, int64_t num_tokens, const int
   KVSCOPE_CUDA_REQUIRE(op, rows.qkv != nullptr && positions != nullptr && slot_mapping != nullptr);
   KVSCOPE_CUDA_REQUIRE(op, num_slots == 0 || (k_cache != nullptr && v_cache != nullptr));
   const int64_t slot_bytes = static_cast<int64_t>(kv_row_bytes(type, kv_size));
-  rope_write_kv_kernel<<<static_cast<unsigned int>(num_tokens), kThreads, 0, stream>>>(
-      rows, positions, base, style == RopeStyle::kAdjacentPairs, freq_factors, slot_mapping, type,
-      static_cast<uint8_t*>(k_cache), static_cast<uint8_t*>(v_cache), num_slots, slot_bytes);
+  launch_kernel(rope_write_kv_kernel, static_cast<unsigned int>(num_tokens), kThreads, 0, stream, rows, positions, base,
+                style == RopeStyle::kAdjacentPairs, freq_factors, slot_mapping, type, static_cast<uint8_t*>(k_cache),
+                static_cast<uint8_t*>(v_cache), num_slots, slot_bytes);
   return cudaGetLastError();
 }
 

@@ -21,6 +21,7 @@
 #include "kernels/cuda/block_scan.cuh"
 #include "kernels/cuda/device_util.cuh"
 #include "kernels/cuda/launch_check.h"
+#include "kernels/cuda/overlapped_launch.cuh"
 
 namespace kvscope::cuda {
 namespace {
@@ -223,6 +224,7 @@ __device__ inline void for_each_sanitized(const float* row, int32_t n, F f) {
 __global__ void __launch_bounds__(kThreads)
     sample_kernel(const float* logits, int32_t n, const DeviceSamplingParams* params, const double* uniforms,
                   float* ws, int32_t* ids, const int32_t* source_rows) {
+  await_previous_kernel();
   __shared__ Scratch sc;
   const int64_t row = blockIdx.x;
   const DeviceSamplingParams prm = params[row];
@@ -304,8 +306,8 @@ cudaError_t sample_tokens(const float* logits, int32_t num_rows, int32_t vocab_s
   KVSCOPE_CUDA_REQUIRE(op, logits != nullptr && params != nullptr && uniforms != nullptr && ids != nullptr);
   KVSCOPE_CUDA_REQUIRE(op, workspace != nullptr);
   KVSCOPE_CUDA_REQUIRE(op, workspace_floats >= sample_tokens_workspace_floats(num_rows, vocab_size));
-  sample_kernel<<<static_cast<unsigned int>(num_rows), kThreads, 0, stream>>>(logits, vocab_size, params, uniforms,
-                                                                            workspace, ids, source_rows);
+  launch_kernel(sample_kernel, static_cast<unsigned int>(num_rows), kThreads, 0, stream, logits, vocab_size, params,
+                uniforms, workspace, ids, source_rows);
   return cudaGetLastError();
 }
 

@@ -11,7 +11,10 @@
 //   - matvec: matvec_q on each weight shape at 1 to 512 tokens, with the
 //     weights rotated among enough copies to exceed the L2 cache (a weight
 //     read comes from device memory, as in a step), beside cuBLAS's bf16 GEMM
-//     of the same shape (weights already bf16: the library's dense ceiling);
+//     of the same shape (weights already bf16: the library's dense ceiling),
+//     and the tensor-core kernels (MatvecMath::kTensorCores) as the engine
+//     launches them (split over clusters when few blocks; the ranks used)
+//     and never split;
 //   - decode_attention: one decode row per sequence at 1k / 4k / 16k context,
 //     through the path the engine runs (paged_prefill_attention, which now
 //     splits a decode row into its partitions (paged_prefill.cuh) and
@@ -20,7 +23,8 @@
 //     standalone split-KV kernel (paged_decode_attention, not wired: keys
 //     split_kv_*), as KV bytes read per second and the fraction of copy_gbs;
 //   - layer_matmuls: one layer's matmuls as the backend launches them (fused:
-//     4 launches) and one launch per matrix (8), per token count;
+//     4 launches; f32 and tensor cores) and one launch per matrix (8), per
+//     token count;
 //   - prefill_attention: one whole prompt of 512 / 2048 rows, TFLOP/s.
 // Inputs are random (never zeros); the CPU is not involved.
 #include <cublas_v2.h>
@@ -165,6 +169,19 @@ nlohmann::ordered_json bench_matvec(const std::vector<int64_t>& token_counts, in
         const uint8_t* wi = dw.p + static_cast<size_t>(i) % copies * w.size();
         check(cuda::matvec_q(s.type, wi, s.rows, s.len, dx.p, tokens, dy.p, nullptr), "matvec_q");
       });
+      // The tensor-core kernels as the engine launches them (split over
+      // clusters when the launch has few blocks), and never split.
+      const auto tensor = [&](cuda::TensorCoreSplit split) {
+        return median_seconds(reps, [&](int i) {
+          const uint8_t* wi = dw.p + static_cast<size_t>(i) % copies * w.size();
+          check(cuda::matvec_q(s.type, wi, s.rows, s.len, dx.p, tokens, dy.p, nullptr, cuda::MatvecMath::kTensorCores,
+                               split),
+                "matvec_q (tensor cores)");
+        });
+      };
+      const double tensor_auto = tensor(cuda::TensorCoreSplit::kAuto);
+      const double tensor_unsplit = tensor(cuda::TensorCoreSplit::kNever);
+      const int split_ranks = cuda::tensor_core_split_ranks(s.rows, s.len, tokens, cuda::TensorCoreSplit::kAuto);
       const double gemm = median_seconds(reps, [&](int) {
         check(cuda::gemm_bf16(blas, w16.p, s.rows, s.len, x16.p, tokens, dy.p, s.rows, nullptr), "gemm_bf16");
       });
@@ -183,11 +200,17 @@ nlohmann::ordered_json bench_matvec(const std::vector<int64_t>& token_counts, in
                      {"us", sec * 1e6},
                      {"weight_gbs", static_cast<double>(w.size()) / sec / 1e9},
                      {"tflops", flops / sec / 1e12},
+                     {"tensor_cores_us", tensor_auto * 1e6},
+                     {"tensor_cores_split_ranks", split_ranks},
+                     {"tensor_cores_unsplit_us", tensor_unsplit * 1e6},
                      {"cublas_bf16_us", gemm * 1e6},
                      {"vs_cublas_bf16", gemm / sec},
                      {"dequant_bf16_gemm_us", dequant_gemm * 1e6}});
-      std::fprintf(stderr, "matvec %-34s %4lld tokens: %8.2f us  (cuBLAS bf16 %8.2f us, dequantise + GEMM %8.2f us)\n",
-                   s.name, static_cast<long long>(tokens), sec * 1e6, gemm * 1e6, dequant_gemm * 1e6);
+      std::fprintf(stderr,
+                   "matvec %-34s %4lld tokens: %8.2f us  (tensor cores %8.2f us, %d ranks; unsplit %8.2f us; cuBLAS "
+                   "bf16 %8.2f us, dequantise + GEMM %8.2f us)\n",
+                   s.name, static_cast<long long>(tokens), sec * 1e6, tensor_auto * 1e6, split_ranks,
+                   tensor_unsplit * 1e6, gemm * 1e6, dequant_gemm * 1e6);
     }
   }
   return out;
@@ -233,6 +256,18 @@ nlohmann::ordered_json bench_layer_matmuls(const std::vector<int64_t>& token_cou
             "matvec_q_glu");
       check(cuda::matvec_q(q4, L.down, H, F, gate.p, tokens, o.p, nullptr), "matvec_q");
     });
+    const double fused_tensor = median_seconds(reps, [&](int i) {
+      const DeviceLayer& L = layers[static_cast<size_t>(i % kLayers)];
+      const cuda::MatvecOutput outs[3] = {{L.q, H, qkv.p, H + 2 * KV}, {L.k, KV, qkv.p + H, H + 2 * KV},
+                                          {L.v, KV, qkv.p + H + KV, H + 2 * KV}};
+      constexpr cuda::MatvecMath kTc = cuda::MatvecMath::kTensorCores;
+      check(cuda::matvec_q_multi(q4, outs, 3, H, x.p, tokens, nullptr, kTc), "matvec_q_multi");
+      check(cuda::matvec_q(q4, L.o, H, H, x.p, tokens, o.p, nullptr, kTc), "matvec_q");
+      check(cuda::matvec_q_glu(q4, L.gate, L.up, F, H, x.p, tokens, cuda::GluActivation::Silu, gate.p, F, nullptr,
+                               kTc),
+            "matvec_q_glu");
+      check(cuda::matvec_q(q4, L.down, H, F, gate.p, tokens, o.p, nullptr, kTc), "matvec_q");
+    });
     const double separate = median_seconds(reps, [&](int i) {
       const DeviceLayer& L = layers[static_cast<size_t>(i % kLayers)];
       check(cuda::matvec_q(q4, L.q, H, H, x.p, tokens, qkv.p, nullptr), "matvec_q");
@@ -244,9 +279,14 @@ nlohmann::ordered_json bench_layer_matmuls(const std::vector<int64_t>& token_cou
       check(cuda::silu_mul(gate.p, up.p, tokens * F, gate.p, nullptr), "silu_mul");
       check(cuda::matvec_q(q4, L.down, H, F, gate.p, tokens, o.p, nullptr), "matvec_q");
     });
-    out.push_back({{"tokens", tokens}, {"fused_4_launches_us", fused * 1e6}, {"separate_8_launches_us", separate * 1e6}});
-    std::fprintf(stderr, "layer matmuls %4lld tokens: fused (4 launches) %8.2f us, separate (8) %8.2f us\n",
-                 static_cast<long long>(tokens), fused * 1e6, separate * 1e6);
+    out.push_back({{"tokens", tokens},
+                   {"fused_4_launches_us", fused * 1e6},
+                   {"fused_4_launches_tensor_cores_us", fused_tensor * 1e6},
+                   {"separate_8_launches_us", separate * 1e6}});
+    std::fprintf(stderr,
+                 "layer matmuls %4lld tokens: fused (4 launches) %8.2f us, tensor cores %8.2f us, separate (8) %8.2f "
+                 "us\n",
+                 static_cast<long long>(tokens), fused * 1e6, fused_tensor * 1e6, separate * 1e6);
   }
   return out;
 }

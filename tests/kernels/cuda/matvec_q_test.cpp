@@ -280,6 +280,63 @@ TEST(CudaMatvecQ, MultiEqualsSeparateLaunches) {
   }
 }
 
+// The tensor-core kernels split a launch of few blocks over clusters of one
+// block per stage (matvec_mma.cu) with the unsplit launch's bits: forced
+// both ways, on rows of 2, 3, 6 and 8 stages (the last one partial), odd
+// output heights side by side, one token, a tile and a part of one, the
+// outputs the same to the bit (poisoned first, so a rank that wrote nothing
+// would show).
+TEST(CudaMatvecQ, TensorCoreSplitKeepsTheBits) {
+  KVSCOPE_REQUIRE_CUDA_DEVICE();
+  int device = 0, major = 0;
+  CUDA_OK(cudaGetDevice(&device));
+  CUDA_OK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  if (major < 9) GTEST_SKIP() << "the split needs compute capability 9.0 (thread block clusters)";
+  std::mt19937 rng(67);
+  constexpr cuda::MatvecMath kTensor = cuda::MatvecMath::kTensorCores;
+  constexpr int64_t kRowsOf[3] = {13, 16, 35};
+  constexpr int64_t kAll = kRowsOf[0] + kRowsOf[1] + kRowsOf[2];
+  for (TensorType type : {TensorType::Q4_1, TensorType::Q8_0}) {
+    for (int64_t row_len : {int64_t{32 * 9}, int64_t{576}, int64_t{1536}, int64_t{32 * 61}}) {
+      const int stages = static_cast<int>((row_len / 32 + 7) / 8);
+      for (int64_t num_tokens : {int64_t{1}, int64_t{32}, int64_t{45}}) {
+        SCOPED_TRACE(testing::Message() << traits_of(type).name << " len=" << row_len << " tokens=" << num_tokens);
+        ASSERT_EQ(cuda::tensor_core_split_ranks(kAll, row_len, num_tokens, cuda::TensorCoreSplit::kAlways), stages);
+        ASSERT_EQ(cuda::tensor_core_split_ranks(kAll, row_len, num_tokens, cuda::TensorCoreSplit::kNever), 0);
+        DeviceBuffer<uint8_t> w0(cuda_test::random_quant_rows(type, kRowsOf[0], row_len, rng));
+        DeviceBuffer<uint8_t> w1(cuda_test::random_quant_rows(type, kRowsOf[1], row_len, rng));
+        DeviceBuffer<uint8_t> w2(cuda_test::random_quant_rows(type, kRowsOf[2], row_len, rng));
+        DeviceBuffer<uint8_t> w3(cuda_test::random_quant_rows(type, kRowsOf[2], row_len, rng));
+        DeviceBuffer<float> dx(cuda_test::random_floats(static_cast<size_t>(num_tokens * row_len), rng));
+        auto multi = [&](cuda::TensorCoreSplit split) {
+          DeviceBuffer<float> dy(static_cast<size_t>(num_tokens * kAll));
+          EXPECT_EQ(dy.poison(), cudaSuccess);
+          const cuda::MatvecOutput outs[3] = {{w0.get(), kRowsOf[0], dy.get(), kAll},
+                                              {w1.get(), kRowsOf[1], dy.get() + kRowsOf[0], kAll},
+                                              {w2.get(), kRowsOf[2], dy.get() + kRowsOf[0] + kRowsOf[1], kAll}};
+          EXPECT_EQ(cuda::matvec_q_multi(type, outs, 3, row_len, dx.get(), num_tokens, nullptr, kTensor, split),
+                    cudaSuccess);
+          return dy.download();
+        };
+        auto glu = [&](cuda::TensorCoreSplit split) {
+          DeviceBuffer<float> out(static_cast<size_t>(num_tokens * kRowsOf[2]));
+          EXPECT_EQ(out.poison(), cudaSuccess);
+          EXPECT_EQ(cuda::matvec_q_glu(type, w2.get(), w3.get(), kRowsOf[2], row_len, dx.get(), num_tokens,
+                                       cuda::GluActivation::Silu, out.get(), kRowsOf[2], nullptr, kTensor, split),
+                    cudaSuccess);
+          return out.download();
+        };
+        const std::vector<float> unsplit = multi(cuda::TensorCoreSplit::kNever);
+        const std::vector<float> split = multi(cuda::TensorCoreSplit::kAlways);
+        EXPECT_EQ(0, std::memcmp(unsplit.data(), split.data(), unsplit.size() * sizeof(float))) << "multi";
+        const std::vector<float> glu_unsplit = glu(cuda::TensorCoreSplit::kNever);
+        const std::vector<float> glu_split = glu(cuda::TensorCoreSplit::kAlways);
+        EXPECT_EQ(0, std::memcmp(glu_unsplit.data(), glu_split.data(), glu_unsplit.size() * sizeof(float))) << "glu";
+      }
+    }
+  }
+}
+
 // matvec_q_glu equals the gate and up matvec_q launches followed by
 // silu_mul / gelu_tanh_mul, bit for bit, and the reference within tolerance.
 TEST(CudaMatvecQ, GluEqualsProjectionsThenActivation) {
