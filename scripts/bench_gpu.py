@@ -10,9 +10,16 @@ What it runs, all on the same machine in one go:
     (default 64) with --no-gpu-sampling, so the record shows what sampling on
     the device changes, and at each --compare-graphs-at concurrency (default
     1 and 64) with --no-gpu-graphs, for what replaying steps as CUDA graphs
+    changes, and at each --compare-overlap-at concurrency (default 1 and 64)
+    with --no-gpu-overlap, for what overlapping the kernels' launches
     changes. Each bench record names the backend and the device, splits the
     step time into forward / sample / other and counts the steps replayed as
     a graph (its "steps").
+
+Every run uses the same matmul math, --gpu-matmul (the engine setting
+gpu_matmul: f32, the default, or tensor_cores); the record's "gpu_matmul"
+is what the bench records report, so a table made on the tensor cores says
+so. Run it once per math to compare them.
 
 It prints a Markdown table on stderr and writes the record to --out (stdout
 by default). The bench records are kept whole under "end_to_end".
@@ -22,6 +29,7 @@ On the lent GPU machine, with the bundle of `scripts/gpu_check.sh --bundle`:
   python3 scripts/bench_gpu.py --cli build-cuda/gpu_bundle/kvscope-cli \\
       --kernel-bench build-cuda/gpu_bundle/gpu_kernel_bench --model $KVSCOPE_MODEL_DIR/SmolLM2-135M-Instruct.Q4_1.gguf \\
       --engine-option=--gpu-memory-percent=20 --out $OUT/bench_gpu.json
+  (and again with --gpu-matmul tensor_cores --out $OUT/bench_gpu_tensor_cores.json)
 
 On the CPU (what the test `BenchGpuScript` runs, to keep the script honest):
 
@@ -32,7 +40,6 @@ that failed and its stderr.
 """
 import argparse
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -52,19 +59,23 @@ def run_json(cmd, what):
         sys.exit(1)
 
 
-def end_to_end(args, concurrency, gpu_sampling, gpu_graphs=True):
+def end_to_end(args, concurrency, gpu_sampling, gpu_graphs=True, gpu_overlap=True):
     cmd = [str(args.cli), "bench", "--backend", args.backend, "--concurrency", str(concurrency),
            "--prompt-tokens", str(args.prompt_tokens), "--gen-tokens", str(args.gen_tokens),
            "--repeats", str(args.repeats)]
+    if args.gpu_matmul:
+        cmd += ["--gpu-matmul", args.gpu_matmul]
     if args.model:
         cmd += ["--model", str(args.model)]
     if not gpu_sampling:
         cmd.append("--no-gpu-sampling")
     if not gpu_graphs:
         cmd.append("--no-gpu-graphs")
+    if not gpu_overlap:
+        cmd.append("--no-gpu-overlap")
     cmd += args.engine_option
     what = (f"bench at {concurrency} sequence(s){'' if gpu_sampling else ', host sampling'}"
-            f"{'' if gpu_graphs else ', no CUDA graphs'}")
+            f"{'' if gpu_graphs else ', no CUDA graphs'}{'' if gpu_overlap else ', launches not overlapped'}")
     sys.stderr.write(f"bench_gpu: {what}...\n")
     return run_json(cmd, what)
 
@@ -75,6 +86,8 @@ def row_of(record):
         "concurrency": record["concurrency"],
         "gpu_sampling": record["gpu_sampling"],
         "gpu_graphs": record.get("gpu_graphs"),
+        "gpu_overlap_launches": record.get("gpu_overlap_launches"),
+        "gpu_matmul": record.get("gpu_matmul"),
         "graph_steps": steps.get("graph_steps"),
         "steps": steps.get("count"),
         "tokens_per_s": record["tokens_per_s_median"],
@@ -112,14 +125,16 @@ def markdown(record):
                          f"{a['split_kv_gbs']:,.1f} | {a['split_kv_of_copy']:.1%} |")
         for p in k["prefill_attention"]:
             lines.append(f"prefill attention, {p['rows']} rows: {p['tflops']:.2f} TFLOP/s")
-    lines.append("| sequences | device sampling | CUDA graphs | tok/s in all | prefill tok/s | decode tok/s per sequence "
-                 "| median step ms | steps replayed | forward | sample | other |")
-    lines.append("| --: | --- | --- | --: | --: | --: | --: | --: | --: | --: | --: |")
+    lines.append(f"GPU matmul: {record.get('gpu_matmul')}")
+    lines.append("| sequences | device sampling | CUDA graphs | overlapped launches | tok/s in all | prefill tok/s | "
+                 "decode tok/s per sequence | median step ms | steps replayed | forward | sample | other |")
+    lines.append("| --: | --- | --- | --- | --: | --: | --: | --: | --: | --: | --: | --: |")
     for r in record["table"]:
         step_ms = (r["step_s_median"] or 0.0) * 1e3
         replayed = f"{r['graph_steps']} / {r['steps']}" if r.get("graph_steps") is not None else "-"
         lines.append(f"| {r['concurrency']} | {'on' if r['gpu_sampling'] else 'off'} | "
-                     f"{'on' if r.get('gpu_graphs') else 'off'} | {r['tokens_per_s']:,.0f} | "
+                     f"{'on' if r.get('gpu_graphs') else 'off'} | {'on' if r.get('gpu_overlap_launches') else 'off'} | "
+                     f"{r['tokens_per_s']:,.0f} | "
                      f"{r['prefill_tok_s']:,.0f} | {r['decode_tok_s_per_sequence']:,.0f} | {step_ms:.2f} | {replayed} | "
                      f"{r['forward_share']:.1%} | {r['sample_share']:.1%} | {r['other_share']:.1%} |")
     return "\n".join(lines)
@@ -138,9 +153,13 @@ def main():
                     help="the concurrency also run with --no-gpu-sampling (0: none)")
     ap.add_argument("--compare-graphs-at", default="1,64",
                     help="comma-separated concurrencies also run with --no-gpu-graphs (empty: none)")
+    ap.add_argument("--compare-overlap-at", default="1,64",
+                    help="comma-separated concurrencies also run with --no-gpu-overlap (empty: none)")
     ap.add_argument("--prompt-tokens", type=int, default=128)
     ap.add_argument("--gen-tokens", type=int, default=64)
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--gpu-matmul", choices=["f32", "tensor_cores"],
+                    help="the engine setting gpu_matmul for every run (default: the engine's, f32)")
     ap.add_argument("--engine-option", action="append", default=[],
                     help="passed to every bench, e.g. --engine-option=--gpu-memory-percent=20 (repeatable)")
     ap.add_argument("--quick", action="store_true",
@@ -149,15 +168,14 @@ def main():
     args = ap.parse_args()
     if args.quick:
         args.concurrency, args.compare_sampling_at, args.compare_graphs_at = "1,2", 2, "1"
+        args.compare_overlap_at = "1"
         args.prompt_tokens, args.gen_tokens, args.repeats = 8, 2, 1
     if not args.cli.exists():
         sys.exit(f"bench_gpu: no kvscope-cli at {args.cli} (build it, or pass --cli)")
     concurrencies = [int(c) for c in args.concurrency.split(",") if c.strip()]
 
     record = {"bench": "bench_gpu", "backend": args.backend, "prompt_tokens": args.prompt_tokens,
-              "gen_tokens": args.gen_tokens, "repeats": args.repeats, "engine_options": args.engine_option,
-              # The CUDA backend's development switch for the tensor-core matmul (docs/cuda.md).
-              "matvec_math": "tensor cores" if os.environ.get("KVSCOPE_CUDA_MATVEC") == "tensor" else "f32"}
+              "gen_tokens": args.gen_tokens, "repeats": args.repeats, "engine_options": args.engine_option}
     kernels = None
     if args.kernel_bench:
         sys.stderr.write("bench_gpu: gpu_kernel_bench...\n")
@@ -173,13 +191,19 @@ def main():
         runs.append(end_to_end(args, args.compare_sampling_at, False))
     for c in [int(c) for c in args.compare_graphs_at.split(",") if c.strip()]:
         runs.append(end_to_end(args, c, True, gpu_graphs=False))
+    for c in [int(c) for c in args.compare_overlap_at.split(",") if c.strip()]:
+        runs.append(end_to_end(args, c, True, gpu_overlap=False))
     record["device"] = runs[0]["device"]
+    # The math the runs report, not the option asked for; every run must report the same (below).
+    record["gpu_matmul"] = runs[0].get("gpu_matmul")
     record["host_cpu"] = runs[0]["cpu"]
     record["table"] = [row_of(r) for r in runs]
     record["end_to_end"] = runs
     for r in runs:
         if r["backend"] != runs[0]["backend"] or r["device"] != runs[0]["device"]:
             sys.exit("bench_gpu: the runs did not all run on the same backend and device")
+        if r.get("gpu_matmul") != record["gpu_matmul"]:
+            sys.exit("bench_gpu: the runs did not all use the same GPU matmul")
     sys.stderr.write(markdown(record) + "\n")
     text = json.dumps(record, indent=1)
     if args.out:

@@ -314,6 +314,9 @@ int run_bench(const BenchOptions& o) {
       {"device", info.device_name},
       {"gpu_sampling", engine->config().gpu_sampling},
       {"gpu_graphs", engine->config().gpu_graphs},
+      {"gpu_overlap_launches", engine->config().gpu_overlap_launches},
+      // The matmuls' math: the two give different bits and speeds (docs/cuda.md).
+      {"gpu_matmul", setting_text(engine->config(), "gpu_matmul")},
       {"prompt_tokens", o.prompt_tokens},
       {"gen_tokens", o.gen_tokens},
       {"repeats", o.repeats},

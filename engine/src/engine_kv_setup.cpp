@@ -52,7 +52,9 @@ Result<KvSetup> Engine::Impl::make_kv_setup(const EngineConfig& c, const KvPlan&
   const bool new_backend = !backend || backend->kind() != choice.kind || c.tp != config.tp ||
                            c.tp_reduce != config.tp_reduce ||
                            (choice.kind == BackendKind::Cuda &&
-                            (c.gpu_prefill_gemm != config.gpu_prefill_gemm || c.gpu_graphs != config.gpu_graphs));
+                            (c.gpu_prefill_gemm != config.gpu_prefill_gemm || c.gpu_graphs != config.gpu_graphs ||
+                             c.gpu_matmul != config.gpu_matmul ||
+                             c.gpu_overlap_launches != config.gpu_overlap_launches));
   const bool new_draft_backend = with_draft && (!draft_backend || draft != draft_weights);
   KvSetup setup;
   std::unique_ptr<HostKvPool> host_pool, draft_host_pool;
@@ -89,6 +91,9 @@ Result<KvSetup> Engine::Impl::make_kv_setup(const EngineConfig& c, const KvPlan&
     CudaBackend::Options options;
     options.gemm_prefill = c.gpu_prefill_gemm;
     options.graphs = c.gpu_graphs;
+    options.matvec_math =
+        c.gpu_matmul == GpuMatmul::TensorCores ? cuda::MatvecMath::kTensorCores : cuda::MatvecMath::kF32;
+    options.overlap_launches = c.gpu_overlap_launches;
     auto made = CudaBackend::create(weights, std::move(device_pool), options);
     if (!made.ok()) return Error{made.error()};
     setup.backend = std::move(made).value();

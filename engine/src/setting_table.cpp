@@ -141,6 +141,26 @@ std::vector<SettingSpec> make_table() {
                                   "of launching ~270 kernels one by one; the same kernels, so the same results.");
   gpu_graphs.applies = [](const EngineConfig& c) { return c.backend != BackendKind::Cpu; };
   gpu_graphs.cli_negation = "no-gpu-graphs";
+  // The figures are measured (docs/cuda.md), so that the trade is stated,
+  // not only named; f32 stays the default, the faster for one chat.
+  SettingSpec& gpu_matmul = words(add(choice_row("gpu_matmul", &EngineConfig::gpu_matmul, {"f32", "tensor_cores"})),
+                                  "Compute", "GPU matmul", "",
+                                  "On a GPU: how the quantised matmuls multiply. Tensor cores give more throughput "
+                                  "with many sequences (on an H200 1.6x at 16, 2x from 64, 1.9x the prefill) but "
+                                  "decode a single chat slower (579 vs 813 tok/s). Each keeps the results "
+                                  "independent of batching (one math for every row), but the two round differently "
+                                  "(logits about 1e-6 apart), so results under one are not bitwise those under the "
+                                  "other.");
+  gpu_matmul.choice_labels = {"f32 (faster for one chat)", "Tensor cores (faster for many sequences)"};
+  gpu_matmul.applies = [](const EngineConfig& c) { return c.backend != BackendKind::Cpu; };
+  SettingSpec& overlap = words(add(bool_row("gpu_overlap_launches", &EngineConfig::gpu_overlap_launches)),
+                               "Compute", "Overlap kernel launches", "",
+                               "On a Hopper or newer GPU: each kernel of a step is scheduled while the one before "
+                               "it finishes, and waits for its results before reading them, so the small kernels "
+                               "of a decode step follow each other without a gap; the same kernels in the same "
+                               "order, so the same results.");
+  overlap.applies = [](const EngineConfig& c) { return c.backend != BackendKind::Cpu; };
+  overlap.cli_negation = "no-gpu-overlap";
 
   SettingSpec& budget = words(add(bytes_row("kv_budget", &EngineConfig::kv_budget_bytes, 1, 16 * kTiB)),
                               "KV cache", "KV budget", "",

@@ -21,12 +21,13 @@
 #   after call b (it needs the model b put together).
 #
 # Call a: every gpu-labelled test binary that needs no model (kernels, GEMM,
-# NCCL on one rank, backend), gpu_kernel_bench; with KVSCOPE_SANITIZERS=1 also
+# NCCL on one rank, backend), gpu_kernel_bench, compute-sanitizer memcheck over
+# the matmul tests; with KVSCOPE_SANITIZERS=1 also
 # compute-sanitizer memcheck over the kernel tests (racecheck takes minutes:
 # scripts/gpu_check.sh --prebuilt runs both). Call b: the model's reference
-# test and scripts/bench_gpu.py (the issue's table), both again with the
-# tensor-core matmul, the seed tables, and an Nsight Compute time per kernel
-# of one decode step at 1 and 64 sequences.
+# test (for both settings of gpu_matmul) and scripts/bench_gpu.py (the
+# issue's table), again with gpu_matmul = tensor_cores, the seed tables, and
+# an Nsight Compute time per kernel of one decode step at 1 and 64 sequences.
 # Everything call b makes is packed into $OUT/results.tgz after every step,
 # so a call cut short still brings back what ran. Each step has its own
 # timeout; the whole of b took about 90 s on an H200 before the tensor-core
@@ -73,6 +74,13 @@ call_a() {
   timeout 90 "$B/gpu_kernel_bench" >"$stash/gpu_kernels.json" 2>"$OUT/gpu_kernel_bench.log"
   echo "gpu_kernel_bench rc=$? $((SECONDS - s)) s"
   cp "$stash/gpu_kernels.json" "$OUT/"
+  # memcheck over the matmul tests alone (their cluster-split tensor-core
+  # kernels read other blocks' shared memory): quick enough for every lease.
+  s=$SECONDS
+  timeout 150 compute-sanitizer --tool memcheck --error-exitcode 1 "$B/cuda_kernels_test" \
+    --gtest_filter='CudaMatvecQ.*' >"$OUT/memcheck_matvec.log" 2>&1
+  echo "memcheck (matvec tests) rc=$? $((SECONDS - s)) s"
+  grep -E 'ERROR SUMMARY' "$OUT/memcheck_matvec.log" | tail -1
   if [[ "${KVSCOPE_SANITIZERS:-0}" == 1 ]]; then
     s=$SECONDS
     timeout 200 compute-sanitizer --tool memcheck --error-exitcode 1 "$B/cuda_kernels_test" \
@@ -100,31 +108,36 @@ call_b() {
     echo "== $name rc=$? $((SECONDS - s)) s"
     tar czf "$OUT/results.tgz" -C "$R" .
   }
-  step reference 60 "$B/cuda_reference_test"
+  # Every reference test runs for both GPU matmuls (gpu_matmul f32 and tensor_cores).
+  step reference 90 "$B/cuda_reference_test"
   grep -E '^\[  (FAILED|SKIPPED|PASSED) ' "$R/reference.out"
   local kernels=()
   [[ -f "$stash/gpu_kernels.json" ]] && kernels=(--kernel-json "$stash/gpu_kernels.json")
   step bench_gpu 150 python3 scripts/bench_gpu.py --cli "$CLI" "${kernels[@]}" --model "$M" --out "$R/bench_gpu.json"
   tail -14 "$R/bench_gpu.err"
-  # The tensor-core matmul (development switch KVSCOPE_CUDA_MATVEC=tensor,
-  # docs/cuda.md): the model against the exact one, then the same table.
-  step reference_tensor 60 env KVSCOPE_CUDA_MATVEC=tensor "$B/cuda_reference_test"
-  grep -E '^\[  (FAILED|SKIPPED|PASSED) ' "$R/reference_tensor.out"
-  step bench_gpu_tensor 150 env KVSCOPE_CUDA_MATVEC=tensor python3 scripts/bench_gpu.py --cli "$CLI" \
+  # The same table on the tensor cores (the setting gpu_matmul, docs/cuda.md).
+  step bench_gpu_tensor 150 python3 scripts/bench_gpu.py --cli "$CLI" --gpu-matmul tensor_cores \
     --compare-sampling-at 0 --compare-graphs-at "" --model "$M" --out "$R/bench_gpu_tensor.json"
   tail -8 "$R/bench_gpu_tensor.err"
   local t
-  for t in 2 1 4; do
-    step "seeds_t$t" 60 "$CLI" bench-seeds --model "$M" --backend cuda --only "$t" --out-dir "$R/seeds_t$t"
-  done
-  local ncu c skip
+  if [[ "${KVSCOPE_LEASE_SEEDS:-1}" == 1 ]]; then
+    for t in 2 1 4; do
+      step "seeds_t$t" 60 "$CLI" bench-seeds --model "$M" --backend cuda --only "$t" --out-dir "$R/seeds_t$t"
+    done
+  fi
+  # The kernels of one decode step under KVSCOPE_LEASE_NCU_MATMUL (the setting gpu_matmul; f32 by default).
+  local ncu c skip matmul=${KVSCOPE_LEASE_NCU_MATMUL:-f32}
+  if [[ "${KVSCOPE_LEASE_NCU:-1}" != 1 ]]; then
+    echo "call b: $((SECONDS - t0)) s (no Nsight Compute: KVSCOPE_LEASE_NCU=0)"
+    return
+  fi
   ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
   for c in 1 64; do
     skip=3000
     [[ $c == 64 ]] && skip=6000  # past the warm-up's prefill steps, into its decode steps
     step "ncu_c$c" 60 "$ncu" --clock-control none --metrics gpu__time_duration.sum --launch-skip "$skip" \
-      --launch-count 600 --csv "$CLI" bench --model "$M" --backend cuda --concurrency "$c" --prompt-tokens 128 \
-      --gen-tokens 32 --repeats 1
+      --launch-count 600 --csv "$CLI" bench --model "$M" --backend cuda --gpu-matmul "$matmul" --concurrency "$c" \
+      --prompt-tokens 128 --gen-tokens 32 --repeats 1
   done
   python3 scripts/dev/decode_step_kernels.py "$R/ncu_c1.out" "$R/ncu_c64.out" 2>&1 | tee "$R/decode_step_kernels.txt"
   tar czf "$OUT/results.tgz" -C "$R" .

@@ -3,13 +3,12 @@
 // (every run gets a fresh prompt; before, the warm-up's prompt was reused and
 // its cached blocks made prefill look ~5x faster). --concurrency N runs N
 // sequences at once, each with a prompt of its own; the record names tp and
-// tp_reduce, the backend and device, and splits the step time.
+// tp_reduce, the backend, device and GPU matmul, and splits the step time.
 // scripts/bench_gpu.py (the GPU table) runs here on the CPU backend, so the
 // script a GPU session relies on is known to work. Label: unit.
 #include <gtest/gtest.h>
 
 #include <cstdio>
-#include <cstdlib>
 #include <fstream>
 #include <set>
 
@@ -69,9 +68,9 @@ TEST_F(BenchRecord, NamesTheCpuAndNoPrefillTokenCameFromTheCache) {
   EXPECT_EQ(j["tp_reduce"], "fast");
 }
 
-// The record names what ran the model, and where the steps' time went: the
-// shares add up to the whole, and with --no-gpu-sampling the engine drew
-// every token itself.
+// The record names what ran the model and with which GPU matmul (f32 by
+// default), and where the steps' time went: the shares add up to the whole,
+// and with --no-gpu-sampling the engine drew every token itself.
 TEST_F(BenchRecord, NamesTheBackendAndSplitsTheStepTime) {
   for (bool gpu_sampling : {true, false}) {
     std::vector<std::string> args = {"bench", "--model", path_, "--threads", "1", "--prompt-tokens", "20",
@@ -84,6 +83,7 @@ TEST_F(BenchRecord, NamesTheBackendAndSplitsTheStepTime) {
     EXPECT_EQ(j["backend"], "cpu");
     EXPECT_EQ(j["device"].get<std::string>().rfind("CPU (", 0), 0u) << j["device"];
     EXPECT_EQ(j["gpu_sampling"], gpu_sampling);
+    EXPECT_EQ(j["gpu_matmul"], "f32");
     const auto& steps = j["steps"];
     ASSERT_TRUE(steps.is_object()) << r.out;
     EXPECT_GE(steps["count"].get<int>(), 2 * 5);  // at least a prefill and 4 decodes per run
@@ -99,31 +99,36 @@ TEST_F(BenchRecord, NamesTheBackendAndSplitsTheStepTime) {
 }
 
 // scripts/bench_gpu.py --quick on the CPU: one record of the bench runs at 1
-// and 2 sequences plus the host-sampling and no-graphs comparisons, with a stored
-// gpu_kernel_bench record summarised beside them; a failing run names itself.
+// and 2 sequences plus the host-sampling, no-graphs and no-overlap comparisons, with a stored
+// gpu_kernel_bench record summarised beside them; --gpu-matmul reaches every
+// run (the CPU ignores it, but the bench records name it); a failing run
+// names itself.
 TEST_F(BenchRecord, BenchGpuScriptMakesOneRecordAndNamesAFailingRun) {
   const std::string out = path_ + ".bench_gpu.json";
   auto r = test::run_program("python3", {KVSCOPE_BENCH_GPU_SCRIPT, "--backend", "cpu", "--quick", "--cli",
                                          KVSCOPE_CLI_PATH, "--model", path_, "--engine-option=--threads=1",
-                                         "--kernel-json", KVSCOPE_H200_KERNEL_RECORD, "--out", out});
+                                         "--gpu-matmul", "tensor_cores", "--kernel-json", KVSCOPE_H200_KERNEL_RECORD,
+                                         "--out", out});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::ifstream file(out);
   const auto j = nlohmann::json::parse(file, nullptr, /*allow_exceptions=*/false);
   std::remove(out.c_str());
   ASSERT_TRUE(j.is_object());
   EXPECT_EQ(j["device"].get<std::string>().rfind("CPU (", 0), 0u) << j["device"];
-  // Which matmul the CUDA backend's development switch picked (here, none: f32 unless it is set).
-  const char* matvec = std::getenv("KVSCOPE_CUDA_MATVEC");
-  EXPECT_EQ(j["matvec_math"], matvec && std::string(matvec) == "tensor" ? "tensor cores" : "f32");
-  ASSERT_EQ(j["table"].size(), 4u);
-  ASSERT_EQ(j["end_to_end"].size(), 4u);
-  const int concurrency[] = {1, 2, 2, 1};
-  const bool gpu_sampling[] = {true, true, false, true};
-  const bool gpu_graphs[] = {true, true, true, false};
-  for (size_t i = 0; i < 4; ++i) {
+  // Which matmul the runs used, as their bench records report it.
+  EXPECT_EQ(j["gpu_matmul"], "tensor_cores");
+  ASSERT_EQ(j["table"].size(), 5u);
+  ASSERT_EQ(j["end_to_end"].size(), 5u);
+  const int concurrency[] = {1, 2, 2, 1, 1};
+  const bool gpu_sampling[] = {true, true, false, true, true};
+  const bool gpu_graphs[] = {true, true, true, false, true};
+  const bool gpu_overlap[] = {true, true, true, true, false};
+  for (size_t i = 0; i < 5; ++i) {
     EXPECT_EQ(j["table"][i]["concurrency"], concurrency[i]);
     EXPECT_EQ(j["table"][i]["gpu_sampling"], gpu_sampling[i]);
     EXPECT_EQ(j["table"][i]["gpu_graphs"], gpu_graphs[i]);
+    EXPECT_EQ(j["table"][i]["gpu_overlap_launches"], gpu_overlap[i]);
+    EXPECT_EQ(j["table"][i]["gpu_matmul"], "tensor_cores");
     EXPECT_EQ(j["table"][i]["graph_steps"], 0);  // the CPU backend never replays a graph
     EXPECT_GT(j["table"][i]["tokens_per_s"].get<double>(), 0.0);
     EXPECT_EQ(j["end_to_end"][i]["threads"], 1);

@@ -70,6 +70,16 @@ enum class BackendKind {
   Auto,  // CUDA when the build has it and a device is present, else the CPU
 };
 
+// How the CUDA backend's quantised matmuls (matvec_q, every row's) multiply
+// (kernels/cuda/matvec_q.cuh's MatvecMath). Either is one math for every
+// row, so each keeps the bitwise invariance; they round differently from
+// each other, so logits under one are not bitwise those under the other.
+enum class GpuMatmul {
+  F32,          // f32 FMA chains: the faster for one sequence
+  TensorCores,  // f16 tensor-core products (quants exact, activations as two f16 parts), f32 sums:
+                // ~2x the throughput from 64 sequences and ~1.9x the prefill (H100, H200)
+};
+
 const char* backend_kind_name(BackendKind kind);  // "cpu", "cuda", "auto"
 const char* scheduling_policy_name(SchedulingPolicy policy);
 const char* spec_method_name(SpecMethod method);
@@ -101,6 +111,16 @@ struct EngineConfig {
   // so the same bits, with one launch instead of ~270. Off: every kernel
   // launched one by one. Ignored on the CPU.
   bool gpu_graphs = true;
+  // How the CUDA backend's quantised matmuls multiply (GpuMatmul above;
+  // docs/cuda.md has the measurements). Ignored on the CPU.
+  GpuMatmul gpu_matmul = GpuMatmul::F32;
+  // The CUDA backend lets each kernel of a step be scheduled while the one
+  // before it still runs (programmatic dependent launch, Hopper or later;
+  // kernels/cuda/overlapped_launch.h): every kernel waits for its
+  // predecessor's results before touching memory, so the same work in the
+  // same order and the same bits, without the gap between small kernels.
+  // Process-wide while a backend runs. Ignored on the CPU and before Hopper.
+  bool gpu_overlap_launches = true;
   int32_t num_threads = 0;         // 0: one per available core
   int32_t tp = 1;                  // tensor-parallel ranks (threads of this process), each a slice of the model
   TpReduce tp_reduce = TpReduce::Fast;

@@ -12,10 +12,9 @@
 #include <algorithm>
 #include <cassert>
 #include <cstdio>
-#include <cstdlib>
-#include <string_view>
 
 #include "kernels/cuda/act_and_mul.cuh"
+#include "kernels/cuda/overlapped_launch.h"
 #include "kernels/cuda/dequantize_bf16.cuh"
 #include "kernels/cuda/embedding.cuh"
 #include "kernels/cuda/gemm_bf16.cuh"
@@ -74,14 +73,7 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::create(std::shared_ptr<const M
   b->device_weights_ = std::move(uploaded).value();
   b->pool_ = std::move(pool);
   b->options_ = options;
-  // A development switch, not a setting: the tensor-core matmul has not run
-  // on a GPU yet (docs/cuda.md). Said on stderr, so that no figure made with
-  // it passes for the default path's.
-  if (const char* math = std::getenv("KVSCOPE_CUDA_MATVEC"); math && std::string_view(math) == "tensor") {
-    b->options_.matvec_math = cuda::MatvecMath::kTensorCores;
-    std::fprintf(stderr, "kvscope cuda backend: KVSCOPE_CUDA_MATVEC=tensor: matmuls on the tensor cores "
-                         "(experimental)\n");
-  }
+  cuda::set_overlapped_launches(options.overlap_launches);
   b->device_name_ = prop.name;
   if (options.gemm_prefill) {
     if (cublasCreate(&b->cublas_) != CUBLAS_STATUS_SUCCESS) return Error{"cublasCreate failed"};

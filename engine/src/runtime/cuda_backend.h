@@ -71,11 +71,16 @@ class CudaBackend final : public Backend {
     // same bits. The setting gpu_graphs (on by default).
     bool graphs = true;
     // How every matvec_q launch multiplies (kernels/cuda/matvec_q.cuh): f32
-    // FMA chains, or the tensor-core path, which is not yet verified on a
-    // GPU and so is chosen only by the development switch
-    // KVSCOPE_CUDA_MATVEC=tensor (create() reads it, over this option). One
-    // math for every row, so the invariance holds under either.
+    // FMA chains, or f16 tensor-core products with f32 sums. One math for
+    // every row, so the invariance holds under either; the two differ from
+    // each other in the last bits. The setting gpu_matmul (f32 by default;
+    // docs/cuda.md has the H100 measurement).
     cuda::MatvecMath matvec_math = cuda::MatvecMath::kF32;
+    // Kernels scheduled while their predecessor finishes (kernels/cuda/
+    // overlapped_launch.h): the same bits. Process-wide: create() sets it for
+    // every launch of the process, as the one engine's setting
+    // gpu_overlap_launches (on by default) says.
+    bool overlap_launches = true;
   };
 
   // A device pool of `spec` for `weights`' keys (DeviceKvPool::create).

@@ -10,6 +10,8 @@
 
 #include <regex>
 #include <set>
+#include <string>
+#include <vector>
 
 #include "kvscope/engine_config.h"
 #include "kvscope/setting_table.h"
@@ -151,6 +153,58 @@ TEST(SettingTable, AppliesSaysWhenAValueMatters) {
   EXPECT_TRUE(budget.applies(c));
   c.num_blocks = 10;
   EXPECT_FALSE(budget.applies(c));
+}
+
+// gpu_matmul picks the CUDA backend's matmul math by the names the CLI and
+// the settings file use: f32 until more GPUs are measured, tensor_cores, and
+// nothing else (not the old development switch's "tensor"); it matters only
+// where a GPU may run the model.
+TEST(SettingTable, GpuMatmulIsF32OrTensorCores) {
+  const SettingSpec& matmul = *find_setting("gpu_matmul");
+  EXPECT_EQ(matmul.group, "Compute");
+  EXPECT_EQ(matmul.cli_option(), "gpu-matmul");
+  EXPECT_EQ(matmul.choices, (std::vector<std::string>{"f32", "tensor_cores"}));
+  EXPECT_EQ(matmul.default_value(), SettingValue(std::string("f32")));
+  EXPECT_EQ(EngineConfig{}.gpu_matmul, GpuMatmul::F32);
+
+  EngineConfig c = usable();
+  ASSERT_TRUE(set_setting(c, "gpu_matmul", "tensor_cores").ok());
+  EXPECT_EQ(c.gpu_matmul, GpuMatmul::TensorCores);
+  EXPECT_EQ(matmul.format(matmul.get(c)), "tensor_cores");
+  EXPECT_TRUE(c.validate().empty()) << "valid on any backend; the CPU ignores it";
+  ASSERT_TRUE(set_setting(c, "gpu_matmul", " F32 ").ok());
+  EXPECT_EQ(c.gpu_matmul, GpuMatmul::F32);
+
+  for (const char* bad : {"tensor", "bf16", ""}) {
+    Status refused = set_setting(c, "gpu_matmul", bad);
+    ASSERT_FALSE(refused.ok()) << bad;
+    EXPECT_EQ(refused.error(), "gpu_matmul: '" + std::string(bad) + "' is not one of f32, tensor_cores");
+    EXPECT_EQ(c.gpu_matmul, GpuMatmul::F32) << "a refused value changes nothing";
+  }
+
+  c.backend = BackendKind::Cpu;
+  EXPECT_FALSE(matmul.applies(c));
+  c.backend = BackendKind::Cuda;
+  EXPECT_TRUE(matmul.applies(c));
+  c.backend = BackendKind::Auto;
+  EXPECT_TRUE(matmul.applies(c));
+}
+
+// gpu_overlap_launches: on by default, --no-gpu-overlap turns it off, and it
+// matters only where a GPU may run the model.
+TEST(SettingTable, GpuOverlapLaunchesIsOnByDefault) {
+  const SettingSpec& overlap = *find_setting("gpu_overlap_launches");
+  EXPECT_EQ(overlap.group, "Compute");
+  EXPECT_EQ(overlap.default_value(), SettingValue(true));
+  EXPECT_TRUE(EngineConfig{}.gpu_overlap_launches);
+  EXPECT_EQ(overlap.cli_negation, "no-gpu-overlap");
+  EngineConfig c = usable();
+  ASSERT_TRUE(set_setting(c, "gpu_overlap_launches", "off").ok());
+  EXPECT_FALSE(c.gpu_overlap_launches);
+  c.backend = BackendKind::Cpu;
+  EXPECT_FALSE(overlap.applies(c));
+  c.backend = BackendKind::Cuda;
+  EXPECT_TRUE(overlap.applies(c));
 }
 
 TEST(SettingTable, ParsesWhatPeopleType) {
