@@ -157,8 +157,9 @@ std::vector<SettingSpec> make_table() {
                                "Compute", "Overlap kernel launches", "",
                                "On a Hopper or newer GPU: each kernel of a step is scheduled while the one before "
                                "it finishes, and waits for its results before reading them, so the small kernels "
-                               "of a decode step follow each other without a gap; the same kernels in the same "
-                               "order, so the same results.");
+                               "of a decode step follow each other without a gap (about 5% faster for one chat; "
+                               "with tensor-core matmuls at 64 sequences a decode step is about 3% slower); the "
+                               "same kernels in the same order, so the same results.");
   overlap.applies = [](const EngineConfig& c) { return c.backend != BackendKind::Cpu; };
   overlap.cli_negation = "no-gpu-overlap";
 

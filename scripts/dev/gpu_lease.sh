@@ -22,7 +22,7 @@
 #
 # Call a: every gpu-labelled test binary that needs no model (kernels, GEMM,
 # NCCL on one rank, backend), gpu_kernel_bench, compute-sanitizer memcheck over
-# the matmul tests; with KVSCOPE_SANITIZERS=1 also
+# the matmul tests and the split decode rows'; with KVSCOPE_SANITIZERS=1 also
 # compute-sanitizer memcheck over the kernel tests (racecheck takes minutes:
 # scripts/gpu_check.sh --prebuilt runs both). Call b: the model's reference
 # test (for both settings of gpu_matmul) and scripts/bench_gpu.py (the
@@ -74,12 +74,13 @@ call_a() {
   timeout 90 "$B/gpu_kernel_bench" >"$stash/gpu_kernels.json" 2>"$OUT/gpu_kernel_bench.log"
   echo "gpu_kernel_bench rc=$? $((SECONDS - s)) s"
   cp "$stash/gpu_kernels.json" "$OUT/"
-  # memcheck over the matmul tests alone (their cluster-split tensor-core
-  # kernels read other blocks' shared memory): quick enough for every lease.
+  # memcheck over the matmul tests (their cluster-split tensor-core kernels
+  # read other blocks' shared memory) and the split decode rows' test (the
+  # partition states and their combine): 8 s on an H200, so every lease.
   s=$SECONDS
-  timeout 150 compute-sanitizer --tool memcheck --error-exitcode 1 "$B/cuda_kernels_test" \
-    --gtest_filter='CudaMatvecQ.*' >"$OUT/memcheck_matvec.log" 2>&1
-  echo "memcheck (matvec tests) rc=$? $((SECONDS - s)) s"
+  timeout 120 compute-sanitizer --tool memcheck --error-exitcode 1 "$B/cuda_kernels_test" \
+    --gtest_filter='CudaMatvecQ.*:CudaPagedPrefill.DecodeRowIsBitwiseTheRowInAChunk' >"$OUT/memcheck_matvec.log" 2>&1
+  echo "memcheck (matvec and split-row tests) rc=$? $((SECONDS - s)) s"
   grep -E 'ERROR SUMMARY' "$OUT/memcheck_matvec.log" | tail -1
   if [[ "${KVSCOPE_SANITIZERS:-0}" == 1 ]]; then
     s=$SECONDS
