@@ -477,10 +477,10 @@ __global__ void __launch_bounds__(kThreads)
 constexpr int64_t kMaxRanks = 8;
 constexpr int64_t kMinAutoRanks = 4;
 
-int split_ranks(TensorCoreSplit split, int64_t row_groups, int64_t token_groups, int64_t row_len) {
+int split_ranks(TensorCoreSplit split, int64_t row_groups, int64_t token_groups, int64_t row_len,
+                const DeviceShape& d) {
   const int64_t stages = num_blocks_for(row_len / kQBlockElems, kStageBlocks);
   if (split == TensorCoreSplit::kNever || stages < 2 || stages > kMaxRanks) return 0;
-  const DeviceShape d = current_device_shape();
   if (d.major < 9) return 0;
   if (split == TensorCoreSplit::kAlways) return static_cast<int>(stages);
   const bool pays = stages >= kMinAutoRanks && token_groups == 1 && row_groups < d.sms;
@@ -499,9 +499,16 @@ cudaError_t launch(void (*unsplit)(Params...), void (*split)(Params...), dim3 gr
 
 }  // namespace
 
-int tensor_core_split_ranks(int64_t num_rows, int64_t row_len, int64_t num_tokens, TensorCoreSplit split) {
+int tensor_core_split_ranks(int64_t num_rows, int64_t row_len, int64_t num_tokens, TensorCoreSplit split, int major,
+                            int sms) {
   if (num_rows <= 0 || row_len <= 0 || num_tokens <= 0) return 0;
-  return split_ranks(split, num_blocks_for(num_rows, kRows), num_blocks_for(num_tokens, kTokens), row_len);
+  return split_ranks(split, num_blocks_for(num_rows, kRows), num_blocks_for(num_tokens, kTokens), row_len,
+                     DeviceShape{major, sms});
+}
+
+int tensor_core_split_ranks(int64_t num_rows, int64_t row_len, int64_t num_tokens, TensorCoreSplit split) {
+  const DeviceShape d = current_device_shape();
+  return tensor_core_split_ranks(num_rows, row_len, num_tokens, split, d.major, d.sms);
 }
 
 cudaError_t matvec_mma_multi(TensorType type, const MultiOutputs& outputs, int64_t total_rows, int64_t row_len,
@@ -510,7 +517,7 @@ cudaError_t matvec_mma_multi(TensorType type, const MultiOutputs& outputs, int64
   KVSCOPE_CUDA_REQUIRE(op, total_rows / kRows < 0x7fffffff / kMaxRanks);
   if (num_tokens == 0) return cudaSuccess;
   const dim3 grid(num_blocks_for(total_rows, kRows), num_blocks_for(num_tokens, kTokens));
-  const int ranks = split_ranks(split, grid.x, grid.y, row_len);
+  const int ranks = split_ranks(split, grid.x, grid.y, row_len, current_device_shape());
   if (type == TensorType::Q8_0) {
     return launch(mma_multi_kernel<TensorType::Q8_0, false>, mma_multi_kernel<TensorType::Q8_0, true>, grid, ranks,
                   stream, outputs, row_len, x, num_tokens);
@@ -526,7 +533,7 @@ cudaError_t matvec_mma_glu(TensorType type, const void* w_gate, const void* w_up
   KVSCOPE_CUDA_REQUIRE(op, num_rows / kRows < 0x7fffffff / kMaxRanks);
   if (num_tokens == 0) return cudaSuccess;
   const dim3 grid(num_blocks_for(num_rows, kRows), num_blocks_for(num_tokens, kTokens));
-  const int ranks = split_ranks(split, grid.x, grid.y, row_len);
+  const int ranks = split_ranks(split, grid.x, grid.y, row_len, current_device_shape());
   const auto go = [&](auto unsplit_kernel, auto split_kernel) {
     return launch(unsplit_kernel, split_kernel, grid, ranks, stream, w_gate, w_up, num_rows, row_len, x, num_tokens,
                   out, ld);

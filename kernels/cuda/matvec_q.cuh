@@ -38,6 +38,10 @@ enum class TensorCoreSplit { kAuto, kNever, kAlways };
 // device: a rank per stage, or 0 unsplit. For the tests and the benchmark's
 // records.
 int tensor_core_split_ranks(int64_t num_rows, int64_t row_len, int64_t num_tokens, TensorCoreSplit split);
+// The same rule for a device of compute capability `major` (9: Hopper) with
+// `sms` multiprocessors, no device needed (the rule's own test).
+int tensor_core_split_ranks(int64_t num_rows, int64_t row_len, int64_t num_tokens, TensorCoreSplit split, int major,
+                            int sms);
 
 // y[t][r] = dot(dequant(w row r), x[t]) for t < num_tokens: decode rows, or a
 // prefill chunk (each weight block is loaded once per 8 tokens). A token's

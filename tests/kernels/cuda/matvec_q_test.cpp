@@ -280,6 +280,39 @@ TEST(CudaMatvecQ, MultiEqualsSeparateLaunches) {
   }
 }
 
+// The split rule alone (no device): kAuto splits only what gpu_kernel_bench
+// showed to pay on an H200 (rows of 4 to 8 stages of 256 weights, one group
+// of up to 32 tokens, fewer 16-row groups than SMs: SmolLM2's ffn_down at a
+// decode step), kAlways every row of 2 to 8 stages, and nothing splits
+// before Hopper or under kNever.
+TEST(CudaMatvecQHarness, SplitRuleIsWhatWasMeasured) {
+  using cuda::TensorCoreSplit;
+  const auto ranks = [](int64_t rows, int64_t len, int64_t tokens, TensorCoreSplit split, int major = 9,
+                        int sms = 132) { return cuda::tensor_core_split_ranks(rows, len, tokens, split, major, sms); };
+  constexpr TensorCoreSplit kAuto = TensorCoreSplit::kAuto, kAlways = TensorCoreSplit::kAlways;
+  for (int64_t tokens : {1, 16, 32}) EXPECT_EQ(ranks(576, 1536, tokens, kAuto), 6) << tokens;  // ffn_down
+  EXPECT_EQ(ranks(576, 1536, 33, kAuto), 0);  // two groups of tokens
+  EXPECT_EQ(ranks(576, 1536, 64, kAuto), 0);
+  EXPECT_EQ(ranks(576, 576, 1, kAuto), 0);   // q / o: 3 stages
+  EXPECT_EQ(ranks(1536, 576, 1, kAuto), 0);  // gate / up
+  EXPECT_EQ(ranks(960, 576, 1, kAuto), 0);   // q | k | v
+  EXPECT_EQ(ranks(49152, 576, 1, kAuto), 0);  // the head
+  EXPECT_EQ(ranks(576, 576, 1, kAlways), 3);
+  EXPECT_EQ(ranks(13, 32 * 9, 1, kAlways), 2);  // 9 blocks of 32: 2 stages, the last partial
+  EXPECT_EQ(ranks(13, 32 * 9, 1, kAuto), 0);
+  EXPECT_EQ(ranks(13, 2048, 1, kAuto), 8);   // 8 stages: the portable cluster size
+  EXPECT_EQ(ranks(13, 2080, 1, kAlways), 0);  // 9 stages: too many ranks
+  EXPECT_EQ(ranks(13, 256, 1, kAlways), 0);   // one stage: nothing to split
+  EXPECT_EQ(ranks(131 * 16, 1536, 1, kAuto), 6);  // 131 groups on 132 SMs
+  EXPECT_EQ(ranks(132 * 16, 1536, 1, kAuto), 0);  // as many groups as SMs
+  EXPECT_EQ(ranks(131 * 16 + 1, 1536, 1, kAuto), 0);
+  EXPECT_EQ(ranks(576, 1536, 1, TensorCoreSplit::kNever), 0);
+  EXPECT_EQ(ranks(576, 1536, 1, kAuto, 8, 108), 0);  // an A100: no clusters
+  EXPECT_EQ(ranks(576, 1536, 1, kAlways, 8, 108), 0);
+  EXPECT_EQ(ranks(0, 1536, 1, kAlways), 0);
+  EXPECT_EQ(ranks(576, 1536, 0, kAlways), 0);
+}
+
 // The tensor-core kernels split a launch of few blocks over clusters of one
 // block per stage (matvec_mma.cu) with the unsplit launch's bits: forced
 // both ways, on rows of 2, 3, 6 and 8 stages (the last one partial), odd
