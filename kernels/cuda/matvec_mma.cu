@@ -35,10 +35,9 @@
 // small matrices: 36 blocks for a 576-row matrix at one token, on 132 SMs)
 // leaves most of the GPU idle while each block walks its stages one after
 // another. Where that pays (split_ranks below), each 16-row group becomes a
-// cluster of one block per stage: block r computes stage r
-// only, and rank 0 reads the ranks' per-warp sums from their shared memory
-// and adds them, for each warp, in stage order, then over the warps in warp
-// order. That is the unsplit kernel's arithmetic exactly (its warp w adds
+// cluster of one block per stage: block r computes stage r only, and rank 0
+// reads the ranks' per-warp sums from their shared memory and adds them, for
+// each warp, in stage order, then over the warps in warp order. That is the unsplit kernel's arithmetic exactly (its warp w adds
 // block r's product to its sum at stage r; a rank's sum is 0 + that product,
 // the same value but for -0 -> +0, which no later sum can tell apart), so
 // the choice, which depends on the token count, leaves every bit as it is
