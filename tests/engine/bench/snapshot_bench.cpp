@@ -18,6 +18,30 @@
 namespace kvscope {
 namespace {
 
+// Submits 64 greedy requests of 256 prompt tokens (ids first_id + (0 ..
+// id_range - 1)) and steps until every prompt is prefilled and all decode.
+void start_64_decoding(Engine& engine, int32_t first_id, int32_t id_range, int32_t max_tokens) {
+  for (int i = 0; i < 64; ++i) {
+    GenerationRequest r;
+    for (int t = 0; t < 256; ++t) r.prompt_tokens.push_back(first_id + (i * 7 + t * 13) % id_range);
+    r.sampling.temperature = 0.0f;
+    r.sampling.max_tokens = max_tokens;
+    r.sampling.ignore_eos = true;
+    (void)engine.submit(std::move(r));
+  }
+  for (int i = 0; i < 12; ++i) engine.step();  // prefill done, decoding
+}
+
+// Times snapshot() alone, each after a new step, so that it must build anew.
+void time_fresh_snapshots(benchmark::State& state, Engine& engine) {
+  for (auto _ : state) {
+    state.PauseTiming();
+    engine.step();
+    state.ResumeTiming();
+    benchmark::DoNotOptimize(engine.snapshot());
+  }
+}
+
 // 64 requests of 256 prompt tokens, prefilled, decoding.
 std::unique_ptr<Engine> busy_engine() {
   EngineConfig c;
@@ -28,15 +52,7 @@ std::unique_ptr<Engine> busy_engine() {
   c.kv_budget_bytes = 2ll << 30;  // all 64 fit: the step measured is pure decode
   auto engine = Engine::create(c);
   if (!engine.ok()) return nullptr;
-  for (int i = 0; i < 64; ++i) {
-    GenerationRequest r;
-    for (int t = 0; t < 256; ++t) r.prompt_tokens.push_back(1000 + (i * 7 + t * 13) % 20000);
-    r.sampling.temperature = 0.0f;
-    r.sampling.max_tokens = 4096;
-    r.sampling.ignore_eos = true;
-    (void)(*engine)->submit(std::move(r));
-  }
-  for (int i = 0; i < 12; ++i) (*engine)->step();  // prefill done, decoding
+  start_64_decoding(**engine, 1000, 20000, 4096);
   return std::move(engine).value();
 }
 
@@ -46,12 +62,7 @@ void BM_SnapshotAt64Requests(benchmark::State& state) {
     return;
   }
   auto engine = busy_engine();
-  for (auto _ : state) {
-    state.PauseTiming();
-    engine->step();  // a new step, so snapshot() must build anew
-    state.ResumeTiming();
-    benchmark::DoNotOptimize(engine->snapshot());
-  }
+  time_fresh_snapshots(state, *engine);
   const auto snap = engine->snapshot();
   state.counters["blocks"] = static_cast<double>(snap->blocks.size());
   state.counters["sequences"] = static_cast<double>(snap->sequences.size());
@@ -92,21 +103,8 @@ void BM_SnapshotOfAPool(benchmark::State& state) {
     state.SkipWithError(engine.error().c_str());
     return;
   }
-  for (int i = 0; i < 64; ++i) {
-    GenerationRequest r;
-    for (int t = 0; t < 256; ++t) r.prompt_tokens.push_back(3 + (i * 7 + t * 13) % 250);
-    r.sampling.temperature = 0.0f;
-    r.sampling.max_tokens = 2048;
-    r.sampling.ignore_eos = true;
-    (void)(*engine)->submit(std::move(r));
-  }
-  for (int i = 0; i < 12; ++i) (*engine)->step();
-  for (auto _ : state) {
-    state.PauseTiming();
-    (*engine)->step();
-    state.ResumeTiming();
-    benchmark::DoNotOptimize((*engine)->snapshot());
-  }
+  start_64_decoding(**engine, 3, 250, 2048);
+  time_fresh_snapshots(state, **engine);
   state.counters["used_blocks"] = static_cast<double>((*engine)->snapshot()->kv.num_used_blocks);
   std::remove(path.c_str());
 }
