@@ -12,9 +12,13 @@ What it runs, all on the same machine in one go:
     1 and 64) with --no-gpu-graphs, for what replaying steps as CUDA graphs
     changes, and at each --compare-overlap-at concurrency (default 1 and 64)
     with --no-gpu-overlap, for what overlapping the kernels' launches
-    changes. Each bench record names the backend and the device, splits the
-    step time into forward / sample / other and counts the steps replayed as
-    a graph (its "steps").
+    changes, and at each --compare-attention-timing-at concurrency (default
+    1 and 64) with --no-gpu-attention-timing, for what the events that time
+    each layer's attention cost. Each bench record names the backend and the device, splits the
+    step time into forward / sample / other, counts the steps replayed as
+    a graph (its "steps") and, on a GPU, says how much of the step the
+    device was busy (first kernel to last copy back) and how long per
+    step it sat with nothing queued while the host worked.
 
 Every run uses the same matmul math, --gpu-matmul (the engine setting
 gpu_matmul: f32, the default, or tensor_cores); the record's "gpu_matmul"
@@ -59,7 +63,7 @@ def run_json(cmd, what):
         sys.exit(1)
 
 
-def end_to_end(args, concurrency, gpu_sampling, gpu_graphs=True, gpu_overlap=True):
+def end_to_end(args, concurrency, gpu_sampling, gpu_graphs=True, gpu_overlap=True, gpu_attention_timing=True):
     cmd = [str(args.cli), "bench", "--backend", args.backend, "--concurrency", str(concurrency),
            "--prompt-tokens", str(args.prompt_tokens), "--gen-tokens", str(args.gen_tokens),
            "--repeats", str(args.repeats)]
@@ -73,9 +77,12 @@ def end_to_end(args, concurrency, gpu_sampling, gpu_graphs=True, gpu_overlap=Tru
         cmd.append("--no-gpu-graphs")
     if not gpu_overlap:
         cmd.append("--no-gpu-overlap")
+    if not gpu_attention_timing:
+        cmd.append("--no-gpu-attention-timing")
     cmd += args.engine_option
     what = (f"bench at {concurrency} sequence(s){'' if gpu_sampling else ', host sampling'}"
-            f"{'' if gpu_graphs else ', no CUDA graphs'}{'' if gpu_overlap else ', launches not overlapped'}")
+            f"{'' if gpu_graphs else ', no CUDA graphs'}{'' if gpu_overlap else ', launches not overlapped'}"
+            f"{'' if gpu_attention_timing else ', attention not timed'}")
     sys.stderr.write(f"bench_gpu: {what}...\n")
     return run_json(cmd, what)
 
@@ -87,6 +94,7 @@ def row_of(record):
         "gpu_sampling": record["gpu_sampling"],
         "gpu_graphs": record.get("gpu_graphs"),
         "gpu_overlap_launches": record.get("gpu_overlap_launches"),
+        "gpu_attention_timing": record.get("gpu_attention_timing"),
         "gpu_matmul": record.get("gpu_matmul"),
         "graph_steps": steps.get("graph_steps"),
         "steps": steps.get("count"),
@@ -97,6 +105,10 @@ def row_of(record):
         "forward_share": steps.get("forward_share"),
         "sample_share": steps.get("sample_share"),
         "other_share": steps.get("other_share"),
+        # On a GPU: its own time's share of the steps, and the median step's
+        # time with nothing queued on it (None on the CPU backend).
+        "device_share": steps.get("device_share"),
+        "device_idle_s_median": steps.get("device_idle_s_median"),
     }
 
 
@@ -126,17 +138,23 @@ def markdown(record):
         for p in k["prefill_attention"]:
             lines.append(f"prefill attention, {p['rows']} rows: {p['tflops']:.2f} TFLOP/s")
     lines.append(f"GPU matmul: {record.get('gpu_matmul')}")
-    lines.append("| sequences | device sampling | CUDA graphs | overlapped launches | tok/s in all | prefill tok/s | "
-                 "decode tok/s per sequence | median step ms | steps replayed | forward | sample | other |")
-    lines.append("| --: | --- | --- | --- | --: | --: | --: | --: | --: | --: | --: | --: |")
+    lines.append("| sequences | device sampling | CUDA graphs | overlapped launches | attention timed | tok/s in all | "
+                 "prefill tok/s | "
+                 "decode tok/s per sequence | median step ms | steps replayed | forward | sample | other | "
+                 "device busy | device idle per step us |")
+    lines.append("| --: | --- | --- | --- | --- | --: | --: | --: | --: | --: | --: | --: | --: | --: | --: |")
     for r in record["table"]:
         step_ms = (r["step_s_median"] or 0.0) * 1e3
         replayed = f"{r['graph_steps']} / {r['steps']}" if r.get("graph_steps") is not None else "-"
+        busy = f"{r['device_share']:.1%}" if r.get("device_share") is not None else "-"
+        idle = f"{r['device_idle_s_median'] * 1e6:,.0f}" if r.get("device_idle_s_median") is not None else "-"
         lines.append(f"| {r['concurrency']} | {'on' if r['gpu_sampling'] else 'off'} | "
                      f"{'on' if r.get('gpu_graphs') else 'off'} | {'on' if r.get('gpu_overlap_launches') else 'off'} | "
+                     f"{'on' if r.get('gpu_attention_timing') else 'off'} | "
                      f"{r['tokens_per_s']:,.0f} | "
                      f"{r['prefill_tok_s']:,.0f} | {r['decode_tok_s_per_sequence']:,.0f} | {step_ms:.2f} | {replayed} | "
-                     f"{r['forward_share']:.1%} | {r['sample_share']:.1%} | {r['other_share']:.1%} |")
+                     f"{r['forward_share']:.1%} | {r['sample_share']:.1%} | {r['other_share']:.1%} | "
+                     f"{busy} | {idle} |")
     return "\n".join(lines)
 
 
@@ -155,6 +173,8 @@ def main():
                     help="comma-separated concurrencies also run with --no-gpu-graphs (empty: none)")
     ap.add_argument("--compare-overlap-at", default="1,64",
                     help="comma-separated concurrencies also run with --no-gpu-overlap (empty: none)")
+    ap.add_argument("--compare-attention-timing-at", default="1,64",
+                    help="comma-separated concurrencies also run with --no-gpu-attention-timing (empty: none)")
     ap.add_argument("--prompt-tokens", type=int, default=128)
     ap.add_argument("--gen-tokens", type=int, default=64)
     ap.add_argument("--repeats", type=int, default=3)
@@ -168,7 +188,7 @@ def main():
     args = ap.parse_args()
     if args.quick:
         args.concurrency, args.compare_sampling_at, args.compare_graphs_at = "1,2", 2, "1"
-        args.compare_overlap_at = "1"
+        args.compare_overlap_at = args.compare_attention_timing_at = "1"
         args.prompt_tokens, args.gen_tokens, args.repeats = 8, 2, 1
     if not args.cli.exists():
         sys.exit(f"bench_gpu: no kvscope-cli at {args.cli} (build it, or pass --cli)")
@@ -193,6 +213,8 @@ def main():
         runs.append(end_to_end(args, c, True, gpu_graphs=False))
     for c in [int(c) for c in args.compare_overlap_at.split(",") if c.strip()]:
         runs.append(end_to_end(args, c, True, gpu_overlap=False))
+    for c in [int(c) for c in args.compare_attention_timing_at.split(",") if c.strip()]:
+        runs.append(end_to_end(args, c, True, gpu_attention_timing=False))
     record["device"] = runs[0]["device"]
     # The math the runs report, not the option asked for; every run must report the same (below).
     record["gpu_matmul"] = runs[0].get("gpu_matmul")

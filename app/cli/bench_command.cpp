@@ -177,29 +177,39 @@ double percentile(std::vector<double> v, double fraction) {
 // pass, the engine's sampling and publishing, and the rest (scheduling, KV
 // bookkeeping), as shares of the summed step time, with the median step.
 nlohmann::ordered_json step_breakdown_json(const std::vector<StepStats>& steps) {
-  double total = 0.0, forward = 0.0, sample = 0.0;
+  double total = 0.0, forward = 0.0, sample = 0.0, device = 0.0;
   int64_t drawn = 0, graphed = 0;
-  std::vector<double> step_s, graphed_step_s;
+  std::vector<double> step_s, graphed_step_s, device_idle_s;
   for (const StepStats& s : steps) {
     total += s.step_time_s;
     forward += s.forward_time_s;
     sample += s.sample_time_s;
+    device += s.device_time_s;
+    device_idle_s.push_back(std::max(0.0, s.step_time_s - s.device_time_s));
     drawn += s.num_backend_draws;
     graphed += s.graph_replayed;
     step_s.push_back(s.step_time_s);
     if (s.graph_replayed) graphed_step_s.push_back(s.step_time_s);
   }
   auto share = [&](double part) { return total > 0.0 ? part / total : 0.0; };
-  return {{"count", steps.size()},
-          {"step_s_median", median(step_s)},
-          {"forward_share", share(forward)},
-          {"sample_share", share(sample)},
-          {"other_share", share(total - forward - sample)},
-          // Tokens the backend drew itself (gpu_sampling) instead of the engine's sampler.
-          {"backend_draws", drawn},
-          // Steps replayed as a CUDA graph (gpu_graphs), and their median.
-          {"graph_steps", graphed},
-          {"graph_step_s_median", median(graphed_step_s)}};
+  nlohmann::ordered_json j = {{"count", steps.size()},
+                              {"step_s_median", median(step_s)},
+                              {"forward_share", share(forward)},
+                              {"sample_share", share(sample)},
+                              {"other_share", share(total - forward - sample)},
+                              // Tokens the backend drew itself (gpu_sampling) instead of the engine's sampler.
+                              {"backend_draws", drawn},
+                              // Steps replayed as a CUDA graph (gpu_graphs), and their median.
+                              {"graph_steps", graphed},
+                              {"graph_step_s_median", median(graphed_step_s)}};
+  if (device > 0.0) {
+    // A GPU's own time (first kernel to last copy back) as a share of the
+    // steps, and the median step's rest: the time the device sat with nothing
+    // queued, the most that overlapping host work with the device could hide.
+    j["device_share"] = share(device);
+    j["device_idle_s_median"] = median(device_idle_s);
+  }
+  return j;
 }
 
 // A setting's value as the command line and the settings file write it ("deterministic").
@@ -315,6 +325,7 @@ int run_bench(const BenchOptions& o) {
       {"gpu_sampling", engine->config().gpu_sampling},
       {"gpu_graphs", engine->config().gpu_graphs},
       {"gpu_overlap_launches", engine->config().gpu_overlap_launches},
+      {"gpu_attention_timing", engine->config().gpu_attention_timing},
       // The matmuls' math: the two give different bits and speeds (docs/cuda.md).
       {"gpu_matmul", setting_text(engine->config(), "gpu_matmul")},
       {"prompt_tokens", o.prompt_tokens},

@@ -24,6 +24,7 @@ Json step_json(const StepStats& s) {
           {"num_seqs", s.num_seqs},
           {"step_time_s", s.step_time_s},
           {"attention_time_s", s.attention_time_s},
+          {"device_time_s", s.device_time_s},  // a GPU's own time in the step; 0 on the CPU
           {"num_used_blocks", s.num_used_blocks},
           {"num_total_blocks", s.num_total_blocks},
           {"num_cascade_groups", s.num_cascade_groups},

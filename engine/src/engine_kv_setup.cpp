@@ -54,7 +54,8 @@ Result<KvSetup> Engine::Impl::make_kv_setup(const EngineConfig& c, const KvPlan&
                            (choice.kind == BackendKind::Cuda &&
                             (c.gpu_prefill_gemm != config.gpu_prefill_gemm || c.gpu_graphs != config.gpu_graphs ||
                              c.gpu_matmul != config.gpu_matmul ||
-                             c.gpu_overlap_launches != config.gpu_overlap_launches));
+                             c.gpu_overlap_launches != config.gpu_overlap_launches ||
+                             c.gpu_attention_timing != config.gpu_attention_timing));
   const bool new_draft_backend = with_draft && (!draft_backend || draft != draft_weights);
   KvSetup setup;
   std::unique_ptr<HostKvPool> host_pool, draft_host_pool;
@@ -94,6 +95,7 @@ Result<KvSetup> Engine::Impl::make_kv_setup(const EngineConfig& c, const KvPlan&
     options.matvec_math =
         c.gpu_matmul == GpuMatmul::TensorCores ? cuda::MatvecMath::kTensorCores : cuda::MatvecMath::kF32;
     options.overlap_launches = c.gpu_overlap_launches;
+    options.time_attention = c.gpu_attention_timing;
     auto made = CudaBackend::create(weights, std::move(device_pool), options);
     if (!made.ok()) return Error{made.error()};
     setup.backend = std::move(made).value();

@@ -410,6 +410,7 @@ void Engine::step() {
     const double forward_s = std::chrono::duration<double>(Sequence::Clock::now() - forward_start).count();
     stats.forward_time_s = forward_s;
     stats.graph_replayed = m.backend->last_forward_graphed();
+    stats.device_time_s = m.backend->last_device_time_s();
     m.note_forward_time(work, stats, forward_s);
     if (m.draft_s_per_token_ema > 0.0) {
       // A draft token's cost in target rows, for the auto-disable rule.

@@ -162,6 +162,14 @@ std::vector<SettingSpec> make_table() {
                                "same kernels in the same order, so the same results.");
   overlap.applies = [](const EngineConfig& c) { return c.backend != BackendKind::Cpu; };
   overlap.cli_negation = "no-gpu-overlap";
+  SettingSpec& attention_timing =
+      words(add(bool_row("gpu_attention_timing", &EngineConfig::gpu_attention_timing)), "Compute",
+            "Time attention on the GPU", "",
+            "On a GPU: each layer's attention is timed for the inspector's attention plot, with a pair of events "
+            "between the step's kernels. Off: the plot stays empty and a step has no events between its kernels; "
+            "the results are the same either way.");
+  attention_timing.applies = [](const EngineConfig& c) { return c.backend != BackendKind::Cpu; };
+  attention_timing.cli_negation = "no-gpu-attention-timing";
 
   SettingSpec& budget = words(add(bytes_row("kv_budget", &EngineConfig::kv_budget_bytes, 1, 16 * kTiB)),
                               "KV cache", "KV budget", "",

@@ -93,13 +93,17 @@ TEST_F(BenchRecord, NamesTheBackendAndSplitsTheStepTime) {
     EXPECT_GE(sample, 0.0);
     EXPECT_GE(other, 0.0);
     EXPECT_NEAR(forward + sample + other, 1.0, 1e-9);
+    // The CPU backend has no device time of its own: no device share is claimed.
+    EXPECT_FALSE(steps.contains("device_share")) << steps;
+    EXPECT_FALSE(steps.contains("device_idle_s_median")) << steps;
     // 3 sequences x 5 tokens x 2 runs, each drawn by the backend or by the engine.
     EXPECT_EQ(steps["backend_draws"].get<int>(), gpu_sampling ? 30 : 0);
   }
 }
 
 // scripts/bench_gpu.py --quick on the CPU: one record of the bench runs at 1
-// and 2 sequences plus the host-sampling, no-graphs and no-overlap comparisons, with a stored
+// and 2 sequences plus the host-sampling, no-graphs, no-overlap and
+// untimed-attention comparisons, with a stored
 // gpu_kernel_bench record summarised beside them; --gpu-matmul reaches every
 // run (the CPU ignores it, but the bench records name it); a failing run
 // names itself.
@@ -117,17 +121,19 @@ TEST_F(BenchRecord, BenchGpuScriptMakesOneRecordAndNamesAFailingRun) {
   EXPECT_EQ(j["device"].get<std::string>().rfind("CPU (", 0), 0u) << j["device"];
   // Which matmul the runs used, as their bench records report it.
   EXPECT_EQ(j["gpu_matmul"], "tensor_cores");
-  ASSERT_EQ(j["table"].size(), 5u);
-  ASSERT_EQ(j["end_to_end"].size(), 5u);
-  const int concurrency[] = {1, 2, 2, 1, 1};
-  const bool gpu_sampling[] = {true, true, false, true, true};
-  const bool gpu_graphs[] = {true, true, true, false, true};
-  const bool gpu_overlap[] = {true, true, true, true, false};
-  for (size_t i = 0; i < 5; ++i) {
+  ASSERT_EQ(j["table"].size(), 6u);
+  ASSERT_EQ(j["end_to_end"].size(), 6u);
+  const int concurrency[] = {1, 2, 2, 1, 1, 1};
+  const bool gpu_sampling[] = {true, true, false, true, true, true};
+  const bool gpu_graphs[] = {true, true, true, false, true, true};
+  const bool gpu_overlap[] = {true, true, true, true, false, true};
+  const bool gpu_attention_timing[] = {true, true, true, true, true, false};
+  for (size_t i = 0; i < 6; ++i) {
     EXPECT_EQ(j["table"][i]["concurrency"], concurrency[i]);
     EXPECT_EQ(j["table"][i]["gpu_sampling"], gpu_sampling[i]);
     EXPECT_EQ(j["table"][i]["gpu_graphs"], gpu_graphs[i]);
     EXPECT_EQ(j["table"][i]["gpu_overlap_launches"], gpu_overlap[i]);
+    EXPECT_EQ(j["table"][i]["gpu_attention_timing"], gpu_attention_timing[i]);
     EXPECT_EQ(j["table"][i]["gpu_matmul"], "tensor_cores");
     EXPECT_EQ(j["table"][i]["graph_steps"], 0);  // the CPU backend never replays a graph
     EXPECT_GT(j["table"][i]["tokens_per_s"].get<double>(), 0.0);

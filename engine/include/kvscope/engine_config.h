@@ -121,6 +121,12 @@ struct EngineConfig {
   // same order and the same bits, without the gap between small kernels.
   // Process-wide while a backend runs. Ignored on the CPU and before Hopper.
   bool gpu_overlap_launches = true;
+  // The CUDA backend times each layer's attention with a pair of CUDA events
+  // (StepStats::attention_time_s, the inspector's attention plot). The events
+  // sit between the kernels of every step, where they may cost some of the
+  // overlap above; off, the step has no attention time. Ignored on the CPU,
+  // which always times its attention.
+  bool gpu_attention_timing = true;
   int32_t num_threads = 0;         // 0: one per available core
   int32_t tp = 1;                  // tensor-parallel ranks (threads of this process), each a slice of the model
   TpReduce tp_reduce = TpReduce::Fast;

@@ -98,6 +98,9 @@ struct StepStats {
   // logits or drawn tokens are on the host), then sampling and publishing the
   // tokens; the rest is scheduling and bookkeeping on the host.
   double forward_time_s = 0.0;
+  // Of forward_time_s, the device's own time from its first kernel to its
+  // last copy back (Backend::last_device_time_s); 0 on the CPU backend.
+  double device_time_s = 0.0;
   double sample_time_s = 0.0;
   int32_t num_used_blocks = 0;
   int32_t num_total_blocks = 0;

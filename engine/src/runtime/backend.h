@@ -74,6 +74,12 @@ class Backend {
   // Whether the last forward() replayed a captured graph of launches (the
   // CUDA backend's gpu_graphs) instead of launching kernel by kernel.
   virtual bool last_forward_graphed() const { return false; }
+  // The device's own time for the last forward(): from its first kernel to
+  // the end of its last copy back, on the device's clock. The rest of a
+  // step's wall time the device had nothing queued (the host prepared
+  // inputs, sampled, scheduled): what overlapping the host with the device
+  // could hide. 0 for a backend without a device of its own (the CPU).
+  virtual double last_device_time_s() const { return 0.0; }
 
   // Sizes the workspace for exactly max_tokens query rows per forward(),
   // releasing any excess (forward() grows it if a batch is ever larger).

@@ -81,12 +81,16 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::create(std::shared_ptr<const M
   const int32_t num_layers = b->weights_->config.num_layers;
   b->events_.resize(static_cast<size_t>(2 * num_layers));
   for (cudaEvent_t& e : b->events_) cuda_check(cudaEventCreate(&e), "cudaEventCreate");
+  cuda_check(cudaEventCreate(&b->step_begin_), "cudaEventCreate");
+  cuda_check(cudaEventCreate(&b->step_end_), "cudaEventCreate");
   return b;
 }
 
 CudaBackend::~CudaBackend() {
   cudaStreamSynchronize(stream_);
   for (cudaEvent_t e : events_) cudaEventDestroy(e);
+  if (step_begin_) cudaEventDestroy(step_begin_);
+  if (step_end_) cudaEventDestroy(step_end_);
   if (cublas_) cublasDestroy(cublas_);
 }
 
@@ -285,12 +289,12 @@ void CudaBackend::attention(int32_t layer, const StepBatch& batch) {
   const int32_t* ints = ints_.data();
   const cuda::PagedPrefillBatch device_batch{batch.num_seqs, ints + query_start_at_, ints + positions_at_,
                                              ints + table_start_at_, ints + block_ids_at_};
-  record_event(events_[2 * static_cast<size_t>(layer)]);
+  if (options_.time_attention) record_event(events_[2 * static_cast<size_t>(layer)]);
   cuda_check(cuda::paged_prefill_attention(shape, pool_->layer_view(layer), device_batch, plan_, plan_data_.data(),
                                            qkv_.data(), attn_.data(), attention_workspace_.data(),
                                            attention_workspace_floats_, stream_, qkv_width(model_config())),
              "paged_prefill_attention");
-  record_event(events_[2 * static_cast<size_t>(layer) + 1]);
+  if (options_.time_attention) record_event(events_[2 * static_cast<size_t>(layer) + 1]);
 }
 
 bool CudaBackend::forward(const StepBatch& batch, std::vector<float>& logits, const std::atomic<bool>* interrupt,
@@ -301,10 +305,15 @@ bool CudaBackend::forward(const StepBatch& batch, std::vector<float>& logits, co
   attention_stats_ = {};
   drawn_.clear();
   last_forward_graphed_ = false;
+  device_time_s_ = 0.0;
   prepare_step(batch);
   const int32_t layers_run = num_layers > 0 ? std::min(num_layers, c.num_layers) : c.num_layers;
   const int32_t num_logits = static_cast<int32_t>(batch.logits_rows.size());
   logits.resize(static_cast<size_t>(num_logits) * c.vocab_size);
+  // After the inputs' uploads, which the host queues as it prepares them: the
+  // device time starts with the model's first kernel (a capture below runs
+  // on a stream of its own, so this event stays outside any graph).
+  cuda_check(cudaEventRecord(step_begin_, stream_), "cudaEventRecord");
   if (options_.graphs && gemm_seqs_.empty()) {
     // A graph runs its layers without looking at the interrupt: look once before.
     if (interrupt && interrupt->load(std::memory_order_relaxed)) return false;
@@ -315,7 +324,16 @@ bool CudaBackend::forward(const StepBatch& batch, std::vector<float>& logits, co
     draw_tokens(batch);
     copy_logits_back(batch, logits);
   }
+  cuda_check(cudaEventRecord(step_end_, stream_), "cudaEventRecord");
   cuda_check(cudaStreamSynchronize(stream_), "the step's kernels");
+  // A figure for the bench and the inspector: one the runtime cannot give is
+  // left at 0 (as collect_attention_stats does) rather than stopping the model.
+  float device_ms = 0.0f;
+  if (cudaEventElapsedTime(&device_ms, step_begin_, step_end_) == cudaSuccess) {
+    device_time_s_ = device_ms * 1e-3;
+  } else {
+    cudaGetLastError();  // not the next launch's error
+  }
   collect_attention_stats(layers_run);
   return true;
 }
@@ -495,7 +513,7 @@ void CudaBackend::copy_logits_back(const StepBatch& batch, std::vector<float>& l
 }
 
 void CudaBackend::collect_attention_stats(int32_t layers_run) {
-  for (int32_t l = 0; l < layers_run; ++l) {
+  for (int32_t l = 0; options_.time_attention && l < layers_run; ++l) {
     float ms = 0.0f;
     // A timing the runtime cannot give (it is only the inspector's figure)
     // leaves the step's attention time out rather than stopping the model.

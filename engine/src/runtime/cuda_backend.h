@@ -81,6 +81,10 @@ class CudaBackend final : public Backend {
     // every launch of the process, as the one engine's setting
     // gpu_overlap_launches (on by default) says.
     bool overlap_launches = true;
+    // A pair of events around each layer's attention, read after the step
+    // (last_attention_stats().time_s). Off: no events between the step's
+    // kernels, and the attention time is 0. The setting gpu_attention_timing.
+    bool time_attention = true;
   };
 
   // A device pool of `spec` for `weights`' keys (DeviceKvPool::create).
@@ -102,6 +106,7 @@ class CudaBackend final : public Backend {
   const std::vector<int32_t>& drawn_tokens() const override { return drawn_; }
   BackendAttentionStats last_attention_stats() const override { return attention_stats_; }
   bool last_forward_graphed() const override { return last_forward_graphed_; }
+  double last_device_time_s() const override { return device_time_s_; }
   void reserve(int32_t max_tokens) override;
   Result<std::unique_ptr<KvBlockStore>> make_kv_pool(const KvPoolSpec& spec) override;
   void use_kv_pool(std::unique_ptr<KvBlockStore> pool) override;
@@ -184,6 +189,10 @@ class CudaBackend final : public Backend {
   // Attention timing: an event before and after each layer's attention.
   std::vector<cudaEvent_t> events_;
   BackendAttentionStats attention_stats_;
+  // The step's device time: an event before its first kernel, one after
+  // its last copy back (last_device_time_s).
+  cudaEvent_t step_begin_ = nullptr, step_end_ = nullptr;
+  double device_time_s_ = 0.0;
   // Where launches go: the legacy default stream, or the graph cache's
   // capture stream while a graph is being captured.
   cudaStream_t stream_ = nullptr;

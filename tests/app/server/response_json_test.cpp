@@ -231,6 +231,7 @@ TEST(SnapshotJson, CarriesEachRank) {
   s.last_step.num_ranks = 2;
   s.last_step.rank_forward_s[0] = 0.25;
   s.last_step.rank_forward_s[1] = 0.5;
+  s.last_step.device_time_s = 0.125;
   const auto j = snapshot_json(s);
   const auto& tp = j["tensor_parallel"];
   EXPECT_EQ(tp["tp"], 2);
@@ -251,6 +252,7 @@ TEST(SnapshotJson, CarriesEachRank) {
     EXPECT_EQ(rank["workspace_bytes"], 3000 + r);
   }
   EXPECT_EQ(j["last_step"]["rank_forward_s"], (std::vector<double>{0.25, 0.5}));
+  EXPECT_EQ(j["last_step"]["device_time_s"], 0.125);
   // No forward pass: no ranks' times.
   EXPECT_TRUE(snapshot_json(EngineSnapshot{})["last_step"]["rank_forward_s"].empty());
 }

@@ -207,6 +207,23 @@ TEST(SettingTable, GpuOverlapLaunchesIsOnByDefault) {
   EXPECT_TRUE(overlap.applies(c));
 }
 
+// gpu_attention_timing: on by default (the inspector's attention plot),
+// --no-gpu-attention-timing turns it off, only where a GPU may run the model.
+TEST(SettingTable, GpuAttentionTimingIsOnByDefault) {
+  const SettingSpec& timing = *find_setting("gpu_attention_timing");
+  EXPECT_EQ(timing.group, "Compute");
+  EXPECT_EQ(timing.default_value(), SettingValue(true));
+  EXPECT_TRUE(EngineConfig{}.gpu_attention_timing);
+  EXPECT_EQ(timing.cli_negation, "no-gpu-attention-timing");
+  EngineConfig c = usable();
+  ASSERT_TRUE(set_setting(c, "gpu_attention_timing", "off").ok());
+  EXPECT_FALSE(c.gpu_attention_timing);
+  c.backend = BackendKind::Cpu;
+  EXPECT_FALSE(timing.applies(c));
+  c.backend = BackendKind::Cuda;
+  EXPECT_TRUE(timing.applies(c));
+}
+
 TEST(SettingTable, ParsesWhatPeopleType) {
   const SettingSpec& paged = *find_setting("paged");
   for (const char* t : {"true", "on", "YES", "1", " true "}) {
