@@ -54,6 +54,15 @@ ApiError payload_too_large(size_t limit_bytes) {
           "invalid_request_error", "", "request_too_large"};
 }
 
+ApiError form_too_large(size_t form_limit_bytes) {
+  return {413,
+          fmt::format("the body was sent as a form (Content-Type: application/x-www-form-urlencoded, curl -d's "
+                      "default), which is limited to {} bytes; send it as JSON with the header "
+                      "'Content-Type: application/json'",
+                      form_limit_bytes),
+          "invalid_request_error", "", "request_too_large"};
+}
+
 ApiError engine_error(std::string message) { return {500, std::move(message), "server_error", "", ""}; }
 
 ApiError error_for_status(int status) {

@@ -37,6 +37,10 @@ ApiError model_not_found(const std::string& model);
 ApiError route_not_found(const std::string& method, const std::string& path);
 // 413: a body over the server's limit.
 ApiError payload_too_large(size_t limit_bytes);
+// 413: a body sent as a form (Content-Type application/x-www-form-urlencoded,
+// what curl -d sends unless told otherwise) over the HTTP library's own cap
+// for forms, though within the server's limit: the fix is the content type.
+ApiError form_too_large(size_t form_limit_bytes);
 // 500: the engine failed while generating.
 ApiError engine_error(std::string message);
 // A generic error for `status` (httplib's own errors: 400 for a malformed

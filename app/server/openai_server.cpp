@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <csignal>
+#include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <random>
@@ -48,6 +49,17 @@ bool same_secret(const std::string& given, const std::string& expected) {
     diff |= static_cast<unsigned char>(given[i] ^ expected[i % expected.size()]);
   }
   return diff == 0;
+}
+
+// httplib refuses a form-encoded body over its compiled-in cap (8 KiB) with
+// the 413 it gives a body over the server's limit; a JSON body within that
+// limit, sent with curl -d's default content type, is the usual cause.
+bool is_form_within_limit(const Request& req, size_t max_body_bytes) {
+  if (req.get_header_value("Content-Type") != "application/x-www-form-urlencoded") return false;
+  const std::string length = req.get_header_value("Content-Length");
+  char* end = nullptr;
+  const unsigned long long n = std::strtoull(length.c_str(), &end, 10);
+  return !length.empty() && *end == '\0' && n <= max_body_bytes;
 }
 
 std::string model_id_from_path(const std::string& path) {
@@ -133,6 +145,8 @@ struct OpenAiServer::Impl {
     if (!res.body.empty()) return HandlerResponse::Unhandled;
     if (res.status == 404) {
       send_error(res, route_not_found(req.method, req.path));
+    } else if (res.status == 413 && is_form_within_limit(req, options.max_body_bytes)) {
+      send_error(res, form_too_large(CPPHTTPLIB_FORM_URL_ENCODED_PAYLOAD_MAX_LENGTH));
     } else if (res.status == 413) {
       send_error(res, payload_too_large(options.max_body_bytes));
     } else {

@@ -301,8 +301,12 @@ TEST(OpenAiServerLimits, ApiKeyBodyLimitAndOrigins) {
   options.max_body_bytes = 2048;
   options.allowed_origins = {"http://app.test"};
   auto s = test::TestServer::start(c, options);
+  server::ServerOptions roomy_options = options;
+  roomy_options.max_body_bytes = 64 << 10;
+  auto roomy = test::TestServer::start(c, roomy_options);
   std::filesystem::remove(path);
   ASSERT_TRUE(s);
+  ASSERT_TRUE(roomy);
   const int port = s->port();
   const json body = {{"model", "tiny"}, {"prompt", "Hi"}, {"max_tokens", 2}};
   const httplib::Headers key = {{"Authorization", "Bearer sekrit"}};
@@ -321,6 +325,16 @@ TEST(OpenAiServerLimits, ApiKeyBodyLimitAndOrigins) {
   const Reply too_big = http_post(port, "/v1/completions", big, key);
   EXPECT_EQ(too_big.status, 413);
   EXPECT_EQ(too_big.json["error"]["code"], "request_too_large");
+  // curl -d without a Content-Type header sends a form: the HTTP library caps
+  // those at 8 KiB whatever --max-body-size says, and the error says so.
+  const json form_sized = {{"model", "tiny"}, {"prompt", std::string(10000, 'a')}, {"max_tokens", 1}};
+  const Reply as_form =
+      http_post(roomy->port(), "/v1/completions", form_sized.dump(), key, "application/x-www-form-urlencoded");
+  EXPECT_EQ(as_form.status, 413);
+  EXPECT_EQ(as_form.json["error"]["code"], "request_too_large");
+  const std::string message = as_form.json["error"]["message"];
+  EXPECT_NE(message.find("application/json"), std::string::npos) << message;
+  EXPECT_EQ(message.find("--max-body-size"), std::string::npos) << message;
 
   httplib::Headers from_app = key;
   from_app.emplace("Origin", "http://app.test");

@@ -69,9 +69,10 @@ Reply http_get(int port, const std::string& path, const httplib::Headers& header
   return reply_of(c.Get(path, headers));
 }
 
-Reply http_post(int port, const std::string& path, const std::string& body, const httplib::Headers& headers) {
+Reply http_post(int port, const std::string& path, const std::string& body, const httplib::Headers& headers,
+                const std::string& content_type) {
   httplib::Client c = client(port);
-  return reply_of(c.Post(path, headers, body, "application/json"));
+  return reply_of(c.Post(path, headers, body, content_type));
 }
 
 Reply http_post(int port, const std::string& path, const nlohmann::json& body, const httplib::Headers& headers) {

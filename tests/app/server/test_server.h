@@ -47,7 +47,8 @@ struct Reply {
 };
 
 Reply http_get(int port, const std::string& path, const httplib::Headers& headers = {});
-Reply http_post(int port, const std::string& path, const std::string& body, const httplib::Headers& headers = {});
+Reply http_post(int port, const std::string& path, const std::string& body, const httplib::Headers& headers = {},
+                const std::string& content_type = "application/json");
 Reply http_post(int port, const std::string& path, const nlohmann::json& body, const httplib::Headers& headers = {});
 // A POST whose response is read as it arrives: `keep_reading(body so far)`
 // returning false hangs up (the client disconnects mid-response).
