@@ -168,7 +168,9 @@ int run_generate(const GenerateOptions& o) {
 Command add_generate_command(CLI::App& parent) {
   auto o = std::make_shared<GenerateOptions>();
   CLI::App* cmd = parent.add_subcommand("generate", "Complete a prompt, streaming the text to stdout");
-  o->prompt_option = cmd->add_option("-p,--prompt", o->prompt, "prompt text (else --prompt-file, else stdin)");
+  // Also positional: `generate "Once upon a time"` is what people type first.
+  o->prompt_option = cmd->add_option("prompt,-p,--prompt", o->prompt,
+                                     "prompt text, as --prompt or alone (else --prompt-file, else stdin)");
   cmd->add_option("-f,--prompt-file", o->prompt_file, "read the prompt from a file")->excludes(o->prompt_option);
   auto* chat = cmd->add_flag("--chat", o->chat, "render the prompt as a user message with the model's chat template");
   cmd->add_option("--system", o->system, "system message (with --chat)")->needs(chat);

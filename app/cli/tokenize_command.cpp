@@ -85,7 +85,9 @@ Command add_tokenize_command(CLI::App& parent) {
   auto o = std::make_shared<TokenizeOptions>();
   CLI::App* cmd = parent.add_subcommand("tokenize", "Turn text into token ids with a model's tokenizer");
   cmd->add_option("--model", o->model, "GGUF file (vocabulary-only files too) or Hugging Face model directory (default: the default model)");
-  o->text_option = cmd->add_option("-t,--text", o->text, "text to tokenise (else --file, else stdin)");
+  // Also positional: `tokenize "Hello"`.
+  o->text_option =
+      cmd->add_option("text,-t,--text", o->text, "text to tokenise, as --text or alone (else --file, else stdin)");
   cmd->add_option("-f,--file", o->file, "read the text from a file")->excludes(o->text_option);
   cmd->add_flag("--parse-special", o->parse_special, "turn control tokens written as text into their ids");
   cmd->add_flag("--add-bos", o->add_bos, "start with BOS when the vocabulary asks for it");

@@ -108,7 +108,8 @@ std::vector<SettingSpec> make_table() {
   threads.zero_means = "one per core";
   words(add(int_row("tp", &EngineConfig::tp, 1, 8)), "Compute", "Tensor parallelism", "ranks",
         "Split each layer's heads and FFN rows between this many ranks (threads sharing the CPU threads), as "
-        "multi-GPU engines do; 1, 2, 4 or 8 as the model's heads and FFN allow (checked when loading).");
+        "multi-GPU engines do; 1 to 8 as the model's heads and FFN allow (checked when loading; 1, 2, 4 and 8 "
+        "are the usual).");
   SettingSpec& tp_reduce = words(add(choice_row("tp_reduce", &EngineConfig::tp_reduce, {"fast", "deterministic"})),
                                  "Compute", "Tensor-parallel sum", "",
                                  "Fast adds each rank's partial result (tp changes the last bits); deterministic "

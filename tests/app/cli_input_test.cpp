@@ -102,6 +102,32 @@ TEST_F(CliInput, GenerateChatAndChatOnAHuggingFaceDirectory) {
   EXPECT_THAT(r.err, ::testing::Not(HasSubstr("error")));
 }
 
+// The prompt (generate) and the text (tokenize) may also come alone, without
+// --prompt / --text: the same ids either way; and still not with a file.
+TEST_F(CliInput, PromptAndTextMayBePositional) {
+  const test::CliResult flagged = run_cli({"tokenize", "--model", gguf_, "--json", "--text", "Hello there"});
+  const test::CliResult alone = run_cli({"tokenize", "--model", gguf_, "--json", "Hello there"});
+  ASSERT_EQ(flagged.exit_code, 0) << flagged.err;
+  ASSERT_EQ(alone.exit_code, 0) << alone.err;
+  EXPECT_EQ(nlohmann::json::parse(alone.out)["ids"], nlohmann::json::parse(flagged.out)["ids"]);
+
+  const std::vector<std::string> common = {"generate", "--model", gguf_, "--json", "--temp", "0", "-n", "3"};
+  std::vector<std::string> with_flag = common, positional = common;
+  with_flag.insert(with_flag.end(), {"--prompt", "Hello there"});
+  positional.push_back("Hello there");
+  const test::CliResult a = run_cli(with_flag), b = run_cli(positional);
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  EXPECT_EQ(nlohmann::json::parse(b.out)["prompt_ids"], nlohmann::json::parse(a.out)["prompt_ids"]);
+  EXPECT_EQ(nlohmann::json::parse(b.out)["generated_ids"], nlohmann::json::parse(a.out)["generated_ids"]);
+
+  std::vector<std::string> both = common;
+  both.insert(both.end(), {"--prompt-file", "/dev/null", "Hello"});
+  const test::CliResult refused = run_cli(both);
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_NE(refused.err.find("excludes"), std::string::npos) << refused.err;
+}
+
 TEST_F(CliInput, SeedMinusOneAndZeroPickARandomSeedAndPrintIt) {
   const nlohmann::json a = generate_json(gguf_, {"--seed", "-1"}, "1");
   const nlohmann::json b = generate_json(gguf_, {"--seed", "-1"}, "1");
