@@ -153,8 +153,12 @@ int run_chat(const ChatOptions& options) {
       if (interactive) fmt::print(stderr, "(history cleared)\n");
       continue;
     }
+    if (input == "/help" || input == "/?") {
+      fmt::print(stderr, "/reset clears the history, /exit (or Ctrl-D) quits; Ctrl-C stops a reply\n");
+      continue;
+    }
     if (input.front() == '/') {
-      fmt::print(stderr, "unknown command {}: /reset clears the history, /exit quits\n", input);
+      fmt::print(stderr, "unknown command {}: /reset clears the history, /exit quits, /help says so\n", input);
       continue;
     }
     history.push_back({"user", input});
