@@ -190,38 +190,37 @@ TEST(SettingTable, GpuMatmulIsF32OrTensorCores) {
   EXPECT_TRUE(matmul.applies(c));
 }
 
-// gpu_overlap_launches: on by default, --no-gpu-overlap turns it off, and it
-// matters only where a GPU may run the model.
-TEST(SettingTable, GpuOverlapLaunchesIsOnByDefault) {
-  const SettingSpec& overlap = *find_setting("gpu_overlap_launches");
-  EXPECT_EQ(overlap.group, "Compute");
-  EXPECT_EQ(overlap.default_value(), SettingValue(true));
-  EXPECT_TRUE(EngineConfig{}.gpu_overlap_launches);
-  EXPECT_EQ(overlap.cli_negation, "no-gpu-overlap");
-  EngineConfig c = usable();
-  ASSERT_TRUE(set_setting(c, "gpu_overlap_launches", "off").ok());
-  EXPECT_FALSE(c.gpu_overlap_launches);
-  c.backend = BackendKind::Cpu;
-  EXPECT_FALSE(overlap.applies(c));
-  c.backend = BackendKind::Cuda;
-  EXPECT_TRUE(overlap.applies(c));
-}
-
-// gpu_attention_timing: on by default (the inspector's attention plot),
-// --no-gpu-attention-timing turns it off, only where a GPU may run the model.
-TEST(SettingTable, GpuAttentionTimingIsOnByDefault) {
-  const SettingSpec& timing = *find_setting("gpu_attention_timing");
-  EXPECT_EQ(timing.group, "Compute");
-  EXPECT_EQ(timing.default_value(), SettingValue(true));
-  EXPECT_TRUE(EngineConfig{}.gpu_attention_timing);
-  EXPECT_EQ(timing.cli_negation, "no-gpu-attention-timing");
-  EngineConfig c = usable();
-  ASSERT_TRUE(set_setting(c, "gpu_attention_timing", "off").ok());
-  EXPECT_FALSE(c.gpu_attention_timing);
-  c.backend = BackendKind::Cpu;
-  EXPECT_FALSE(timing.applies(c));
-  c.backend = BackendKind::Cuda;
-  EXPECT_TRUE(timing.applies(c));
+// The GPU's on-by-default switches: each is on in a default EngineConfig,
+// has its --no-... flag, turns off by its key, and matters only where a GPU
+// may run the model.
+TEST(SettingTable, GpuSwitchesAreOnByDefaultAndTurnOffByName) {
+  struct Switch {
+    const char* key;
+    const char* negation;
+    bool EngineConfig::*member;
+  };
+  const Switch switches[] = {
+      {"gpu_sampling", "no-gpu-sampling", &EngineConfig::gpu_sampling},
+      {"gpu_graphs", "no-gpu-graphs", &EngineConfig::gpu_graphs},
+      {"gpu_overlap_launches", "no-gpu-overlap", &EngineConfig::gpu_overlap_launches},
+      {"gpu_attention_timing", "no-gpu-attention-timing", &EngineConfig::gpu_attention_timing},
+  };
+  for (const Switch& w : switches) {
+    SCOPED_TRACE(w.key);
+    const SettingSpec* spec = find_setting(w.key);
+    ASSERT_NE(spec, nullptr);
+    EXPECT_EQ(spec->group, "Compute");
+    EXPECT_EQ(spec->default_value(), SettingValue(true));
+    EXPECT_TRUE(EngineConfig{}.*w.member);
+    EXPECT_EQ(spec->cli_negation, w.negation);
+    EngineConfig c = usable();
+    ASSERT_TRUE(set_setting(c, w.key, "off").ok());
+    EXPECT_FALSE(c.*w.member);
+    c.backend = BackendKind::Cpu;
+    EXPECT_FALSE(spec->applies(c));
+    c.backend = BackendKind::Cuda;
+    EXPECT_TRUE(spec->applies(c));
+  }
 }
 
 TEST(SettingTable, ParsesWhatPeopleType) {
