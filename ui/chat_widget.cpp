@@ -24,6 +24,7 @@
 #include <QUrl>
 #include <QVBoxLayout>
 
+#include "live_label.h"
 #include "models/draft_spans.h"
 #include "models/markdown_code_blocks.h"
 #include "models/message_stats.h"
@@ -81,9 +82,9 @@ ChatWidget::ChatWidget(QWidget* parent) : QWidget(parent) {
   stop_ = new QPushButton(tr("Stop"), this);
   stop_->setToolTip(tr("Stop the reply (Esc)"));
   stop_->setAccessibleName(tr("Stop"));
-  status_ = new QLabel(tr("No model loaded"), this);
-  status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
-  status_->setAccessibleName(tr("Status"));
+  status_ = new LiveLabel(this);
+  status_->setWordWrap(true);
+  status_->setText(tr("No model loaded"));
 
   auto* buttons = new QVBoxLayout;
   buttons->addWidget(send_);

@@ -35,6 +35,8 @@ class QUrl;
 
 namespace kvscope::ui {
 
+class LiveLabel;
+
 class ChatWidget : public QWidget {
   Q_OBJECT
  public:
@@ -151,7 +153,10 @@ class ChatWidget : public QWidget {
   QPlainTextEdit* input_ = nullptr;
   QPushButton* send_ = nullptr;
   QPushButton* stop_ = nullptr;
-  QLabel* status_ = nullptr;
+  // Changes with every snapshot while a reply streams, and wraps: a long line
+  // (a backend's reason, an error) must not widen the chat column and squeeze
+  // the inspector's docks.
+  LiveLabel* status_ = nullptr;
   QTimer* render_timer_ = nullptr;
 
   ChatTurns turns_;

@@ -19,9 +19,17 @@ struct LegacyKey {
 };
 constexpr LegacyKey kLegacyMiBKeys[] = {{"kv_budget_mib", "kv_budget"}, {"swap_space_mib", "swap_space"}};
 
+// To the caller's list, which it reports (the window's status bar, the
+// terminal for --settings); to the terminal when there is no list.
 void addProblem(QStringList* problems, const QString& problem) {
-  qWarning("kvscope: engine settings: %s", qPrintable(problem));
   if (problems) problems->append(problem);
+  else qWarning("kvscope: engine settings: %s", qPrintable(problem));
+}
+
+bool isEngineKey(const QString& key) {
+  for (const LegacyKey& legacy : kLegacyMiBKeys)
+    if (key == QLatin1String(legacy.old_key)) return true;
+  return kvscope::find_setting(key.toStdString()) != nullptr;
 }
 
 QString stored(QSettings& s, const QString& key) { return s.value(key).toString().trimmed(); }
@@ -46,6 +54,10 @@ QList<EngineProblem> engineConfigProblems(const kvscope::EngineConfig& config, b
 kvscope::EngineConfig loadEngineConfig(QSettings& s, QStringList* problems) {
   kvscope::EngineConfig c;
   s.beginGroup(QStringLiteral("engine"));
+  // A misspelt key would otherwise leave its setting at the default unseen.
+  for (const QString& key : s.childKeys()) {
+    if (!isEngineKey(key)) addProblem(problems, QStringLiteral("engine/%1 is not a setting; ignored").arg(key));
+  }
   for (const LegacyKey& legacy : kLegacyMiBKeys) {
     const QString old_key = QLatin1String(legacy.old_key);
     if (!s.contains(old_key) || s.contains(QLatin1String(legacy.key))) continue;
@@ -86,7 +98,9 @@ kvscope::EngineConfig loadEngineConfig(QSettings& s, QStringList* problems) {
 
 void saveEngineConfig(QSettings& s, const kvscope::EngineConfig& c) {
   s.beginGroup(QStringLiteral("engine"));
-  for (const LegacyKey& legacy : kLegacyMiBKeys) s.remove(QLatin1String(legacy.old_key));
+  for (const QString& key : s.childKeys()) {
+    if (!kvscope::find_setting(key.toStdString())) s.remove(key);  // old names, settings since removed
+  }
   for (const kvscope::SettingSpec& spec : kvscope::engine_settings())
     s.setValue(QString::fromStdString(spec.key), QString::fromStdString(spec.format(spec.get(c))));
   s.endGroup();
@@ -107,6 +121,9 @@ std::optional<kvscope::EngineConfig> loadEngineConfigFromFile(const QString& ini
     return fail(QStringLiteral("settings file %1 is not an INI file").arg(ini_path));
   if (settings.status() == QSettings::AccessError)
     return fail(QStringLiteral("settings file %1 cannot be read").arg(ini_path));
+  const QStringList groups = settings.childGroups();
+  if (!groups.contains(QStringLiteral("engine")) && !groups.contains(QStringLiteral("chat")) && problems)
+    problems->append(QStringLiteral("it has no [engine] or [chat] group: every setting keeps its default"));
   kvscope::EngineConfig config = loadEngineConfig(settings, problems);
   const QString model = QString::fromStdString(config.model_path);
   if (!model.isEmpty() && QFileInfo(model).isRelative())

@@ -103,6 +103,7 @@ MainWindow::MainWindow(QWidget* parent, const QString& chat_store_path)
   connect(server_dialog_, &ServerDialog::summaryChanged, server_label, &QLabel::setText);
   resize(1500, 920);
 
+  for (const QString& p : problems) qWarning("kvscope: saved settings: %s", qPrintable(p));
   if (!problems.isEmpty())
     statusBar()->showMessage(tr("Some saved settings were unusable and were reset: %1").arg(problems.join(QStringLiteral("; "))),
                              15000);
@@ -308,6 +309,13 @@ void MainWindow::acceptConfig(const kvscope::ModelInfo& info) {
   invariance_panel_->setBaseConfig(config_);
   plots_->specPlots()->setSpecMethod(config_.spec);
   draft_tint_action_->setEnabled(config_.spec != kvscope::SpecMethod::Off);
+}
+
+const QStringList& MainWindow::panelNames() {
+  static const QStringList kNames = {QStringLiteral("blocks"), QStringLiteral("sequences"), QStringLiteral("prefixes"),
+                                     QStringLiteral("plots"),  QStringLiteral("memory"),    QStringLiteral("trace"),
+                                     QStringLiteral("invariance")};
+  return kNames;
 }
 
 bool MainWindow::showPanel(const QString& name) {

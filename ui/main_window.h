@@ -79,6 +79,8 @@ class MainWindow : public QMainWindow {
   // Raises the inspector dock called `name` (sequences, prefixes, plots,
   // memory, trace, invariance, blocks); false if there is none.
   bool showPanel(const QString& name);
+  // The names showPanel() takes, in the order of the docks.
+  static const QStringList& panelNames();
   // Off: engine settings and chat defaults changed in this session are not
   // saved (the app was started with --settings FILE, a state for this run).
   void setPersistSettings(bool on) { persist_settings_ = on; }

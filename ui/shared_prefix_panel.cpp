@@ -85,10 +85,12 @@ void SharedPrefixPanel::showTotals(qint64 tokens_saved, qint64 bytes_saved) {
     return;
   }
   const QString bytes = model_->kvBytesPerToken() > 0 ? SharedPrefixModel::formatBytes(bytes_saved) : QStringLiteral("—");
-  total_->setText(tr("Prefix sharing saves %1 tokens (%2) of K/V across %3 groups.")
+  const int groups = model_->rowCount();
+  total_->setText(tr("Prefix sharing saves %1 tokens (%2) of K/V across %3 %4.")
                       .arg(tokens_saved)
                       .arg(bytes)
-                      .arg(model_->rowCount()));
+                      .arg(groups)
+                      .arg(groups == 1 ? tr("group") : tr("groups")));
 }
 
 }  // namespace kvscope::ui

@@ -16,6 +16,7 @@
 #include <QCommandLineParser>
 #include <QFileInfo>
 #include <QSettings>
+#include <QStatusBar>
 #include <QTimer>
 
 #include "chat_widget.h"
@@ -28,6 +29,7 @@
 #include "server_dialog.h"
 #include "models/frame_time_probe.h"
 #include "models/workload_prompts.h"
+#include "startup_model.h"
 #include "trace_panel.h"
 #include "window_wiring.h"
 
@@ -36,6 +38,18 @@ namespace {
 // As kvscope-cli (app/fetch/model_dir.h): SmolLM2-135M-Instruct Q4_1 in
 // $KVSCOPE_MODEL_DIR, else $XDG_DATA_HOME/kvscope/models, else ~/.local/share/kvscope/models.
 QString defaultModelPath() { return QString::fromStdString(kvscope::fetch::default_model_path()); }
+
+// An option's whole-number value in [lo, hi], or nullopt after saying why on stderr.
+std::optional<int> intOption(const QCommandLineParser& parser, const QCommandLineOption& option, int lo, int hi,
+                             const char* what) {
+  bool ok = false;
+  const QString text = parser.value(option);
+  const int value = text.toInt(&ok);
+  if (ok && value >= lo && value <= hi) return value;
+  std::fprintf(stderr, "kvscope: --%s: %s is not %s (%d-%d)\n", qPrintable(option.names().constFirst()),
+               qPrintable(text), what, lo, hi);
+  return std::nullopt;
+}
 
 }  // namespace
 
@@ -84,8 +98,8 @@ int main(int argc, char** argv) {
       QStringLiteral("FILE"));
   QCommandLineOption show_opt(
       QStringLiteral("show"),
-      QStringLiteral("Bring inspector panels to the front (repeatable): sequences, prefixes, plots, memory, trace, "
-                     "invariance."),
+      QStringLiteral("Bring inspector panels to the front (repeatable): %1.")
+          .arg(kvscope::ui::MainWindow::panelNames().join(QStringLiteral(", "))),
       QStringLiteral("PANEL"));
   QCommandLineOption record_opt(QStringLiteral("record"),
                                 QStringLiteral("Record engine events in the Trace panel from the start."));
@@ -99,6 +113,12 @@ int main(int argc, char** argv) {
       QStringLiteral("PORT"));
   parser.addOptions({model_opt, prompt_opt, workload_opt, workload_output_opt, workload_preset_opt, shot_opt, shot_ms_opt, frames_opt, settings_opt, show_opt, record_opt, trace_opt, serve_opt});
   parser.process(app);
+  // Numbers first: nothing has started yet, so a bad one just ends the run.
+  const std::optional<int> shot_delay = intOption(parser, shot_ms_opt, 0, 3'600'000, "a delay in milliseconds");
+  std::optional<int> frames = 1;
+  if (parser.isSet(frames_opt)) frames = intOption(parser, frames_opt, 1, 86'400, "a number of seconds");
+  if (!shot_delay || !frames) return 2;
+  const int shot_delay_ms = *shot_delay, frames_seconds = *frames;
 
   kvscope::ui::registerEngineMetaTypes();
   kvscope::gui::EngineHost host;
@@ -109,7 +129,9 @@ int main(int argc, char** argv) {
   using W = kvscope::gui::EngineWorker;
 
   for (const QString& panel : parser.values(show_opt)) {
-    if (!window.showPanel(panel)) qWarning("kvscope: --show: no panel called %s", qPrintable(panel));
+    if (!window.showPanel(panel))
+      qWarning("kvscope: --show: no panel called %s (known: %s)", qPrintable(panel),
+               qPrintable(kvscope::ui::MainWindow::panelNames().join(QStringLiteral(", "))));
   }
   if (parser.isSet(record_opt)) window.tracePanel()->setRecording(true);
   if (parser.isSet(trace_opt) && !window.tracePanel()->loadTraceFile(parser.value(trace_opt)))
@@ -137,7 +159,14 @@ int main(int argc, char** argv) {
 
   // Start-up actions run once, after the first successful load.
   const QString prompt = parser.value(prompt_opt);
-  const int workload = parser.value(workload_opt).toInt();
+  if (parser.isSet(prompt_opt) && prompt.trimmed().isEmpty())
+    std::fprintf(stderr, "kvscope: --prompt is empty: nothing will be sent\n");
+  int workload = 0;
+  if (parser.isSet(workload_opt)) {
+    const std::optional<int> n = intOption(parser, workload_opt, 1, 10'000, "a number of requests");
+    if (!n) return 2;
+    workload = *n;
+  }
   std::optional<kvscope::ui::WorkloadSpec> workload_spec;
   if (parser.isSet(workload_preset_opt)) {
     kvscope::ui::WorkloadSpec spec;
@@ -154,18 +183,13 @@ int main(int argc, char** argv) {
     workload_spec->num_requests = workload;
   }
   if (parser.isSet(workload_output_opt)) {
-    bool ok = false;
-    const int tokens = parser.value(workload_output_opt).toInt(&ok);
-    if (!ok || tokens < 1 || tokens > 1'000'000) {
-      std::fprintf(stderr, "kvscope: --workload-output: %s is not a token count (1-1000000)\n",
-                   qPrintable(parser.value(workload_output_opt)));
-      return 2;
-    }
+    const std::optional<int> tokens = intOption(parser, workload_output_opt, 1, 1'000'000, "a token count");
+    if (!tokens) return 2;
     if (!workload_spec) {
       std::fprintf(stderr, "kvscope: --workload-output needs --workload or --workload-preset\n");
       return 2;
     }
-    workload_spec->output_len = tokens;
+    workload_spec->output_len = *tokens;
   }
   auto once = std::make_shared<QMetaObject::Connection>();
   *once = QObject::connect(worker, &W::modelLoaded, &window, [&, once] {
@@ -175,47 +199,52 @@ int main(int argc, char** argv) {
   });
 
   kvscope::EngineConfig config = window.engineConfig();
+  const QString settings_file = parser.value(settings_opt);
+  QStringList settings_problems;
   if (parser.isSet(settings_opt)) {
-    const QString file = parser.value(settings_opt);
     QString error;
-    QStringList problems;
-    const auto from_file = kvscope::ui::loadEngineConfigFromFile(file, &error, &problems);
+    const auto from_file = kvscope::ui::loadEngineConfigFromFile(settings_file, &error, &settings_problems);
     if (!from_file) {
-      std::fprintf(stderr, "kvscope: --settings %s: %s\n", qPrintable(file), qPrintable(error));
+      std::fprintf(stderr, "kvscope: --settings %s: %s\n", qPrintable(settings_file), qPrintable(error));
       return 2;
     }
-    for (const QString& p : problems) std::fprintf(stderr, "kvscope: --settings %s: %s\n", qPrintable(file), qPrintable(p));
     config = *from_file;
     window.setPersistSettings(false);  // a state for this run, not the user's saved settings
-    QSettings ini(file, QSettings::IniFormat);
-    window.setChatDefaults(kvscope::ui::loadChatDefaults(ini));
+    QSettings ini(settings_file, QSettings::IniFormat);
+    window.setChatDefaults(kvscope::ui::loadChatDefaults(ini, &settings_problems));
+    for (const QString& p : settings_problems)
+      std::fprintf(stderr, "kvscope: --settings %s: %s\n", qPrintable(settings_file), qPrintable(p));
   }
-  if (parser.isSet(model_opt)) {
-    config.model_path = parser.value(model_opt).toStdString();
-  } else if (config.model_path.empty() || !QFileInfo(QString::fromStdString(config.model_path)).isFile()) {
-    config.model_path = defaultModelPath().toStdString();
-  }
-  const bool model_exists = QFileInfo(QString::fromStdString(config.model_path)).isFile();
-  if (!model_exists && parser.isSet(frames_opt)) {
+  // With --settings the file alone says which model (its model_path, else the default).
+  const kvscope::gui::StartupModel model = kvscope::gui::chooseStartupModel(
+      parser.value(model_opt), parser.isSet(settings_opt) ? QString::fromStdString(config.model_path) : QString(),
+      parser.isSet(settings_opt) ? QString() : QString::fromStdString(config.model_path), defaultModelPath());
+  config.model_path = model.path.toStdString();
+  if (!model.note.isEmpty()) std::fprintf(stderr, "kvscope: %s\n", qPrintable(model.note));
+  if (!model.exists && parser.isSet(frames_opt)) {
     // A measurement has nothing to measure, and no one to answer a dialog.
     std::fprintf(stderr, "kvscope: --measure-frames: no model at %s\n", config.model_path.c_str());
     return 1;
   }
   window.show();
-  if (model_exists) {
+  if (!settings_problems.isEmpty()) {
+    window.statusBar()->showMessage(
+        QObject::tr("Settings file %1: %2").arg(settings_file, settings_problems.join(QStringLiteral("; "))), 30000);
+  } else if (!model.note.isEmpty()) {
+    window.statusBar()->showMessage(model.note, 15000);
+  }
+  if (model.exists) {
     window.loadEngine(config);
-  } else if (!parser.isSet(model_opt) && QString::fromStdString(config.model_path) == defaultModelPath()) {
+  } else if (model.source == kvscope::gui::StartupModel::Source::Default) {
     // First run: offer to download the default model (or to open another).
     kvscope::gui::offerDefaultModel(window, config, QString::fromStdString(kvscope::fetch::default_model_dir()));
   } else {
-    window.onLoadFailed(QObject::tr("The model file %1 does not exist.\n\nUse File > Open model…, or install "
-                                    "the default model with `kvscope-cli fetch-model`.")
-                            .arg(QString::fromStdString(config.model_path)));
+    window.onLoadFailed(kvscope::gui::missingModelMessage(model, settings_file));
   }
 
   if (parser.isSet(shot_opt)) {
     const QString file = parser.value(shot_opt);
-    QTimer::singleShot(parser.value(shot_ms_opt).toInt(), &window, [&window, file] {
+    QTimer::singleShot(shot_delay_ms, &window, [&window, file] {
       const bool ok = window.grab().save(file);
       if (!ok) qWarning("kvscope: cannot write %s", qPrintable(file));
       QApplication::exit(ok ? 0 : 1);
@@ -226,7 +255,7 @@ int main(int argc, char** argv) {
   // --prompt / --workload started runs (frame_measurement.h).
   if (parser.isSet(frames_opt)) {
     auto* measurement =
-        new kvscope::gui::FrameMeasurement(worker, std::max(1, parser.value(frames_opt).toInt()), workload, &window);
+        new kvscope::gui::FrameMeasurement(worker, frames_seconds, workload, &window);
     QObject::connect(measurement, &kvscope::gui::FrameMeasurement::measured, &window, [](const QString& json) {
       std::printf("%s\n", qPrintable(json));
       std::fflush(stdout);

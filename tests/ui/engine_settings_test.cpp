@@ -12,6 +12,7 @@
 #include <QtTest>
 
 #include "engine_settings.h"
+#include "models/conversation_settings.h"
 #include "setting_values.h"
 
 using kvscope::EngineConfig;
@@ -318,6 +319,46 @@ class EngineSettingsTest : public QObject {
     QCOMPARE(config->block_size, 8);
     // Relative to the file, not to wherever kvscope was started.
     QCOMPARE(QString::fromStdString(config->model_path), dir.filePath(QStringLiteral("models/m.gguf")));
+  }
+
+  // A misspelt key is named, not silently left at its default; a file with
+  // neither group (random bytes, the wrong file) says so; saving drops keys
+  // that are no setting, so the app's own file does not repeat the message.
+  void unknownKeysAreNamed() {
+    QTemporaryDir dir;
+    const QString path = dir.filePath(QStringLiteral("typo.ini"));
+    writeFile(path, "[engine]\nkv_budgett=1G\nblock_size=8\n[chat]\ntemprature=0\ntemperature=0.5\n");
+    QString error;
+    QStringList problems;
+    const auto config = kvscope::ui::loadEngineConfigFromFile(path, &error, &problems);
+    QVERIFY2(config.has_value(), qPrintable(error));
+    QCOMPARE(config->block_size, 8);
+    QSettings ini(path, QSettings::IniFormat);
+    const kvscope::ui::ConversationSettings chat = kvscope::ui::loadChatDefaults(ini, &problems);
+    QCOMPARE(chat.sampling.temperature, 0.5f);
+    QCOMPARE(problems.size(), 2);
+    QVERIFY2(problems[0].contains(QStringLiteral("engine/kv_budgett is not a setting")), qPrintable(problems[0]));
+    QVERIFY2(problems[1].contains(QStringLiteral("chat/temprature is not a setting")), qPrintable(problems[1]));
+
+    const QString other = dir.filePath(QStringLiteral("other.ini"));
+    writeFile(other, "colour=blue\n[window]\ngeometry=1\n");
+    problems.clear();
+    QVERIFY(kvscope::ui::loadEngineConfigFromFile(other, &error, &problems).has_value());
+    QCOMPARE(problems.size(), 1);
+    QVERIFY2(problems[0].contains(QStringLiteral("no [engine] or [chat]")), qPrintable(problems[0]));
+
+    {
+      QSettings settings(path, QSettings::IniFormat);
+      kvscope::ui::saveEngineConfig(settings, *config);
+      kvscope::ui::saveChatDefaults(settings, chat);
+    }
+    QSettings saved(path, QSettings::IniFormat);
+    QVERIFY(!saved.contains(QStringLiteral("engine/kv_budgett")));
+    QVERIFY(!saved.contains(QStringLiteral("chat/temprature")));
+    problems.clear();
+    kvscope::ui::loadEngineConfig(saved, &problems);
+    kvscope::ui::loadChatDefaults(saved, &problems);
+    QVERIFY2(problems.isEmpty(), qPrintable(problems.join(QLatin1Char('\n'))));
   }
 
   void recentModelsRules() {

@@ -149,9 +149,21 @@ class JsonReader {
   QString* error_;
 };
 
+// To the caller's list, which it reports; to the terminal when there is none.
 void addProblem(QStringList* problems, const QString& problem) {
-  qWarning("kvscope: chat settings: %s", qPrintable(problem));
   if (problems) problems->append(problem);
+  else qWarning("kvscope: chat settings: %s", qPrintable(problem));
+}
+
+// Every key saveChatDefaults writes.
+const QStringList& chatKeys() {
+  static const QStringList keys = {
+      QStringLiteral("system_prompt"), QStringLiteral("n"),          QStringLiteral("temperature"),
+      QStringLiteral("top_k"),         QStringLiteral("top_p"),      QStringLiteral("min_p"),
+      QStringLiteral("repetition_penalty"), QStringLiteral("repeat_last_n"), QStringLiteral("presence_penalty"),
+      QStringLiteral("frequency_penalty"), QStringLiteral("seed"),   QStringLiteral("max_tokens"),
+      QStringLiteral("stop"),          QStringLiteral("ignore_eos"), QStringLiteral("chosen")};
+  return keys;
 }
 
 }  // namespace
@@ -274,6 +286,9 @@ ConversationSettings loadChatDefaults(QSettings& settings, QStringList* problems
   ConversationSettings c;
   kvscope::SamplingParams& s = c.sampling;
   settings.beginGroup(QStringLiteral("chat"));
+  for (const QString& key : settings.childKeys()) {
+    if (!chatKeys().contains(key)) addProblem(problems, QStringLiteral("chat/%1 is not a setting; ignored").arg(key));
+  }
   auto text = [&](const char* key) { return settings.value(QLatin1String(key)).toString().trimmed(); };
   auto has = [&](const char* key) { return settings.contains(QLatin1String(key)); };
   auto bad = [&](const char* key, const QString& what) {
@@ -372,6 +387,9 @@ void saveChatDefaults(QSettings& settings, const ConversationSettings& c) {
   settings.setValue(QStringLiteral("stop"), stop);
   settings.setValue(QStringLiteral("ignore_eos"), s.ignore_eos);
   settings.setValue(QStringLiteral("chosen"), c.chosenFields());
+  for (const QString& key : settings.childKeys()) {
+    if (!chatKeys().contains(key)) settings.remove(key);  // keys of older versions
+  }
   settings.endGroup();
 }
 
