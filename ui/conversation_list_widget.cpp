@@ -23,6 +23,10 @@ ConversationListWidget::ConversationListWidget(QWidget* parent) : QWidget(parent
   list_ = new QListWidget(this);
   list_->setAccessibleName(tr("Conversations"));
   list_->setSelectionMode(QAbstractItemView::SingleSelection);
+  // A long title ends in "…" (the tooltip has it whole) instead of giving the
+  // list a horizontal scroll bar.
+  list_->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  list_->setTextElideMode(Qt::ElideRight);
   notice_ = new QLabel(this);
   notice_->setWordWrap(true);
   notice_->setTextInteractionFlags(Qt::TextSelectableByMouse);
