@@ -157,12 +157,14 @@ void addProblem(QStringList* problems, const QString& problem) {
 
 // Every key saveChatDefaults writes.
 const QStringList& chatKeys() {
-  static const QStringList keys = {
-      QStringLiteral("system_prompt"), QStringLiteral("n"),          QStringLiteral("temperature"),
-      QStringLiteral("top_k"),         QStringLiteral("top_p"),      QStringLiteral("min_p"),
-      QStringLiteral("repetition_penalty"), QStringLiteral("repeat_last_n"), QStringLiteral("presence_penalty"),
-      QStringLiteral("frequency_penalty"), QStringLiteral("seed"),   QStringLiteral("max_tokens"),
-      QStringLiteral("stop"),          QStringLiteral("ignore_eos"), QStringLiteral("chosen")};
+  static const QStringList keys = {QStringLiteral("system_prompt"),     QStringLiteral("n"),
+                                   QStringLiteral("temperature"),       QStringLiteral("top_k"),
+                                   QStringLiteral("top_p"),             QStringLiteral("min_p"),
+                                   QStringLiteral("repetition_penalty"), QStringLiteral("repeat_last_n"),
+                                   QStringLiteral("presence_penalty"),  QStringLiteral("frequency_penalty"),
+                                   QStringLiteral("seed"),              QStringLiteral("max_tokens"),
+                                   QStringLiteral("stop"),              QStringLiteral("ignore_eos"),
+                                   QStringLiteral("chosen")};
   return keys;
 }
 
