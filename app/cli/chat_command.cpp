@@ -184,7 +184,7 @@ Command add_chat_command(CLI::App& parent) {
   CLI::App* cmd = parent.add_subcommand("chat", "Chat with the model in the terminal");
   cmd->add_option("--system", o->system, "system message");
   add_engine_options(*cmd, o->engine);
-  add_sampling_options(*cmd, o->sampling);
+  add_sampling_options(*cmd, o->sampling, /*defaults_from_model=*/true);
   o->cmd = cmd;
   return {cmd, [o] { return run_chat(*o); }};
 }

@@ -89,14 +89,21 @@ uint64_t parse_seed(const std::string& text) {
   return seed;
 }
 
-void add_sampling_options(CLI::App& cmd, SamplingParams& p) {
+void add_sampling_options(CLI::App& cmd, SamplingParams& p, bool defaults_from_model) {
   cmd.add_option("-n,--max-tokens", p.max_tokens, "tokens to generate at most")->capture_default_str();
-  cmd.add_option("--temp", p.temperature, "temperature (0: greedy)")->capture_default_str();
-  cmd.add_option("--top-k", p.top_k, "top-k (0: off)")->capture_default_str();
-  cmd.add_option("--top-p", p.top_p, "top-p (1: off)")->capture_default_str();
-  cmd.add_option("--min-p", p.min_p, "min-p (0: off)")->capture_default_str();
-  cmd.add_option("--repeat-penalty", p.repetition_penalty, "repetition penalty (1: off)")->capture_default_str();
-  cmd.add_option("--repeat-last-n", p.repeat_last_n, "penalty window (0: off, -1: all)")->capture_default_str();
+  const SamplingParams kvscope = kvscope_sampling_defaults();
+  // The options apply_chat_sampling_defaults fills: their help names where an
+  // untyped value comes from.
+  auto defaulted = [&](const char* name, auto& value, const char* what, auto fallback) {
+    if (!defaults_from_model) return cmd.add_option(name, value, what)->capture_default_str();
+    return cmd.add_option(name, value, fmt::format("{}; default: the model's recommendation, else {}", what, fallback));
+  };
+  defaulted("--temp", p.temperature, "temperature (0: greedy)", kvscope.temperature);
+  defaulted("--top-k", p.top_k, "top-k (0: off)", kvscope.top_k);
+  defaulted("--top-p", p.top_p, "top-p (1: off)", kvscope.top_p);
+  defaulted("--min-p", p.min_p, "min-p (0: off)", kvscope.min_p);
+  defaulted("--repeat-penalty", p.repetition_penalty, "repetition penalty (1: off)", kvscope.repetition_penalty);
+  defaulted("--repeat-last-n", p.repeat_last_n, "penalty window (0: off, -1: all)", kvscope.repeat_last_n);
   // One rule, the engine's (SamplingParams::seed): 0 picks a random seed. -1
   // means the same, as in llama.cpp; before, it wrapped to 2^64-1, a fixed
   // seed. Any value up to 2^64-1 (such as the seed generate --json printed)

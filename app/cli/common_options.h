@@ -59,7 +59,10 @@ uint64_t parse_seed(const std::string& text);
 
 // Registers -n/--max-tokens, --temp, --top-k, --top-p, --min-p,
 // --repeat-penalty, --repeat-last-n, --seed, --stop (repeatable), --ignore-eos.
-void add_sampling_options(CLI::App& cmd, SamplingParams& params);
+// defaults_from_model: the command fills the options not typed from the
+// model's recommendation, else kvscope's defaults (apply_chat_sampling_defaults),
+// and --help says so instead of showing SamplingParams' own defaults.
+void add_sampling_options(CLI::App& cmd, SamplingParams& params, bool defaults_from_model = false);
 
 // For chat: every sampling option among --temp, --top-k, --top-p, --min-p,
 // --repeat-penalty and --repeat-last-n that was not typed takes the model

