@@ -280,10 +280,18 @@ void InvariancePanel::onFinished(quint64 job_id, const InvarianceOutcome& outcom
   model_->setVerdicts(report.prompts);
   const int total = static_cast<int>(report.prompts.size());
   const int same = report.num_identical();
-  const QString verdict = same == total ? tr("All %1 prompt(s) identical under A and B.").arg(total)
-                                        : tr("%1 of %2 prompt(s) identical; the others diverge (marked below).")
-                                              .arg(same)
-                                              .arg(total);
+  QString verdict = same == total ? tr("All %1 prompt(s) identical under A and B.").arg(total)
+                                  : tr("%1 of %2 prompt(s) identical; the others diverge (marked below).")
+                                        .arg(same)
+                                        .arg(total);
+  // A reply that ended at once compared one position only: say so, or
+  // "identical" would claim more than was checked.
+  int ended_at_once = 0;
+  for (const PromptVerdict& v : report.prompts) ended_at_once += v.identical && v.tokens_a.empty();
+  if (ended_at_once > 0)
+    verdict += QLatin1Char(' ') + tr("%1 of them generated nothing on either side (the model ended the reply at "
+                                     "once): only their first position was compared; try another prompt.")
+                                      .arg(ended_at_once);
   // What each side's engine did: "identical" means little if B never ran
   // the mode it was meant to test (no shared prefix, no cascade pass).
   status_->setText(verdict + QStringLiteral("\n") + tr("A: %1.").arg(runStatsText(report.stats_a)) +

@@ -403,10 +403,14 @@ void MainWindow::showSettingWarnings(const kvscope::ModelInfo& info) {
 
 void MainWindow::onReconfigured(const kvscope::ModelInfo& info) {
   acceptConfig(info);
-  statusBar()->showMessage(tr("Settings applied: %1 KV blocks of %2 tokens; running requests were re-queued.")
-                               .arg(info.num_kv_blocks)
-                               .arg(info.block_size),
-                           8000);
+  QString applied = tr("Settings applied: %1 KV blocks of %2 tokens").arg(info.num_kv_blocks).arg(info.block_size);
+  if (num_unfinished_ > 0)
+    applied += num_unfinished_ == 1 ? tr("; the unfinished request was re-queued (its K/V is computed again).")
+                                    : tr("; the %1 unfinished requests were re-queued (their K/V is computed again).")
+                                          .arg(num_unfinished_);
+  else
+    applied += QLatin1Char('.');
+  statusBar()->showMessage(applied, 8000);
   showSettingWarnings(info);
 }
 
@@ -447,6 +451,7 @@ void MainWindow::onSnapshot(const kvscope::ui::SnapshotPtr& snapshot) {
   const QString pause_note = spec_pauses_.update(*snapshot, QDateTime::currentMSecsSinceEpoch());
   if (!pause_note.isEmpty()) statusBar()->showMessage(pause_note, 10000);
   kv_summary_->setText(kvSummary(*snapshot));
+  num_unfinished_ = snapshot->num_running + snapshot->num_waiting + snapshot->num_swapped;
   const QString ranks = blockSharedAcrossRanksText(snapshot->tensor_parallel);
   block_map_legend_->setText(ranks.isEmpty() ? block_map_legend_text_
                                              : block_map_legend_text_ + QStringLiteral(" · ") + ranks);

@@ -161,6 +161,8 @@ class MainWindow : public QMainWindow {
   LiveLabel* step_label_ = nullptr;
   QAction* draft_tint_action_ = nullptr;  // View > Tint accepted draft tokens
   SpecPauseNotices spec_pauses_;
+  // Requests in the engine at the last snapshot: what a settings change re-queues.
+  int num_unfinished_ = 0;
 
   std::unique_ptr<ChatStore> store_;
   ConversationListWidget* conversations_ = nullptr;

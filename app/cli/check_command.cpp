@@ -74,7 +74,13 @@ void print_text_report(const InvarianceReport& report, const std::string& model)
   for (size_t i = 0; i < total; ++i) {
     const PromptVerdict& v = report.prompts[i];
     out += fmt::format("[{}/{}] '{}'\n", i + 1, total, escaped(v.prompt, 70));
-    if (v.identical) {
+    if (v.identical && v.tokens_a.empty()) {
+      // Identical, but over one position: worth saying, not a full check.
+      out += fmt::format("  identical, but both ended at once ({}): only the first position's logits were compared "
+                         "(max logit diff {}{})\n",
+                         v.finish_a, logit_diff_text(v.max_logit_diff),
+                         v.logits_identical ? "" : "; not bitwise equal");
+    } else if (v.identical) {
       out += fmt::format("  identical ({} tokens, max logit diff {}{})\n", v.tokens_a.size(),
                          logit_diff_text(v.max_logit_diff),
                          v.logits_identical ? "" : "; the logits are not bitwise equal");

@@ -142,6 +142,14 @@ KvPlan plan_kv(const ModelShape& m, const EngineConfig& c, int64_t machine_memor
   p.num_swap_blocks = std::min<int64_t>(p.num_swap_blocks, std::numeric_limits<int32_t>::max());
   p.pool_bytes = p.num_blocks * p.bytes_per_block;
   p.swap_bytes = p.num_swap_blocks * p.bytes_per_block;
+  // Legal, but a request longer than the pool is refused when it arrives:
+  // say so when the settings are applied, not at the first long prompt.
+  if (const int64_t pool_tokens = p.num_blocks * c.block_size; pool_tokens < p.max_model_len) {
+    p.warnings.push_back(fmt::format("the KV pool holds {} tokens ({} blocks of {}), fewer than the max model "
+                                     "length of {}: a request whose prompt and max tokens need more is refused; "
+                                     "raise {} for longer ones",
+                                     pool_tokens, p.num_blocks, c.block_size, p.max_model_len, pool_field));
+  }
 
   if (device) {
     // The pool sits on the GPU beside the weights and the workspace; the

@@ -269,6 +269,21 @@ class InvariancePanelTest : public QObject {
     panel.onFinished(runs.last().at(0).value<quint64>(), failed);
     QVERIFY2(panel.statusText().contains(QStringLiteral("The check failed: b: cannot open")), qPrintable(panel.statusText()));
     QVERIFY(panel.canRun());
+
+    // Identical, but a reply that ended at once compared one position only:
+    // the verdict says so instead of a plain "identical".
+    panel.run();
+    PromptVerdict empty = identicalVerdict();
+    empty.tokens_a.clear();
+    empty.tokens_b.clear();
+    empty.text_a.clear();
+    empty.text_b.clear();
+    panel.onFinished(runs.last().at(0).value<quint64>(), outcomeOf({identicalVerdict(), empty}));
+    QVERIFY2(panel.statusText().contains(QStringLiteral("All 2 prompt(s) identical")), qPrintable(panel.statusText()));
+    QVERIFY2(panel.statusText().contains(QStringLiteral("1 of them generated nothing")), qPrintable(panel.statusText()));
+    panel.run();
+    panel.onFinished(runs.last().at(0).value<quint64>(), outcomeOf({identicalVerdict()}));
+    QVERIFY2(!panel.statusText().contains(QStringLiteral("generated nothing")), qPrintable(panel.statusText()));
   }
 
   void promptsFromAFile() {

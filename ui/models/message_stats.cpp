@@ -94,7 +94,7 @@ std::vector<MessageStats> messageStatsFromJson(const QString& json) {
 QString messageStatsLine(const MessageStats& m) {
   const QLocale locale;
   QStringList parts;
-  parts << tr("%1 tokens").arg(locale.toString(m.generated_tokens));
+  parts << (m.generated_tokens == 1 ? tr("1 token") : tr("%1 tokens").arg(locale.toString(m.generated_tokens)));
   if (m.generated_tokens > 0) parts << tr("first token %1 s").arg(m.time_to_first_token_s, 0, 'f', 2);
   if (m.tokens_per_s > 0.0) parts << tr("%1 tok/s").arg(m.tokens_per_s, 0, 'f', 1);
   if (m.cached_prompt_tokens > 0) {

@@ -3,6 +3,8 @@
 // tests/engine/runtime/model_memory_info_test.cpp.
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include "kvscope/kv_plan.h"
 #include "support/smollm2_shape.h"
 
@@ -161,6 +163,7 @@ TEST(KvPlan, GpuMemoryPercentSizesThePoolFromTheDevice) {
 TEST(KvPlan, WarnsAboveTheTrainedContext) {
   EngineConfig c = config();
   c.max_model_len = 16384;
+  c.kv_budget_bytes = int64_t{2} << 30;  // room for a 16k request: only the context warns
   const KvPlan p = plan_kv(smollm2(), c, 0);
   ASSERT_TRUE(p.ok());
   EXPECT_EQ(p.max_model_len, 16384);
@@ -168,6 +171,28 @@ TEST(KvPlan, WarnsAboveTheTrainedContext) {
   EXPECT_NE(p.warnings[0].find("above the model's trained context of 8192"), std::string::npos) << p.warnings[0];
   c.max_model_len = 8192;
   EXPECT_TRUE(plan_kv(smollm2(), c, 0).warnings.empty());
+}
+
+// A pool smaller than one request of the max model length is legal (short
+// chats fit), but a longer request will be refused: the plan says so.
+TEST(KvPlan, WarnsWhenThePoolHoldsLessThanOneFullRequest) {
+  EngineConfig c = config();
+  c.block_size = 3;
+  c.kv_budget_bytes = 1 << 20;
+  const KvPlan p = plan_kv(smollm2(), c, 0);
+  ASSERT_TRUE(p.ok());
+  ASSERT_EQ(p.warnings.size(), 1u);
+  EXPECT_NE(p.warnings[0].find(fmt::format("the KV pool holds {} tokens ({} blocks of 3)", p.num_blocks * 3,
+                                           p.num_blocks)),
+            std::string::npos)
+      << p.warnings[0];
+  EXPECT_NE(p.warnings[0].find("raise kv_budget"), std::string::npos) << p.warnings[0];
+  c.num_blocks = 8192 / 3 + 1;  // exactly enough: no warning, and the setting named is num_blocks
+  EXPECT_TRUE(plan_kv(smollm2(), c, 0).warnings.empty());
+  c.num_blocks = 8192 / 3;
+  const KvPlan short_of_one = plan_kv(smollm2(), c, 0);
+  ASSERT_EQ(short_of_one.warnings.size(), 1u);
+  EXPECT_NE(short_of_one.warnings[0].find("raise num_blocks"), std::string::npos) << short_of_one.warnings[0];
 }
 
 TEST(KvPlan, UnknownShapeIsAProblemNotACrash) {
