@@ -168,6 +168,12 @@ void ServerDialog::setStatus(Phase phase, const QString& message, const QString&
   QFont font = status_->font();
   font.setBold(failed);
   status_->setFont(font);
+  // A longer message (an error over two lines) needs more height than the
+  // dialog was shown with; without it the form's rows overlap.
+  if (isVisible() && layout()) {
+    const int needed = layout()->totalHeightForWidth(width());
+    if (needed > height()) resize(width(), needed);
+  }
   url_->setText(phase == Phase::Serving ? url : QString());
   copy_->setEnabled(phase == Phase::Serving);
   const bool running = phase == Phase::Serving || phase == Phase::Starting || phase == Phase::Waiting;

@@ -17,6 +17,7 @@
 
 #include <QFile>
 #include <QLabel>
+#include <QLayout>
 #include <QLineEdit>
 #include <QSettings>
 #include <QTemporaryDir>
@@ -258,9 +259,15 @@ class ServerToggleTest : public QObject {
     ui::ServerSettings settings;
     settings.port = taken;
     dialog->setSettings(settings);
+    dialog->show();  // at the size it opens with: the error's two bold lines must still fit
     dialog->requestStart();
     QTRY_VERIFY_WITH_TIMEOUT(host_->server()->state() == State::Failed, kTimeoutMs);
     QCOMPARE(dialog->phase(), ui::ServerDialog::Phase::Failed);
+    QVERIFY2(dialog->height() >= dialog->layout()->totalHeightForWidth(dialog->width()),
+             qPrintable(QStringLiteral("%1 px high, %2 needed")
+                            .arg(dialog->height())
+                            .arg(dialog->layout()->totalHeightForWidth(dialog->width()))));
+    dialog->hide();
     QVERIFY2(dialog->statusText().contains(QStringLiteral("cannot listen on 127.0.0.1:%1").arg(taken)),
              qPrintable(dialog->statusText()));
     QVERIFY(dialog->url().isEmpty());
