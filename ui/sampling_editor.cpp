@@ -7,6 +7,7 @@
 #include <QFormLayout>
 #include <QLabel>
 #include <QLineEdit>
+#include <QLocale>
 #include <QPlainTextEdit>
 #include <QSpinBox>
 
@@ -111,8 +112,17 @@ QLabel* SamplingEditor::addField(const QString& field, const QString& label, QWi
   name.remove(QLatin1Char(':'));
   control->setObjectName(field);
   control->setAccessibleName(name);
-  control->setToolTip(tooltip);
-  control->setAccessibleDescription(tooltip);
+  // A spin box silently puts a typed value back into its range: say what it is.
+  QString help = tooltip;
+  if (const auto* box = qobject_cast<QSpinBox*>(control)) {
+    help += tr(" Range: %1 to %2.").arg(QLocale().toString(box->minimum()), QLocale().toString(box->maximum()));
+  } else if (const auto* real = qobject_cast<QDoubleSpinBox*>(control)) {
+    help += tr(" Range: %1 to %2.")
+                .arg(QLocale().toString(real->minimum(), 'f', real->decimals()),
+                     QLocale().toString(real->maximum(), 'f', real->decimals()));
+  }
+  control->setToolTip(help);
+  control->setAccessibleDescription(help);
   auto* message = new QLabel(this);
   message->setObjectName(field + QStringLiteral("_message"));
   message->setAccessibleName(tr("%1 problem").arg(name));

@@ -14,6 +14,7 @@
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QLineEdit>
+#include <QLocale>
 #include <QPushButton>
 #include <QScrollArea>
 #include <QSpinBox>
@@ -178,6 +179,10 @@ void SettingsDialog::addSettingRow(QFormLayout* form, const kvscope::SettingSpec
         box->setSpecialValueText(qs(spec.zero_means));
         help += tr(" (0: %1)").arg(qs(spec.zero_means));
       }
+      // A spin box silently puts a typed value back into its range: the
+      // tooltip says what the range is.
+      help += tr(" Range: %1 to %2%3.")
+                  .arg(QLocale().toString(box->minimum()), QLocale().toString(box->maximum()), box->suffix());
       connect(box, &QSpinBox::valueChanged, this, &SettingsDialog::revalidate);
       control = box;
       break;

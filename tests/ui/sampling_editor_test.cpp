@@ -3,6 +3,7 @@
 // stop strings with escapes, reset to the defaults, accessible names.
 //   ctest --test-dir build -R sampling_editor_test
 #include <QDoubleSpinBox>
+#include <QSpinBox>
 #include <QSignalSpy>
 #include <QtTest>
 
@@ -45,6 +46,18 @@ class SamplingEditorTest : public QObject {
     QCOMPARE(validity.count(), 2);
     QCOMPARE(validity.last().at(0).toBool(), true);
     QVERIFY(!editor.findChild<QLabel*>(field + QStringLiteral("_message"))->isVisible());
+  }
+
+  // A spin box clamps what is typed without a word: each says its range.
+  void numberFieldsNameTheirRange() {
+    SamplingEditor editor;
+    const auto ints = editor.findChildren<QSpinBox*>();
+    const auto reals = editor.findChildren<QDoubleSpinBox*>();
+    QVERIFY(!ints.isEmpty() && !reals.isEmpty());
+    for (QAbstractSpinBox* box : ints) QVERIFY2(box->toolTip().contains(QStringLiteral("Range: ")), qPrintable(box->objectName()));
+    for (QAbstractSpinBox* box : reals) QVERIFY2(box->toolTip().contains(QStringLiteral("Range: ")), qPrintable(box->objectName()));
+    QVERIFY2(child<QDoubleSpinBox>(&editor, "top_p")->toolTip().contains(QStringLiteral("Range: 0.000 to 1.000.")),
+             qPrintable(child<QDoubleSpinBox>(&editor, "top_p")->toolTip()));
   }
 
   void seedMustBeAWholeNumber() {

@@ -253,6 +253,9 @@ class SettingsDialogTest : public QObject {
           QCOMPARE(int64_t{box->minimum()}, spec.min);
           QCOMPARE(int64_t{box->maximum()}, spec.max);
           if (!spec.zero_means.empty()) QCOMPARE(box->specialValueText(), qs(spec.zero_means));
+          // The box clamps what is typed without a word: the tooltip gives the range.
+          QVERIFY2(control->toolTip().contains(QStringLiteral("Range: %1 to ").arg(QLocale().toString(box->minimum()))),
+                   qPrintable(key + QStringLiteral(": ") + control->toolTip()));
           break;
         }
         case SettingType::Bytes: {
