@@ -143,12 +143,16 @@ KvPlan plan_kv(const ModelShape& m, const EngineConfig& c, int64_t machine_memor
   p.pool_bytes = p.num_blocks * p.bytes_per_block;
   p.swap_bytes = p.num_swap_blocks * p.bytes_per_block;
   // Legal, but a request longer than the pool is refused when it arrives:
-  // say so when the settings are applied, not at the first long prompt.
-  if (const int64_t pool_tokens = p.num_blocks * c.block_size; pool_tokens < p.max_model_len) {
-    p.warnings.push_back(fmt::format("the KV pool holds {} tokens ({} blocks of {}), fewer than the max model "
-                                     "length of {}: a request whose prompt and max tokens need more is refused; "
-                                     "raise {} for longer ones",
-                                     pool_tokens, p.num_blocks, c.block_size, p.max_model_len, pool_field));
+  // say so when the settings are applied, not at the first prompt. Only for
+  // a pool under a chat's worth (kSmallPoolTokens): a larger pool shorter
+  // than the context is usual (Gemma 3's 32k context at the default budget)
+  // and not worth a note at every load.
+  constexpr int64_t kSmallPoolTokens = 4096;
+  if (const int64_t pool_tokens = p.num_blocks * c.block_size;
+      pool_tokens < std::min<int64_t>(p.max_model_len, kSmallPoolTokens)) {
+    p.warnings.push_back(fmt::format("the KV pool holds only {} tokens ({} blocks of {}): a request whose prompt "
+                                     "and max tokens need more is refused; raise {}",
+                                     pool_tokens, p.num_blocks, c.block_size, pool_field));
   }
 
   if (device) {

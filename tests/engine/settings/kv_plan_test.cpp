@@ -163,7 +163,6 @@ TEST(KvPlan, GpuMemoryPercentSizesThePoolFromTheDevice) {
 TEST(KvPlan, WarnsAboveTheTrainedContext) {
   EngineConfig c = config();
   c.max_model_len = 16384;
-  c.kv_budget_bytes = int64_t{2} << 30;  // room for a 16k request: only the context warns
   const KvPlan p = plan_kv(smollm2(), c, 0);
   ASSERT_TRUE(p.ok());
   EXPECT_EQ(p.max_model_len, 16384);
@@ -173,26 +172,31 @@ TEST(KvPlan, WarnsAboveTheTrainedContext) {
   EXPECT_TRUE(plan_kv(smollm2(), c, 0).warnings.empty());
 }
 
-// A pool smaller than one request of the max model length is legal (short
-// chats fit), but a longer request will be refused: the plan says so.
-TEST(KvPlan, WarnsWhenThePoolHoldsLessThanOneFullRequest) {
+// A small pool is legal (short requests fit), but a longer request will be
+// refused when it comes: the plan says so for a pool under 4,096 tokens (or
+// under the max model length, when that is shorter), naming the setting.
+TEST(KvPlan, WarnsWhenThePoolIsSmall) {
   EngineConfig c = config();
   c.block_size = 3;
   c.kv_budget_bytes = 1 << 20;
   const KvPlan p = plan_kv(smollm2(), c, 0);
   ASSERT_TRUE(p.ok());
   ASSERT_EQ(p.warnings.size(), 1u);
-  EXPECT_NE(p.warnings[0].find(fmt::format("the KV pool holds {} tokens ({} blocks of 3)", p.num_blocks * 3,
+  EXPECT_NE(p.warnings[0].find(fmt::format("the KV pool holds only {} tokens ({} blocks of 3)", p.num_blocks * 3,
                                            p.num_blocks)),
             std::string::npos)
       << p.warnings[0];
   EXPECT_NE(p.warnings[0].find("raise kv_budget"), std::string::npos) << p.warnings[0];
-  c.num_blocks = 8192 / 3 + 1;  // exactly enough: no warning, and the setting named is num_blocks
+  c.num_blocks = 4096 / 4;
+  c.block_size = 4;  // 4,096 tokens: enough for the note, though under the 8,192 context
   EXPECT_TRUE(plan_kv(smollm2(), c, 0).warnings.empty());
-  c.num_blocks = 8192 / 3;
-  const KvPlan short_of_one = plan_kv(smollm2(), c, 0);
-  ASSERT_EQ(short_of_one.warnings.size(), 1u);
-  EXPECT_NE(short_of_one.warnings[0].find("raise num_blocks"), std::string::npos) << short_of_one.warnings[0];
+  c.num_blocks = 4096 / 4 - 1;
+  const KvPlan small = plan_kv(smollm2(), c, 0);
+  ASSERT_EQ(small.warnings.size(), 1u);
+  EXPECT_NE(small.warnings[0].find("raise num_blocks"), std::string::npos) << small.warnings[0];
+  c.max_model_len = 1000;  // a pool that holds a whole request is no note, however small
+  c.num_blocks = 250;
+  EXPECT_TRUE(plan_kv(smollm2(), c, 0).warnings.empty());
 }
 
 TEST(KvPlan, UnknownShapeIsAProblemNotACrash) {
