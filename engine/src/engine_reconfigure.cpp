@@ -76,6 +76,7 @@ Status Engine::reconfigure(const EngineConfig& config) {
   m.drain_inbox();
   m.num_pending -= static_cast<int32_t>(m.scheduler->reap_finished().size());
   std::vector<std::unique_ptr<Sequence>> seqs = m.scheduler->take_all_for_recompute();
+  const int64_t preemptions = m.scheduler->num_preemptions();  // theirs included
   {
     // submit() reads the config and info under this lock; requests it queued
     // since the drain above were built against the old block size.
@@ -87,6 +88,7 @@ Status Engine::reconfigure(const EngineConfig& config) {
     for (const std::string& note : shards->notes) m.info.setting_warnings.push_back(note);
     // The old scheduler refers to the old manager, which refers to the old pools: replace in that order.
     m.scheduler = std::move(setup->scheduler);
+    m.scheduler->carry_preemptions(preemptions);
     m.kv_manager = std::move(setup->manager);
     m.recent_shifts.clear();  // their block ids were the old pool's
     if (threads) m.pool = std::move(threads);

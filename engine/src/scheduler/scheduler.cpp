@@ -252,6 +252,7 @@ std::vector<std::unique_ptr<Sequence>> Scheduler::take_all_for_recompute() {
     for (auto& s : queue) {
       if (s->table.num_blocks() > 0) {  // its KV is dropped: a preemption, as preempt() counts it
         ++s->num_preemptions;
+        ++num_preemptions_;
         events_.record(EngineEventType::Preempt, s->id, s->index, 0);
       }
       release_for_recompute(*s);  // before it leaves the queue: release_blocks looks for it in swapped_

@@ -59,7 +59,10 @@ class Scheduler {
   int32_t num_waiting() const { return static_cast<int32_t>(waiting_.size()); }
   int32_t num_running() const { return static_cast<int32_t>(running_.size()); }
   int32_t num_swapped() const { return static_cast<int32_t>(swapped_.size()); }
-  int64_t num_preemptions() const { return num_preemptions_; }  // since creation
+  // Since the engine was created: a reconfigure's new scheduler starts from
+  // the old one's count (carry_preemptions), the sequences' own counts going on.
+  int64_t num_preemptions() const { return num_preemptions_; }
+  void carry_preemptions(int64_t earlier) { num_preemptions_ += earlier; }
   // Every unfinished sequence of a request.
   std::vector<Sequence*> find(RequestId id);
   // Calls fn(const Sequence&) for waiting, running and swapped sequences.
@@ -95,9 +98,9 @@ class Scheduler {
   // Removes finished sequences, releasing their blocks.
   std::vector<std::unique_ptr<Sequence>> reap_finished();
   // Removes every sequence as a recompute preemption would (blocks, device or
-  // swap, released and counted as a preemption of the sequence; nothing
-  // computed; Waiting), running ones first in
-  // admission order, then swapped, then waiting ones in queue order. For
+  // swap, released and counted as a preemption of the sequence and of this
+  // scheduler; nothing computed; Waiting), running ones first in admission
+  // order, then swapped, then waiting ones in queue order. For
   // Engine::reconfigure, which hands them to a new scheduler and KV pool.
   std::vector<std::unique_ptr<Sequence>> take_all_for_recompute();
 

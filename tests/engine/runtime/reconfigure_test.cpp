@@ -226,6 +226,12 @@ class Reconfigure : public ::testing::Test {
       EXPECT_EQ((*engine)->config().paged, v.after.paged);
       run_checked(**engine, v.name);
       expect_same_streams(got, uninterrupted(ps, greedy), v.name);
+      // The engine's count goes on across the change and is the requests' own
+      // counts added up (the inspector shows both; they must agree).
+      int64_t per_request = 0;
+      for (const Stream& st : got) per_request += st.num_preemptions;
+      EXPECT_GT(per_request, 0) << "requests held KV when the settings changed";
+      EXPECT_EQ((*engine)->kv_stats().num_preemptions, per_request);
     }
   }
 
