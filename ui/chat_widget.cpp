@@ -214,6 +214,18 @@ void ChatWidget::setTurns(const ChatTurns& turns) {
   turns_ = turns;
   render();
   updateButtons();
+  // The status described the chat shown before ("New chat", its last reply,
+  // an error): describe this one's last reply instead, as after it finished.
+  if (!model_ready_) return;
+  QString status = tr("New chat");
+  for (auto t = turns_.rbegin(); t != turns_.rend(); ++t) {
+    if (t->role != "assistant") continue;
+    const std::vector<MessageStats> stats = messageStatsFromJson(t->stats_json);
+    const size_t shown = static_cast<size_t>(std::max(t->selected, 0));
+    status = shown < stats.size() ? messageStatsLine(stats[shown]) : tr("%n message(s)", "", static_cast<int>(turns_.size()));
+    break;
+  }
+  setStatus(status);
 }
 
 void ChatWidget::editMessage(int index) {

@@ -8,6 +8,7 @@
 
 #include "chat_widget.h"
 #include "engine_types.h"
+#include "models/message_stats.h"
 
 using kvscope::ui::ChatWidget;
 using kvscope::ui::ConversationSettings;
@@ -16,6 +17,29 @@ class ChatHeaderTest : public QObject {
   Q_OBJECT
  private slots:
   void initTestCase() { kvscope::ui::registerEngineMetaTypes(); }
+
+  // Opening another conversation: the status line describes its last reply
+  // (or says it is new), not whatever the chat shown before left there.
+  void statusFollowsTheConversationShown() {
+    ChatWidget chat;
+    kvscope::ModelInfo info;
+    info.name = "tiny";
+    info.context_length = 512;
+    chat.onModelLoaded(info);
+    chat.newChat();
+    QCOMPARE(chat.statusText(), QStringLiteral("New chat"));
+
+    kvscope::ui::MessageStats stats;
+    stats.generated_tokens = 7;
+    stats.prompt_tokens = 12;
+    kvscope::ui::ChatTurns turns = {{"user", QStringLiteral("Hi"), {}, 0, QString()},
+                                    {"assistant", QStringLiteral("Hello there"), {}, 0,
+                                     kvscope::ui::messageStatsToJson({stats})}};
+    chat.setTurns(turns);
+    QVERIFY2(chat.statusText().startsWith(QStringLiteral("7 tokens")), qPrintable(chat.statusText()));
+    chat.setTurns({});
+    QCOMPARE(chat.statusText(), QStringLiteral("New chat"));
+  }
 
   void headerNamesTheSourceOfEachSamplingValue() {
     ChatWidget chat;
