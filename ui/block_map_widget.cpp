@@ -277,7 +277,7 @@ QString BlockMapWidget::tooltipFor(int block) const {
     // Positions in the first owner's tokens (a shared block holds the same
     // tokens for all), then their text: a character cut by the block's edge
     // shows as U+FFFD.
-    text += tr("<br>tokens %1–%2 of %3")
+    text += tr("<br>tokens %1–%2 of request %3")
                 .arg(held.first_token)
                 .arg(held.first_token + static_cast<int>(held.ids.size()) - 1)
                 .arg(sequenceLabel(held.sequence->id, held.sequence->index,
@@ -297,7 +297,7 @@ QString BlockMapWidget::tooltipFor(int block) const {
     text += QStringLiteral("<br>") + droppedBlockText(s, dropped_[static_cast<size_t>(block)]).toHtmlEscaped();
   }
   if (const int position = focusedPosition(block); position >= 0) {
-    text += tr("<br>logical block %1 of %2.%3").arg(position).arg(focus_id_).arg(focus_index_);
+    text += tr("<br>logical block %1 of request %2.%3").arg(position).arg(focus_id_).arg(focus_index_);
   }
   // Tensor parallelism: the block id indexes every rank's KV heads.
   if (const QString ranks = blockSharedAcrossRanksText(s.tensor_parallel); !ranks.isEmpty()) {

@@ -75,6 +75,8 @@ ChatWidget::ChatWidget(QWidget* parent) : QWidget(parent) {
   input_->setPlaceholderText(tr("Message (Ctrl+Enter to send)"));
   input_->setAccessibleName(tr("Message"));
   input_->setMaximumHeight(96);
+  // Tab moves on to Send, as in any form; a tab character is rarely wanted in a chat message.
+  input_->setTabChangesFocus(true);
   input_->installEventFilter(this);
   send_ = new QPushButton(tr("Send"), this);
   send_->setToolTip(tr("Send (Ctrl+Enter)"));

@@ -77,6 +77,7 @@ QString titleFromPrompt(const QString& prompt) {
   return title;
 }
 
+
 }  // namespace
 
 MainWindow::MainWindow(QWidget* parent, const QString& chat_store_path)
@@ -618,8 +619,7 @@ bool MainWindow::exportConversation(const QString& path) {
 
 void MainWindow::showExportDialog() {
   QString filter;
-  const QString suggested = titleFromPrompt(conversations_->currentTitle().isEmpty() ? tr("conversation")
-                                                                                     : conversations_->currentTitle());
+  const QString suggested = exportFileStem(titleFromPrompt(conversations_->currentTitle()));
   const QString path = QFileDialog::getSaveFileName(this, tr("Export conversation"), suggested + QStringLiteral(".md"),
                                                     tr("Markdown (*.md);;JSON (*.json)"), &filter);
   if (path.isEmpty()) return;

@@ -113,7 +113,7 @@ class BlockMapWidgetTest : public QObject {
     QApplication::sendEvent(&w, &help);
     QTRY_VERIFY(QToolTip::isVisible());
     QVERIFY2(QToolTip::text().contains(QStringLiteral("Block 3")), qPrintable(QToolTip::text()));
-    QVERIFY(QToolTip::text().contains(QStringLiteral("logical block 1 of 101")));
+    QVERIFY(QToolTip::text().contains(QStringLiteral("logical block 1 of request 101")));
     QVERIFY(QToolTip::text().contains(QStringLiteral("owners: 101")));
     QToolTip::hideText();
   }
@@ -218,7 +218,7 @@ class BlockMapWidgetTest : public QObject {
     w.resize(400, 300);
     w.setSnapshot(s);
     // Without a token table the tooltip names the slots, not the text.
-    QVERIFY2(w.tooltipFor(3).contains(QStringLiteral("tokens 16–31 of 101")), qPrintable(w.tooltipFor(3)));
+    QVERIFY2(w.tooltipFor(3).contains(QStringLiteral("tokens 16–31 of request 101")), qPrintable(w.tooltipFor(3)));
     QVERIFY(!w.tooltipFor(3).contains(QStringLiteral("user")));
 
     w.setTokenBytes(table);
@@ -232,11 +232,11 @@ class BlockMapWidgetTest : public QObject {
     // Block 4 (8 of 16 slots): the last byte of "本", then " a<b>&c"
     // escaped, its leading space kept.
     const QString tip4 = w.tooltipFor(4);
-    QVERIFY2(tip4.contains(QStringLiteral("tokens 32–39 of 101")), qPrintable(tip4));
+    QVERIFY2(tip4.contains(QStringLiteral("tokens 32–39 of request 101")), qPrintable(tip4));
     QVERIFY2(tip4.contains(QStringLiteral(">\uFFFD a&lt;b&gt;&amp;c</span>”")), qPrintable(tip4));
     // A shared block names its first owner's slots; a free or cached-free
     // block holds no sequence's tokens.
-    QVERIFY(w.tooltipFor(0).contains(QStringLiteral("tokens 0–15 of 100")));
+    QVERIFY(w.tooltipFor(0).contains(QStringLiteral("tokens 0–15 of request 100")));
     QVERIFY(!w.tooltipFor(0).contains(QStringLiteral("100.0")));  // an id, not a decimal number
     QVERIFY(!w.tooltipFor(20).contains(QStringLiteral("tokens")));
     QVERIFY(!w.tooltipFor(63).contains(QStringLiteral("tokens")));

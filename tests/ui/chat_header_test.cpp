@@ -3,6 +3,7 @@
 // a reply is sent with exactly those values. No engine: ModelInfo is given by
 // hand as the worker would deliver it. Offscreen.
 //   ctest --test-dir build -R chat_header_test
+#include <QPlainTextEdit>
 #include <QSignalSpy>
 #include <QtTest>
 
@@ -39,6 +40,23 @@ class ChatHeaderTest : public QObject {
     QVERIFY2(chat.statusText().startsWith(QStringLiteral("7 tokens")), qPrintable(chat.statusText()));
     chat.setTurns({});
     QCOMPARE(chat.statusText(), QStringLiteral("New chat"));
+  }
+
+  // Tab in the message box moves on (to Send), as in any form, instead of
+  // typing a tab character: keyboard users could not reach Send.
+  void tabLeavesTheMessageBox() {
+    ChatWidget chat;
+    chat.show();
+    chat.activateWindow();
+    QVERIFY(QTest::qWaitForWindowActive(&chat));
+    auto* input = chat.findChild<QPlainTextEdit*>();
+    QVERIFY(input);
+    input->setFocus();
+    QVERIFY(input->hasFocus());
+    QTest::keyClicks(input, QStringLiteral("Hi"));
+    QTest::keyClick(input, Qt::Key_Tab);
+    QCOMPARE(input->toPlainText(), QStringLiteral("Hi"));
+    QVERIFY(!input->hasFocus());
   }
 
   void headerNamesTheSourceOfEachSamplingValue() {

@@ -66,6 +66,18 @@ std::vector<StoredMessage> sampleMessages() {
 class ConversationExportTest : public QObject {
   Q_OBJECT
  private slots:
+  // The suggested file name: a title's sentence end, slashes and the
+  // truncation mark never make "..md" or a folder.
+  void fileStemFromTheTitle() {
+    using kvscope::ui::exportFileStem;
+    QCOMPARE(exportFileStem(QStringLiteral("Name three colors.")), QStringLiteral("Name three colors"));
+    QCOMPARE(exportFileStem(QStringLiteral("What is 1/2? And a:b")), QStringLiteral("What is 1-2- And a-b"));
+    QCOMPARE(exportFileStem(QStringLiteral("A very long title that was cut…")),
+             QStringLiteral("A very long title that was cut"));
+    QCOMPARE(exportFileStem(QStringLiteral(" ... ")), QStringLiteral("conversation"));
+    QCOMPARE(exportFileStem(QString()), QStringLiteral("conversation"));
+  }
+
   void markdownHasTurnsInOrder() {
     const QString md = kvscope::ui::conversationToMarkdown(sampleConversation(), kSettings, sampleMessages());
     QVERIFY(md.startsWith(QStringLiteral("# Ünïcode \"quotes\" & `ticks`\n")));

@@ -211,4 +211,16 @@ bool writeExportFile(const QString& path, const QByteArray& bytes, QString* erro
   return true;
 }
 
+QString exportFileStem(const QString& title) {
+  QString stem = title;
+  stem.remove(QStringLiteral("…"));
+  for (QChar& c : stem) {
+    if (QStringLiteral("/\\:*?\"<>|").contains(c) || c.unicode() < 0x20) c = QLatin1Char('-');
+  }
+  stem = stem.trimmed();
+  while (stem.endsWith(QLatin1Char('.'))) stem.chop(1);
+  stem = stem.trimmed();
+  return stem.isEmpty() ? QStringLiteral("conversation") : stem;
+}
+
 }  // namespace kvscope::ui

@@ -45,4 +45,10 @@ QByteArray conversationToJson(const ConversationSummary& conversation, const QSt
 // to a message naming the file and the reason.
 bool writeExportFile(const QString& path, const QByteArray& bytes, QString* error);
 
+// A conversation title as the file name (without extension) an export
+// suggests: no path separators or characters other systems refuse ("1/2"
+// would name a folder), no trailing dots ("colors." + ".md" gave "..md");
+// "conversation" when nothing is left.
+QString exportFileStem(const QString& title);
+
 }  // namespace kvscope::ui
