@@ -79,8 +79,16 @@ void EngineWorker::loadModel(const kvscope::EngineConfig& config) {
     scheduleStep();  // the old engine's requests go on
     return;
   }
-  // The old engine's requests end with it.
-  for (const auto& [id, running] : chat_requests_) {
+  // The old engine's requests end with it: cancelled there, so that each
+  // chat reply finishes with its real stats (tokens, times), as after Stop,
+  // and the text not yet sent goes out first. The cancels are taken at the
+  // start of a step.
+  if (engine_ && !chat_requests_.empty()) {
+    for (const auto& request : chat_requests_) engine_->cancel(request.first);
+    engine_->step();
+    flushTokens();
+  }
+  for (const auto& [id, running] : chat_requests_) {  // none, unless the old engine could not say
     for (int i = 0; i < running; ++i) emit finished(id, ui::FinishInfo{i, FinishReason::Cancelled, {}, {}});
   }
   chat_requests_.clear();

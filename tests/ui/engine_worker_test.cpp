@@ -5,6 +5,7 @@
 // random tiny model (no files needed).
 //   ctest --test-dir build-gui -R engine_worker_test
 #include <atomic>
+#include <cstdio>
 #include <map>
 #include <set>
 
@@ -116,6 +117,34 @@ class EngineWorkerTest : public QObject {
     QVERIFY(tokens.count() <= info.stats.num_generated_tokens);
     QVERIFY(snapshots.count() >= 1);
     QVERIFY(snapshots.last().at(0).value<ui::SnapshotPtr>() != nullptr);
+  }
+
+  // Loading another model while a reply streams ends the reply as Stop
+  // would: cancelled, with its real counts, and every token's text sent.
+  void aNewModelMidReplyKeepsTheRepliesStats() {
+    KVSCOPE_QREQUIRE_DATA(!model_.empty(), test::TestData::kDefaultModel);
+    EngineHost host;
+    EngineWorker* w = host.worker();
+    QVERIFY(loadAndWait(host, smallConfig(model_)));
+    QSignalSpy tokens(w, &EngineWorker::tokens);
+    QSignalSpy finished(w, &EngineWorker::finished);
+    SamplingParams sampling;
+    sampling.temperature = 0.0f;
+    sampling.max_tokens = 1000;  // fits the 64 MiB pool; far more than arrive before the new load
+    sampling.ignore_eos = true;
+    host.submitChat({{"user", "Write a long story about a castle."}}, sampling);
+    QTRY_VERIFY_WITH_TIMEOUT(tokens.count() >= 3, 60000);
+    // Another file: the same one would only be reconfigured.
+    const std::string other = test::tiny_model_temp_path("engine_worker_other_model");
+    QVERIFY(test::write_tiny_gguf(test::TinyModelSpec{}, other).ok());
+    QVERIFY(loadAndWait(host, smallConfig(other)));
+    std::remove(other.c_str());
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 10000);
+    const auto info = finished.at(0).at(1).value<ui::FinishInfo>();
+    QCOMPARE(info.reason, FinishReason::Cancelled);
+    QVERIFY2(info.stats.num_generated_tokens >= 3, qPrintable(QString::number(info.stats.num_generated_tokens)));
+    QVERIFY(info.stats.num_prompt_tokens > 0);
+    QVERIFY(info.stats.time_to_first_token_s > 0.0);
   }
 
   void parallelRepliesStreamEachCompletion() {
