@@ -253,7 +253,8 @@ void ChatWidget::cancelEdit() {
 }
 
 void ChatWidget::selectAlternative(int message_index, int alternative) {
-  if (message_index < 0 || message_index >= static_cast<int>(turns_.size())) return;
+  // Only the last reply: later turns were written after an earlier one's choice.
+  if (message_index < 0 || message_index + 1 != static_cast<int>(turns_.size())) return;
   ChatTurn& turn = turns_[message_index];
   if (alternative < 0 || alternative >= turn.alternatives.size() || alternative == turn.selected) return;
   turn.selected = alternative;
@@ -463,7 +464,14 @@ QString ChatWidget::markdownForTurn(int index) const {
     });
   }
   QString md = head.join(QStringLiteral(" · "));
-  if (t.alternatives.size() > 1) {
+  if (t.alternatives.size() > 1 && !last) {
+    // Later turns were written after this reply, and the next prompt carries
+    // the history as it stands: switching here would put a reply the model
+    // never answered after. Edit the question to branch instead.
+    md += QStringLiteral("\n\n") + tr("reply %1 of %2 (the conversation went on from this one)")
+                                         .arg(t.selected + 1)
+                                         .arg(t.alternatives.size());
+  } else if (t.alternatives.size() > 1) {
     QStringList nav;
     if (t.selected > 0) nav << link(tr("‹ previous"), QStringLiteral("alt/%1/%2").arg(index).arg(t.selected - 1));
     nav << tr("reply %1 of %2").arg(t.selected + 1).arg(t.alternatives.size());

@@ -83,6 +83,9 @@ class ChatWidget : public QWidget {
   // everything after it.
   void editMessage(int index);
   void cancelEdit();
+  // Shows another of the last reply's alternatives (the history the next
+  // prompt carries follows it); earlier replies keep theirs: the turns after
+  // them were written from it.
   void selectAlternative(int message_index, int alternative);
   void setStatus(const QString& text);
   void onModelLoading(const QString& name);

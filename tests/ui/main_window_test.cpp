@@ -345,7 +345,18 @@ class MainWindowTest : public QObject {
       chat->selectAlternative(1, 2);
       QCOMPARE(chat->turns()[1].content, QStringLiteral("blue"));
       QVERIFY(chat->renderedMarkdown().contains(QStringLiteral("reply 3 of 3")));
+      QVERIFY(chat->renderedMarkdown().contains(QStringLiteral("alt/1/1")));  // ‹ previous
       id = window.currentConversation();
+      // Once the conversation went on from it, the reply chosen stays chosen:
+      // the next prompt's history was built on it.
+      ui::ChatTurns later = chat->turns();
+      later.push_back({"user", QStringLiteral("and another"), {}, 0, QString()});
+      later.push_back({"assistant", QStringLiteral("yellow"), {}, 0, QString()});
+      chat->setTurns(later);
+      chat->selectAlternative(1, 0);
+      QCOMPARE(chat->turns()[1].content, QStringLiteral("blue"));
+      QVERIFY(!chat->renderedMarkdown().contains(QStringLiteral("alt/1/")));
+      QVERIFY(chat->renderedMarkdown().contains(QStringLiteral("reply 3 of 3 (the conversation went on from this one)")));
     }
     ui::MainWindow again(nullptr, path);
     again.openConversation(id);
