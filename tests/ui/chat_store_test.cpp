@@ -325,6 +325,9 @@ class ChatStoreTest : public QObject {
     QCOMPARE(messages[1].selected_alternative, 1);
     QCOMPARE(messages[1].content, alternatives[1]);
     QVERIFY(messages[0].alternatives.isEmpty());
+    // Search finds a reply that was not picked, as the export shows it.
+    QCOMPARE(store.list_conversations(QStringLiteral("red")).size(), size_t{1});
+    QCOMPARE(store.list_conversations(QStringLiteral("grün")).size(), size_t{1});
 
     QTest::qWait(2);
     const QDateTime before = store.conversation(a)->updated_at;

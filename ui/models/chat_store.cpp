@@ -277,10 +277,15 @@ std::vector<ConversationSummary> ChatStore::list_conversations(const QString& se
     q.prepare(QStringLiteral(
                   "SELECT %1 FROM conversations c"
                   " WHERE c.title LIKE ? ESCAPE '\\'"
-                  " OR EXISTS (SELECT 1 FROM messages m WHERE m.conversation_id = c.id AND m.content LIKE ? ESCAPE '\\')"
+                  " OR EXISTS (SELECT 1 FROM messages m WHERE m.conversation_id = c.id"
+                  " AND (m.content LIKE ? ESCAPE '\\' OR m.alternatives LIKE ? ESCAPE '\\'))"
                   " ORDER BY c.updated_at DESC, c.id DESC")
                   .arg(QLatin1String(kSummaryColumns)));
+    // The replies not picked (n > 1) are searched in their stored JSON, where
+    // a quote, a backslash or a line break is escaped: text with one of those
+    // is found in the picked reply only.
     const QString pattern = likePattern(search);
+    q.addBindValue(pattern);
     q.addBindValue(pattern);
     q.addBindValue(pattern);
   }
