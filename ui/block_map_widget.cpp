@@ -57,7 +57,25 @@ void BlockMapWidget::setSnapshot(SnapshotPtr snapshot) {
   refocus();
   indexCascadeGroups();
   dropped_ = snapshot_ ? droppedBlocks(*snapshot_) : std::vector<DroppedBlock>{};
+  forgetFinishedSelection();
   update();
+}
+
+void BlockMapWidget::forgetFinishedSelection() {
+  // A clicked request that has finished owns no block any more: kept
+  // selected, it would leave every other cell washed out until the next click.
+  if (selected_.empty() || !snapshot_) return;
+  const auto in_engine = [&](RequestId id) {
+    return std::any_of(snapshot_->sequences.begin(), snapshot_->sequences.end(),
+                       [id](const SequenceSnapshot& seq) { return seq.id == id; });
+  };
+  const size_t before = selected_.size();
+  selected_.erase(std::remove_if(selected_.begin(), selected_.end(), [&](RequestId id) { return !in_engine(id); }),
+                  selected_.end());
+  if (selected_.size() == before) return;
+  QList<quint64> ids;
+  for (RequestId id : selected_) ids << id;
+  emit requestsSelected(ids);
 }
 
 void BlockMapWidget::setFocusedSequence(quint64 request_id, int index) {

@@ -96,6 +96,8 @@ class BlockMapWidget : public QWidget {
   };
   void relayout();
   void refocus();
+  // Drops finished requests from the click selection (and says so).
+  void forgetFinishedSelection();
   void indexCascadeGroups();
   // The widget as it looks with all `num_blocks` blocks free, cached until the
   // size, layout or colours change (paintEvent draws the other cells over it).

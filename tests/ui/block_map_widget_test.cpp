@@ -9,6 +9,7 @@
 
 #include <QElapsedTimer>
 #include <QHelpEvent>
+#include <QSignalSpy>
 #include <QImage>
 #include <QToolTip>
 #include <QtTest>
@@ -99,6 +100,27 @@ class BlockMapWidgetTest : public QObject {
     w.setSnapshot(std::make_shared<EngineSnapshot>(*s));
     QCOMPARE(w.focusedPosition(5), -1);
     QCOMPARE(w.focusedPosition(0), -1);
+  }
+
+  // A click selects the block's requests; once they have finished the
+  // selection lets go, so the other cells are no longer washed out.
+  void aClickSelectionEndsWithItsRequests() {
+    auto s = std::make_shared<EngineSnapshot>(*test::makeSnapshot(3, 3, 1));
+    BlockMapWidget w;
+    w.resize(400, 300);
+    w.setSnapshot(s);
+    QSignalSpy selected(&w, &BlockMapWidget::requestsSelected);
+    QTest::mouseClick(&w, Qt::LeftButton, {}, w.cellRect(5).center());
+    QCOMPARE(selected.count(), 1);
+    QVERIFY(!w.selectedRequests().empty());
+    w.setSnapshot(std::make_shared<EngineSnapshot>(*s));  // still running: kept
+    QCOMPARE(selected.count(), 1);
+    auto finished = std::make_shared<EngineSnapshot>(*s);
+    finished->sequences.clear();
+    w.setSnapshot(finished);
+    QVERIFY(w.selectedRequests().empty());
+    QCOMPARE(selected.count(), 2);
+    QVERIFY(selected.last().at(0).value<QList<quint64>>().isEmpty());
   }
 
   void tooltipNamesTheBlock() {
