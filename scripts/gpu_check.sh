@@ -53,7 +53,7 @@ build() {
     exit 1
   fi
   if ! cmake --build build-cuda -j"$(nproc)" --target cuda_kernels_test cuda_gemm_test nccl_communicator_test \
-      cuda_backend_test cuda_reference_test gpu_kernel_bench kvscope-cli \
+      cuda_backend_test cuda_step_timing_test cuda_reference_test gpu_kernel_bench kvscope-cli \
       >"$out/build.log" 2>&1; then
     tail -40 "$out/build.log"
     echo "gpu_check: build failed (log: $out/build.log)" >&2
@@ -65,6 +65,7 @@ make_bundle() {
   rm -rf "$bundle" && mkdir -p "$bundle/lib"
   cp build-cuda/tests/kernels/cuda/cuda_kernels_test build-cuda/tests/kernels/cuda/cuda_gemm_test \
     build-cuda/tests/engine/parallel/nccl_communicator_test build-cuda/tests/engine/runtime/cuda_backend_test \
+    build-cuda/tests/engine/runtime/cuda_step_timing_test \
     build-cuda/tests/engine/runtime/cuda_reference_test build-cuda/tests/kernels/bench/gpu_kernel_bench \
     build-cuda/app/kvscope-cli "$bundle/"
   # Shared libraries a CUDA image may lack (kvscope-cli's curl, zip, httplib
@@ -116,7 +117,7 @@ run_tests_prebuilt() {
   # from KVSCOPE_MODEL_DIR (or ~/.local/share/kvscope/models): without it, it fails.
   export KVSCOPE_SOURCE_DIR="$PWD"
   for bin in "$bundle"/cuda_kernels_test "$bundle"/cuda_gemm_test "$bundle"/nccl_communicator_test \
-      "$bundle"/cuda_backend_test "$bundle"/cuda_reference_test; do
+      "$bundle"/cuda_backend_test "$bundle"/cuda_step_timing_test "$bundle"/cuda_reference_test; do
     name="$(basename "$bin")"
     timeout "$step_timeout" "$bin" --gtest_output="xml:$out/$name.xml" >"$out/$name.log" 2>&1
     rc=$?

@@ -49,7 +49,7 @@ if [[ "${KVSCOPE_CUDA_BUILD:-1}" != 0 ]]; then
   cmake -S . -B build-cuda -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_COMPILER="$nvcc_path" \
     -DKVSCOPE_CUDA=ON -DKVSCOPE_NCCL=ON -DKVSCOPE_GUI=OFF -DKVSCOPE_WERROR=ON -DCMAKE_CUDA_ARCHITECTURES=90 >/dev/null
   cmake --build build-cuda -j"$jobs" --target cuda_kernels_test cuda_gemm_test nccl_communicator_test cuda_backend_test \
-    cuda_reference_test gpu_kernel_bench
+    cuda_step_timing_test cuda_reference_test gpu_kernel_bench
   build-cuda/tests/kernels/cuda/cuda_kernels_test --gtest_filter='CudaLaunchCheck.*:*Harness*' --gtest_brief=1
   build-cuda/tests/kernels/cuda/cuda_gemm_test --gtest_filter='CudaGemmLaunchCheck.*' --gtest_brief=1
   build-cuda/tests/engine/runtime/cuda_backend_test --gtest_brief=1

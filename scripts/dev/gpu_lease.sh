@@ -63,7 +63,7 @@ call_a() {
   export KVSCOPE_REQUIRE_GPU=1 KVSCOPE_SOURCE_DIR="$root"
   nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
   local t s rc
-  for t in cuda_kernels_test cuda_gemm_test nccl_communicator_test cuda_backend_test; do
+  for t in cuda_kernels_test cuda_gemm_test nccl_communicator_test cuda_backend_test cuda_step_timing_test; do
     s=$SECONDS
     timeout 120 "$B/$t" >"$OUT/$t.log" 2>&1
     rc=$?
