@@ -275,13 +275,9 @@ QString conversationFieldOf(const std::string& message) {
   const QString text = QString::fromStdString(message);
   QString first = text.section(QLatin1Char(' '), 0, 0);
   if (first.startsWith(QLatin1String("stop["))) first = QStringLiteral("stop");
-  static const QStringList kFields = {
-      QStringLiteral("n"),          QStringLiteral("temperature"),        QStringLiteral("top_k"),
-      QStringLiteral("top_p"),      QStringLiteral("min_p"),              QStringLiteral("repetition_penalty"),
-      QStringLiteral("repeat_last_n"), QStringLiteral("presence_penalty"), QStringLiteral("frequency_penalty"),
-      QStringLiteral("seed"),       QStringLiteral("max_tokens"),         QStringLiteral("stop"),
-      QStringLiteral("system_prompt")};
-  return kFields.contains(first) ? first : QString();
+  // Every field validate() names is a stored key (chatKeys() also has ignore_eos and chosen,
+  // which it never names).
+  return chatKeys().contains(first) ? first : QString();
 }
 
 ConversationSettings loadChatDefaults(QSettings& settings, QStringList* problems) {
