@@ -287,7 +287,7 @@ void InvariancePanel::onFinished(quint64 job_id, const InvarianceOutcome& outcom
   // A reply that ended at once compared one position only: say so, or
   // "identical" would claim more than was checked.
   int ended_at_once = 0;
-  for (const PromptVerdict& v : report.prompts) ended_at_once += v.identical && v.tokens_a.empty();
+  for (const PromptVerdict& v : report.prompts) ended_at_once += v.ended_at_once();
   if (ended_at_once > 0)
     verdict += QLatin1Char(' ') + tr("%1 of them generated nothing on either side (the model ended the reply at "
                                      "once): only their first position was compared; try another prompt.")

@@ -74,7 +74,7 @@ void print_text_report(const InvarianceReport& report, const std::string& model)
   for (size_t i = 0; i < total; ++i) {
     const PromptVerdict& v = report.prompts[i];
     out += fmt::format("[{}/{}] '{}'\n", i + 1, total, escaped(v.prompt, 70));
-    if (v.identical && v.tokens_a.empty()) {
+    if (v.ended_at_once()) {
       // Identical, but over one position: worth saying, not a full check.
       out += fmt::format("  identical, but both ended at once ({}): only the first position's logits were compared "
                          "(max logit diff {}{})\n",

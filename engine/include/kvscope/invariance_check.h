@@ -129,6 +129,9 @@ struct PromptVerdict {
   std::vector<int32_t> tokens_a, tokens_b;
   std::string text_a, text_b;
   std::string finish_a, finish_b;  // finish_reason_name() of each run
+  // Identical, but both replies ended at their first token (end of
+  // sequence): one position was compared, which reports should say.
+  bool ended_at_once() const { return identical && tokens_a.empty(); }
 };
 
 // What a side's runs exercised, summed over its prompts, so a report can show

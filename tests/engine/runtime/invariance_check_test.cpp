@@ -208,6 +208,21 @@ TEST(CompareRuns, ARunEndingEarlierDivergesWhereItEnded) {
   EXPECT_EQ(v.max_logit_diff, 0.5f);
 }
 
+// Both replies ended at their first token: identical, over the one row of
+// logits the end-of-sequence draw had, and said to have ended at once.
+TEST(CompareRuns, RepliesThatEndedAtOnceAreIdenticalOverOneRow) {
+  GenerationRecord a = record({}, {{0, 1, 0}});
+  a.finish = "stop";
+  GenerationRecord b = a;
+  b.logits[0][2] = 0.25f;
+  const PromptVerdict v = compare_runs(a, b);
+  EXPECT_TRUE(v.identical);
+  EXPECT_TRUE(v.ended_at_once());
+  EXPECT_FALSE(v.logits_identical);
+  EXPECT_EQ(v.max_logit_diff, 0.25f);
+  EXPECT_FALSE(compare_runs(record({1}, {{0, 1, 0}}), record({1}, {{0, 1, 0}})).ended_at_once());
+}
+
 TEST(CompareRuns, NanOnOneSideIsInfinitelyFar) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const GenerationRecord a = record({1}, {{0, 1, nan}});
