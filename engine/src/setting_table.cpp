@@ -171,6 +171,13 @@ std::vector<SettingSpec> make_table() {
             "the results are the same either way.");
   attention_timing.applies = [](const EngineConfig& c) { return c.backend != BackendKind::Cpu; };
   attention_timing.cli_negation = "no-gpu-attention-timing";
+  SettingSpec& fused_norms =
+      words(add(bool_row("gpu_fused_norms", &EngineConfig::gpu_fused_norms)), "Compute", "Fuse norms into matmuls",
+            "",
+            "On a GPU: each layer's norms are computed by the matmuls that read them, and the residual adds by the "
+            "matmuls that produce them, so a decode step launches 7 kernels per layer instead of 9. The same "
+            "arithmetic, so the same results; off by default until its speed is measured on a GPU.");
+  fused_norms.applies = [](const EngineConfig& c) { return c.backend != BackendKind::Cpu; };
 
   SettingSpec& budget = words(add(bytes_row("kv_budget", &EngineConfig::kv_budget_bytes, 1, 16 * kTiB)),
                               "KV cache", "KV budget", "",

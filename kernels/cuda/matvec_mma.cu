@@ -43,6 +43,10 @@
 // the choice, which depends on the token count, leaves every bit as it is
 // (the tests force both ways and compare).
 //
+// Fusions as matvec_q.cu's: an input norm's scales (warp w: the block's
+// tokens w, w + 8, ...; each rank of a split cluster its own) applied while
+// staging, and add_to_y in the final write.
+//
 // Invariance: an MMA's output column depends only on its own B column (the
 // token) and the A rows, and everything else is per token, so a token's bits
 // do not depend on the other tokens of the launch or their tiles (the tests
@@ -67,6 +71,7 @@
 #include "kernels/cuda/device_util.cuh"
 #include "kernels/cuda/launch_check.h"
 #include "kernels/cuda/overlapped_launch.cuh"
+#include "kernels/cuda/row_norm.cuh"
 
 namespace kvscope::cuda {
 namespace {
@@ -105,9 +110,12 @@ __device__ inline uint32_t half_pair(__half a, __half b) {
 // Stages blocks [b0, b0 + nb) of tokens [t0, t0 + tile) (rows of tokens up to
 // `tokens`, a multiple of kTileTokens, are written: the used MMA tiles; past
 // the tile's end and the stage's end, zeros). One (token, block) per thread
-// at a time. All threads call it between two barriers.
+// at a time. With a norm (norm_w), each x is first rms_normed with its
+// token's scale: the bits an rms_norm launch would have written. All threads
+// call it between two barriers.
 __device__ inline void stage_activations(Shared& sh, const float* x, int64_t row_len, int64_t t0, int tile,
-                                         int tokens, int64_t b0, int nb) {
+                                         int tokens, int64_t b0, int nb, const float* norm_w,
+                                         const float* token_scale) {
   for (int p = threadIdx.x; p < tokens * kStageBlocks; p += kThreads) {
     const int t = p / kStageBlocks;
     const int i = p % kStageBlocks;
@@ -122,10 +130,11 @@ __device__ inline void stage_activations(Shared& sh, const float* x, int64_t row
     }
     // x[t0 + t][(b0 + i) * 32 + j]: 16-byte aligned (row_len a multiple of 32, x checked).
     const float4* src = reinterpret_cast<const float4*>(x + (t0 + t) * row_len + (b0 + i) * kQBlockElems);
+    const float4* g = norm_w ? reinterpret_cast<const float4*>(norm_w + (b0 + i) * kQBlockElems) : nullptr;
     float v[kQBlockElems];
 #pragma unroll
     for (int q = 0; q < kQBlockElems / 4; ++q) {
-      const float4 f = __ldg(src + q);
+      const float4 f = g ? rms_normed(__ldg(src + q), token_scale[t], __ldg(g + q)) : __ldg(src + q);
       v[4 * q] = f.x;
       v[4 * q + 1] = f.y;
       v[4 * q + 2] = f.z;
@@ -330,6 +339,17 @@ struct Place {
   int64_t b_begin, b_end;
 };
 
+// With a norm, the scales of the block's tokens, warp w taking tokens w,
+// w + 8, ...; the stage loop's first barrier publishes them.
+__device__ inline void block_norm_scales(const InputNorm& norm, const float* x, int64_t row_len, const Place& at,
+                                         float* token_scale) {
+  if (norm.weight == nullptr) return;
+  for (int t = at.warp; t < at.tile; t += kWarps) {
+    const float scale = warp_rms_scale(x + (at.t0 + t) * row_len, row_len, norm.eps);
+    if (threadIdx.x % kWarpSize == 0) token_scale[t] = scale;
+  }
+}
+
 template <bool kSplit>
 __device__ inline Place place_of(int64_t num_tokens, int64_t row_len) {
   Place p;
@@ -360,10 +380,12 @@ __device__ inline Place place_of(int64_t num_tokens, int64_t row_len) {
 // cluster of one block per stage for each group); grid.y: groups of 32 tokens.
 template <TensorType kType, bool kSplit>
 __global__ void __launch_bounds__(kThreads)
-    mma_multi_kernel(MultiOutputs outputs, int64_t row_len, const float* x, int64_t num_tokens) {
+    mma_multi_kernel(MultiOutputs outputs, int64_t row_len, const float* x, int64_t num_tokens, InputNorm norm) {
   wait_for_previous_kernel();  // a long kernel: the next one starts as it exits
   __shared__ Shared sh;
+  __shared__ float token_scale[kTokens];
   const Place at = place_of<kSplit>(num_tokens, row_len);
+  block_norm_scales(norm, x, row_len, at, token_scale);
   const int warp = at.warp, g = at.g, c = at.c, tile = at.tile, tiles = at.tiles;
   const int64_t t0 = at.t0, row0 = at.row0;
   // This thread's two weight rows (a row past the end reads output 0's row 0 and is not stored).
@@ -385,7 +407,7 @@ __global__ void __launch_bounds__(kThreads)
       rb = load_row_block<kType>(wb + (b0 + warp) * kBlockBytes<kType>, c);
     }
     __syncthreads();  // the previous stage is read
-    stage_activations(sh, x, row_len, t0, tile, tiles * kTileTokens, b0, nb);
+    stage_activations(sh, x, row_len, t0, tile, tiles * kTileTokens, b0, nb, norm.weight, token_scale);
     __syncthreads();
     if (mine) stage_block_products<kType>(sh, warp, ra, rb, tiles, acc);
   }
@@ -401,7 +423,9 @@ __global__ void __launch_bounds__(kThreads)
       MatvecOutput o;
       int64_t local;
       if (!find_output(outputs, row0 + row, o, local)) continue;
-      o.y[(t0 + t) * o.ld + local] = output_sum<kSplit>(sh, 0, row, t);
+      float& y = o.y[(t0 + t) * o.ld + local];
+      const float sum = output_sum<kSplit>(sh, 0, row, t);
+      y = o.add_to_y ? __fadd_rn(y, sum) : sum;
     }
   }
   cluster_barrier<kSplit>();
@@ -411,10 +435,12 @@ __global__ void __launch_bounds__(kThreads)
 template <TensorType kType, typename Act, bool kSplit>
 __global__ void __launch_bounds__(kThreads)
     mma_glu_kernel(const void* w_gate, const void* w_up, int64_t num_rows, int64_t row_len, const float* x,
-                   int64_t num_tokens, float* out, int64_t ld) {
+                   int64_t num_tokens, float* out, int64_t ld, InputNorm norm) {
   wait_for_previous_kernel();  // a long kernel: the next one starts as it exits
   __shared__ Shared sh;
+  __shared__ float token_scale[kTokens];
   const Place at = place_of<kSplit>(num_tokens, row_len);
+  block_norm_scales(norm, x, row_len, at, token_scale);
   const int warp = at.warp, g = at.g, c = at.c, tile = at.tile, tiles = at.tiles;
   const int64_t t0 = at.t0, row0 = at.row0;
   const int64_t ra_row = min(row0 + g, num_rows - 1);  // past the end: read a real row, store nothing
@@ -437,7 +463,7 @@ __global__ void __launch_bounds__(kThreads)
       u_b = load_row_block<kType>(ub + offset, c);
     }
     __syncthreads();
-    stage_activations(sh, x, row_len, t0, tile, tiles * kTileTokens, b0, nb);
+    stage_activations(sh, x, row_len, t0, tile, tiles * kTileTokens, b0, nb, norm.weight, token_scale);
     __syncthreads();
     if (mine) {
       stage_block_products<kType>(sh, warp, g_a, g_b, tiles, gate);
@@ -511,7 +537,8 @@ int tensor_core_split_ranks(int64_t num_rows, int64_t row_len, int64_t num_token
 }
 
 cudaError_t matvec_mma_multi(TensorType type, const MultiOutputs& outputs, int64_t total_rows, int64_t row_len,
-                             const float* x, int64_t num_tokens, cudaStream_t stream, TensorCoreSplit split) {
+                             const float* x, int64_t num_tokens, cudaStream_t stream, TensorCoreSplit split,
+                             InputNorm norm) {
   const char* op = "matvec_q (tensor cores)";
   KVSCOPE_CUDA_REQUIRE(op, total_rows / kRows < 0x7fffffff / kMaxRanks);
   if (num_tokens == 0) return cudaSuccess;
@@ -519,15 +546,15 @@ cudaError_t matvec_mma_multi(TensorType type, const MultiOutputs& outputs, int64
   const int ranks = split_ranks(split, grid.x, grid.y, row_len, current_device_shape());
   if (type == TensorType::Q8_0) {
     return launch(mma_multi_kernel<TensorType::Q8_0, false>, mma_multi_kernel<TensorType::Q8_0, true>, grid, ranks,
-                  stream, outputs, row_len, x, num_tokens);
+                  stream, outputs, row_len, x, num_tokens, norm);
   }
   return launch(mma_multi_kernel<TensorType::Q4_1, false>, mma_multi_kernel<TensorType::Q4_1, true>, grid, ranks,
-                stream, outputs, row_len, x, num_tokens);
+                stream, outputs, row_len, x, num_tokens, norm);
 }
 
 cudaError_t matvec_mma_glu(TensorType type, const void* w_gate, const void* w_up, int64_t num_rows, int64_t row_len,
                            const float* x, int64_t num_tokens, GluActivation activation, float* out, int64_t ld,
-                           cudaStream_t stream, TensorCoreSplit split) {
+                           cudaStream_t stream, TensorCoreSplit split, InputNorm norm) {
   const char* op = "matvec_q_glu (tensor cores)";
   KVSCOPE_CUDA_REQUIRE(op, num_rows / kRows < 0x7fffffff / kMaxRanks);
   if (num_tokens == 0) return cudaSuccess;
@@ -535,7 +562,7 @@ cudaError_t matvec_mma_glu(TensorType type, const void* w_gate, const void* w_up
   const int ranks = split_ranks(split, grid.x, grid.y, row_len, current_device_shape());
   const auto go = [&](auto unsplit_kernel, auto split_kernel) {
     return launch(unsplit_kernel, split_kernel, grid, ranks, stream, w_gate, w_up, num_rows, row_len, x, num_tokens,
-                  out, ld);
+                  out, ld, norm);
   };
   constexpr TensorType kQ8 = TensorType::Q8_0, kQ4 = TensorType::Q4_1;
   if (activation == GluActivation::Silu) {

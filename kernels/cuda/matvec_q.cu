@@ -39,6 +39,12 @@
 // tests/kernels/cuda/matvec_q_test.cpp checks a token's bits alone, in a tile
 // and at every tile slot, and against a host replica of that order.
 //
+// Fusions (matvec_q.cuh): with an InputNorm, warp w first computes the norm
+// scale of the tile's token w (row_norm.cuh, rms_norm's arithmetic) and the
+// staging multiplies each activation by it and the norm's weight, so the
+// staged values are the bits an rms_norm launch would have written; with
+// add_to_y, the final write adds the sum to y instead (the residual add).
+//
 // Napkin math (H200, SmolLM2): a 576 x 1536 Q4_1 matrix is 553 KB, 0.13 us
 // at 4.3 TB/s, so one token is launch-bound; at 512 tokens the multiply-adds
 // (512 x 0.88 M) bound it instead: about 1.3 instructions per weight element
@@ -54,6 +60,7 @@
 #include "kernels/cuda/matvec_mma.cuh"
 #include "kernels/cuda/matvec_outputs.cuh"
 #include "kernels/cuda/overlapped_launch.cuh"
+#include "kernels/cuda/row_norm.cuh"
 
 namespace kvscope::cuda {
 namespace {
@@ -116,21 +123,25 @@ __device__ inline void load_block(const uint8_t* block, float (&q)[kQBlockElems]
 
 // The block's share of staging one chunk: blocks [b0, b0 + nb) of the tile's
 // tokens [t0, t0 + tile) into x_s, and (Q4_1) their sums of x into sx_s, in
-// j order as the kernel has always added them. All threads call it between
-// two barriers.
+// j order as the kernel has always added them. With a norm, each element is
+// staged normalised: rms_normed(x, token_scale[t], norm_w), the bits an
+// rms_norm launch would have written. All threads call it between two barriers.
 template <TensorType kType>
 __device__ inline void stage_activations(const float* x, int64_t row_len, int64_t t0, int tile, int64_t b0, int nb,
-                                         float* x_s, float* sx_s) {
+                                         const float* norm_w, const float* token_scale, float* x_s, float* sx_s) {
   constexpr int kVecsPerBlock = kQBlockElems / 4;
   const int vecs = nb * kVecsPerBlock;
   for (int t = 0; t < tile; ++t) {
     // x[t0 + t][(b0 + b) * 32 + 4 v ..]: 16-byte aligned (row_len is a multiple
     // of 32 and the launchers check x's alignment).
     const float4* src = reinterpret_cast<const float4*>(x + (t0 + t) * row_len + b0 * kQBlockElems);
+    const float4* g = norm_w ? reinterpret_cast<const float4*>(norm_w + b0 * kQBlockElems) : nullptr;
     for (int e = threadIdx.x; e < vecs; e += kThreads) {
       const int b = e / kVecsPerBlock;
       const int v = e % kVecsPerBlock;
-      *reinterpret_cast<float4*>(x_s + (t * kChunkBlocks + b) * kXBlockStride + 4 * v) = __ldg(src + e);
+      const float4 in = __ldg(src + e);
+      *reinterpret_cast<float4*>(x_s + (t * kChunkBlocks + b) * kXBlockStride + 4 * v) =
+          g ? rms_normed(in, token_scale[t], __ldg(g + e)) : in;
     }
   }
   if constexpr (kType == TensorType::Q4_1) {
@@ -229,19 +240,32 @@ __device__ inline int token_tile(int64_t num_tokens, int64_t& t0) {
   return static_cast<int>(min(static_cast<int64_t>(kTile), num_tokens - t0));
 }
 
+// With a norm, warp w computes the norm scale of the tile's token w (a tile
+// has at most one token per warp). The chunk loop's first barrier publishes them.
+static_assert(kTokenTile <= kWarpsPerBlock);
+__device__ inline void tile_norm_scales(const InputNorm& norm, const float* x, int64_t row_len, int64_t t0, int tile,
+                                        float* token_scale) {
+  const int warp = threadIdx.x / kWarpSize;
+  if (norm.weight == nullptr || warp >= tile) return;
+  const float scale = warp_rms_scale(x + (t0 + warp) * row_len, row_len, norm.eps);
+  if (threadIdx.x % kWarpSize == 0) token_scale[warp] = scale;
+}
+
 // grid.x covers the outputs' rows one after the other (warp w of block b:
 // row b * 8 + w of the concatenation), grid.y the token tiles of kTile (1
 // for a single token: fewer registers, so more blocks in flight; else
 // kTokenTile). Dynamic shared memory: shared_bytes_for(min(num_tokens, kTile)).
 template <TensorType kType, int kTile>
 __global__ void __launch_bounds__(kThreads)
-    matvec_multi_kernel(MultiOutputs outputs, int64_t row_len, const float* x, int64_t num_tokens) {
+    matvec_multi_kernel(MultiOutputs outputs, int64_t row_len, const float* x, int64_t num_tokens, InputNorm norm) {
   wait_for_previous_kernel();  // a long kernel: the next one starts as it exits
   extern __shared__ __align__(16) unsigned char smem[];
+  __shared__ float token_scale[kTile];
   const int warp = threadIdx.x / kWarpSize;
   int64_t t0;
   const int tile = token_tile<kTile>(num_tokens, t0);
   const auto [x_s, sx_s, w_s] = carve_staging(smem, tile, warp);
+  tile_norm_scales(norm, x, row_len, t0, tile, token_scale);
 
   MatvecOutput o;
   int64_t r;
@@ -258,7 +282,7 @@ __global__ void __launch_bounds__(kThreads)
     // the activations' (w_s is the warp's own; the last __syncwarp below
     // ordered its previous reads).
     if (active) stage_weights<kType>(weight_row<kType>(o.w, r, row_len), b0, nb, w_s);
-    stage_activations<kType>(x, row_len, t0, tile, b0, nb, x_s, sx_s);
+    stage_activations<kType>(x, row_len, t0, tile, b0, nb, norm.weight, token_scale, x_s, sx_s);
     __syncthreads();  // also a warp barrier for w_s
     if (!active) continue;
     chunk_dots<kType, kTile>(w_s, x_s, sx_s, nb, tile, acc);
@@ -269,7 +293,10 @@ __global__ void __launch_bounds__(kThreads)
   for (int t = 0; t < kTile; ++t) {
     if (t >= tile) break;
     const float sum = warp_sum(acc[t]);
-    if (threadIdx.x % kWarpSize == 0) o.y[(t0 + t) * o.ld + r] = sum;
+    if (threadIdx.x % kWarpSize == 0) {
+      float& y = o.y[(t0 + t) * o.ld + r];
+      y = o.add_to_y ? __fadd_rn(y, sum) : sum;
+    }
   }
 }
 
@@ -279,13 +306,15 @@ __global__ void __launch_bounds__(kThreads)
 template <TensorType kType, int kTile, typename Act>
 __global__ void __launch_bounds__(kThreads)
     matvec_glu_kernel(const void* w_gate, const void* w_up, int64_t num_rows, int64_t row_len, const float* x,
-                      int64_t num_tokens, float* out, int64_t ld) {
+                      int64_t num_tokens, float* out, int64_t ld, InputNorm norm) {
   wait_for_previous_kernel();  // a long kernel: the next one starts as it exits
   extern __shared__ __align__(16) unsigned char smem[];
+  __shared__ float token_scale[kTile];
   const int warp = threadIdx.x / kWarpSize;
   int64_t t0;
   const int tile = token_tile<kTile>(num_tokens, t0);
   const auto [x_s, sx_s, w_s] = carve_staging(smem, tile, warp);
+  tile_norm_scales(norm, x, row_len, t0, tile, token_scale);
 
   const int64_t r = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + warp;
   const bool active = r < num_rows;  // warp-uniform; inactive warps still join every barrier
@@ -297,7 +326,7 @@ __global__ void __launch_bounds__(kThreads)
     const int nb = static_cast<int>(min(static_cast<int64_t>(kChunkBlocks), num_blocks - b0));
     __syncthreads();
     if (active) stage_weights<kType>(weight_row<kType>(w_gate, r, row_len), b0, nb, w_s);  // in flight with x's
-    stage_activations<kType>(x, row_len, t0, tile, b0, nb, x_s, sx_s);
+    stage_activations<kType>(x, row_len, t0, tile, b0, nb, norm.weight, token_scale, x_s, sx_s);
     __syncthreads();
     if (!active) continue;
     chunk_dots<kType, kTile>(w_s, x_s, sx_s, nb, tile, gate);
@@ -328,19 +357,27 @@ cudaError_t check_common(const char* op, TensorType type, int64_t row_len, int64
   return cudaSuccess;
 }
 
+cudaError_t check_norm(const char* op, const InputNorm& norm) {
+  KVSCOPE_CUDA_REQUIRE(op, reinterpret_cast<uintptr_t>(norm.weight) % 16 == 0);  // float4 loads beside x's
+  KVSCOPE_CUDA_REQUIRE(op, norm.eps >= 0.0f);
+  return cudaSuccess;
+}
+
 }  // namespace
 
 cudaError_t matvec_q(TensorType type, const void* w, int64_t num_rows, int64_t row_len, const float* x,
-                     int64_t num_tokens, float* y, cudaStream_t stream, MatvecMath math, TensorCoreSplit split) {
+                     int64_t num_tokens, float* y, cudaStream_t stream, MatvecMath math, TensorCoreSplit split,
+                     InputNorm norm) {
   const MatvecOutput out{w, num_rows, y, num_rows};
-  return matvec_q_multi(type, &out, 1, row_len, x, num_tokens, stream, math, split);
+  return matvec_q_multi(type, &out, 1, row_len, x, num_tokens, stream, math, split, norm);
 }
 
 cudaError_t matvec_q_multi(TensorType type, const MatvecOutput* outputs, int num_outputs, int64_t row_len,
                            const float* x, int64_t num_tokens, cudaStream_t stream, MatvecMath math,
-                           TensorCoreSplit split) {
+                           TensorCoreSplit split, InputNorm norm) {
   const char* op = "matvec_q";
   if (cudaError_t e = check_common(op, type, row_len, num_tokens, x); e != cudaSuccess) return e;
+  if (cudaError_t e = check_norm(op, norm); e != cudaSuccess) return e;
   MultiOutputs all;
   int64_t total_rows = 0;
   if (cudaError_t e = gather_outputs(op, outputs, num_outputs, num_tokens, &all, &total_rows); e != cudaSuccess) {
@@ -349,7 +386,7 @@ cudaError_t matvec_q_multi(TensorType type, const MatvecOutput* outputs, int num
   KVSCOPE_CUDA_REQUIRE(op, total_rows / kWarpsPerBlock < 0x7fffffff);  // grid.x limit
   if (num_tokens == 0) return cudaSuccess;
   if (math == MatvecMath::kTensorCores) {
-    return matvec_mma_multi(type, all, total_rows, row_len, x, num_tokens, stream, split);
+    return matvec_mma_multi(type, all, total_rows, row_len, x, num_tokens, stream, split, norm);
   }
   const size_t smem = shared_bytes_for(static_cast<int>(std::min<int64_t>(num_tokens, kTokenTile)));
   const unsigned int row_blocks = num_blocks_for(total_rows, kWarpsPerBlock);
@@ -357,19 +394,19 @@ cudaError_t matvec_q_multi(TensorType type, const MatvecOutput* outputs, int num
     const dim3 grid(row_blocks, 1);
     if (type == TensorType::Q8_0) {
       launch_kernel(matvec_multi_kernel<TensorType::Q8_0, 1>, grid, kThreads, smem, stream, all, row_len, x,
-                    num_tokens);
+                    num_tokens, norm);
     } else {
       launch_kernel(matvec_multi_kernel<TensorType::Q4_1, 1>, grid, kThreads, smem, stream, all, row_len, x,
-                    num_tokens);
+                    num_tokens, norm);
     }
   } else {
     const dim3 grid(row_blocks, num_blocks_for(num_tokens, kTokenTile));
     if (type == TensorType::Q8_0) {
       launch_kernel(matvec_multi_kernel<TensorType::Q8_0, kTokenTile>, grid, kThreads, smem, stream, all, row_len, x,
-                    num_tokens);
+                    num_tokens, norm);
     } else {
       launch_kernel(matvec_multi_kernel<TensorType::Q4_1, kTokenTile>, grid, kThreads, smem, stream, all, row_len, x,
-                    num_tokens);
+                    num_tokens, norm);
     }
   }
   return cudaGetLastError();
@@ -377,9 +414,10 @@ cudaError_t matvec_q_multi(TensorType type, const MatvecOutput* outputs, int num
 
 cudaError_t matvec_q_glu(TensorType type, const void* w_gate, const void* w_up, int64_t num_rows, int64_t row_len,
                          const float* x, int64_t num_tokens, GluActivation activation, float* out, int64_t ld,
-                         cudaStream_t stream, MatvecMath math, TensorCoreSplit split) {
+                         cudaStream_t stream, MatvecMath math, TensorCoreSplit split, InputNorm norm) {
   const char* op = "matvec_q_glu";
   if (cudaError_t e = check_common(op, type, row_len, num_tokens, x); e != cudaSuccess) return e;
+  if (cudaError_t e = check_norm(op, norm); e != cudaSuccess) return e;
   KVSCOPE_CUDA_REQUIRE(op, num_rows > 0 && ld >= num_rows);
   KVSCOPE_CUDA_REQUIRE(op, num_rows / kWarpsPerBlock < 0x7fffffff);
   KVSCOPE_CUDA_REQUIRE(op, activation == GluActivation::Silu || activation == GluActivation::GeluTanh);
@@ -387,13 +425,15 @@ cudaError_t matvec_q_glu(TensorType type, const void* w_gate, const void* w_up, 
   KVSCOPE_CUDA_REQUIRE(op, w_gate != nullptr && w_up != nullptr && out != nullptr);
   KVSCOPE_CUDA_REQUIRE(op, reinterpret_cast<uintptr_t>(w_gate) % 2 == 0 && reinterpret_cast<uintptr_t>(w_up) % 2 == 0);
   if (math == MatvecMath::kTensorCores) {
-    return matvec_mma_glu(type, w_gate, w_up, num_rows, row_len, x, num_tokens, activation, out, ld, stream, split);
+    return matvec_mma_glu(type, w_gate, w_up, num_rows, row_len, x, num_tokens, activation, out, ld, stream, split,
+                          norm);
   }
   const size_t smem = shared_bytes_for(static_cast<int>(std::min<int64_t>(num_tokens, kTokenTile)));
   const bool silu = activation == GluActivation::Silu;
   const auto launch = [&](auto kernel, int tile_tokens) {
     const dim3 grid(num_blocks_for(num_rows, kWarpsPerBlock), num_blocks_for(num_tokens, tile_tokens));
-    launch_kernel(kernel, grid, kThreads, smem, stream, w_gate, w_up, num_rows, row_len, x, num_tokens, out, ld);
+    launch_kernel(kernel, grid, kThreads, smem, stream, w_gate, w_up, num_rows, row_len, x, num_tokens, out, ld,
+                  norm);
   };
   constexpr TensorType kQ8 = TensorType::Q8_0, kQ4 = TensorType::Q4_1;
   if (num_tokens == 1) {

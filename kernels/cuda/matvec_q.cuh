@@ -43,6 +43,18 @@ int tensor_core_split_ranks(int64_t num_rows, int64_t row_len, int64_t num_token
 int tensor_core_split_ranks(int64_t num_rows, int64_t row_len, int64_t num_tokens, TensorCoreSplit split, int major,
                             int sms);
 
+// An RMSNorm the matmul applies to its input as it stages it: the products
+// then take rms_norm(x[t]) * weight (kernels/cuda/rms_norm.cuh's bits, to
+// the last one) instead of x[t], and the rms_norm launch before the matmul,
+// with its write and read of a normalised copy, goes away. Each thread block
+// computes the norms of its own tokens: a few hundred floats per token from
+// L2, against a launch saved. Off (weight null) by default.
+// weight: [row_len] device f32, 16-byte aligned.
+struct InputNorm {
+  const float* weight = nullptr;
+  float eps = 0.0f;
+};
+
 // y[t][r] = dot(dequant(w row r), x[t]) for t < num_tokens: decode rows, or a
 // prefill chunk (each weight block is loaded once per 8 tokens). A token's
 // result is bitwise the same whatever the other tokens of the launch.
@@ -50,16 +62,21 @@ int tensor_core_split_ranks(int64_t num_rows, int64_t row_len, int64_t num_token
 // device f32, 16-byte aligned; y: [num_tokens][num_rows] device f32.
 // Preconditions: type Q4_1 or Q8_0, row_len > 0 and a multiple of 32,
 // num_rows > 0, 0 <= num_tokens <= kMaxMatvecTokens, w 2-byte and x 16-byte aligned.
+// With `norm`, x[t] is first normalised (InputNorm).
 cudaError_t matvec_q(TensorType type, const void* w, int64_t num_rows, int64_t row_len, const float* x,
                      int64_t num_tokens, float* y, cudaStream_t stream, MatvecMath math = MatvecMath::kF32,
-                     TensorCoreSplit split = TensorCoreSplit::kAuto);
+                     TensorCoreSplit split = TensorCoreSplit::kAuto, InputNorm norm = {});
 
-// One matrix of a matvec_q_multi launch: y[t * ld + r] = dot(dequant(w row r), x[t]).
+// One matrix of a matvec_q_multi launch: y[t * ld + r] = dot(dequant(w row r), x[t]),
+// or with `add_to_y`, y[t * ld + r] += that dot product: the residual add
+// after a block's output projection in the same launch, one f32 addition as
+// add_rms_norm does it (so the same bits).
 struct MatvecOutput {
   const void* w = nullptr;  // [num_rows][row_bytes(type, row_len)] device bytes
   int64_t num_rows = 0;
   float* y = nullptr;  // device f32, token t's row at y + t * ld
   int64_t ld = 0;      // >= num_rows
+  bool add_to_y = false;
 };
 inline constexpr int kMaxMatvecOutputs = 3;
 
@@ -69,7 +86,8 @@ inline constexpr int kMaxMatvecOutputs = 3;
 // Preconditions: matvec_q's, 1 <= num_outputs <= kMaxMatvecOutputs.
 cudaError_t matvec_q_multi(TensorType type, const MatvecOutput* outputs, int num_outputs, int64_t row_len,
                            const float* x, int64_t num_tokens, cudaStream_t stream,
-                           MatvecMath math = MatvecMath::kF32, TensorCoreSplit split = TensorCoreSplit::kAuto);
+                           MatvecMath math = MatvecMath::kF32, TensorCoreSplit split = TensorCoreSplit::kAuto,
+                           InputNorm norm = {});
 
 enum class GluActivation { Silu, GeluTanh };
 
@@ -82,6 +100,6 @@ enum class GluActivation { Silu, GeluTanh };
 cudaError_t matvec_q_glu(TensorType type, const void* w_gate, const void* w_up, int64_t num_rows, int64_t row_len,
                          const float* x, int64_t num_tokens, GluActivation activation, float* out, int64_t ld,
                          cudaStream_t stream, MatvecMath math = MatvecMath::kF32,
-                         TensorCoreSplit split = TensorCoreSplit::kAuto);
+                         TensorCoreSplit split = TensorCoreSplit::kAuto, InputNorm norm = {});
 
 }  // namespace kvscope::cuda

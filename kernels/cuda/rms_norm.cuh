@@ -1,8 +1,9 @@
 // RMSNorm on the GPU, plain and fused with the residual add that precedes it
 // in every pre-norm transformer block. Mirrors kernels/cpu/rms_norm.h and
 // kernels/reference/rms_norm.cpp; tested by tests/kernels/cuda/rms_norm_test.cpp.
-// One thread block per token row; the sum of squares is a fixed-tree block
-// reduction in f32, so a row's result does not depend on the batch.
+// One warp per token row; the sum of squares is row_norm.cuh's fixed order in
+// f32, so a row's result does not depend on the batch, and the matmuls that
+// normalise their own input (matvec_q.cuh's InputNorm) give the same bits.
 #pragma once
 
 #include <cuda_runtime.h>

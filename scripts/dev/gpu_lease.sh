@@ -114,10 +114,10 @@ call_b() {
   grep -E '^\[  (FAILED|SKIPPED|PASSED) ' "$R/reference.out"
   local kernels=()
   [[ -f "$stash/gpu_kernels.json" ]] && kernels=(--kernel-json "$stash/gpu_kernels.json")
-  step bench_gpu 200 python3 scripts/bench_gpu.py --cli "$CLI" "${kernels[@]}" --model "$M" --out "$R/bench_gpu.json"
+  step bench_gpu 260 python3 scripts/bench_gpu.py --cli "$CLI" "${kernels[@]}" --model "$M" --out "$R/bench_gpu.json"
   tail -18 "$R/bench_gpu.err"
   # The same table on the tensor cores (the setting gpu_matmul, docs/cuda.md).
-  step bench_gpu_tensor 200 python3 scripts/bench_gpu.py --cli "$CLI" --gpu-matmul tensor_cores \
+  step bench_gpu_tensor 240 python3 scripts/bench_gpu.py --cli "$CLI" --gpu-matmul tensor_cores \
     --compare-sampling-at 0 --compare-graphs-at "" --model "$M" --out "$R/bench_gpu_tensor.json"
   tail -10 "$R/bench_gpu_tensor.err"
   local t

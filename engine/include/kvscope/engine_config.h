@@ -127,6 +127,12 @@ struct EngineConfig {
   // overlap above; off, the step has no attention time. Ignored on the CPU,
   // which always times its attention.
   bool gpu_attention_timing = true;
+  // The CUDA backend folds each RMSNorm into the matmul after it, and each
+  // residual add into the matmul before it (7 kernels per layer instead of
+  // 9); the norm's arithmetic is shared, so the same bits either way. Off
+  // until measured on a GPU (docs/cuda.md). Ignored on the CPU and in steps
+  // with tensor-core prefill GEMM rows.
+  bool gpu_fused_norms = false;
   int32_t num_threads = 0;         // 0: one per available core
   int32_t tp = 1;                  // tensor-parallel ranks (threads of this process), each a slice of the model
   TpReduce tp_reduce = TpReduce::Fast;

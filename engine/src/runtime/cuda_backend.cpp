@@ -179,6 +179,7 @@ void CudaBackend::prepare_step(const StepBatch& batch) {
       matvec_runs_.emplace_back(begin, end);
     }
   }
+  fuse_norms_ = options_.fuse_norms && gemm_seqs_.empty();
   // The head's buffers, here because a graph capture may not allocate.
   const ModelConfig& mc = model_config();
   const size_t num_logits = batch.logits_rows.size();
@@ -197,23 +198,33 @@ void CudaBackend::prepare_step(const StepBatch& batch) {
   }
 }
 
-void CudaBackend::matvec_rows(const DeviceMatrix& w, const float* x, int32_t begin, int32_t end, float* y,
-                              int64_t ld) {
+CudaBackend::NormedInput CudaBackend::after_norm(const float* weight) const {
+  if (!fuse_norms_) return {h_.data(), {}};
+  return {x_.data(), {weight, model_config().rms_eps}};
+}
+
+void CudaBackend::matvec_rows(const DeviceMatrix& w, NormedInput in, int32_t begin, int32_t end, float* y, int64_t ld,
+                              bool add_to_y) {
   for (int32_t r = begin; r < end; r += kMaxMatvecRows) {
     const int32_t n = std::min(end - r, kMaxMatvecRows);
-    const cuda::MatvecOutput out{w.data, w.num_rows, y + r * ld, ld};
-    cuda_check(cuda::matvec_q_multi(w.type, &out, 1, w.row_len, x + r * w.row_len, n, stream_, options_.matvec_math),
+    const cuda::MatvecOutput out{w.data, w.num_rows, y + r * ld, ld, add_to_y};
+    cuda_check(cuda::matvec_q_multi(w.type, &out, 1, w.row_len, in.x + r * w.row_len, n, stream_,
+                                    options_.matvec_math, cuda::TensorCoreSplit::kAuto, in.norm),
                "matvec_q");
   }
 }
 
-void CudaBackend::linear(const DeviceMatrix& w, const float* x, int32_t num_tokens, float* y, int64_t ld) {
+void CudaBackend::linear(const DeviceMatrix& w, NormedInput in, int32_t num_tokens, float* y, int64_t ld,
+                         bool add_to_y) {
   if (ld == 0) ld = w.num_rows;
   if (gemm_seqs_.empty()) {
-    matvec_rows(w, x, 0, num_tokens, y, ld);
+    matvec_rows(w, in, 0, num_tokens, y, ld, add_to_y);
     return;
   }
-  for (const auto& [begin, end] : matvec_runs_) matvec_rows(w, x, begin, end, y, ld);
+  // Only the unfused path has GEMM rows (prepare_step), and it never adds.
+  assert(in.norm.weight == nullptr && !add_to_y);
+  const float* x = in.x;
+  for (const auto& [begin, end] : matvec_runs_) matvec_rows(w, in, begin, end, y, ld, add_to_y);
   // Each GEMM sequence on its own (its row count is then the GEMM's M
   // whatever else the step holds), every tile dequantised once for all of them.
   const int64_t K = w.row_len, N = w.num_rows;
@@ -237,13 +248,14 @@ void CudaBackend::project_qkv(const DeviceLayerWeights& L, int32_t num_tokens) {
   float* q = qkv_.data();
   float* k = q + c.q_size();
   float* v = k + c.kv_size();
-  const float* x = h_.data();
+  const NormedInput in = after_norm(L.attn_norm);
+  const float* x = in.x;
   const bool fused = gemm_seqs_.empty() && L.wk.type == L.wq.type && L.wv.type == L.wq.type &&
                      L.wk.row_len == L.wq.row_len && L.wv.row_len == L.wq.row_len;
   if (!fused) {
-    linear(L.wq, x, num_tokens, q, width);
-    linear(L.wk, x, num_tokens, k, width);
-    linear(L.wv, x, num_tokens, v, width);
+    linear(L.wq, in, num_tokens, q, width);
+    linear(L.wk, in, num_tokens, k, width);
+    linear(L.wv, in, num_tokens, v, width);
     return;
   }
   for (int32_t r = 0; r < num_tokens; r += kMaxMatvecRows) {
@@ -252,7 +264,7 @@ void CudaBackend::project_qkv(const DeviceLayerWeights& L, int32_t num_tokens) {
                                         {L.wk.data, L.wk.num_rows, k + r * width, width},
                                         {L.wv.data, L.wv.num_rows, v + r * width, width}};
     cuda_check(cuda::matvec_q_multi(L.wq.type, outs, 3, L.wq.row_len, x + r * L.wq.row_len, n, stream_,
-                                    options_.matvec_math),
+                                    options_.matvec_math, cuda::TensorCoreSplit::kAuto, in.norm),
                "matvec_q_multi (q, k, v)");
   }
 }
@@ -260,10 +272,11 @@ void CudaBackend::project_qkv(const DeviceLayerWeights& L, int32_t num_tokens) {
 void CudaBackend::project_gate_up(const DeviceLayerWeights& L, int32_t num_tokens) {
   const ModelConfig& c = model_config();
   const int64_t F = c.ffn_size;
-  const float* x = h_.data();
+  const NormedInput in = after_norm(L.ffn_norm);
+  const float* x = in.x;
   if (!gemm_seqs_.empty() || L.w_up.type != L.w_gate.type || L.w_up.row_len != L.w_gate.row_len) {
-    linear(L.w_gate, x, num_tokens, gate_.data());
-    linear(L.w_up, x, num_tokens, up_.data());
+    linear(L.w_gate, in, num_tokens, gate_.data());
+    linear(L.w_up, in, num_tokens, up_.data());
     cuda_check(cuda::silu_mul(gate_.data(), up_.data(), num_tokens * F, gate_.data(), stream_), "silu_mul");
     return;
   }
@@ -271,9 +284,22 @@ void CudaBackend::project_gate_up(const DeviceLayerWeights& L, int32_t num_token
     const int32_t n = std::min(num_tokens - r, kMaxMatvecRows);
     cuda_check(cuda::matvec_q_glu(L.w_gate.type, L.w_gate.data, L.w_up.data, L.w_gate.num_rows, L.w_gate.row_len,
                                   x + r * L.w_gate.row_len, n, cuda::GluActivation::Silu, gate_.data() + r * F, F,
-                                  stream_, options_.matvec_math),
+                                  stream_, options_.matvec_math, cuda::TensorCoreSplit::kAuto, in.norm),
                "matvec_q_glu (gate, up)");
   }
+}
+
+void CudaBackend::add_to_residual(const DeviceMatrix& w, const float* in, int32_t num_tokens,
+                                  const float* next_norm) {
+  if (fuse_norms_) {
+    linear(w, {in, {}}, num_tokens, x_.data(), 0, /*add_to_y=*/true);
+    return;
+  }
+  const ModelConfig& c = model_config();
+  linear(w, {in, {}}, num_tokens, o_.data());
+  cuda_check(cuda::add_rms_norm(x_.data(), o_.data(), next_norm, num_tokens, c.hidden_size, c.rms_eps, h_.data(),
+                                stream_),
+             "add_rms_norm");
 }
 
 void CudaBackend::record_event(cudaEvent_t event) {
@@ -348,14 +374,17 @@ bool CudaBackend::enqueue_model(const StepBatch& batch, int32_t layers_run, cons
   cuda_check(cuda::embedding_lookup(w.token_embd.type, w.token_embd.data, w.token_embd.num_rows, H, ints_.data(), T,
                                     x_.data(), stream_),
              "embedding_lookup");
-  cuda_check(cuda::rms_norm(x_.data(), w.layers[0].attn_norm, T, H, c.rms_eps, h_.data(), stream_), "rms_norm");
+  if (!fuse_norms_) {
+    cuda_check(cuda::rms_norm(x_.data(), w.layers[0].attn_norm, T, H, c.rms_eps, h_.data(), stream_), "rms_norm");
+  }
   for (int32_t layer = 0; layer < layers_run; ++layer) {
     if (interrupt && interrupt->load(std::memory_order_relaxed)) {
       cuda_check(cudaStreamSynchronize(stream_), "synchronise after an interrupt");
       return false;
     }
     const DeviceLayerWeights& L = w.layers[static_cast<size_t>(layer)];
-    // h holds this layer's attention norm of x (the previous step below).
+    // h holds this layer's attention norm of x (the previous step below), or
+    // with fused norms the matmul normalises x itself.
     project_qkv(L, T);
     // Rotary on q's and k's heads, then k and v into their slots: one launch.
     const cuda::QkvRows rows{qkv_.data(), qkv_width(c), c.num_heads, c.num_kv_heads, c.head_dim};
@@ -364,26 +393,24 @@ bool CudaBackend::enqueue_model(const StepBatch& batch, int32_t layers_run, cons
                                        pool_->v_layer(layer), pool_->num_slots(), stream_),
                "rope_and_write_kv");
     attention(layer, batch);
-    linear(L.wo, attn_.data(), T, o_.data());
     // x += attention output; h = ffn_norm(x).
-    cuda_check(cuda::add_rms_norm(x_.data(), o_.data(), L.ffn_norm, T, H, c.rms_eps, h_.data(), stream_),
-               "add_rms_norm");
+    add_to_residual(L.wo, attn_.data(), T, L.ffn_norm);
     project_gate_up(L, T);
-    linear(L.w_down, gate_.data(), T, o_.data());
     // x += FFN output; h = the next layer's attention norm of x, or the final norm.
     const float* next_norm =
         layer + 1 < layers_run ? w.layers[static_cast<size_t>(layer) + 1].attn_norm : w.output_norm;
-    cuda_check(cuda::add_rms_norm(x_.data(), o_.data(), next_norm, T, H, c.rms_eps, h_.data(), stream_),
-               "add_rms_norm");
+    add_to_residual(L.w_down, gate_.data(), T, next_norm);
   }
 
-  // The head for the rows whose logits are wanted (h holds their final norm).
+  // The head for the rows whose logits are wanted (h holds their final norm;
+  // with fused norms the head's matmul normalises x's rows).
   const int32_t num_logits = static_cast<int32_t>(batch.logits_rows.size());
   if (num_logits == 0) return true;
-  const float* head_in = h_.data() + static_cast<int64_t>(batch.logits_rows[0]) * H;
+  const NormedInput final_rows = after_norm(w.output_norm);
+  const float* head_in = final_rows.x + static_cast<int64_t>(batch.logits_rows[0]) * H;
   if (!logits_consecutive_) {
     for (int32_t i = 0; i < num_logits; ++i) {
-      const float* row = h_.data() + static_cast<int64_t>(batch.logits_rows[i]) * H;
+      const float* row = final_rows.x + static_cast<int64_t>(batch.logits_rows[i]) * H;
       cuda_check(cudaMemcpyAsync(head_in_.data() + i * H, row, H * sizeof(float), cudaMemcpyDeviceToDevice, stream_),
                  "gather of the logits rows");
     }
@@ -394,7 +421,8 @@ bool CudaBackend::enqueue_model(const StepBatch& batch, int32_t layers_run, cons
   for (int32_t r = 0; r < num_logits; r += kMaxMatvecRows) {
     const int32_t n = std::min(num_logits - r, kMaxMatvecRows);
     cuda_check(cuda::matvec_q(out.type, out.data, out.num_rows, out.row_len, head_in + r * H, n,
-                              logits_.data() + static_cast<int64_t>(r) * c.vocab_size, stream_, options_.matvec_math),
+                              logits_.data() + static_cast<int64_t>(r) * c.vocab_size, stream_, options_.matvec_math,
+                              cuda::TensorCoreSplit::kAuto, final_rows.norm),
                "matvec_q (head)");
   }
   return true;
@@ -409,7 +437,7 @@ CudaGraphCache::Key CudaBackend::launch_key(const StepBatch& batch, int32_t laye
       static_cast<int64_t>(table_start_at_), static_cast<int64_t>(block_ids_at_),
       static_cast<int64_t>(attention_workspace_floats_),
       static_cast<int64_t>(batch.logits_rows.size()), batch.logits_rows.empty() ? -1 : batch.logits_rows[0],
-      consecutive,
+      consecutive, fuse_norms_,
       // Every buffer a launch reads or writes, and the KV pool's.
       address(x_.data()), address(h_.data()), address(qkv_.data()), address(attn_.data()), address(o_.data()),
       address(gate_.data()), address(up_.data()), address(head_in_.data()), address(logits_.data()),

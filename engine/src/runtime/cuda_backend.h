@@ -85,6 +85,13 @@ class CudaBackend final : public Backend {
     // (last_attention_stats().time_s). Off: no events between the step's
     // kernels, and the attention time is 0. The setting gpu_attention_timing.
     bool time_attention = true;
+    // The norms folded into the matmuls after them (matvec_q.cuh's
+    // InputNorm), and the residual adds into the matmuls before them
+    // (MatvecOutput::add_to_y): 7 launches per layer instead of 9, with the
+    // same bits (row_norm.cuh). A step with GEMM rows (gemm_prefill) keeps the
+    // separate norms, the GEMM reading normalised rows. The setting
+    // gpu_fused_norms.
+    bool fuse_norms = false;
   };
 
   // A device pool of `spec` for `weights`' keys (DeviceKvPool::create).
@@ -126,9 +133,23 @@ class CudaBackend final : public Backend {
   bool run_graphed(const StepBatch& batch, int32_t layers_run);
   CudaGraphCache::Key launch_key(const StepBatch& batch, int32_t layers_run) const;
   void record_event(cudaEvent_t event);
-  // y[t * ld] = w x[t] for every row of the step (ld 0: w.num_rows), routed as Options says.
-  void linear(const DeviceMatrix& w, const float* x, int32_t num_tokens, float* y, int64_t ld = 0);
-  void matvec_rows(const DeviceMatrix& w, const float* x, int32_t begin, int32_t end, float* y, int64_t ld);
+  // The input of a matmul that follows the norm `weight`: h_, which an
+  // rms_norm launch wrote, or with fused norms x_ and the norm for the
+  // matmul to apply.
+  struct NormedInput {
+    const float* x;
+    cuda::InputNorm norm;
+  };
+  NormedInput after_norm(const float* weight) const;
+  // y[t * ld] = w x[t] for every row of the step (ld 0: w.num_rows), routed
+  // as Options says; `add_to_y` adds instead of writing (matvec rows only).
+  void linear(const DeviceMatrix& w, NormedInput in, int32_t num_tokens, float* y, int64_t ld = 0,
+              bool add_to_y = false);
+  void matvec_rows(const DeviceMatrix& w, NormedInput in, int32_t begin, int32_t end, float* y, int64_t ld,
+                   bool add_to_y);
+  // x_ += w in for every row, then h_ = the norm `next_norm` of x_ (with
+  // fused norms, the matmul adds into x_ and the next matmul normalises).
+  void add_to_residual(const DeviceMatrix& w, const float* in, int32_t num_tokens, const float* next_norm);
   // qkv_ = [q | k | v] per token: one matvec_q_multi launch when the three
   // matrices share a type and no row goes through the GEMM, else three.
   void project_qkv(const DeviceLayerWeights& layer, int32_t num_tokens);
@@ -156,8 +177,8 @@ class CudaBackend final : public Backend {
   int32_t capacity_ = 0;
   DeviceArray<float> x_, h_, qkv_, attn_, o_, gate_, up_;
   DeviceArray<float> head_in_, logits_;  // [logits rows][hidden], [logits rows][vocab]
-  // The step's logits rows are consecutive rows of h_ (prepare_step): the
-  // head reads them in place, else gathers them into head_in_.
+  // The step's logits rows are consecutive rows of h_ (x_ with fused norms;
+  // prepare_step): the head reads them in place, else gathers them into head_in_.
   bool logits_consecutive_ = true;
   // The step's index arrays: token ids, positions, query_start,
   // block_table_start, block ids (one upload, offsets below), and slots.
@@ -172,6 +193,8 @@ class CudaBackend final : public Backend {
   // Row ranges of this step: [begin, end) runs through matvec_q, and the
   // sequences that go through the GEMM (gemm_prefill only).
   std::vector<std::pair<int32_t, int32_t>> matvec_runs_, gemm_seqs_;
+  // Options::fuse_norms for this step: off when a sequence goes through the GEMM.
+  bool fuse_norms_ = false;
   DeviceArray<uint16_t> gemm_workspace_;  // bf16 activations, then one bf16 weight tile
   // Device sampling (draw_tokens): per draw its source logits row, then the
   // penalty entry starts and ids (one int32 upload), counts, parameters,

@@ -16,8 +16,9 @@
 //    rule's (runtime/token_draw.h) on the same logits, the rows not drawn
 //    come back unchanged, and an engine with gpu_sampling on emits the
 //    tokens it emits with it off;
-//  - untimed attention (gpu_attention_timing off) gives the same bits
-//    (the step times themselves: cuda_step_timing_test.cpp).
+//  - untimed attention (gpu_attention_timing off) and fused norms
+//    (gpu_fused_norms on) give the same bits (the step times themselves:
+//    cuda_step_timing_test.cpp).
 // Without a device the device tests skip with the CUDA error, or fail with
 // KVSCOPE_REQUIRE_GPU=1 (scripts/gpu_check.sh), as tests/kernels/cuda/ do.
 #include <gtest/gtest.h>
@@ -343,6 +344,20 @@ TEST(CudaBackend, UntimedAttentionIsBitwiseTheTimed) {
                  "backend=cuda,gpu_attention_timing=false,concurrency=3");
   expect_bitwise("backend=cuda,gpu_attention_timing=true,gpu_graphs=false,concurrency=2",
                  "backend=cuda,gpu_attention_timing=false,gpu_graphs=false,concurrency=2");
+}
+
+// Fused norms (gpu_fused_norms) share the norm's arithmetic with the
+// rms_norm launches they replace: the same bits, eager and replayed, under
+// either math, and in GEMM-prefill steps, which keep the separate norms.
+TEST(CudaBackend, FusedNormsAreBitwiseTheSeparateOnes) {
+  KVSCOPE_REQUIRE_CUDA_DEVICE();
+  expect_bitwise("backend=cuda,gpu_fused_norms=false,concurrency=3", "backend=cuda,gpu_fused_norms=true,concurrency=3");
+  expect_bitwise("backend=cuda,gpu_fused_norms=false,gpu_graphs=false,gpu_matmul=tensor_cores,concurrency=2",
+                 "backend=cuda,gpu_fused_norms=true,gpu_graphs=false,gpu_matmul=tensor_cores,concurrency=2");
+  expect_bitwise("backend=cuda,gpu_fused_norms=false,gpu_matmul=tensor_cores,concurrency=4",
+                 "backend=cuda,gpu_fused_norms=true,gpu_matmul=tensor_cores,concurrency=4");
+  expect_bitwise("backend=cuda,gpu_fused_norms=false,gpu_prefill_gemm=true,concurrency=2",
+                 "backend=cuda,gpu_fused_norms=true,gpu_prefill_gemm=true,concurrency=2");
 }
 
 TEST(CudaBackend, BlockSizeAndConcurrencyAreBitwiseInvariant) {

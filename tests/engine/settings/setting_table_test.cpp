@@ -223,6 +223,24 @@ TEST(SettingTable, GpuSwitchesAreOnByDefaultAndTurnOffByName) {
   }
 }
 
+// The fused norms are off until measured on a GPU, turned on by name, and
+// apply only where a GPU may run the model.
+TEST(SettingTable, FusedNormsAreOffByDefaultAndTurnOnByName) {
+  const SettingSpec* spec = find_setting("gpu_fused_norms");
+  ASSERT_NE(spec, nullptr);
+  EXPECT_EQ(spec->group, "Compute");
+  EXPECT_EQ(spec->default_value(), SettingValue(false));
+  EXPECT_FALSE(EngineConfig{}.gpu_fused_norms);
+  EXPECT_TRUE(spec->cli_negation.empty());
+  EngineConfig c = usable();
+  ASSERT_TRUE(set_setting(c, "gpu_fused_norms", "on").ok());
+  EXPECT_TRUE(c.gpu_fused_norms);
+  c.backend = BackendKind::Cpu;
+  EXPECT_FALSE(spec->applies(c));
+  c.backend = BackendKind::Auto;
+  EXPECT_TRUE(spec->applies(c));
+}
+
 TEST(SettingTable, ParsesWhatPeopleType) {
   const SettingSpec& paged = *find_setting("paged");
   for (const char* t : {"true", "on", "YES", "1", " true "}) {

@@ -44,6 +44,14 @@ TEST(CudaLaunchCheck, RefusesBadSizes) {
   alignas(16) static float activations[8];
   EXPECT_EQ(cuda::matvec_q(TensorType::Q4_1, fake(), 4, 32, activations + 1, 1, fake(), nullptr),
             cudaErrorInvalidValue);  // activations read as float4: 16-byte alignment
+  const cuda::InputNorm misaligned_norm{activations + 1, 1e-5f};
+  EXPECT_EQ(cuda::matvec_q(TensorType::Q4_1, fake(), 4, 32, activations, 1, fake(), nullptr, cuda::MatvecMath::kF32,
+                           cuda::TensorCoreSplit::kAuto, misaligned_norm),
+            cudaErrorInvalidValue);  // the norm's weights are read as float4 beside the activations
+  EXPECT_EQ(cuda::matvec_q_glu(TensorType::Q4_1, fake(), fake(), 4, 32, activations, 1, cuda::GluActivation::Silu,
+                               fake(), 4, nullptr, cuda::MatvecMath::kTensorCores, cuda::TensorCoreSplit::kAuto,
+                               cuda::InputNorm{activations, -1.0f}),
+            cudaErrorInvalidValue);  // a negative epsilon
   const cuda::MatvecOutput narrow{fake(), 4, fake(), 3};
   EXPECT_EQ(cuda::matvec_q_multi(TensorType::Q4_1, &narrow, 1, 32, activations, 1, nullptr),
             cudaErrorInvalidValue);  // ld below the row count
