@@ -275,13 +275,17 @@ void ChatWidget::onLoadProgress(double fraction, const QString& stage) {
   setStatus(tr("loading model %1 %2% · %3").arg(model_name_).arg(qRound(100.0 * fraction)).arg(stage));
 }
 
+void ChatWidget::setMaxContext(const kvscope::ModelInfo& info) {
+  max_context_ = info.max_model_len > 0 ? info.max_model_len : info.context_length;
+}
+
 void ChatWidget::onModelLoaded(const kvscope::ModelInfo& info) {
   model_ready_ = true;
   if (awaiting_start_ && !pending_.user_text.isEmpty() && input_->toPlainText().isEmpty())
     input_->setPlainText(pending_.user_text);  // the old engine never took it
   awaiting_start_ = false;
   active_id_ = 0;
-  context_length_ = info.context_length;
+  setMaxContext(info);
   // A reply being written keeps what it was sent with; the next one follows
   // the new model's recommendation in every field the user has not chosen.
   sampling_defaults_ = kvscope::resolve_sampling_defaults(info.recommended_sampling);
@@ -291,7 +295,7 @@ void ChatWidget::onModelLoaded(const kvscope::ModelInfo& info) {
                 .arg(QString::fromStdString(info.name))
                 .arg(QLocale().toString(info.num_kv_blocks))
                 .arg(info.block_size)
-                .arg(QLocale().toString(info.context_length))
+                .arg(QLocale().toString(max_context_))
                 .arg(QString::fromStdString(info.backend_reason)));
   render();
   updateButtons();
@@ -357,8 +361,8 @@ void ChatWidget::onFinished(quint64 request_id, const kvscope::ui::FinishInfo& i
   const RequestStats& st = shown.stats;
   QString status = messageStatsLine(stats[static_cast<size_t>(pending_.shown)]);
   status += tr(" · context %1 / %2")
-                .arg(QLocale().toString(st.num_prompt_tokens + st.num_generated_tokens))
-                .arg(QLocale().toString(context_length_));
+                .arg(QLocale().toString(st.num_context_tokens))
+                .arg(QLocale().toString(max_context_));
   if (shown.reason == FinishReason::Error) status = tr("error: %1").arg(QString::fromStdString(shown.error));
   setStatus(status);
   render();
@@ -389,7 +393,7 @@ void ChatWidget::onSnapshot(const kvscope::ui::SnapshotPtr& snapshot) {
     QString text = tr("generating · %1 tokens · %2 tok/s · context %3 / %4")
                        .arg(locale.toString(generated))
                        .arg(rate, 0, 'f', 1)
-                       .arg(locale.toString(total), locale.toString(context_length_));
+                       .arg(locale.toString(total), locale.toString(max_context_));
     if (seq.num_cached_tokens > 0) text += tr(" · %1 prompt tokens from cache").arg(locale.toString(seq.num_cached_tokens));
     if (seq.num_draft_tokens > 0) {
       text += tr(" · drafts accepted %1 / %2")

@@ -91,6 +91,9 @@ class ChatWidget : public QWidget {
   void onModelLoading(const QString& name);
   void onLoadProgress(double fraction, const QString& stage);
   void onModelLoaded(const kvscope::ModelInfo& info);
+  // The context a reply may fill, shown beside its length: the engine's
+  // max_model_len (after a load, and after settings that change it).
+  void setMaxContext(const kvscope::ModelInfo& info);
   // Loading another model failed and `info`'s model is still loaded; a reply
   // being written goes on.
   void onModelKept(const kvscope::ModelInfo& info);
@@ -182,7 +185,7 @@ class ChatWidget : public QWidget {
   bool model_ready_ = false;
   bool draft_tint_ = true;
   QString model_name_;
-  int context_length_ = 0;
+  int max_context_ = 0;  // the context in force (ModelInfo::max_model_len)
   QElapsedTimer since_first_token_;
   int first_token_count_ = -1;  // generated tokens at the first snapshot with any
 };

@@ -404,6 +404,7 @@ void MainWindow::showSettingWarnings(const kvscope::ModelInfo& info) {
 
 void MainWindow::onReconfigured(const kvscope::ModelInfo& info) {
   acceptConfig(info);
+  chat_->setMaxContext(info);
   QString applied = tr("Settings applied: %1 KV blocks of %2 tokens").arg(info.num_kv_blocks).arg(info.block_size);
   if (num_unfinished_ > 0)
     applied += num_unfinished_ == 1 ? tr("; the unfinished request was re-queued (its K/V is computed again).")

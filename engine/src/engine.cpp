@@ -108,6 +108,7 @@ void Engine::Impl::update_memory_info() {
   const BackendMemory memory = backend->memory();
   info.num_kv_blocks = backend->kv_blocks().num_blocks();
   info.block_size = config.block_size;
+  info.max_model_len = config.max_model_len;
   info.kv_pool_bytes = memory.kv_pool_bytes + (draft_backend ? draft_backend->kv_blocks().pool_bytes() : 0);
   info.swap_pool_bytes = kv_manager->swap_bytes();
   info.workspace_bytes = memory.workspace_bytes + logits.capacity() * sizeof(float);

@@ -83,6 +83,7 @@ void Engine::Impl::finish(Sequence& s, FinishReason reason, std::string error) {
   st.num_spec_pauses = s.spec.num_pauses();
   st.num_context_shifts = s.num_context_shifts;
   st.num_dropped_tokens = s.num_shifted_out_tokens + s.num_truncated_prompt_tokens;
+  st.num_context_tokens = static_cast<int32_t>(s.tokens.size());
   if (config.spec != SpecMethod::Off) st.spec_method = spec_method_name(config.spec);
   st.spec_speedup_estimate = spec_speedup_estimate(s);
   st.total_time_s = seconds_between(s.submitted_at, now);

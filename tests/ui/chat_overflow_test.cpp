@@ -22,7 +22,8 @@ constexpr quint64 kRequest = 5;
 ModelInfo tinyInfo() {
   ModelInfo info;
   info.name = "tiny";
-  info.context_length = 64;
+  info.context_length = 8192;  // trained; the engine's cap below is what a reply may fill
+  info.max_model_len = 64;
   info.block_size = 4;
   info.num_kv_blocks = 32;
   return info;
@@ -65,6 +66,8 @@ class ChatOverflowTest : public QObject {
     QVERIFY2(chat.statusText().startsWith(QStringLiteral("generating · 62 tokens")), qPrintable(chat.statusText()));
     QVERIFY2(chat.statusText().contains(QStringLiteral("context full: 32 token(s) dropped from the middle")),
              qPrintable(chat.statusText()));
+    // The context shown is the one in force: what the sequence holds, of max_model_len.
+    QVERIFY2(chat.statusText().contains(QStringLiteral("context 40 / 64")), qPrintable(chat.statusText()));
 
     FinishInfo info;
     info.reason = FinishReason::Length;
@@ -72,8 +75,10 @@ class ChatOverflowTest : public QObject {
     info.stats.num_generated_tokens = 90;
     info.stats.num_context_shifts = 2;
     info.stats.num_dropped_tokens = 64;
+    info.stats.num_context_tokens = 36;
     chat.onFinished(kRequest, info);
     QVERIFY(!chat.busy());
+    QVERIFY2(chat.statusText().contains(QStringLiteral("context 36 / 64")), qPrintable(chat.statusText()));
     QVERIFY2(chat.statusText().contains(QStringLiteral("64 token(s) dropped from the middle")),
              qPrintable(chat.statusText()));
     QVERIFY2(chat.renderedMarkdown().contains(QStringLiteral("64 token(s) dropped from the middle")),

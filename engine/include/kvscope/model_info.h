@@ -21,7 +21,11 @@ struct ModelInfo {
   int32_t num_kv_heads = 0;
   int32_t head_dim = 0;
   int32_t vocab_size = 0;
-  int32_t context_length = 0;
+  int32_t context_length = 0;  // the model's trained context
+  // The longest context a sequence may reach under the engine's settings
+  // (EngineConfig::max_model_len as resolved: the setting, else
+  // context_length). Follows Engine::reconfigure.
+  int32_t max_model_len = 0;
   size_t weight_bytes = 0;     // matrices read per decode step
   size_t kv_bytes_per_token = 0;  // K and V, every layer, in the cache type (EngineConfig::kv_cache_type)
   // The memory below follows Engine::reconfigure. The pools are calloc'd: pages

@@ -51,6 +51,9 @@ struct RequestStats {
   // dropped from the middle (by shifts, and from the prompt by truncate_middle).
   int32_t num_context_shifts = 0;
   int32_t num_dropped_tokens = 0;
+  // Its context at the end, what the next token would have attended to: the
+  // prompt (as truncated) and the generated tokens, less what shifts dropped.
+  int32_t num_context_tokens = 0;
 };
 
 struct TokenEvent {

@@ -93,6 +93,7 @@ ShiftCheck check_shift(const std::string& path, KvCacheType type, int32_t tp = 1
   EXPECT_EQ(run.events.back().stats.num_generated_tokens, 40);
   EXPECT_EQ(run.events.back().stats.num_context_shifts, 1);
   EXPECT_EQ(run.events.back().stats.num_dropped_tokens, 16);
+  EXPECT_EQ(run.events.back().stats.num_context_tokens, 40 + 40 - 16);  // what the context holds at the end
   // The token after the shift says what was dropped: 2 blocks after the 2 kept.
   std::vector<int32_t> history = p;
   size_t after = 0;
@@ -175,6 +176,7 @@ TEST_F(ContextOverflowTest, StopFinishesWithContextFull) {
   EXPECT_EQ(run.events.back().finish, FinishReason::ContextFull);
   EXPECT_EQ(run.events.back().stats.num_generated_tokens, 24);
   EXPECT_EQ(run.events.back().stats.num_context_shifts, 0);
+  EXPECT_EQ(run.events.back().stats.num_context_tokens, 64);  // full: max_model_len
 }
 
 TEST_F(ContextOverflowTest, LongGenerationShiftsFarPastTheContext) {
