@@ -142,17 +142,28 @@ KvPlan plan_kv(const ModelShape& m, const EngineConfig& c, int64_t machine_memor
   p.num_swap_blocks = std::min<int64_t>(p.num_swap_blocks, std::numeric_limits<int32_t>::max());
   p.pool_bytes = p.num_blocks * p.bytes_per_block;
   p.swap_bytes = p.num_swap_blocks * p.bytes_per_block;
+  // Left to the model (max_model_len 0), the context is what one sequence
+  // can fill: the trained context, or the pool when it holds less (Gemma 3's
+  // 32k context at the default budget). Otherwise a request without a
+  // max_tokens, which may run to the end of the context (the server's
+  // default), would ask for more blocks than exist and be refused.
+  const int64_t pool_tokens = p.num_blocks * c.block_size;
+  const int32_t wanted_len = p.max_model_len;
+  if (c.max_model_len == 0 && pool_tokens < p.max_model_len) p.max_model_len = static_cast<int32_t>(pool_tokens);
   // Legal, but a request longer than the pool is refused when it arrives:
-  // say so when the settings are applied, not at the first prompt. Only for
-  // a pool under a chat's worth (kSmallPoolTokens): a larger pool shorter
-  // than the context is usual (Gemma 3's 32k context at the default budget)
-  // and not worth a note at every load.
+  // say so when the settings are applied, not at the first prompt: for a
+  // pool under a chat's worth (kSmallPoolTokens), or under a max model
+  // length the user set.
   constexpr int64_t kSmallPoolTokens = 4096;
-  if (const int64_t pool_tokens = p.num_blocks * c.block_size;
-      pool_tokens < std::min<int64_t>(p.max_model_len, kSmallPoolTokens)) {
+  if (pool_tokens < std::min<int64_t>(wanted_len, kSmallPoolTokens)) {
     p.warnings.push_back(fmt::format("the KV pool holds only {} tokens ({} blocks of {}): a request whose prompt "
                                      "and max tokens need more is refused; raise {}",
                                      pool_tokens, p.num_blocks, c.block_size, pool_field));
+  } else if (pool_tokens < p.max_model_len) {
+    p.warnings.push_back(fmt::format("the KV pool holds {} tokens ({} blocks of {}), less than the max model "
+                                     "length of {}: a request whose prompt and max tokens need more is refused; "
+                                     "raise {} or lower max_model_len",
+                                     pool_tokens, p.num_blocks, c.block_size, p.max_model_len, pool_field));
   }
 
   if (device) {

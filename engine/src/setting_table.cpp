@@ -227,7 +227,7 @@ std::vector<SettingSpec> make_table() {
                            "Max model length", "tokens",
                            "Longest prompt plus reply: shorter caps memory per request; above the model's "
                            "trained context the output degrades.");
-  ctx.zero_means = "the model's trained context";
+  ctx.zero_means = "the model's context (or the KV pool's, if less)";
   ctx.cli_name = "ctx";
   SettingSpec& overflow = words(add(choice_row("context_overflow", &EngineConfig::context_overflow,
                                                {"stop", "shift", "truncate_middle"})),

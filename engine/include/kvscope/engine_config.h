@@ -146,7 +146,7 @@ struct EngineConfig {
   int32_t num_blocks = 0;          // exact pool size when > 0
   int32_t max_seqs = 64;           // sequences in one step
   int32_t max_batched_tokens = 512;  // query rows in one step (prefill is chunked to fit)
-  int32_t max_model_len = 0;       // 0: the model's trained context length
+  int32_t max_model_len = 0;       // 0: the model's trained context length, or the KV pool's tokens if fewer
   ContextOverflow context_overflow = ContextOverflow::Stop;
   // Tokens at the start (the system prompt) a shift or truncate_middle keeps;
   // at most half the context is kept whatever this says.

@@ -400,6 +400,34 @@ TEST(OpenAiServerLifecycle, StopRightAfterStartAlwaysReturns) {
   loop.stop();
 }
 
+// A request without max_tokens may run to the end of the context. With a
+// pool smaller than the model's context (512 tokens here; Gemma 3's 32k at
+// the default budget), that context is the pool's: the request is served,
+// not refused for wanting more blocks than exist, and /v1/models says so.
+TEST(OpenAiServerSmallPool, ARequestWithoutMaxTokensFitsThePool) {
+  const std::string path = test::tiny_model_temp_path("openai_server_small_pool");
+  ASSERT_TRUE(test::write_tiny_gguf(test::TinyModelSpec{}, path).ok());
+  EngineConfig c;
+  c.model_path = path;
+  c.num_threads = 2;
+  c.block_size = 16;
+  c.num_blocks = 6;  // 96 tokens
+  server::ServerOptions options;
+  options.model_id = "tiny";
+  auto server = test::TestServer::start(c, options);
+  std::filesystem::remove(path);
+  ASSERT_TRUE(server);
+  const Reply models = http_get(server->port(), "/v1/models");
+  ASSERT_EQ(models.status, 200);
+  EXPECT_EQ(models.json["data"][0]["context_length"], 96) << models.body;
+  const json body = {{"model", "tiny"}, {"prompt", "Hi"}, {"temperature", 0}, {"ignore_eos", true}};
+  const Reply reply = http_post(server->port(), "/v1/completions", body);
+  ASSERT_EQ(reply.status, 200) << reply.body;
+  EXPECT_EQ(reply.json["choices"][0]["finish_reason"], "length") << reply.body;
+  EXPECT_EQ(reply.json["usage"]["prompt_tokens"].get<int>() + reply.json["usage"]["completion_tokens"].get<int>(), 96)
+      << reply.body;
+}
+
 // tp = 2 on a tiny model of 6 query heads over 3 KV heads: the snapshot's
 // tensor_parallel has both ranks, their heads as the split deals them (rank
 // 0: KV group 0, query heads 0-1; rank 1: groups 1-2, query heads 2-5) and

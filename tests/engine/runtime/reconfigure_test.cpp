@@ -254,9 +254,12 @@ TEST_F(Reconfigure, RequestThatNoLongerFitsFinishesWithAnError) {
     const char* message_part;
   };
   // Prompts of 5, 11, 23 tokens + 20: up to 25, 31, 43 tokens = 7, 8, 11 blocks of 4.
+  // The max model length is set: left at 0 it would become the pool's 36
+  // tokens, and the longest request would run until that context is full.
   EngineConfig blocks = config();
   blocks.block_size = 4;
   blocks.num_blocks = 9;
+  blocks.max_model_len = 64;
   // The 23-token prompt alone passes the new max model length; the others
   // still fit in it whole (25 and 31 tokens).
   EngineConfig length = config();
@@ -273,7 +276,7 @@ TEST_F(Reconfigure, RequestThatNoLongerFitsFinishesWithAnError) {
     run_checked(**engine, c.name);
     EXPECT_EQ(got[2].finish, FinishReason::Error);
     EXPECT_NE(got[2].error.find(c.message_part), std::string::npos) << got[2].error;
-    if (c.after.max_model_len == 0) {
+    if (c.after.max_model_len == 64) {  // room enough: only the pool is short
       for (size_t i = 0; i < 2; ++i) {
         EXPECT_EQ(got[i].finish, FinishReason::Length) << i;
         EXPECT_EQ(got[i].tokens, want[i].tokens) << i;
@@ -286,6 +289,33 @@ TEST_F(Reconfigure, RequestThatNoLongerFitsFinishesWithAnError) {
       EXPECT_EQ(got[1].tokens, std::vector<int32_t>(want[1].tokens.begin(), want[1].tokens.begin() + 12));
     }
   }
+}
+
+// Left at 0, the max model length follows the pool (kv_plan): a smaller pool
+// makes a shorter context, and the request that outgrows it stops at that
+// context with the tokens it had, instead of failing.
+TEST_F(Reconfigure, ASmallerPoolShortensAnUnsetContext) {
+  const auto ps = prompts();
+  const std::vector<Stream> want = uninterrupted(ps, /*greedy=*/true);
+  auto engine = Engine::create(config());
+  ASSERT_TRUE(engine.ok());
+  std::vector<Stream> got;
+  submit_all(**engine, ps, /*greedy=*/true, got);
+  for (int i = 0; i < 3; ++i) (*engine)->step();
+  EngineConfig small = config();
+  small.block_size = 4;
+  small.num_blocks = 9;  // 36 tokens
+  ASSERT_TRUE((*engine)->reconfigure(small).ok());
+  EXPECT_EQ((*engine)->model_info().max_model_len, 36);
+  EXPECT_EQ((*engine)->config().max_model_len, 36);
+  run_checked(**engine, "small pool");
+  for (size_t i = 0; i < 2; ++i) {  // 25 and 31 tokens: whole
+    EXPECT_EQ(got[i].finish, FinishReason::Length) << i;
+    EXPECT_EQ(got[i].tokens, want[i].tokens) << i;
+  }
+  // 23 + 20 tokens do not fit in 36: 13 of the 20, the same as uninterrupted.
+  EXPECT_EQ(got[2].finish, FinishReason::ContextFull);
+  EXPECT_EQ(got[2].tokens, std::vector<int32_t>(want[2].tokens.begin(), want[2].tokens.begin() + 13));
 }
 
 TEST_F(Reconfigure, InvalidConfigChangesNothing) {

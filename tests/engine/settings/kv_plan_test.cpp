@@ -166,10 +166,36 @@ TEST(KvPlan, WarnsAboveTheTrainedContext) {
   const KvPlan p = plan_kv(smollm2(), c, 0);
   ASSERT_TRUE(p.ok());
   EXPECT_EQ(p.max_model_len, 16384);
-  ASSERT_EQ(p.warnings.size(), 1u);
+  ASSERT_EQ(p.warnings.size(), 2u);
   EXPECT_NE(p.warnings[0].find("above the model's trained context of 8192"), std::string::npos) << p.warnings[0];
+  // And the default pool (728 blocks of 16) holds less than that.
+  EXPECT_NE(p.warnings[1].find("holds 11648 tokens (728 blocks of 16), less than the max model length of 16384"),
+            std::string::npos)
+      << p.warnings[1];
   c.max_model_len = 8192;
   EXPECT_TRUE(plan_kv(smollm2(), c, 0).warnings.empty());
+}
+
+// Left at 0, the max model length is what one sequence can fill: the trained
+// context, or the pool where it holds less (without a note: a 32k context
+// over the default pool is usual). A request that asks for no max tokens,
+// running to the end of the context, then fits the pool alone.
+TEST(KvPlan, ThePoolCapsAnUnsetMaxModelLength) {
+  EngineConfig c = config();
+  c.kv_budget_bytes = int64_t{46080} * 16 * 300;  // 300 blocks: 4800 tokens, under 8192
+  KvPlan p = plan_kv(smollm2(), c, 0);
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p.num_blocks, 300);
+  EXPECT_EQ(p.max_model_len, 4800);
+  EXPECT_TRUE(p.warnings.empty());
+  c.max_model_len = 6000;  // set: kept, with a note that the pool holds less
+  p = plan_kv(smollm2(), c, 0);
+  EXPECT_EQ(p.max_model_len, 6000);
+  ASSERT_EQ(p.warnings.size(), 1u);
+  EXPECT_NE(p.warnings[0].find("less than the max model length of 6000"), std::string::npos) << p.warnings[0];
+  c.max_model_len = 0;
+  c.kv_budget_bytes = int64_t{512} << 20;  // 11648 tokens: the trained 8192
+  EXPECT_EQ(plan_kv(smollm2(), c, 0).max_model_len, 8192);
 }
 
 // A small pool is legal (short requests fit), but a longer request will be
