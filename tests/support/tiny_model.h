@@ -51,7 +51,8 @@ struct TinyModelSpec {
   int context_length = 512;
   int sliding_window = 0;  // Gemma 3: 0 writes no key (the loader's default, 512)
   bool add_bos = false;    // the vocabulary asks for BOS (<|endoftext|>) before a prompt
-  // GGUF only: extra metadata keys (e.g. general.sampling.temp, general.sampling.top_k).
+  // GGUF only: extra metadata keys (e.g. general.sampling.temp, general.sampling.top_k),
+  // written last: one of the shape's keys given here replaces the shape's value.
   std::map<std::string, float> gguf_f32;
   std::map<std::string, uint32_t> gguf_u32;
   std::map<std::string, std::string> gguf_str;  // e.g. tokenizer.chat_template

@@ -29,6 +29,26 @@ Result<int64_t> required_int(const GgufFile& f, const std::string& key) {
   return *v;
 }
 
+// An integer key that may be absent (then `fallback`), in required_int's range when present.
+Result<int64_t> optional_int(const GgufFile& f, const std::string& key, int64_t fallback) {
+  if (!f.find(key)) return fallback;
+  return required_int(f, key);
+}
+
+// A float key that may be absent (then `fallback`); present, it must be
+// finite and positive, or 0 where `zero_ok` (a NaN epsilon or rope base
+// would load, then write NaN logits without a word).
+Result<double> optional_float(const GgufFile& f, const std::string& key, double fallback, bool zero_ok = false) {
+  if (!f.find(key)) return fallback;
+  const std::optional<double> v = f.get_float(key);
+  if (!v) return Error{fmt::format("{}: key '{}' is not a number", f.path(), key)};
+  if (!std::isfinite(*v) || *v < 0.0 || (*v == 0.0 && !zero_ok)) {
+    return Error{fmt::format("{}: key '{}' = {} is out of range (a finite number{})", f.path(), key, *v,
+                             zero_ok ? ", 0 or more" : " above 0")};
+  }
+  return *v;
+}
+
 class WeightReader {
  public:
   explicit WeightReader(const GgufFile& f) : f_(f) {}
@@ -145,9 +165,16 @@ Result<ModelConfig> read_model_config(const GgufFile& f) {
   if (c.head_dim % 2 != 0 || c.head_dim > 512) {
     return Error{fmt::format("{}: head dimension {} is not supported (even, at most 512)", f.path(), c.head_dim)};
   }
-  c.context_length = static_cast<int32_t>(f.get_int(a + ".context_length").value_or(2048));
-  c.rms_eps = static_cast<float>(f.get_float(a + ".attention.layer_norm_rms_epsilon").value_or(1e-5));
-  c.rope_base = static_cast<float>(f.get_float(a + ".rope.freq_base").value_or(10000.0));
+  KVSCOPE_ASSIGN(v, optional_int(f, a + ".context_length", 2048));
+  c.context_length = static_cast<int32_t>(v);
+  // An epsilon of 0 is legal (only an all-zero row would divide by it); a rope base must be positive.
+  const bool gemma = c.arch == Architecture::Gemma2 || c.arch == Architecture::Gemma3;
+  double real = 0.0;
+  KVSCOPE_ASSIGN(real, optional_float(f, a + ".attention.layer_norm_rms_epsilon", gemma ? 1e-6 : 1e-5,
+                                      /*zero_ok=*/true));
+  c.rms_eps = static_cast<float>(real);
+  KVSCOPE_ASSIGN(real, optional_float(f, a + ".rope.freq_base", c.arch == Architecture::Gemma3 ? 1e6 : 10000.0));
+  c.rope_base = static_cast<float>(real);
   c.rope_base_local = c.rope_base;
   if (const auto scale = f.get_float(a + ".rope.scaling.factor"); scale && *scale != 1.0 && *scale != 0.0) {
     return Error{fmt::format("{}: rope scaling (factor {}) is not supported yet", f.path(), *scale)};
@@ -162,21 +189,22 @@ Result<ModelConfig> read_model_config(const GgufFile& f) {
   if (c.arch == Architecture::Gemma2) {
     // As llama.cpp runs it: sliding window on even layers (pattern 2), the
     // same rope base everywhere, the 27B's scale from hidden / heads.
-    c.rms_eps = static_cast<float>(f.get_float(a + ".attention.layer_norm_rms_epsilon").value_or(1e-6));
-    c.sliding_window = static_cast<int32_t>(f.get_int(a + ".attention.sliding_window").value_or(4096));
+    KVSCOPE_ASSIGN(v, optional_int(f, a + ".attention.sliding_window", 4096));
+    c.sliding_window = static_cast<int32_t>(v);
     c.sliding_window_pattern = 2;
     c.post_norms = true;
     c.embedding_scale = std::sqrt(static_cast<float>(c.hidden_size));
     c.activation = FfnActivation::GeluTanh;
-    c.attn_softcap = static_cast<float>(f.get_float(a + ".attn_logit_softcapping").value_or(50.0));
-    c.final_softcap = static_cast<float>(f.get_float(a + ".final_logit_softcapping").value_or(30.0));
+    KVSCOPE_ASSIGN(real, optional_float(f, a + ".attn_logit_softcapping", 50.0, /*zero_ok=*/true));
+    c.attn_softcap = static_cast<float>(real);
+    KVSCOPE_ASSIGN(real, optional_float(f, a + ".final_logit_softcapping", 30.0, /*zero_ok=*/true));
+    c.final_softcap = static_cast<float>(real);
     if (c.num_layers == 46) c.attn_scale = 1.0f / std::sqrt(static_cast<float>(c.hidden_size / c.num_heads));
   }
   if (c.arch == Architecture::Gemma3) {
-    c.rms_eps = static_cast<float>(f.get_float(a + ".attention.layer_norm_rms_epsilon").value_or(1e-6));
-    c.rope_base = static_cast<float>(f.get_float(a + ".rope.freq_base").value_or(1e6));
     c.rope_base_local = 10000.0f;  // not stored in the file (docs/model-formats.md)
-    c.sliding_window = static_cast<int32_t>(f.get_int(a + ".attention.sliding_window").value_or(512));
+    KVSCOPE_ASSIGN(v, optional_int(f, a + ".attention.sliding_window", 512));
+    c.sliding_window = static_cast<int32_t>(v);
     c.sliding_window_pattern = 6;  // layers 5, 11, 17, ... are global
     c.qk_norm = true;
     c.post_norms = true;
