@@ -236,6 +236,27 @@ TEST(JinjaInterpreter, RunawayTemplatesStopWithAnError) {
   ASSERT_FALSE(output);
   EXPECT_NE(output.error().find("too much output"), std::string::npos) << output.error();
 
+  // Lists grow only by +, whose copies the step budget pays for: doubling one
+  // 40 times (2^40 items) stops there, long before memory runs out, and so
+  // does appending one item at a time in a long loop (quadratic copying).
+  const Result<std::string> doubled = render(
+      "{% set ns = namespace(s=[1]) %}{% for i in range(40) %}{% set ns.s = ns.s + ns.s %}{% endfor %}"
+      "{{ ns.s|length }}",
+      {}, options);
+  ASSERT_FALSE(doubled);
+  EXPECT_NE(doubled.error().find("list items copied"), std::string::npos) << doubled.error();
+  const Result<std::string> appended = render(
+      "{% set ns = namespace(s=[]) %}{% for i in range(5000) %}{% set ns.s = ns.s + [i] %}{% endfor %}"
+      "{{ ns.s|length }}",
+      {}, options);
+  ASSERT_FALSE(appended);
+  EXPECT_NE(appended.error().find("too long"), std::string::npos) << appended.error();
+  // 400 appends copy 80,000 items: within the budget of 100,000.
+  EXPECT_EQ(*render("{% set ns = namespace(s=[]) %}{% for i in range(400) %}{% set ns.s = ns.s + [i] %}{% endfor %}"
+                    "{{ ns.s|length }}",
+                    {}, options),
+            "400");
+
   // Python's integers are unbounded; here leaving 64 bits is an error, not UB.
   for (const char* overflow : {"{{ 9223372036854775807 + 1 }}", "{{ -9223372036854775807 - 2 }}",
                                "{{ 4611686018427387904 * 2 }}", "{{ 2 ** 64 }}", "{{ (-9223372036854775807 - 1) // -1 }}",

@@ -17,7 +17,7 @@ namespace kvscope::jinja {
 
 struct RenderLimits {
   size_t max_output_bytes = size_t{16} << 20;
-  int64_t max_steps = 5'000'000;  // statements and loop iterations
+  int64_t max_steps = 5'000'000;  // statements, loop iterations and list items copied by +
   int max_call_depth = 64;        // nested macro calls
 };
 
