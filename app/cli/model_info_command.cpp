@@ -118,7 +118,9 @@ nlohmann::ordered_json summary_json(const ModelFileSummary& s) {
   }
   return {
       {"path", s.path},
+      {"format", s.format},
       {"gguf_version", s.gguf_version},
+      {"num_files", s.num_files},
       {"file_size", s.file_size},
       {"config", config},
       {"config_error", s.config_error},
@@ -135,7 +137,11 @@ nlohmann::ordered_json summary_json(const ModelFileSummary& s) {
 }
 
 std::string summary_text(const ModelFileSummary& s) {
-  std::string out = fmt::format("file        {} (GGUF v{}, {})\n", s.path, s.gguf_version, human_bytes(s.file_size));
+  std::string out =
+      s.gguf_version > 0
+          ? fmt::format("file        {} (GGUF v{}, {})\n", s.path, s.gguf_version, human_bytes(s.file_size))
+          : fmt::format("directory   {} ({}, {} file{}, {})\n", s.path, s.format, s.num_files,
+                        s.num_files == 1 ? "" : "s", human_bytes(s.file_size));
   if (s.config) {
     const ModelFileConfig& c = *s.config;
     out += fmt::format("model       {} ({}): {} layers, hidden {}, ffn {}, {} heads ({} KV), head dim {}, "
@@ -157,7 +163,8 @@ std::string summary_text(const ModelFileSummary& s) {
 
   size_t key_width = 0;
   for (const auto& [key, value] : s.metadata) key_width = std::max(key_width, key.size());
-  out += fmt::format("\nmetadata ({} keys)\n", s.metadata.size());
+  // Both forms start "\nmetadata (": run_model_info inserts the plan before it.
+  out += fmt::format("\nmetadata ({}{} keys)\n", s.gguf_version > 0 ? "" : "config.json, ", s.metadata.size());
   for (const auto& [key, value] : s.metadata) out += fmt::format("  {:<{}}  {}\n", key, key_width, value);
 
   size_t name_width = 4;

@@ -3,11 +3,17 @@
 #include "kvscope/model_file.h"
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <map>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
 
 #include "model/gguf_file.h"
 #include "model/gguf_model_loader.h"
 #include "model/hf_model_loader.h"
+#include "model/safetensors_file.h"
 #include "tokenizer/hf_tokenizer_json.h"
 #include "tokenizer/read_vocab.h"
 #include "tokenizer/tokenizer.h"
@@ -24,9 +30,9 @@ const char* architecture_name(Architecture a) {
   return "llama";
 }
 
-ModelFileConfig to_public(const ModelConfig& c, const GgufFile& file) {
+ModelFileConfig to_public(const ModelConfig& c, std::string architecture) {
   ModelFileConfig out;
-  out.architecture = file.get_string("general.architecture").value_or(architecture_name(c.arch));
+  out.architecture = std::move(architecture);
   out.name = c.name;
   out.num_layers = c.num_layers;
   out.hidden_size = c.hidden_size;
@@ -39,15 +45,92 @@ ModelFileConfig to_public(const ModelConfig& c, const GgufFile& file) {
   return out;
 }
 
+// The tensors' table and totals, from (name, type, GGUF-order dims, bytes).
+void add_tensor(ModelFileSummary& s, std::map<std::string, TensorTypeTotal>& by_type, TensorSummary ts) {
+  TensorTypeTotal& total = by_type[ts.type];
+  total.type = ts.type;
+  total.num_tensors += 1;
+  total.num_elements += ts.num_elements;
+  total.num_bytes += ts.num_bytes;
+  s.weight_bytes += ts.num_bytes;
+  s.num_parameters += ts.num_elements;
+  s.tensors.push_back(std::move(ts));
+}
+
+void finish_totals(ModelFileSummary& s, const std::map<std::string, TensorTypeTotal>& by_type) {
+  for (const auto& [name, total] : by_type) s.totals_by_type.push_back(total);
+  std::stable_sort(s.totals_by_type.begin(), s.totals_by_type.end(),
+                   [](const TensorTypeTotal& a, const TensorTypeTotal& b) { return a.num_bytes > b.num_bytes; });
+}
+
+void set_config(ModelFileSummary& s, const Result<ModelConfig>& config, std::string architecture) {
+  s.memory_bytes_full_context = s.weight_bytes;
+  if (!config.ok()) {
+    s.config_error = config.error();
+    return;
+  }
+  s.config = to_public(*config, std::move(architecture));
+  s.kv_bytes_per_token = static_cast<uint64_t>(s.config->shape().kv_bytes_per_token());
+  s.memory_bytes_full_context = s.memory_bytes(config->context_length);
+}
+
+// A Hugging Face directory: config.json's keys as the metadata, the
+// safetensors headers as the tensors (dims in GGUF order, the contiguous one
+// first, so both formats read alike).
+Result<ModelFileSummary> inspect_hf_directory(const std::string& dir) {
+  namespace fs = std::filesystem;
+  auto checkpoint = SafetensorsCheckpoint::open_dir(dir);
+  if (!checkpoint.ok()) return Error{checkpoint.error()};
+  ModelFileSummary s;
+  s.path = dir;
+  s.format = "safetensors";
+  s.num_files = static_cast<int32_t>((*checkpoint)->files().size());
+  std::map<std::string, TensorTypeTotal> by_type;
+  for (const auto& file : (*checkpoint)->files()) {
+    std::error_code ec;
+    s.file_size += fs::file_size(file->path(), ec);
+    for (const SafetensorsTensor& t : file->tensors()) {
+      TensorSummary ts;
+      ts.name = t.name;
+      ts.type = std::string(safetensors_dtype_name(t.dtype));
+      ts.dims.assign(t.shape.rbegin(), t.shape.rend());
+      ts.num_elements = t.num_elements();
+      ts.num_bytes = t.num_bytes;
+      add_tensor(s, by_type, std::move(ts));
+    }
+  }
+  finish_totals(s, by_type);
+  // config.json's keys (read_hf_config below says what is wrong with it, if anything).
+  std::ifstream in(fs::path(dir) / "config.json", std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  const auto j = nlohmann::ordered_json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+  if (j.is_object()) {
+    constexpr size_t kShort = 80;
+    for (const auto& [key, value] : j.items()) {
+      std::string shown = value.dump();
+      if (shown.size() > kShort) shown = shown.substr(0, kShort - 3) + "...";
+      s.metadata.emplace_back(key, std::move(shown));
+    }
+  }
+  std::string architecture;
+  Result<ModelConfig> config = read_hf_config(dir, &architecture);
+  if (config.ok() && config->name.empty()) config->name = fs::path(dir).filename().string();
+  set_config(s, config, architecture);
+  return s;
+}
+
 }  // namespace
 
 Result<ModelFileSummary> inspect_model_file(const std::string& path) {
+  if (is_hf_directory(path)) return inspect_hf_directory(path);
   auto opened = GgufFile::open(path);
   if (!opened.ok()) return Error{opened.error()};
   const GgufFile& file = **opened;
 
   ModelFileSummary s;
   s.path = path;
+  s.format = "GGUF";
   s.gguf_version = file.version();
   s.file_size = file.file_size();
   s.metadata = file.describe_metadata();
@@ -62,28 +145,12 @@ Result<ModelFileSummary> inspect_model_file(const std::string& path) {
     ts.dims = t.dims;
     ts.num_elements = t.num_elements();
     ts.num_bytes = t.num_bytes;
-    TensorTypeTotal& total = by_type[ts.type];
-    total.type = ts.type;
-    total.num_tensors += 1;
-    total.num_elements += ts.num_elements;
-    total.num_bytes += ts.num_bytes;
-    s.weight_bytes += ts.num_bytes;
-    s.num_parameters += ts.num_elements;
-    s.tensors.push_back(std::move(ts));
+    add_tensor(s, by_type, std::move(ts));
   }
-  for (auto& [name, total] : by_type) s.totals_by_type.push_back(total);
-  std::stable_sort(s.totals_by_type.begin(), s.totals_by_type.end(),
-                   [](const TensorTypeTotal& a, const TensorTypeTotal& b) { return a.num_bytes > b.num_bytes; });
-
-  s.memory_bytes_full_context = s.weight_bytes;
-  auto config = read_model_config(file);
-  if (config.ok()) {
-    s.config = to_public(*config, file);
-    s.kv_bytes_per_token = static_cast<uint64_t>(s.config->shape().kv_bytes_per_token());
-    s.memory_bytes_full_context = s.memory_bytes(config->context_length);
-  } else {
-    s.config_error = config.error();
-  }
+  finish_totals(s, by_type);
+  const auto config = read_model_config(file);
+  const Architecture arch = config.ok() ? config->arch : Architecture::Llama;
+  set_config(s, config, file.get_string("general.architecture").value_or(architecture_name(arch)));
   return s;
 }
 

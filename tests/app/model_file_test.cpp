@@ -15,6 +15,7 @@
 #include "support/gguf_writer.h"
 #include "support/require_data.h"
 #include "support/test_paths.h"
+#include "support/tiny_model.h"
 
 namespace kvscope {
 namespace {
@@ -111,6 +112,49 @@ TEST(InspectModelFile, RejectsWhatIsNotGguf) {
   auto missing = inspect_model_file("/nonexistent/kvscope/model.gguf");
   ASSERT_FALSE(missing.ok());
   EXPECT_FALSE(missing.error().empty());
+}
+
+// A Hugging Face directory is summarised from its config.json and its
+// safetensors headers, as `model-info --model DIR` shows it: the same model
+// numbers as its GGUF twin, the tensors with GGUF-order dims, config.json's
+// keys as the metadata; sharded directories count their files.
+TEST(InspectModelFile, SummarisesAHuggingFaceDirectory) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("kvscope-inspect-hf-" + std::to_string(::getpid()));
+  test::TinyModelSpec spec;
+  spec.hf_num_shards = 2;
+  ASSERT_TRUE(test::write_tiny_hf_dir(spec, dir.string()).ok());
+  auto r = inspect_model_file(dir.string());
+  const std::string gguf = dir.string() + ".gguf";
+  ASSERT_TRUE(test::write_tiny_gguf(spec, gguf).ok());
+  auto twin = inspect_model_file(gguf);
+  std::filesystem::remove_all(dir);
+  std::filesystem::remove(gguf);
+  ASSERT_TRUE(r.ok()) << r.error();
+  ASSERT_TRUE(twin.ok()) << twin.error();
+  EXPECT_EQ(r->format, "safetensors");
+  EXPECT_EQ(r->gguf_version, 0u);
+  EXPECT_EQ(r->num_files, 2);
+  EXPECT_GT(r->file_size, r->weight_bytes);  // the headers besides the data
+  ASSERT_TRUE(r->config.has_value()) << r->config_error;
+  EXPECT_EQ(r->config->architecture, "llama");
+  EXPECT_EQ(r->config->num_layers, twin->config->num_layers);
+  EXPECT_EQ(r->config->hidden_size, spec.hidden);
+  EXPECT_EQ(r->config->num_kv_heads, spec.kv_heads);
+  EXPECT_EQ(r->config->context_length, spec.context_length);
+  EXPECT_EQ(r->kv_bytes_per_token, twin->kv_bytes_per_token);
+  bool found_embedding = false;
+  for (const TensorSummary& t : r->tensors) {
+    if (t.name != "model.embed_tokens.weight") continue;
+    found_embedding = true;
+    EXPECT_EQ(t.type, "F32");
+    EXPECT_EQ(t.dims, (std::vector<int64_t>{spec.hidden, spec.vocab}));  // contiguous dim first, as GGUF
+    EXPECT_EQ(t.num_bytes, static_cast<uint64_t>(spec.hidden) * spec.vocab * 4);
+  }
+  EXPECT_TRUE(found_embedding);
+  bool found_layers = false;
+  for (const auto& [key, value] : r->metadata) found_layers = found_layers || (key == "num_hidden_layers" && value == "2");
+  EXPECT_TRUE(found_layers);
 }
 
 std::string fixture(const std::string& name) {

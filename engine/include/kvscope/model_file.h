@@ -1,4 +1,5 @@
-// Model files without an Engine: what a GGUF file holds (inspect_model_file,
+// Model files without an Engine: what a GGUF file or a Hugging Face model
+// directory holds (inspect_model_file,
 // for `kvscope-cli model-info` and the GUI's model picker) and its tokenizer
 // alone (TextTokenizer, for `kvscope-cli tokenize`; works on vocabulary-only
 // files). Neither loads weights nor sizes a KV pool.
@@ -55,9 +56,12 @@ struct ModelFileConfig {
 
 struct ModelFileSummary {
   std::string path;
-  uint32_t gguf_version = 0;
-  uint64_t file_size = 0;
-  std::vector<std::pair<std::string, std::string>> metadata;  // key, short rendering; file order
+  std::string format;          // "GGUF" or "safetensors" (a Hugging Face directory)
+  uint32_t gguf_version = 0;   // 0 for a directory
+  uint64_t file_size = 0;      // a directory: its safetensors files together
+  int32_t num_files = 1;       // a directory: its safetensors shards
+  // GGUF: key, short rendering, file order; a directory: config.json's keys.
+  std::vector<std::pair<std::string, std::string>> metadata;
   std::vector<std::string> warnings;                          // accepted oddities of the file
   std::vector<TensorSummary> tensors;                         // file order
   std::vector<TensorTypeTotal> totals_by_type;                // largest first
@@ -80,8 +84,11 @@ struct ModelFileSummary {
   }
 };
 
-// Opens and validates a GGUF file and summarises it. Errors: the file cannot be
-// read or is not valid GGUF (the message names the problem).
+// Opens and validates a GGUF file, or a Hugging Face directory's config.json
+// and safetensors headers (no weights are read), and summarises it. Errors:
+// the file cannot be read or is not valid GGUF / safetensors (the message
+// names the problem). A directory whose config.json kvscope cannot run still
+// gets a summary, with config_error saying why.
 Result<ModelFileSummary> inspect_model_file(const std::string& path);
 
 // The tokenizer of a GGUF file, without the model.

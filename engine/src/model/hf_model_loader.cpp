@@ -94,7 +94,8 @@ Result<HfConfig> parse_config(const std::string& dir) {
   std::stringstream ss;
   ss << in.rdbuf();
   const json j = json::parse(ss.str(), nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) return Error{fmt::format("{}: not valid JSON", file)};
+  if (j.is_discarded()) return Error{fmt::format("{}: not valid JSON", file)};
+  if (!j.is_object()) return Error{fmt::format("{}: not a JSON object (a model's config is {{\"key\": value, ...}})", file)};
 
   std::string hf_arch;
   if (const json* a = find_key(j, "architectures"); a && a->is_array() && !a->empty() && (*a)[0].is_string()) {
@@ -112,10 +113,14 @@ Result<HfConfig> parse_config(const std::string& dir) {
     h.architecture = "mistral";
   } else if (hf_arch == "Qwen2ForCausalLM" || hf_arch == "qwen2") {
     h.architecture = "qwen2";
+  } else if (hf_arch.empty()) {
+    return Error{fmt::format("{}: names no architecture (neither 'architectures' nor 'model_type'); kvscope loads "
+                             "LlamaForCausalLM, MistralForCausalLM and Qwen2ForCausalLM directories",
+                             file)};
   } else {
     return Error{fmt::format("{}: architecture '{}' is not supported (kvscope loads LlamaForCausalLM, "
                              "MistralForCausalLM and Qwen2ForCausalLM directories; convert others to GGUF)",
-                             file, hf_arch.empty() ? "(none)" : hf_arch)};
+                             file, hf_arch)};
   }
 
   int64_t v = 0;
@@ -269,9 +274,10 @@ bool is_hf_directory(const std::string& path) {
   return fs::is_directory(path, ec);
 }
 
-Result<ModelConfig> read_hf_config(const std::string& dir) {
+Result<ModelConfig> read_hf_config(const std::string& dir, std::string* architecture) {
   auto h = parse_config(dir);
   if (!h.ok()) return Error{h.error()};
+  if (architecture) *architecture = h->architecture;
   return h->model;
 }
 

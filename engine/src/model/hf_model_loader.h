@@ -31,9 +31,10 @@ struct HfModel {
 // so that load_hf_directory can say what is missing.
 bool is_hf_directory(const std::string& path);
 
-// Reads config.json into a ModelConfig (no tensors). Errors name the file and
-// the key, or the unsupported architecture / rope scaling.
-Result<ModelConfig> read_hf_config(const std::string& dir);
+// Reads config.json into a ModelConfig (no tensors), and the architecture's
+// GGUF-style name ("llama", "mistral", "qwen2") into `architecture` when given.
+// Errors name the file and the key, or the unsupported architecture / rope scaling.
+Result<ModelConfig> read_hf_config(const std::string& dir, std::string* architecture = nullptr);
 
 // Loads config.json, every tensor (checked for presence, dtype and shape) and
 // the tokenizer (tokenizer.json or tokenizer.model, tokenizer_config.json).
