@@ -112,8 +112,11 @@ void add_sampling_options(CLI::App& cmd, SamplingParams& p, bool defaults_from_m
          "--seed", [&p](const std::string& text) { p.seed = parse_seed(text); },
          "sampling seed; -1 or 0: a random one (generate --json prints the seed used)")
       ->default_str("-1");
+  // One string per --stop: a vector option otherwise takes every argument
+  // after it, and `--stop . hi` swallowed the positional prompt.
   cmd.add_option("--stop", p.stop, "stop string (repeatable)")
       ->expected(1)
+      ->allow_extra_args(false)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   cmd.add_flag("--ignore-eos", p.ignore_eos, "keep generating past end-of-sequence");
 }

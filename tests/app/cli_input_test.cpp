@@ -121,6 +121,13 @@ TEST_F(CliInput, PromptAndTextMayBePositional) {
   EXPECT_EQ(nlohmann::json::parse(b.out)["prompt_ids"], nlohmann::json::parse(a.out)["prompt_ids"]);
   EXPECT_EQ(nlohmann::json::parse(b.out)["generated_ids"], nlohmann::json::parse(a.out)["generated_ids"]);
 
+  // A --stop before the prompt takes one string, not the prompt too.
+  std::vector<std::string> after_stop = common;
+  after_stop.insert(after_stop.end(), {"--stop", "zzz", "--stop", "qqq", "Hello there"});
+  const test::CliResult c = run_cli(after_stop);
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  EXPECT_EQ(nlohmann::json::parse(c.out)["prompt_ids"], nlohmann::json::parse(a.out)["prompt_ids"]);
+
   std::vector<std::string> both = common;
   both.insert(both.end(), {"--prompt-file", "/dev/null", "Hello"});
   const test::CliResult refused = run_cli(both);
