@@ -7,7 +7,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "app/cli_runner.h"
@@ -182,6 +184,24 @@ TEST_F(CliInput, DirectoryGivenAsAFileSaysSo) {
   const test::CliResult model = run_cli({"generate", "--model", dir, "-p", "hi"});
   EXPECT_EQ(model.exit_code, 1);
   EXPECT_THAT(model.err, HasSubstr("not a Hugging Face model directory (it has no config.json)"));
+}
+
+// A file far larger than any prompt (a model file given by mistake) is
+// refused before it is read, not tokenised for minutes into gigabytes.
+TEST_F(CliInput, AFileTooLargeForTextIsRefusedUpFront) {
+  const std::string big = base_ + ".big.txt";
+  {
+    std::ofstream out(big, std::ios::binary);
+    out.seekp(17 << 20);  // sparse: 17 MiB without writing them
+    out.put('x');
+  }
+  const test::CliResult prompt = run_cli({"generate", "--model", gguf_, "--prompt-file", big});
+  const test::CliResult tokenize = run_cli({"tokenize", "--model", gguf_, "--file", big, "--json"});
+  std::remove(big.c_str());
+  EXPECT_EQ(prompt.exit_code, 2);
+  EXPECT_THAT(prompt.err, HasSubstr("is 17.0 MiB: text files are read up to 16 MiB"));
+  EXPECT_EQ(tokenize.exit_code, 2);
+  EXPECT_THAT(tokenize.err, HasSubstr("text files are read up to 16 MiB"));
 }
 
 TEST_F(CliInput, TextWithoutTokensWarnsAndStillRuns) {
