@@ -294,8 +294,11 @@ void InvariancePanel::onFinished(quint64 job_id, const InvarianceOutcome& outcom
                                       .arg(ended_at_once);
   // What each side's engine did: "identical" means little if B never ran
   // the mode it was meant to test (no shared prefix, no cascade pass).
-  status_->setText(verdict + QStringLiteral("\n") + tr("A: %1.").arg(runStatsText(report.stats_a)) +
-                   QStringLiteral("\n") + tr("B: %1.").arg(runStatsText(report.stats_b)));
+  QString text = verdict + QStringLiteral("\n") + tr("A: %1.").arg(runStatsText(report.stats_a)) +
+                 QStringLiteral("\n") + tr("B: %1.").arg(runStatsText(report.stats_b));
+  for (const std::string& note : report.unexercised())
+    text += QStringLiteral("\n") + tr("Note: %1.").arg(QString::fromStdString(note));
+  status_->setText(text);
   // Show the first divergent prompt, or the first one.
   int row = 0;
   for (int r = 0; r < total; ++r) {

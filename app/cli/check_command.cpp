@@ -93,6 +93,22 @@ void print_text_report(const InvarianceReport& report, const std::string& model)
       out += fmt::format("  b: '{}' ({})\n", escaped(v.text_b), v.finish_b);
     }
   }
+  // What each side's runs did: the setting under test must have engaged for
+  // "identical" to mean anything about it.
+  const auto runs = [](const char* name, const InvarianceRunStats& s) {
+    std::string line = fmt::format("  {}: {} step{}, up to {} sequence{} per step, {} mixed prefill/decode, {} with "
+                                   "a cascade pass, {} prompt token{} from the prefix cache",
+                                   name, s.num_steps, s.num_steps == 1 ? "" : "s", s.max_batch_seqs,
+                                   s.max_batch_seqs == 1 ? "" : "s", s.num_mixed_steps, s.num_cascade_steps,
+                                   s.num_prefix_hit_tokens, s.num_prefix_hit_tokens == 1 ? "" : "s");
+    if (s.num_graph_steps > 0) line += fmt::format(", {} replayed as CUDA graphs", s.num_graph_steps);
+    if (s.num_draft_tokens > 0) {
+      line += fmt::format(", {} of {} draft tokens accepted", s.num_accepted_draft_tokens, s.num_draft_tokens);
+    }
+    return line + "\n";
+  };
+  out += "\nruns\n" + runs("a", report.stats_a) + runs("b", report.stats_b);
+  for (const std::string& note : report.unexercised()) out += fmt::format("note: {}\n", note);
   out += fmt::format("\n{} of {} prompts identical{}\n", report.num_identical(), total,
                      report.all_identical() ? "" : "; the outputs DIVERGE");
   write_stdout(out);
@@ -103,6 +119,17 @@ nlohmann::ordered_json side_json(const InvarianceSide& side, const std::string& 
   for (const SettingSpec& s : engine_settings()) settings[s.key] = s.format(s.get(side.config));
   settings["model_path"] = side.config.model_path == kDefaultModelPlaceholder ? model : side.config.model_path;
   return {{"spec", side.spec}, {"concurrency", side.concurrency}, {"settings", settings}};
+}
+
+nlohmann::ordered_json stats_json(const InvarianceRunStats& s) {
+  return {{"num_steps", s.num_steps},
+          {"max_batch_seqs", s.max_batch_seqs},
+          {"num_mixed_steps", s.num_mixed_steps},
+          {"num_cascade_steps", s.num_cascade_steps},
+          {"num_graph_steps", s.num_graph_steps},
+          {"num_prefix_hit_tokens", s.num_prefix_hit_tokens},
+          {"num_draft_tokens", s.num_draft_tokens},
+          {"num_accepted_draft_tokens", s.num_accepted_draft_tokens}};
 }
 
 void print_json_report(const InvarianceReport& report, const CheckOptions& o, const std::string& model) {
@@ -138,6 +165,9 @@ void print_json_report(const InvarianceReport& report, const CheckOptions& o, co
       {"max_tokens", o.max_tokens},
       {"temperature", o.temperature},
       {"seed", o.seed},
+      {"stats_a", stats_json(report.stats_a)},
+      {"stats_b", stats_json(report.stats_b)},
+      {"unexercised", report.unexercised()},
       {"all_identical", report.all_identical()},
       {"num_identical", report.num_identical()},
       {"num_prompts", report.prompts.size()},

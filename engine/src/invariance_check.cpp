@@ -271,6 +271,36 @@ bool InvarianceReport::all_identical() const {
   return std::all_of(prompts.begin(), prompts.end(), [](const PromptVerdict& v) { return v.identical; });
 }
 
+std::vector<std::string> InvarianceReport::unexercised() const {
+  std::vector<std::string> notes;
+  const auto check = [&notes](const char* name, const InvarianceSide& side, const InvarianceSide& other,
+                              const InvarianceRunStats& stats) {
+    const EngineConfig& c = side.config;
+    const EngineConfig& o = other.config;
+    if (c.cascade != CascadeMode::Off && c.cascade != o.cascade && stats.num_cascade_steps == 0) {
+      notes.push_back(fmt::format("{}: cascade = {}, but no step ran a cascade pass (sequences must share a "
+                                  "prefix of at least a block, {} tokens, and run together: longer prompts, or "
+                                  "more of them with a common start)",
+                                  name, cascade_mode_name(c.cascade), c.block_size));
+    }
+    if (side.concurrency > 1 && side.concurrency != other.concurrency && stats.max_batch_seqs <= 1) {
+      notes.push_back(fmt::format("{}: concurrency = {}, but no step ran more than one sequence", name,
+                                  side.concurrency));
+    }
+    if (c.spec != SpecMethod::Off && c.spec != o.spec && stats.num_draft_tokens == 0) {
+      notes.push_back(fmt::format("{}: spec = {}, but no draft token was verified", name, spec_method_name(c.spec)));
+    }
+    if (c.prefix_caching && !o.prefix_caching && stats.num_prefix_hit_tokens == 0) {
+      notes.push_back(fmt::format("{}: prefix caching is on, but no prompt token came from the cache (no prompt "
+                                  "repeated a whole block of an earlier one)",
+                                  name));
+    }
+  };
+  check("a", a, b, stats_a);
+  check("b", b, a, stats_b);
+  return notes;
+}
+
 int32_t InvarianceReport::num_identical() const {
   return static_cast<int32_t>(
       std::count_if(prompts.begin(), prompts.end(), [](const PromptVerdict& v) { return v.identical; }));

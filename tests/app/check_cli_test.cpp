@@ -58,6 +58,37 @@ TEST_F(CheckCli, IdenticalSidesExitZero) {
   EXPECT_THAT(r.out, HasSubstr("identical (8 tokens, max logit diff 0)"));
   EXPECT_THAT(r.out, HasSubstr("2 of 2 prompts identical"));
   EXPECT_THAT(r.out, Not(HasSubstr("DIVERGES")));
+  // What the runs did: b's companions shared steps with the checked request.
+  EXPECT_THAT(r.out, HasSubstr("\nruns\n  a: "));
+  EXPECT_THAT(r.out, HasSubstr("b: 38 steps, up to 7 sequences per step"));  // 8 in flight, one finishing
+  EXPECT_THAT(r.out, Not(HasSubstr("note: ")));
+}
+
+// A setting under test that never engaged is named: a 2-token prompt shares
+// no whole block of 16 with its companions, so cascade = on ran no cascade
+// pass, and "identical" says nothing about it; the prompts file's longer
+// prompts do share blocks, and then nothing is said. The JSON carries each
+// side's run statistics.
+TEST_F(CheckCli, SaysWhenTheSettingUnderTestNeverEngaged) {
+  const std::vector<std::string> short_prompt = {"check", "--model", model_, "-p", "Hi", "-n", "8", "--threads", "1",
+                                                 "--a", "cascade=off,concurrency=4", "--b", "cascade=on,concurrency=4"};
+  const test::CliResult r = run_cli(short_prompt);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("note: b: cascade = on, but no step ran a cascade pass"));
+  const test::CliResult shared = run_cli(args({"--a", "cascade=off,concurrency=4", "--b", "cascade=on,concurrency=4"}));
+  EXPECT_EQ(shared.exit_code, 0) << shared.err;
+  EXPECT_THAT(shared.out, Not(HasSubstr("note: ")));
+  EXPECT_THAT(shared.out, HasSubstr("8 with a cascade pass"));  // b's line
+  std::vector<std::string> as_json = short_prompt;
+  as_json.push_back("--json");
+  const test::CliResult j = run_cli(as_json);
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  const nlohmann::json report = nlohmann::json::parse(j.out);
+  EXPECT_EQ(report["stats_b"]["num_cascade_steps"], 0);
+  EXPECT_GE(report["stats_b"]["max_batch_seqs"].get<int>(), 2);
+  EXPECT_GT(report["stats_a"]["num_steps"].get<int>(), 0);
+  ASSERT_EQ(report["unexercised"].size(), 1u);
+  EXPECT_THAT(report["unexercised"][0].get<std::string>(), HasSubstr("b: cascade = on"));
 }
 
 TEST_F(CheckCli, OtherWeightsDivergeWithExitThree) {

@@ -240,6 +240,7 @@ class InvariancePanelTest : public QObject {
     QCOMPARE(panel.model()->rowCount(), 2);
     QVERIFY2(panel.statusText().contains(QStringLiteral("1 of 2")), qPrintable(panel.statusText()));
     QVERIFY2(panel.statusText().contains(QStringLiteral("B: 0 steps")), qPrintable(panel.statusText()));
+    QVERIFY2(!panel.statusText().contains(QStringLiteral("Note:")), qPrintable(panel.statusText()));
     // The divergent prompt is shown, its token marked on both sides.
     QVERIFY2(panel.continuationShown(false).contains(QStringLiteral("l</span>o world")),
              qPrintable(panel.continuationShown(false)));
@@ -261,6 +262,15 @@ class InvariancePanelTest : public QObject {
     panel.onFinished(third, outcomeOf({divergentVerdict()}));
     QCOMPARE(panel.model()->rowCount(), 0);
     QCOMPARE(panel.statusText(), QStringLiteral("Cancelled."));
+
+    // B asked for cascade attention and its runs never ran a cascade pass: said.
+    panel.run();
+    InvarianceOutcome untested = outcomeOf({identicalVerdict()});
+    untested.report.a.config.cascade = CascadeMode::Off;
+    untested.report.b.config.cascade = CascadeMode::On;
+    panel.onFinished(runs.last().at(0).value<quint64>(), untested);
+    QVERIFY2(panel.statusText().contains(QStringLiteral("Note: b: cascade = on, but no step ran a cascade pass")),
+             qPrintable(panel.statusText()));
 
     // A failed check says why.
     panel.run();

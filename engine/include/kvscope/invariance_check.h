@@ -154,6 +154,12 @@ struct InvarianceReport {
   InvarianceRunStats stats_a, stats_b;
   bool all_identical() const;
   int32_t num_identical() const;
+  // What a side asked for but its runs never did, where the two sides differ
+  // in it, one sentence each ("b: cascade = on, but no step ran a cascade
+  // pass: ..."): an "identical" verdict then says nothing about that setting.
+  // Cascade passes, steps of several sequences (concurrency), speculative
+  // drafts, prefix-cache hits. Empty when every difference was exercised.
+  std::vector<std::string> unexercised() const;
 };
 
 // Pure comparison of two runs of one prompt (no engine): fills everything but

@@ -142,6 +142,33 @@ GenerationRecord record(std::vector<int32_t> tokens, std::vector<std::vector<flo
   return r;
 }
 
+// unexercised(): a setting the sides differ in, asked for by one side and
+// never done by its runs, is named once; one both sides share, or one that
+// ran, is not.
+TEST(InvarianceReport, NamesWhatASideAskedForButNeverDid) {
+  InvarianceReport r;
+  r.a.config.cascade = CascadeMode::Off;
+  r.b.config.cascade = CascadeMode::On;
+  r.a.concurrency = 1;
+  r.b.concurrency = 8;
+  r.b.config.spec = SpecMethod::Ngram;
+  r.a.config.prefix_caching = r.b.config.prefix_caching = true;
+  r.stats_b.max_batch_seqs = 1;
+  std::vector<std::string> notes = r.unexercised();
+  ASSERT_EQ(notes.size(), 3u);
+  EXPECT_EQ(notes[0].rfind("b: cascade = on, but no step ran a cascade pass", 0), 0u) << notes[0];
+  EXPECT_EQ(notes[1], "b: concurrency = 8, but no step ran more than one sequence");
+  EXPECT_EQ(notes[2], "b: spec = ngram, but no draft token was verified");
+  r.stats_b.num_cascade_steps = 3;
+  r.stats_b.max_batch_seqs = 8;
+  r.stats_b.num_draft_tokens = 12;
+  EXPECT_TRUE(r.unexercised().empty());
+  r.a.config.prefix_caching = false;  // now under test, and b's cache never hit
+  notes = r.unexercised();
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_EQ(notes[0].rfind("b: prefix caching is on, but no prompt token came from the cache", 0), 0u) << notes[0];
+}
+
 TEST(CompareRuns, IdenticalRunsAreIdenticalWithNoLogitDifference) {
   const GenerationRecord a = record({1, 2, 0}, {{0, 1, 0}, {0, 0, 1}, {1, 0, 0}});
   const PromptVerdict v = compare_runs(a, a);
