@@ -64,7 +64,12 @@ std::optional<std::string> read_prompt(const GenerateOptions& o) {
   return text;
 }
 
-nlohmann::ordered_json outcome_json(const SubmittedPrompt& submitted, const Outcome& out) {
+// `setting_warnings`: the engine's (Engine::warnings(), printed on stderr at
+// load), before the request's own, so the JSON says everything stderr did.
+nlohmann::ordered_json outcome_json(const SubmittedPrompt& submitted, const Outcome& out,
+                                    const std::vector<std::string>& setting_warnings) {
+  std::vector<std::string> warnings = setting_warnings;
+  warnings.insert(warnings.end(), submitted.warnings.begin(), submitted.warnings.end());
   const std::vector<int32_t>& prompt = submitted.tokens;
   const RequestStats& s = out.stats;
   const double ttft = s.time_to_first_token_s;
@@ -92,7 +97,7 @@ nlohmann::ordered_json outcome_json(const SubmittedPrompt& submitted, const Outc
       // Context overflow (docs/context-overflow.md): tokens that left the
       // middle of the context, by shifts and by truncate_middle at submit.
       {"context", {{"overflow_shifts", s.num_context_shifts}, {"dropped_tokens", s.num_dropped_tokens}}},
-      {"warnings", submitted.warnings},
+      {"warnings", warnings},
   };
 }
 
@@ -156,7 +161,7 @@ int run_generate(const GenerateOptions& o) {
     return kExitRuntime;
   }
   if (o.json) {
-    write_stdout(dump_json(outcome_json(submitted, out)) + "\n");
+    write_stdout(dump_json(outcome_json(submitted, out, engine->warnings())) + "\n");
   } else if (!out.text.empty() && out.text.back() != '\n') {
     write_stdout("\n");
   }

@@ -9,6 +9,8 @@
 #include <chrono>
 #include <cstdio>
 
+#include <nlohmann/json.hpp>
+
 #include "app/cli_runner.h"
 #include "kvscope/setting_table.h"
 #include "support/tiny_model.h"
@@ -88,6 +90,13 @@ TEST(CliSettings, ContextAboveTheTrainedOneIsWarnedAbout) {
       test::run_cli({"generate", "--model", model, "-p", "hello", "-n", "2", "--ctx", "1000000"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.err, HasSubstr("warning: max model length 1000000 is above the model's trained context"));
+  // --json says it too: everything stderr warned about.
+  const test::CliResult j =
+      test::run_cli({"generate", "--model", model, "-p", "hello", "-n", "2", "--ctx", "1000000", "--json"});
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  const nlohmann::json out = nlohmann::json::parse(j.out);
+  ASSERT_GE(out["warnings"].size(), 1u) << j.out;
+  EXPECT_THAT(out["warnings"][0].get<std::string>(), HasSubstr("above the model's trained context"));
 }
 
 TEST(CliSettings, ModelInfoShowsThePlanForTheOptionsGiven) {
