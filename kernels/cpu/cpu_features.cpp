@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 
@@ -31,6 +32,12 @@ CpuLevel from_env(CpuLevel detected) {
   if (v == "scalar") wanted = CpuLevel::kScalar;
   if (v == "avx2") wanted = CpuLevel::kAvx2;
   if (v == "avx512") wanted = CpuLevel::kAvx512;
+  if (v != "scalar" && v != "avx2" && v != "avx512" && !v.empty()) {
+    // Read once per process, before any kernel runs: a typo would otherwise
+    // leave a benchmark comparing the level it meant to leave out.
+    std::fprintf(stderr, "kvscope: KVSCOPE_CPU=%s is not scalar, avx2 or avx512; using the detected level (%s)\n",
+                 env, std::string(cpu_level_name(detected)).c_str());
+  }
   return std::min(wanted, detected);
 }
 

@@ -84,6 +84,16 @@ TEST(CliSettings, TooManyThreadsAreLoweredWithAWarningNotAStall) {
   EXPECT_LT(seconds, 30.0) << "1000 spinning threads on a few cores would crawl";
 }
 
+// A KVSCOPE_CPU that names no level is said, not silently ignored (a
+// benchmark meant to measure the AVX2 path would measure the detected one).
+TEST(CliSettings, AnUnknownCpuLevelIsSaid) {
+  ::setenv("KVSCOPE_CPU", "avx3", 1);
+  const test::CliResult r = test::run_cli({"generate", "--model", tiny_model(), "-p", "hello", "-n", "1"});
+  ::unsetenv("KVSCOPE_CPU");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("KVSCOPE_CPU=avx3 is not scalar, avx2 or avx512; using the detected level"));
+}
+
 TEST(CliSettings, ContextAboveTheTrainedOneIsWarnedAbout) {
   const std::string& model = tiny_model();
   const test::CliResult r =
