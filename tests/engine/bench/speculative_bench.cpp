@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include "kvscope/engine.h"
@@ -188,17 +189,16 @@ int main(int argc, char** argv) {
   using namespace kvscope;
   int32_t threads = 2, repeats = 3, max_tokens = 128, spec_k = 4, requests = 16;
   std::string methods_arg = "ngram,early_exit:15,draft", draft_model;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string flag = argv[i];
-    const int32_t v = std::atoi(argv[i + 1]);
-    if (flag == "--methods") methods_arg = argv[i + 1];
-    if (flag == "--draft-model") draft_model = argv[i + 1];
-    if (flag == "--threads") threads = v;
-    else if (flag == "--repeats") repeats = v;
-    else if (flag == "--max-tokens") max_tokens = v;
-    else if (flag == "--spec-k") spec_k = v;
-    else if (flag == "--requests") requests = v;  // the concurrent case (default 16)
-  }
+  CLI::App app{"Speculative decoding end to end: each method against plain decoding (JSON on stdout)"};
+  app.add_option("--methods", methods_arg, "comma-separated: ngram, early_exit:L, draft; each optionally +forced")
+      ->capture_default_str();
+  app.add_option("--draft-model", draft_model, "the draft model (default: the default model drafts for itself)");
+  app.add_option("--threads", threads, "engine threads")->capture_default_str()->check(CLI::Range(1, 1024));
+  app.add_option("--repeats", repeats, "runs of each case")->capture_default_str()->check(CLI::Range(1, 1000));
+  app.add_option("--max-tokens", max_tokens, "tokens per reply at most")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--spec-k", spec_k, "draft tokens per proposal")->capture_default_str()->check(CLI::Range(1, 64));
+  app.add_option("--requests", requests, "requests of the concurrent case")->capture_default_str()->check(CLI::Range(1, 256));
+  CLI11_PARSE(app, argc, argv);
   const std::string model = test::default_model_path();
   if (model.empty()) {
     std::fprintf(stderr, "the default model is missing: python3 scripts/fetch_model.py\n");
