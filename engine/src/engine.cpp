@@ -153,7 +153,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config, const
 
   if (!report(0.04, "loading tokenizer")) return cancelled;
   auto tok = create_tokenizer(model->vocab);
-  if (!tok.ok()) return Error{tok.error()};
+  if (!tok.ok()) return Error{fmt::format("{}: {}", config.model_path, tok.error())};
   impl->tokenizer = std::move(tok).value();
   if (impl->tokenizer->vocab_size() > mc.vocab_size) {
     return Error{fmt::format("{}: the vocabulary has {} tokens but the embedding only {} rows",
@@ -247,8 +247,9 @@ Result<RequestId> Engine::submit(GenerationRequest request, SubmittedPrompt* sub
     }
   }
   if (static_cast<int32_t>(prompt.size()) >= max_len) {
-    return Error{fmt::format("the prompt has {} tokens; the context holds {} (max model length)", prompt.size(),
-                             max_len)};
+    return Error{fmt::format("the prompt has {} token{}; the context holds {} (max model length){}", prompt.size(),
+                             prompt.size() == 1 ? "" : "s", max_len,
+                             static_cast<int32_t>(prompt.size()) == max_len ? ", with no room left for a reply" : "")};
   }
   auto seq = std::make_unique<Sequence>(0, 0, std::move(prompt), request.sampling, std::move(request.on_event),
                                         *m.tokenizer, m.config.block_size);
@@ -260,9 +261,13 @@ Result<RequestId> Engine::submit(GenerationRequest request, SubmittedPrompt* sub
   seq->hash_seed = prefix_hash_seed(request.cache_salt);
   const int32_t need = seq->table.num_blocks_needed(seq->max_total_tokens);
   if (need > m.info.num_kv_blocks) {
-    return Error{fmt::format("the request needs {} KV blocks ({} tokens) but the pool has only {}; "
-                             "raise the KV budget or lower max tokens", need, seq->max_total_tokens,
-                             m.info.num_kv_blocks)};
+    // The setting that sized the pool (kv_plan's choice) is the one to raise.
+    const char* pool_setting = m.config.num_blocks > 0            ? "num_blocks"
+                               : m.config.gpu_memory_percent > 0 && m.device ? "gpu_memory_percent"
+                                                                              : "the KV budget";
+    return Error{fmt::format("the request needs {} KV block{} ({} tokens) but the pool has only {}; raise {} or "
+                             "lower max tokens",
+                             need, need == 1 ? "" : "s", seq->max_total_tokens, m.info.num_kv_blocks, pool_setting)};
   }
   if (submitted) {
     submitted->tokens = seq->tokens;

@@ -8,6 +8,7 @@
 #include <map>
 #include <sstream>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "model/gguf_file.h"
@@ -186,7 +187,7 @@ Result<std::unique_ptr<TextTokenizer>> TextTokenizer::open(const std::string& pa
   auto vocab = read();
   if (!vocab.ok()) return Error{vocab.error()};
   auto tokenizer = create_tokenizer(*vocab);
-  if (!tokenizer.ok()) return Error{tokenizer.error()};
+  if (!tokenizer.ok()) return Error{fmt::format("{}: {}", path, tokenizer.error())};
   auto impl = std::make_unique<Impl>();
   impl->tokenizer = std::move(tokenizer).value();
   // The tokenizer copied what it needs from VocabData; the mapping can go.

@@ -351,12 +351,6 @@ Status write_tiny_gguf(const TinyModelSpec& s, const std::string& path) {
   g.set_f32(a + ".attention.layer_norm_rms_epsilon", gemma ? 1e-6f : 1e-5f);
   g.set_f32(a + ".rope.freq_base", gemma ? 1e6f : 10000.0f);
   if (gemma && s.sliding_window > 0) g.set_u32(a + ".attention.sliding_window", static_cast<uint32_t>(s.sliding_window));
-  // Again after the shape's keys, so that a test can replace one of them
-  // (a key is set in place: the files of the recorded references keep their bytes).
-  for (const auto& [key, value] : s.gguf_f32) g.set_f32(key, value);
-  for (const auto& [key, value] : s.gguf_u32) g.set_u32(key, value);
-  for (const auto& [key, value] : s.gguf_str) g.set_string(key, value);
-
   std::vector<std::string> merges;
   for (const auto& [x, y] : vocab.merges) merges.push_back(x + " " + y);
   g.set_string("tokenizer.ggml.model", "gpt2");
@@ -369,6 +363,12 @@ Status write_tiny_gguf(const TinyModelSpec& s, const std::string& path) {
   g.set_bool("tokenizer.ggml.add_bos_token", s.add_bos);
   // A spec's own template (gguf_str) wins over the ChatML default.
   if (!s.gguf_str.contains("tokenizer.chat_template")) g.set_string("tokenizer.chat_template", kChatMlTemplate);
+  // Again after the shape's and the tokenizer's keys, so that a test can
+  // replace one of them (a key is set in place: the files of the recorded
+  // references keep their bytes).
+  for (const auto& [key, value] : s.gguf_f32) g.set_f32(key, value);
+  for (const auto& [key, value] : s.gguf_u32) g.set_u32(key, value);
+  for (const auto& [key, value] : s.gguf_str) g.set_string(key, value);
 
   auto matrix = [&](const std::string& name, const std::vector<float>& m, int64_t rows, int64_t cols) {
     g.add_tensor(name, t, {cols, rows}, matrix_bytes(t, m, cols));

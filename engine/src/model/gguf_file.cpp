@@ -114,6 +114,7 @@ class GgufParser {
 
   bool read_header() {
     context_ = "the magic";
+    if (cur_.remaining() == 0) return fail("the file is empty (0 bytes), not a GGUF model");
     if (cur_.remaining() >= 4 && std::memcmp(file_.data_, "GGUF", 4) != 0) {
       std::string shown;
       for (int i = 0; i < 4; ++i) {

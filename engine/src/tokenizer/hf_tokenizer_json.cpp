@@ -135,7 +135,8 @@ Result<VocabData> read_hf_tokenizer_dir(const std::string& dir) {
   } else if (fs::exists(fs::path(dir) / "tokenizer.model")) {
     vocab = read_sentencepiece_model_file((fs::path(dir) / "tokenizer.model").string());
   }
-  if (!vocab) return vocab;
+  // The parsers name the file ("tokenizer.json: ..."); the folder says which.
+  if (!vocab) return Error{fmt::format("{}/{}", dir, vocab.error())};
   VocabData& v = *vocab;
 
   if (auto text = read_file((fs::path(dir) / "tokenizer_config.json").string())) {

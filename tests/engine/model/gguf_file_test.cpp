@@ -241,7 +241,8 @@ TEST(GgufFile, OpenErrors) {
   auto dir = GgufFile::open(std::filesystem::temp_directory_path().string());
   ASSERT_FALSE(dir.ok());
   EXPECT_THAT(dir.error(), HasSubstr("not a regular file"));
-  EXPECT_THAT(parse_error({}), HasSubstr("truncated at offset 0 while reading the magic"));
+  EXPECT_THAT(parse_error({}), HasSubstr("the file is empty (0 bytes), not a GGUF model"));
+  EXPECT_THAT(parse_error({'G', 'G', 'U'}), HasSubstr("truncated at offset 0 while reading the magic"));
 }
 
 // ---- Header -------------------------------------------------------------------

@@ -69,5 +69,17 @@ TEST(HfTokenizerJson, ReadsDirectoryWithConfig) {
   EXPECT_FALSE(read_hf_tokenizer_dir("/nonexistent/dir"));
 }
 
+// A directory's broken tokenizer.json is named with its folder.
+TEST(HfTokenizerJson, ErrorsNameTheDirectory) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("kvscope_hf_tok_bad_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::ofstream(dir / "tokenizer.json") << "{not json";
+  auto v = read_hf_tokenizer_dir(dir.string());
+  fs::remove_all(dir);
+  ASSERT_FALSE(v);
+  EXPECT_EQ(v.error(), dir.string() + "/tokenizer.json: not valid JSON");
+}
+
 }  // namespace
 }  // namespace kvscope
