@@ -94,6 +94,22 @@ std::vector<std::string> Engine::Impl::config_warnings(const EngineConfig& confi
     warnings.push_back(fmt::format("threads = {} is more than the {} CPUs this process may use; using {}",
                                    config.num_threads, usable_cpus(), usable_cpus()));
   }
+  // context_overflow = shift where no shift can happen stops like `stop`:
+  // say so when the settings are applied, not after a reply ends early.
+  if (config.context_overflow == ContextOverflow::Shift) {
+    if (!config.paged) {
+      warnings.push_back("context_overflow = shift needs paged KV blocks: with paging off, a full context stops "
+                         "as with stop");
+    } else if (const ContextShiftPlan shift = plan_context_shift(plan.max_model_len - 1, config.block_size,
+                                                                 config.context_keep, plan.max_model_len);
+               shift.drop_blocks == 0) {
+      warnings.push_back(fmt::format("context_overflow = shift has nothing to drop in a context of {} tokens "
+                                     "(blocks of {}, the first {} kept): a full context stops as with stop; "
+                                     "lengthen the context or lower block_size or context_keep",
+                                     plan.max_model_len, config.block_size,
+                                     shift.keep_blocks * config.block_size));
+    }
+  }
   return warnings;
 }
 

@@ -166,6 +166,30 @@ TEST_F(ContextOverflowTest, ShiftedCacheGivesTheLogitsOfAFreshPrefillOfTheKeptTo
   }
 }
 
+// shift where no shift can happen (paging off; a context of two blocks with
+// the first kept) stops like stop: the settings say so when applied.
+TEST_F(ContextOverflowTest, AShiftThatCannotHappenIsWarnedAbout) {
+  const std::string path = write_model({}, "warn");
+  const auto warnings = [&path](EngineConfig c) {
+    auto engine = Engine::create(c);
+    EXPECT_TRUE(engine.ok()) << (engine.ok() ? "" : engine.error());
+    return engine.ok() ? (*engine)->warnings() : std::vector<std::string>{};
+  };
+  const auto mentions = [](const std::vector<std::string>& ws, const std::string& part) {
+    return std::any_of(ws.begin(), ws.end(), [&](const std::string& w) { return w.find(part) != std::string::npos; });
+  };
+  EngineConfig c = config(path);
+  EXPECT_FALSE(mentions(warnings(c), "context_overflow"));  // 64 tokens in blocks of 8: shifts drop 2 blocks
+  c.paged = false;
+  EXPECT_TRUE(mentions(warnings(c), "context_overflow = shift needs paged KV blocks"));
+  c = config(path);
+  c.max_model_len = 24;  // 3 blocks of 8, 2 kept: the 23 computed tokens fill 2, nothing to drop
+  EXPECT_TRUE(mentions(warnings(c), "context_overflow = shift has nothing to drop in a context of 24 tokens"));
+  const Generation run = generate(**Engine::create(c), prompt(20), 40);
+  EXPECT_EQ(run.events.back().finish, FinishReason::ContextFull);  // as the warning said
+  EXPECT_EQ(run.events.back().stats.num_context_shifts, 0);
+}
+
 TEST_F(ContextOverflowTest, StopFinishesWithContextFull) {
   const std::string path = write_model({}, "stop");
   EngineConfig c = config(path);
