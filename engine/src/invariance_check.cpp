@@ -14,6 +14,7 @@
 #include <set>
 #include <fmt/format.h>
 
+#include "kernels/cpu/paged_attention.h"
 #include "kvscope/engine.h"
 #include "kvscope/request.h"
 #include "kvscope/setting_table.h"
@@ -278,10 +279,15 @@ std::vector<std::string> InvarianceReport::unexercised() const {
     const EngineConfig& c = side.config;
     const EngineConfig& o = other.config;
     if (c.cascade != CascadeMode::Off && c.cascade != o.cascade && stats.num_cascade_steps == 0) {
-      notes.push_back(fmt::format("{}: cascade = {}, but no step ran a cascade pass (sequences must share a "
-                                  "prefix of at least a block, {} tokens, and run together: longer prompts, or "
-                                  "more of them with a common start)",
-                                  name, cascade_mode_name(c.cascade), c.block_size));
+      // A group's prefix is whole shared blocks already computed, rounded
+      // down to attention tiles (runtime/cascade_plan.h): the block that
+      // holds a prompt's last token is never shared.
+      notes.push_back(fmt::format("{}: cascade = {}, but no step ran a cascade pass (sequences running together "
+                                  "must share at least {} computed tokens of whole {}-token blocks: longer prompts "
+                                  "with a common start, of {} tokens or more)",
+                                  name, cascade_mode_name(c.cascade), kAttentionTile, c.block_size,
+                                  std::max(kAttentionTile, (kAttentionTile + c.block_size - 1) / c.block_size *
+                                                               c.block_size) + 1));
     }
     if (side.concurrency > 1 && side.concurrency != other.concurrency && stats.max_batch_seqs <= 1) {
       notes.push_back(fmt::format("{}: concurrency = {}, but no step ran more than one sequence", name,
