@@ -46,13 +46,18 @@ nlohmann::ordered_json plan_json(const KvPlan& p, const EngineConfig& c) {
           {"workspace_bytes", p.workspace_bytes}};
 }
 
-std::string plan_text(const KvPlan& p, const EngineConfig& c) {
+// `model_context`: the model's trained context, which an unset max model
+// length follows unless the pool holds less.
+std::string plan_text(const KvPlan& p, const EngineConfig& c, int32_t model_context) {
   std::string out;
   for (const SettingProblem& problem : p.problems) out += fmt::format("KV plan     does not fit: {}\n", problem.message);
   if (!p.ok()) return out;
-  out += fmt::format("KV plan     {} blocks of {} tokens ({} each) = {}, {} tokens; max model length {}\n",
+  const bool pool_caps = c.max_model_len == 0 && p.max_model_len < model_context;
+  out += fmt::format("KV plan     {} blocks of {} tokens ({} each) = {}, {} tokens; max model length {}{}\n",
                      p.num_blocks, c.block_size, human_bytes(static_cast<uint64_t>(p.bytes_per_block)),
-                     human_bytes(static_cast<uint64_t>(p.pool_bytes)), p.num_blocks * c.block_size, p.max_model_len);
+                     human_bytes(static_cast<uint64_t>(p.pool_bytes)), p.num_blocks * c.block_size, p.max_model_len,
+                     pool_caps ? fmt::format(" (what the pool holds; the model's context is {})", model_context)
+                               : std::string());
   out += fmt::format("KV type     {}: {} per token\n", kv_cache_type_name(c.kv_cache_type),
                      human_bytes(static_cast<uint64_t>(p.kv_bytes_per_token)));
   if (p.draft_bytes_per_block > 0)
@@ -245,7 +250,7 @@ int run_model_info(const ModelInfoOptions& o) {
   } else {
     std::string text = summary_text(*summary);
     // The plan goes right after the memory lines, before the metadata.
-    if (plan) text.insert(text.find("\nmetadata ("), plan_text(*plan, *config));
+    if (plan) text.insert(text.find("\nmetadata ("), plan_text(*plan, *config, summary->config->context_length));
     if (ranks) {
       const std::string split =
           ranks->ok() ? ranks_text(**ranks) : fmt::format("ranks       cannot split: {}\n", ranks->error());

@@ -114,6 +114,8 @@ TEST(CliSettings, ModelInfoShowsThePlanForTheOptionsGiven) {
   const test::CliResult r = test::run_cli({"model-info", "--model", model, "--num-blocks", "37", "--block-size", "8"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("KV plan     37 blocks of 8 tokens"));
+  // 296 tokens, under the tiny model's context of 512: the pool's length is the context's.
+  EXPECT_THAT(r.out, HasSubstr("max model length 296 (what the pool holds; the model's context is 512)"));
   const test::CliResult tiny = test::run_cli({"model-info", "--model", model, "--kv-budget", "1", "--json"});
   ASSERT_EQ(tiny.exit_code, 0) << tiny.err;
   EXPECT_THAT(tiny.out, HasSubstr("\"ok\": false"));
