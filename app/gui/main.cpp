@@ -27,6 +27,7 @@
 #include "frame_measurement.h"
 #include "main_window.h"
 #include "server_dialog.h"
+#include "wheel_guard.h"
 #include "models/frame_time_probe.h"
 #include "models/workload_prompts.h"
 #include "startup_model.h"
@@ -58,6 +59,7 @@ int main(int argc, char** argv) {
   QApplication::setOrganizationName(QStringLiteral("kvscope"));
   QApplication::setApplicationName(QStringLiteral("kvscope"));
   QApplication::setApplicationVersion(QStringLiteral(KVSCOPE_VERSION));
+  kvscope::ui::WheelGuard::install();  // the wheel scrolls forms, not the value under the pointer
 
   QCommandLineParser parser;
   parser.setApplicationDescription(QStringLiteral("Chat with a local LLM and watch its KV memory live."));
