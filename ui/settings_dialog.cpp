@@ -183,6 +183,13 @@ void SettingsDialog::addSettingRow(QFormLayout* form, const kvscope::SettingSpec
       // tooltip says what the range is.
       help += tr(" Range: %1 to %2%3.")
                   .arg(QLocale().toString(box->minimum()), QLocale().toString(box->maximum()), box->suffix());
+      // "1 rank", "1 token": the table's units are plain English plurals.
+      if (!bytes && unit.endsWith(QLatin1Char('s'))) {
+        const QString one = unit.chopped(1);
+        const auto follow = [box, unit, one](int value) { box->setSuffix(value == 1 ? one : unit); };
+        follow(box->value());
+        connect(box, &QSpinBox::valueChanged, box, follow);
+      }
       connect(box, &QSpinBox::valueChanged, this, &SettingsDialog::revalidate);
       control = box;
       break;

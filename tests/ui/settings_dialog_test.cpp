@@ -256,6 +256,15 @@ class SettingsDialogTest : public QObject {
           // The box clamps what is typed without a word: the tooltip gives the range.
           QVERIFY2(control->toolTip().contains(QStringLiteral("Range: %1 to ").arg(QLocale().toString(box->minimum()))),
                    qPrintable(key + QStringLiteral(": ") + control->toolTip()));
+          // The unit follows the value: "1 rank", "2 ranks".
+          if (spec.unit == "ranks" || spec.unit == "tokens" || spec.unit == "sequences") {
+            const int before = box->value();
+            box->setValue(1);
+            QCOMPARE(box->suffix(), QStringLiteral(" ") + qs(spec.unit).chopped(1));
+            box->setValue(2);
+            QCOMPARE(box->suffix(), QStringLiteral(" ") + qs(spec.unit));
+            box->setValue(before);
+          }
           break;
         }
         case SettingType::Bytes: {
