@@ -53,6 +53,9 @@ class ChatOverflowTest : public QObject {
   void theChatSaysWhatOverflowDropped() {
     ChatWidget chat;
     chat.onModelLoaded(tinyInfo());
+    // The context in force beside the model's own.
+    QVERIFY2(chat.statusText().contains(QStringLiteral("context 64 (the model's: %1)").arg(QLocale().toString(8192))),
+             qPrintable(chat.statusText()));
     chat.sendPrompt(QStringLiteral("Tell me a long story"));
     chat.onRequestStarted(kRequest, true);
     chat.onTokens(kRequest, 0, QStringLiteral("Once"));
