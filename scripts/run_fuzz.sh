@@ -5,8 +5,9 @@
 #   bpe_tokenizer_fuzzer   byte-level BPE: bytes -> encode/decode
 #   spm_tokenizer_fuzzer   SentencePiece: bytes -> encode/decode
 #   request_parser_fuzzer  the server's request bodies -> a request or a 4xx
+#   chat_template_fuzzer   a model file's chat template -> a prompt or an error
 #
-#   scripts/run_fuzz.sh [SECONDS]      (default 60, shared equally by the five)
+#   scripts/run_fuzz.sh [SECONDS]      (default 60, shared equally by the six)
 #
 # Configures a clang build in build-fuzz (-DKVSCOPE_FUZZ=ON, -Werror), builds
 # the fuzzers and the seed writer, and runs each for its share of SECONDS.
@@ -43,14 +44,15 @@ model_dir="${KVSCOPE_MODEL_DIR:-${XDG_DATA_HOME:-$HOME/.local/share}/kvscope/mod
 cmake -S "$root" -B "$build" -G Ninja \
   -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKVSCOPE_FUZZ=ON -DKVSCOPE_WERROR=ON -DKVSCOPE_CUDA=OFF >/dev/null
-fuzzers=(gguf_fuzzer model_loader_fuzzer bpe_tokenizer_fuzzer spm_tokenizer_fuzzer request_parser_fuzzer)
+fuzzers=(gguf_fuzzer model_loader_fuzzer bpe_tokenizer_fuzzer spm_tokenizer_fuzzer request_parser_fuzzer
+  chat_template_fuzzer)
 ninja -C "$build" -j"$(nproc)" "${fuzzers[@]}" gguf_fuzz_seeds
 
 # Seed folders are rewritten each run and only read by the fuzzers; new
 # inputs go to fuzz-corpus/NAME, kept between runs.
 seeds="$build/fuzz-seeds"
 rm -rf "$seeds"
-mkdir -p "$seeds/gguf" "$seeds/model" "$seeds/text" "$seeds/request" "$build/fuzz-artifacts"
+mkdir -p "$seeds/gguf" "$seeds/model" "$seeds/text" "$seeds/request" "$seeds/template" "$build/fuzz-artifacts"
 "$build/tests/gguf_fuzz_seeds" "$seeds/gguf" "$seeds/model"
 if [[ -n "$fixtures" ]] && compgen -G "$fixtures/*.gguf" >/dev/null; then
   cp -f "$fixtures"/*.gguf "$seeds/gguf/"
@@ -63,6 +65,9 @@ printf 'ça marche, 日本語 \xf0\x9f\x98\x80 \xff\xfe\x04\x1d <|im_start|> <s>
 # Request bodies of the server's two generation endpoints.
 printf '{"model": "m", "messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": [{"type": "text", "text": "Hi"}]}], "stream": true, "stream_options": {"include_usage": true}, "n": 2, "max_tokens": 16, "temperature": 0.7, "top_p": 0.9, "stop": ["\\n", "END"], "seed": 42, "logprobs": true, "top_logprobs": 3}' >"$seeds/request/chat"
 printf '{"model": "m", "prompt": ["Once", [1, 2, 3]], "max_completion_tokens": 8, "logprobs": 2, "echo": true, "stop": "x", "presence_penalty": -1.5, "top_k": 5}' >"$seeds/request/completion"
+# Chat templates: ChatML, and one with a namespace, a macro, filters and raise_exception.
+printf '%s' "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}" >"$seeds/template/chatml"
+printf '%s' "{{ bos_token }}{% set ns = namespace(sys='') %}{% macro turn(r, c) %}[{{ r|upper }}] {{ c|trim }}{% endmacro %}{% for m in messages %}{% if m['role'] == 'system' %}{% set ns.sys = m['content'] %}{% elif loop.index0 % 2 == 0 and m['role'] != 'user' %}{{ raise_exception('roles must alternate') }}{% else %}{{ turn(m['role'], m['content']) }}{{ eos_token if m['role'] == 'assistant' }}{% endif %}{% endfor %}{{ ns.sys|tojson }}{{ messages|map(attribute='role')|join(',') }}{% if add_generation_prompt %}[ASSISTANT]{% endif %}" >"$seeds/template/features"
 
 # The vocabularies the tokenizer fuzzers load (fuzz_vocab.h); unset: built-in.
 export KVSCOPE_FUZZ_BPE_VOCAB="" KVSCOPE_FUZZ_SPM_VOCAB=""
@@ -82,6 +87,7 @@ for name in "${fuzzers[@]}"; do
     gguf_fuzzer) seed_dir="$seeds/gguf" len="$max_len" ;;
     model_loader_fuzzer) seed_dir="$seeds/model" len="$max_len" ;;
     request_parser_fuzzer) seed_dir="$seeds/request" len=8192 ;;
+    chat_template_fuzzer) seed_dir="$seeds/template" len=4096 ;;
     *) seed_dir="$seeds/text" len=4096 ;;
   esac
   corpus="$build/fuzz-corpus/${name%_fuzzer}"
