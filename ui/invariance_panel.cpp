@@ -24,6 +24,7 @@
 #include "models/invariance_text.h"
 #include "models/invariance_verdict_model.h"
 #include "palette_colors.h"
+#include "unit_suffix.h"
 
 namespace kvscope::ui {
 
@@ -90,7 +91,7 @@ InvariancePanel::InvariancePanel(QWidget* parent) : QWidget(parent) {
   max_tokens_->setAccessibleName(tr("Tokens to generate"));
   max_tokens_->setRange(1, 1024);
   max_tokens_->setValue(InvarianceOptions{}.max_tokens);
-  max_tokens_->setSuffix(tr(" tokens"));
+  setCountedUnit(max_tokens_, tr("tokens"));
   form->addRow(tr("Generate:"), max_tokens_);
 
   run_ = new QPushButton(tr("Run check"), this);

@@ -16,6 +16,7 @@
 #include "models/rank_text.h"
 #include "palette_colors.h"
 #include "unseen_updates.h"
+#include "unit_suffix.h"
 
 namespace kvscope::ui {
 
@@ -106,11 +107,11 @@ QWidget* MemoryPanel::makeBreakdownBox() {
 QWidget* MemoryPanel::makeWhatIfBox() {
   auto* box = new QGroupBox(tr("What if"), this);
   auto* form = new QFormLayout(box);
-  const auto spin = [&](const char* name, int lo, int hi, const QString& suffix) {
+  const auto spin = [&](const char* name, int lo, int hi, const QString& unit) {
     auto* s = new QSpinBox(box);
     s->setObjectName(QString::fromLatin1(name));
     s->setRange(lo, hi);
-    s->setSuffix(suffix);
+    setCountedUnit(s, unit);
     s->setKeyboardTracking(true);  // figures follow every keystroke
     connect(s, &QSpinBox::valueChanged, this, &MemoryPanel::refreshWhatIf);
     return s;
@@ -118,12 +119,12 @@ QWidget* MemoryPanel::makeWhatIfBox() {
   // The ranges are the setting table's, so no entry is out of range.
   const SettingSpec& block_size = *find_setting("block_size");
   const SettingSpec& budget = *find_setting("kv_budget");
-  block_size_ = spin("blockSize", static_cast<int>(block_size.min), static_cast<int>(block_size.max), tr(" tokens"));
+  block_size_ = spin("blockSize", static_cast<int>(block_size.min), static_cast<int>(block_size.max), tr("tokens"));
   budget_mib_ = spin("kvBudgetMiB", static_cast<int>(std::max<int64_t>(budget.min >> 20, 1)),
-                     static_cast<int>(std::min<int64_t>(budget.max >> 20, 1 << 24)), tr(" MiB"));
-  prompt_tokens_ = spin("promptTokens", 1, 1 << 20, tr(" tokens"));
-  output_tokens_ = spin("outputTokens", 0, 1 << 20, tr(" tokens"));
-  max_tokens_ = spin("maxTokens", 1, 1 << 20, tr(" tokens"));
+                     static_cast<int>(std::min<int64_t>(budget.max >> 20, 1 << 24)), tr("MiB"));
+  prompt_tokens_ = spin("promptTokens", 1, 1 << 20, tr("tokens"));
+  output_tokens_ = spin("outputTokens", 0, 1 << 20, tr("tokens"));
+  max_tokens_ = spin("maxTokens", 1, 1 << 20, tr("tokens"));
   block_size_->setAccessibleName(tr("What-if block size"));
   budget_mib_->setAccessibleName(tr("What-if KV budget"));
   prompt_tokens_->setAccessibleName(tr("What-if prompt length"));

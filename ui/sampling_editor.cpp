@@ -11,6 +11,8 @@
 #include <QPlainTextEdit>
 #include <QSpinBox>
 
+#include "unit_suffix.h"
+
 namespace kvscope::ui {
 namespace {
 
@@ -78,7 +80,7 @@ SamplingEditor::SamplingEditor(QWidget* parent) : QWidget(parent) {
   addField(QStringLiteral("frequency_penalty"), tr("Frequency penalty:"), frequency_penalty_,
            tr("Subtracted per occurrence in the window: positive discourages repeating the same words."));
   max_tokens_ = intSpin(this, 1, 1 << 20);
-  max_tokens_->setSuffix(tr(" tokens"));
+  setCountedUnit(max_tokens_, tr("tokens"));
   addField(QStringLiteral("max_tokens"), tr("Max reply length:"), max_tokens_,
            tr("A reply stops after this many tokens: longer answers cost more time and KV memory."));
   seed_ = new QLineEdit(this);

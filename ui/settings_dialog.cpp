@@ -22,6 +22,7 @@
 #include <QVBoxLayout>
 
 #include "sampling_editor.h"
+#include "unit_suffix.h"
 
 namespace kvscope::ui {
 namespace {
@@ -174,7 +175,11 @@ void SettingsDialog::addSettingRow(QFormLayout* form, const kvscope::SettingSpec
       const bool bytes = spec.type == kvscope::SettingType::Bytes;
       box->setRange(bytes ? clampToInt((spec.min + kMiB - 1) / kMiB) : clampToInt(spec.min),
                     bytes ? std::min(toMiB(spec.max), 1 << 24) : clampToInt(spec.max));
-      box->setSuffix(bytes ? tr(" MiB") : unit);
+      if (bytes) {
+        box->setSuffix(tr(" MiB"));
+      } else if (!spec.unit.empty()) {
+        setCountedUnit(box, qs(spec.unit));  // "1 rank", "2 ranks"
+      }
       if (!spec.zero_means.empty() && spec.min == 0) {
         box->setSpecialValueText(qs(spec.zero_means));
         help += tr(" (0: %1)").arg(qs(spec.zero_means));
@@ -183,13 +188,6 @@ void SettingsDialog::addSettingRow(QFormLayout* form, const kvscope::SettingSpec
       // tooltip says what the range is.
       help += tr(" Range: %1 to %2%3.")
                   .arg(QLocale().toString(box->minimum()), QLocale().toString(box->maximum()), box->suffix());
-      // "1 rank", "1 token": the table's units are plain English plurals.
-      if (!bytes && unit.endsWith(QLatin1Char('s'))) {
-        const QString one = unit.chopped(1);
-        const auto follow = [box, unit, one](int value) { box->setSuffix(value == 1 ? one : unit); };
-        follow(box->value());
-        connect(box, &QSpinBox::valueChanged, box, follow);
-      }
       connect(box, &QSpinBox::valueChanged, this, &SettingsDialog::revalidate);
       control = box;
       break;

@@ -9,22 +9,23 @@
 #include <QSpinBox>
 
 #include "models/workload_prompts.h"
+#include "unit_suffix.h"
 
 namespace kvscope::ui {
 
 WorkloadDialog::WorkloadDialog(const WorkloadSpec& spec, QWidget* parent) : QDialog(parent) {
   setWindowTitle(tr("Synthetic workload"));
-  auto spin = [this](int lo, int hi, int value, const QString& suffix) {
+  auto spin = [this](int lo, int hi, int value, const QString& unit) {
     auto* box = new QSpinBox(this);
     box->setRange(lo, hi);
     box->setValue(value);
-    box->setSuffix(suffix);
+    if (!unit.isEmpty()) setCountedUnit(box, unit);
     return box;
   };
   num_requests_ = spin(1, 1024, spec.num_requests, QString());
-  prompt_len_ = spin(1, 8192, spec.prompt_len, tr(" tokens"));
-  output_len_ = spin(1, 8192, spec.output_len, tr(" tokens"));
-  shared_prefix_len_ = spin(0, 8192, spec.shared_prefix_len, tr(" tokens"));
+  prompt_len_ = spin(1, 8192, spec.prompt_len, tr("tokens"));
+  output_len_ = spin(1, 8192, spec.output_len, tr("tokens"));
+  shared_prefix_len_ = spin(0, 8192, spec.shared_prefix_len, tr("tokens"));
   connect(prompt_len_, &QSpinBox::valueChanged, shared_prefix_len_, &QSpinBox::setMaximum);
   shared_prefix_len_->setMaximum(prompt_len_->value());
   arrival_rate_ = new QDoubleSpinBox(this);

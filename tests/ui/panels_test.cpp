@@ -71,7 +71,11 @@ class PanelsTest : public QObject {
     auto spin = [&](const char* name) { return panel.findChild<QSpinBox*>(QString::fromLatin1(name)); };
     spin("blockSize")->setValue(32);
     spin("kvBudgetMiB")->setValue(128);
+    spin("promptTokens")->setValue(1);
+    QCOMPARE(spin("promptTokens")->suffix(), QStringLiteral(" token"));  // ui/unit_suffix.h
     spin("promptTokens")->setValue(100);
+    QCOMPARE(spin("promptTokens")->suffix(), QStringLiteral(" tokens"));
+    QCOMPARE(spin("kvBudgetMiB")->suffix(), QStringLiteral(" MiB"));
     spin("outputTokens")->setValue(50);
     spin("maxTokens")->setValue(256);
     // 46080 * 32 = 1474560 bytes a block; 128 MiB / that = 91 blocks.
