@@ -6,8 +6,9 @@
 #   spm_tokenizer_fuzzer   SentencePiece: bytes -> encode/decode
 #   request_parser_fuzzer  the server's request bodies -> a request or a 4xx
 #   chat_template_fuzzer   a model file's chat template -> a prompt or an error
+#   json_schema_fuzzer     a request's JSON schema -> a grammar or an error
 #
-#   scripts/run_fuzz.sh [SECONDS]      (default 60, shared equally by the six)
+#   scripts/run_fuzz.sh [SECONDS]      (default 60, shared equally by the seven)
 #
 # Configures a clang build in build-fuzz (-DKVSCOPE_FUZZ=ON, -Werror), builds
 # the fuzzers and the seed writer, and runs each for its share of SECONDS.
@@ -45,14 +46,14 @@ cmake -S "$root" -B "$build" -G Ninja \
   -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKVSCOPE_FUZZ=ON -DKVSCOPE_WERROR=ON -DKVSCOPE_CUDA=OFF >/dev/null
 fuzzers=(gguf_fuzzer model_loader_fuzzer bpe_tokenizer_fuzzer spm_tokenizer_fuzzer request_parser_fuzzer
-  chat_template_fuzzer)
+  chat_template_fuzzer json_schema_fuzzer)
 ninja -C "$build" -j"$(nproc)" "${fuzzers[@]}" gguf_fuzz_seeds
 
 # Seed folders are rewritten each run and only read by the fuzzers; new
 # inputs go to fuzz-corpus/NAME, kept between runs.
 seeds="$build/fuzz-seeds"
 rm -rf "$seeds"
-mkdir -p "$seeds/gguf" "$seeds/model" "$seeds/text" "$seeds/request" "$seeds/template" "$build/fuzz-artifacts"
+mkdir -p "$seeds/gguf" "$seeds/model" "$seeds/text" "$seeds/request" "$seeds/template" "$seeds/schema" "$build/fuzz-artifacts"
 "$build/tests/gguf_fuzz_seeds" "$seeds/gguf" "$seeds/model"
 if [[ -n "$fixtures" ]] && compgen -G "$fixtures/*.gguf" >/dev/null; then
   cp -f "$fixtures"/*.gguf "$seeds/gguf/"
@@ -68,6 +69,10 @@ printf '{"model": "m", "prompt": ["Once", [1, 2, 3]], "max_completion_tokens": 8
 # Chat templates: ChatML, and one with a namespace, a macro, filters and raise_exception.
 printf '%s' "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}" >"$seeds/template/chatml"
 printf '%s' "{{ bos_token }}{% set ns = namespace(sys='') %}{% macro turn(r, c) %}[{{ r|upper }}] {{ c|trim }}{% endmacro %}{% for m in messages %}{% if m['role'] == 'system' %}{% set ns.sys = m['content'] %}{% elif loop.index0 % 2 == 0 and m['role'] != 'user' %}{{ raise_exception('roles must alternate') }}{% else %}{{ turn(m['role'], m['content']) }}{{ eos_token if m['role'] == 'assistant' }}{% endif %}{% endfor %}{{ ns.sys|tojson }}{{ messages|map(attribute='role')|join(',') }}{% if add_generation_prompt %}[ASSISTANT]{% endif %}" >"$seeds/template/features"
+
+# JSON schemas as response_format carries them.
+printf '%s' '{"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"}, "tags": {"type": "array", "items": {"enum": ["a", "b", 3, null]}, "minItems": 1, "maxItems": 4}}, "required": ["name"], "additionalProperties": false}' >"$seeds/schema/object"
+printf '%s' '{"anyOf": [{"type": ["number", "null"]}, {"const": {"k": [true, false]}}, {"type": "array", "items": {"anyOf": [{"type": "string"}, {"type": "boolean"}]}}]}' >"$seeds/schema/any_of"
 
 # The vocabularies the tokenizer fuzzers load (fuzz_vocab.h); unset: built-in.
 export KVSCOPE_FUZZ_BPE_VOCAB="" KVSCOPE_FUZZ_SPM_VOCAB=""
@@ -88,6 +93,7 @@ for name in "${fuzzers[@]}"; do
     model_loader_fuzzer) seed_dir="$seeds/model" len="$max_len" ;;
     request_parser_fuzzer) seed_dir="$seeds/request" len=8192 ;;
     chat_template_fuzzer) seed_dir="$seeds/template" len=4096 ;;
+    json_schema_fuzzer) seed_dir="$seeds/schema" len=4096 ;;
     *) seed_dir="$seeds/text" len=4096 ;;
   esac
   corpus="$build/fuzz-corpus/${name%_fuzzer}"
