@@ -14,7 +14,7 @@ QString mib(qint64 bytes) { return QString::number(static_cast<double>(bytes) / 
 
 }  // namespace
 
-FirstRunDialog::FirstRunDialog(const QString& model_path, qint64 model_bytes, QWidget* parent) : QDialog(parent) {
+FirstRunDialog::FirstRunDialog(const QString& model_path, qint64 download_bytes, QWidget* parent) : QDialog(parent) {
   setWindowTitle(tr("Welcome to kvscope"));
   auto* layout = new QVBoxLayout(this);
   auto* intro = new QLabel(
@@ -45,7 +45,7 @@ FirstRunDialog::FirstRunDialog(const QString& model_path, qint64 model_bytes, QW
   // lays out again (Cancel must stay hidden until a download runs).
   auto* buttons = new QHBoxLayout;
   download_ = new QPushButton(
-      tr("Download the default model (%1 MiB)").arg(qRound(static_cast<double>(model_bytes) / (1 << 20))), this);
+      tr("Download the default model (%1 MiB)").arg(qRound(static_cast<double>(download_bytes) / (1 << 20))), this);
   download_->setObjectName(QStringLiteral("downloadButton"));
   download_->setDefault(true);
   open_ = new QPushButton(tr("Open model…"), this);

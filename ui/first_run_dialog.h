@@ -20,8 +20,9 @@ class FirstRunDialog : public QDialog {
  public:
   enum class Choice { None, Downloaded, OpenModel };
 
-  // `model_path`: where the default model belongs; `model_bytes`: its size.
-  FirstRunDialog(const QString& model_path, qint64 model_bytes, QWidget* parent = nullptr);
+  // `model_path`: where the default model belongs; `download_bytes`: what
+  // its download fetches (the archive: 89 MiB for a 94 MiB model).
+  FirstRunDialog(const QString& model_path, qint64 download_bytes, QWidget* parent = nullptr);
 
   // How the dialog ended: the model is installed, or the user wants to pick a file.
   Choice choice() const { return choice_; }

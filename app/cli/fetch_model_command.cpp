@@ -13,6 +13,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 
 #include <CLI/CLI.hpp>
@@ -81,7 +82,16 @@ int run_fetch_model(const FetchModelOptions& o) {
   const fetch::ModelSource& source = fetch::default_model_source();
   const std::string dir = o.dir.empty() ? fetch::default_model_dir() : o.dir;
   if (!o.quiet) {
-    fmt::print(stderr, "fetching {} ({}) from {}\n", source.file_name, human_bytes(source.file_size), source.url);
+    // An installed model of the right size is only checked (its SHA-256), not fetched: say which.
+    std::error_code ec;
+    const bool present = std::filesystem::file_size(std::filesystem::path(dir) / source.file_name, ec) ==
+                             source.file_size &&
+                         !ec;
+    if (present) {
+      fmt::print(stderr, "checking the installed {} in {}\n", source.file_name, dir);
+    } else {
+      fmt::print(stderr, "fetching {} ({}) from {}\n", source.file_name, human_bytes(source.file_size), source.url);
+    }
   }
   ProgressLine line(o.quiet);
   fetch::DownloadCallbacks callbacks;

@@ -22,7 +22,8 @@ void connectFirstRunDialog(kvscope::ui::FirstRunDialog& dialog, ModelFetchJob& j
 void offerDefaultModel(kvscope::ui::MainWindow& window, const kvscope::EngineConfig& config, const QString& model_dir) {
   const kvscope::fetch::ModelSource& source = kvscope::fetch::default_model_source();
   const QString path = QDir(model_dir).filePath(QString::fromStdString(source.file_name));
-  auto* dialog = new kvscope::ui::FirstRunDialog(path, static_cast<qint64>(source.file_size), &window);
+  // The button names what the download costs, as the CLI and the README do (89 MiB, not the 94 installed).
+  auto* dialog = new kvscope::ui::FirstRunDialog(path, static_cast<qint64>(source.archive_size), &window);
   dialog->setAttribute(Qt::WA_DeleteOnClose);
   // The job dies with the dialog; its destructor cancels and joins the thread.
   auto* job = new ModelFetchJob(source, model_dir, dialog);
