@@ -15,6 +15,7 @@
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QFileInfo>
+#include <QIcon>
 #include <QSettings>
 #include <QStatusBar>
 #include <QTimer>
@@ -59,6 +60,12 @@ int main(int argc, char** argv) {
   QApplication::setOrganizationName(QStringLiteral("kvscope"));
   QApplication::setApplicationName(QStringLiteral("kvscope"));
   QApplication::setApplicationVersion(QStringLiteral(KVSCOPE_VERSION));
+  // The installed desktop entry's id (packaging/): a Wayland compositor and
+  // the taskbar match the window to the menu entry and its icon by it.
+  QGuiApplication::setDesktopFileName(QStringLiteral("io.github.kvscope.Kvscope"));
+  if (const QIcon icon = QIcon::fromTheme(QStringLiteral("io.github.kvscope.Kvscope")); !icon.isNull()) {
+    QApplication::setWindowIcon(icon);  // installed: the hicolor theme has it
+  }
   kvscope::ui::WheelGuard::install();  // the wheel scrolls forms, not the value under the pointer
 
   QCommandLineParser parser;
