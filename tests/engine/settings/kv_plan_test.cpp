@@ -198,9 +198,10 @@ TEST(KvPlan, ThePoolCapsAnUnsetMaxModelLength) {
   EXPECT_EQ(plan_kv(smollm2(), c, 0).max_model_len, 8192);
 }
 
-// A small pool is legal (short requests fit), but a longer request will be
-// refused when it comes: the plan says so for a pool under 4,096 tokens (or
-// under the max model length, when that is shorter), naming the setting.
+// A small pool is legal (short requests fit), but it is the longest context
+// (or, with a max model length set, a longer request is refused): the plan
+// says so for a pool under 4,096 tokens (or under the max model length, when
+// that is shorter), naming the setting.
 TEST(KvPlan, WarnsWhenThePoolIsSmall) {
   EngineConfig c = config();
   c.block_size = 3;
@@ -212,7 +213,10 @@ TEST(KvPlan, WarnsWhenThePoolIsSmall) {
                                            p.num_blocks)),
             std::string::npos)
       << p.warnings[0];
-  EXPECT_NE(p.warnings[0].find("raise kv_budget"), std::string::npos) << p.warnings[0];
+  EXPECT_NE(p.warnings[0].find("so no context is longer: a longer prompt is refused and a reply stops there; raise "
+                               "kv_budget"),
+            std::string::npos)
+      << p.warnings[0];
   c.num_blocks = 4096 / 4;
   c.block_size = 4;  // 4,096 tokens: enough for the note, though under the 8,192 context
   EXPECT_TRUE(plan_kv(smollm2(), c, 0).warnings.empty());
