@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <limits>
 #include <new>
+#include <string_view>
 #include <thread>
 #include <unistd.h>
 
@@ -277,10 +278,9 @@ Result<RequestId> Engine::submit(GenerationRequest request, SubmittedPrompt* sub
   seq->hash_seed = prefix_hash_seed(request.cache_salt);
   const int32_t need = seq->table.num_blocks_needed(seq->max_total_tokens);
   if (need > m.info.num_kv_blocks) {
-    // The setting that sized the pool (kv_plan's choice) is the one to raise.
-    const char* pool_setting = m.config.num_blocks > 0            ? "num_blocks"
-                               : m.config.gpu_memory_percent > 0 && m.device ? "gpu_memory_percent"
-                                                                              : "the KV budget";
+    // The setting that sized the pool is the one to raise (kv_budget in words).
+    const std::string_view sizing = pool_sizing_setting(m.config, m.device.has_value());
+    const std::string_view pool_setting = sizing == "kv_budget" ? "the KV budget" : sizing;
     return Error{fmt::format("the request needs {} KV block{} ({} tokens) but the pool has only {}; raise {} or "
                              "lower max tokens",
                              need, need == 1 ? "" : "s", seq->max_total_tokens, m.info.num_kv_blocks, pool_setting)};

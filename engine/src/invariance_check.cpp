@@ -286,8 +286,7 @@ std::vector<std::string> InvarianceReport::unexercised() const {
                                   "must share at least {} computed tokens of whole {}-token blocks: longer prompts "
                                   "with a common start, of {} tokens or more)",
                                   name, cascade_mode_name(c.cascade), kAttentionTile, c.block_size,
-                                  std::max(kAttentionTile, (kAttentionTile + c.block_size - 1) / c.block_size *
-                                                               c.block_size) + 1));
+                                  (kAttentionTile + c.block_size - 1) / c.block_size * c.block_size + 1));
     }
     if (side.concurrency > 1 && side.concurrency != other.concurrency && stats.max_batch_seqs <= 1) {
       notes.push_back(fmt::format("{}: concurrency = {}, but no step ran more than one sequence", name,

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <fmt/format.h>
 #include <limits>
+#include <string_view>
 #include <unistd.h>
 
 #include "parallel/rank_memory.h"
@@ -46,6 +47,11 @@ int64_t max_logits_rows(const EngineConfig& c) {
   const int64_t seqs = c.max_seqs;
   if (c.spec == SpecMethod::Off) return seqs;
   return std::min(seqs * (1 + c.spec_k), std::max<int64_t>(seqs, c.max_batched_tokens));
+}
+
+const char* pool_sizing_setting(const EngineConfig& c, bool on_gpu) {
+  if (c.num_blocks > 0) return "num_blocks";
+  return on_gpu && c.gpu_memory_percent > 0 ? "gpu_memory_percent" : "kv_budget";
 }
 
 KvPlan plan_kv(const ModelShape& m, const EngineConfig& c, int64_t machine_memory_bytes, const DeviceMemory* device) {
@@ -107,8 +113,8 @@ KvPlan plan_kv(const ModelShape& m, const EngineConfig& c, int64_t machine_memor
   // On a GPU with gpu_memory_percent, the pool gets that share of the free
   // memory (plus what this engine already holds there) after the weights
   // and the workspace.
-  const bool percent = device && c.num_blocks == 0 && c.gpu_memory_percent > 0;
-  const char* pool_field = c.num_blocks > 0 ? "num_blocks" : percent ? "gpu_memory_percent" : "kv_budget";
+  const char* pool_field = pool_sizing_setting(c, device != nullptr);
+  const bool percent = std::string_view(pool_field) == "gpu_memory_percent";
   if (percent) {
     const int64_t share = (device->free_bytes + device->held_bytes) / 100 * c.gpu_memory_percent;
     const int64_t left = share - device->weight_bytes - p.workspace_bytes;

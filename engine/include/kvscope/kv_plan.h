@@ -97,6 +97,11 @@ struct DeviceMemory {
 KvPlan plan_kv(const ModelShape& model, const EngineConfig& config, int64_t machine_memory_bytes,
                const DeviceMemory* device = nullptr);
 
+// The setting that sizes the pool, the one a message about its size names:
+// "num_blocks" when set, else "gpu_memory_percent" when it applies (a pool
+// planned on a GPU), else "kv_budget".
+const char* pool_sizing_setting(const EngineConfig& config, bool on_gpu);
+
 // Rows of logits one step asks for at most, which the engine reserves: one
 // per sequence (max_seqs), and with speculative decoding 1 + spec_k per
 // decoding sequence, the drafts' rows coming out of the step's token budget.
