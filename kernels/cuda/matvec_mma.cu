@@ -339,17 +339,6 @@ struct Place {
   int64_t b_begin, b_end;
 };
 
-// With a norm, the scales of the block's tokens, warp w taking tokens w,
-// w + 8, ...; the stage loop's first barrier publishes them.
-__device__ inline void block_norm_scales(const InputNorm& norm, const float* x, int64_t row_len, const Place& at,
-                                         float* token_scale) {
-  if (norm.weight == nullptr) return;
-  for (int t = at.warp; t < at.tile; t += kWarps) {
-    const float scale = warp_rms_scale(x + (at.t0 + t) * row_len, row_len, norm.eps);
-    if (threadIdx.x % kWarpSize == 0) token_scale[t] = scale;
-  }
-}
-
 template <bool kSplit>
 __device__ inline Place place_of(int64_t num_tokens, int64_t row_len) {
   Place p;
@@ -385,7 +374,8 @@ __global__ void __launch_bounds__(kThreads)
   __shared__ Shared sh;
   __shared__ float token_scale[kTokens];
   const Place at = place_of<kSplit>(num_tokens, row_len);
-  block_norm_scales(norm, x, row_len, at, token_scale);
+  // With a norm, the block's token scales first (the stage loop's first barrier publishes them).
+  if (norm.weight) block_rms_scales(x, row_len, at.t0, at.tile, norm.eps, token_scale);
   const int warp = at.warp, g = at.g, c = at.c, tile = at.tile, tiles = at.tiles;
   const int64_t t0 = at.t0, row0 = at.row0;
   // This thread's two weight rows (a row past the end reads output 0's row 0 and is not stored).
@@ -440,7 +430,8 @@ __global__ void __launch_bounds__(kThreads)
   __shared__ Shared sh;
   __shared__ float token_scale[kTokens];
   const Place at = place_of<kSplit>(num_tokens, row_len);
-  block_norm_scales(norm, x, row_len, at, token_scale);
+  // With a norm, the block's token scales first (the stage loop's first barrier publishes them).
+  if (norm.weight) block_rms_scales(x, row_len, at.t0, at.tile, norm.eps, token_scale);
   const int warp = at.warp, g = at.g, c = at.c, tile = at.tile, tiles = at.tiles;
   const int64_t t0 = at.t0, row0 = at.row0;
   const int64_t ra_row = min(row0 + g, num_rows - 1);  // past the end: read a real row, store nothing

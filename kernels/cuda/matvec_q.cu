@@ -240,17 +240,6 @@ __device__ inline int token_tile(int64_t num_tokens, int64_t& t0) {
   return static_cast<int>(min(static_cast<int64_t>(kTile), num_tokens - t0));
 }
 
-// With a norm, warp w computes the norm scale of the tile's token w (a tile
-// has at most one token per warp). The chunk loop's first barrier publishes them.
-static_assert(kTokenTile <= kWarpsPerBlock);
-__device__ inline void tile_norm_scales(const InputNorm& norm, const float* x, int64_t row_len, int64_t t0, int tile,
-                                        float* token_scale) {
-  const int warp = threadIdx.x / kWarpSize;
-  if (norm.weight == nullptr || warp >= tile) return;
-  const float scale = warp_rms_scale(x + (t0 + warp) * row_len, row_len, norm.eps);
-  if (threadIdx.x % kWarpSize == 0) token_scale[warp] = scale;
-}
-
 // grid.x covers the outputs' rows one after the other (warp w of block b:
 // row b * 8 + w of the concatenation), grid.y the token tiles of kTile (1
 // for a single token: fewer registers, so more blocks in flight; else
@@ -265,7 +254,8 @@ __global__ void __launch_bounds__(kThreads)
   int64_t t0;
   const int tile = token_tile<kTile>(num_tokens, t0);
   const auto [x_s, sx_s, w_s] = carve_staging(smem, tile, warp);
-  tile_norm_scales(norm, x, row_len, t0, tile, token_scale);
+  // With a norm, the tile's token scales first (the chunk loop's first barrier publishes them).
+  if (norm.weight) block_rms_scales(x, row_len, t0, tile, norm.eps, token_scale);
 
   MatvecOutput o;
   int64_t r;
@@ -314,7 +304,8 @@ __global__ void __launch_bounds__(kThreads)
   int64_t t0;
   const int tile = token_tile<kTile>(num_tokens, t0);
   const auto [x_s, sx_s, w_s] = carve_staging(smem, tile, warp);
-  tile_norm_scales(norm, x, row_len, t0, tile, token_scale);
+  // With a norm, the tile's token scales first (the chunk loop's first barrier publishes them).
+  if (norm.weight) block_rms_scales(x, row_len, t0, tile, norm.eps, token_scale);
 
   const int64_t r = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + warp;
   const bool active = r < num_rows;  // warp-uniform; inactive warps still join every barrier

@@ -46,6 +46,18 @@ __device__ inline float warp_rms_scale(const float* row, int64_t n, float eps) {
   return rsqrtf(__fadd_rn(__fdiv_rn(sum_sq, static_cast<float>(n)), eps));
 }
 
+// The scales of rows t0 .. t0 + rows - 1 of x (rows of row_len floats) into
+// scale[0 .. rows): the block's warps take rows w, w + warps, ... Called by
+// every thread of the block; the caller's next barrier publishes them.
+__device__ inline void block_rms_scales(const float* x, int64_t row_len, int64_t t0, int rows, float eps,
+                                        float* scale) {
+  const int warps = static_cast<int>(blockDim.x) / kWarpSize;
+  for (int t = static_cast<int>(threadIdx.x) / kWarpSize; t < rows; t += warps) {
+    const float s = warp_rms_scale(x + (t0 + t) * row_len, row_len, eps);
+    if (threadIdx.x % kWarpSize == 0) scale[t] = s;
+  }
+}
+
 // One element of the normalised row: (v * scale) * weight, rounded twice as written.
 __device__ inline float rms_normed(float v, float scale, float weight) {
   return __fmul_rn(__fmul_rn(v, scale), weight);
