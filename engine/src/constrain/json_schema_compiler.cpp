@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -30,7 +31,7 @@ const std::set<std::string>& annotations() {
 
 class Compiler {
  public:
-  explicit Compiler(Grammar& g) : g_(g) {}
+  Compiler(Grammar& g, const Json& root) : g_(g), root_(root) {}
 
   // The node for `schema` at JSON pointer `path`, or the error naming the keyword.
   Result<int32_t> compile(const Json& schema, const std::string& path, int depth) {
@@ -42,13 +43,22 @@ class Compiler {
     }
     if (!schema.is_object()) return fail(path, "a schema must be an object or a boolean");
     for (const auto& [key, value] : schema.items()) {
-      static const std::set<std::string> known = {"type",     "properties", "required", "additionalProperties",
-                                                  "items",    "minItems",   "maxItems", "enum",
-                                                  "const",    "anyOf"};
+      static const std::set<std::string> known = {"type",  "properties", "required", "additionalProperties",
+                                                  "items", "minItems",   "maxItems", "enum",
+                                                  "const", "anyOf",      "$ref",     "$defs",
+                                                  "definitions"};
       if (!known.count(key) && !annotations().count(key)) {
         return fail(path, fmt::format("keyword '{}' is not supported", key));
       }
     }
+    // $defs / definitions only hold schemas for $ref to point at: they
+    // constrain nothing where they stand.
+    for (const char* defs : {"$defs", "definitions"}) {
+      if (schema.contains(defs) && !schema[defs].is_object()) {
+        return fail(path + "/" + defs, fmt::format("'{}' must be an object of schemas", defs));
+      }
+    }
+    if (schema.contains("$ref")) return reference(schema, path, depth);
     if (schema.contains("const")) return literal_node({schema["const"]}, path);
     if (schema.contains("enum")) {
       const Json& values = schema["enum"];
@@ -93,9 +103,11 @@ class Compiler {
  private:
   // anyOf inside anyOf is flattened (and repeats dropped), so that the
   // matcher expands one level per value, never a tree of them at one byte.
+  // A $ref's node is not: while its schema compiles it has no alternatives yet.
   void add_alternative(GrammarNode& any_of, int32_t alt) const {
     const GrammarNode& a = g_.node(alt);
-    const std::vector<int32_t> flat = a.kind == GrammarNodeKind::AnyOf ? a.alternatives : std::vector<int32_t>{alt};
+    const bool flatten = a.kind == GrammarNodeKind::AnyOf && !ref_nodes_.count(alt);
+    const std::vector<int32_t> flat = flatten ? a.alternatives : std::vector<int32_t>{alt};
     for (int32_t f : flat) {
       if (std::find(any_of.alternatives.begin(), any_of.alternatives.end(), f) == any_of.alternatives.end()) {
         any_of.alternatives.push_back(f);
@@ -105,6 +117,56 @@ class Compiler {
 
   static Error fail(const std::string& path, const std::string& what) {
     return Error{fmt::format("schema at {}: {}", path, what)};
+  }
+
+  // {"$ref": "#/$defs/Name"}: a JSON pointer into this schema (what Pydantic
+  // and the OpenAI SDKs write for nested and recursive models). Each target
+  // is compiled once, into a node of its own: an anyOf of one alternative,
+  // reserved before the target compiles so that a recursive model's $ref
+  // refers back to it. A cycle that passes through no object or array would
+  // let the matcher expand forever without reading a byte, so it is refused.
+  Result<int32_t> reference(const Json& schema, const std::string& path, int depth) {
+    for (const auto& [key, value] : schema.items()) {
+      if (key != "$ref" && key != "$defs" && key != "definitions" && !annotations().count(key)) {
+        return fail(path, fmt::format("'$ref' together with '{}' is not supported", key));
+      }
+    }
+    const Json& ref = schema["$ref"];
+    if (!ref.is_string()) return fail(path + "/$ref", "'$ref' must be a string");
+    const std::string target = ref.get<std::string>();
+    if (target.empty() || target[0] != '#') {
+      return fail(path + "/$ref", fmt::format("'{}' is not a reference into this schema (only '#...' is supported)", target));
+    }
+    if (auto known = ref_targets_.find(target); known != ref_targets_.end()) {
+      const auto open = open_refs_.find(target);
+      if (open != open_refs_.end() && open->second == containers_) {
+        return fail(path + "/$ref", fmt::format("'{}' refers to itself without an object or array in between", target));
+      }
+      return known->second;
+    }
+    const Json* resolved = nullptr;
+    try {
+      const Json::json_pointer pointer(target.substr(1));
+      if (root_.contains(pointer)) resolved = &root_.at(pointer);
+    } catch (const Json::exception&) {
+      return fail(path + "/$ref", fmt::format("'{}' is not a valid JSON pointer", target));
+    }
+    if (!resolved) return fail(path + "/$ref", fmt::format("'{}' points to nothing in the schema", target));
+    if (static_cast<int32_t>(ref_targets_.size()) >= kMaxNodes) {
+      return fail(path, fmt::format("the schema has more than {} parts", kMaxNodes));
+    }
+    GrammarNode placeholder;
+    placeholder.kind = GrammarNodeKind::AnyOf;
+    const int32_t id = g_.add(std::move(placeholder));
+    ref_nodes_.insert(id);
+    ref_targets_.emplace(target, id);
+    open_refs_.emplace(target, containers_);
+    // Compiled once, where it is first used: later uses share the node.
+    auto body = compile(*resolved, target, depth + 1);
+    open_refs_.erase(target);
+    if (!body.ok()) return body;
+    g_.mutable_node(id).alternatives = {*body};
+    return id;
   }
 
   // A keyword that belongs to another type (e.g. items on a string) is refused.
@@ -140,7 +202,9 @@ class Compiler {
     n.kind = GrammarNodeKind::Array;
     n.items = Grammar::kAnyValue;
     if (schema.contains("items")) {
+      ++containers_;
       auto items = compile(schema["items"], path + "/items", depth + 1);
+      --containers_;
       if (!items.ok()) return items;
       n.items = *items;
     }
@@ -191,7 +255,9 @@ class Compiler {
         GrammarProperty p;
         p.key_json = Json(key).dump();
         p.required = required.count(key) > 0;
+        ++containers_;
         auto value = compile(sub, path + "/properties/" + key, depth + 1);
+        --containers_;
         if (!value.ok()) return value;
         p.value = *value;
         n.properties.push_back(std::move(p));
@@ -219,6 +285,11 @@ class Compiler {
   }
 
   Grammar& g_;
+  const Json& root_;
+  std::map<std::string, int32_t> ref_targets_;  // $ref target -> its node
+  std::set<int32_t> ref_nodes_;                 // those nodes
+  std::map<std::string, int> open_refs_;        // targets still compiling -> containers_ when they began
+  int containers_ = 0;                          // object properties and array items entered
 };
 
 }  // namespace
@@ -227,7 +298,7 @@ Result<std::shared_ptr<const Grammar>> compile_json_schema(std::string_view sche
   Json schema = Json::parse(schema_json.begin(), schema_json.end(), nullptr, /*allow_exceptions=*/false);
   if (schema.is_discarded()) return Error{"the schema is not valid JSON"};
   auto g = std::make_shared<Grammar>();
-  Compiler compiler(*g);
+  Compiler compiler(*g, schema);
   auto root = compiler.compile(schema, "#", 0);
   if (!root.ok()) return Error{root.error()};
   g->set_root(*root);

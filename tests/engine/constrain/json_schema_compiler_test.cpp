@@ -18,6 +18,11 @@ std::shared_ptr<const Grammar> compile(const std::string& schema) {
   return g.ok() ? *g : json_object_grammar();
 }
 
+// "dI": {"$ref": "#/$defs/dI+1"}, for a chain of references.
+std::string chain_link(int i) {
+  return "\"d" + std::to_string(i) + "\": {\"$ref\": \"#/$defs/d" + std::to_string(i + 1) + "\"}, ";
+}
+
 bool accepts(const std::shared_ptr<const Grammar>& g, const std::string& text) {
   GrammarMatcher m(g);
   return m.advance(text) && m.is_complete();
@@ -157,12 +162,79 @@ TEST(JsonSchemaCompiler, BooleanSchemasAndAnnotations) {
   EXPECT_NE(refusal("false").find("accepts nothing"), std::string::npos);
 }
 
+// What Pydantic's model_json_schema() (and so the OpenAI SDK's parse()) writes
+// for a model with a nested model, an optional one and a list of them.
+TEST(JsonSchemaCompiler, RefsIntoDefsAsPydanticWritesThem) {
+  const auto g = compile(R"({
+      "$defs": {"Address": {"title": "Address", "type": "object", "additionalProperties": false,
+                            "properties": {"city": {"title": "City", "type": "string"}}, "required": ["city"]}},
+      "title": "Person", "type": "object", "additionalProperties": false,
+      "properties": {"home": {"$ref": "#/$defs/Address"},
+                     "work": {"anyOf": [{"$ref": "#/$defs/Address"}, {"type": "null"}]},
+                     "past": {"type": "array", "items": {"$ref": "#/$defs/Address", "description": "d"}}},
+      "required": ["home", "work", "past"]})");
+  EXPECT_TRUE(accepts(g, R"({"home":{"city":"Oslo"},"work":null,"past":[{"city":"Rome"},{"city":"Graz"}]})"));
+  EXPECT_TRUE(accepts(g, R"({"home":{"city":"Oslo"},"work":{"city":"Bern"},"past":[]})"));
+  EXPECT_FALSE(accepts(g, R"({"home":{"town":"Oslo"},"work":null,"past":[]})"));
+  EXPECT_FALSE(accepts(g, R"({"home":{"city":"Oslo"},"work":1,"past":[]})"));
+  EXPECT_FALSE(accepts(g, R"({"home":{"city":"Oslo"},"work":null,"past":[{"city":1}]})"));
+  // draft-07's "definitions", and a target that is itself a $ref.
+  const auto d = compile(R"({"definitions": {"A": {"$ref": "#/definitions/B"}, "B": {"type": "integer"}},
+                             "type": "array", "items": {"$ref": "#/definitions/A"}})");
+  EXPECT_TRUE(accepts(d, "[1,2]"));
+  EXPECT_FALSE(accepts(d, "[1.5]"));
+}
+
+TEST(JsonSchemaCompiler, RecursiveRefsThroughObjectsAndArrays) {
+  // A tree: each node holds a list of nodes ("#" is the whole schema).
+  const auto tree = compile(R"({"type": "object", "additionalProperties": false,
+      "properties": {"name": {"type": "string"}, "children": {"type": "array", "items": {"$ref": "#"}}},
+      "required": ["name", "children"]})");
+  EXPECT_TRUE(accepts(tree, R"({"name":"a","children":[{"name":"b","children":[]},{"name":"c","children":[]}]})"));
+  EXPECT_TRUE(accepts(tree, R"({"name":"a","children":[{"name":"b","children":[{"name":"d","children":[]}]}]})"));
+  EXPECT_FALSE(accepts(tree, R"({"name":"a","children":[{"name":"b"}]})"));
+  // A linked list through two definitions and an optional link.
+  const auto list = compile(R"({"$defs": {
+      "Node": {"type": "object", "additionalProperties": false,
+               "properties": {"v": {"type": "integer"}, "next": {"$ref": "#/$defs/Next"}}, "required": ["v"]},
+      "Next": {"anyOf": [{"$ref": "#/$defs/Node"}, {"type": "null"}]}},
+      "$ref": "#/$defs/Node"})");
+  EXPECT_TRUE(accepts(list, R"({"v":1,"next":{"v":2,"next":{"v":3,"next":null}}})"));
+  EXPECT_TRUE(accepts(list, R"({"v":1})"));
+  EXPECT_FALSE(accepts(list, R"({"v":1,"next":{"v":"x"}})"));
+}
+
+TEST(JsonSchemaCompiler, RefusesRefsItCannotFollow) {
+  EXPECT_EQ(refusal(R"({"$ref": "https://example.com/s.json"})"),
+            "schema at #/$ref: 'https://example.com/s.json' is not a reference into this schema (only '#...' is supported)");
+  EXPECT_EQ(refusal(R"({"$ref": "#/$defs/missing", "$defs": {}})"),
+            "schema at #/$ref: '#/$defs/missing' points to nothing in the schema");
+  EXPECT_EQ(refusal(R"({"$ref": "#nope"})"), "schema at #/$ref: '#nope' is not a valid JSON pointer");
+  EXPECT_EQ(refusal(R"({"$ref": 3})"), "schema at #/$ref: '$ref' must be a string");
+  EXPECT_EQ(refusal(R"({"$ref": "#/$defs/a", "type": "string", "$defs": {"a": {}}})"),
+            "schema at #: '$ref' together with 'type' is not supported");
+  EXPECT_EQ(refusal(R"({"$defs": []})"), "schema at #/$defs: '$defs' must be an object of schemas");
+  // Cycles that pass through no object or array: the matcher would expand them forever.
+  EXPECT_EQ(refusal(R"({"$ref": "#"})"), "schema at #/$ref: '#' refers to itself without an object or array in between");
+  EXPECT_EQ(refusal(R"({"$defs": {"a": {"anyOf": [{"$ref": "#/$defs/b"}, {"type": "null"}]}, "b": {"$ref": "#/$defs/a"}},
+                       "$ref": "#/$defs/a"})"),
+            "schema at #/$defs/b/$ref: '#/$defs/a' refers to itself without an object or array in between");
+  // A target's errors are named where the target is.
+  EXPECT_EQ(refusal(R"({"$defs": {"a": {"type": "string", "pattern": "x"}}, "$ref": "#/$defs/a"})"),
+            "schema at #/$defs/a: keyword 'pattern' is not supported");
+  // A chain of references nests: bounded like any nesting.
+  std::string chain = R"({"$defs": {)";
+  for (int i = 0; i < 40; ++i) chain += chain_link(i);
+  chain += R"("d40": {"type": "integer"}}, "$ref": "#/$defs/d0"})";
+  EXPECT_NE(refusal(chain).find("deeper than"), std::string::npos);
+}
+
 TEST(JsonSchemaCompiler, RefusesWhatItDoesNotSupportNamingKeywordAndPlace) {
   EXPECT_EQ(refusal(R"({"type": "object", "properties": {"age": {"type": "integer", "minimum": 0}}})"),
             "schema at #/properties/age: keyword 'minimum' is not supported");
   EXPECT_EQ(refusal(R"({"type": "string", "pattern": "^a$"})"), "schema at #: keyword 'pattern' is not supported");
   EXPECT_EQ(refusal(R"({"type": "string", "format": "date"})"), "schema at #: keyword 'format' is not supported");
-  EXPECT_EQ(refusal(R"({"$ref": "#/$defs/x"})"), "schema at #: keyword '$ref' is not supported");
+  EXPECT_EQ(refusal(R"({"$ref": "#/$defs/x"})"), "schema at #/$ref: '#/$defs/x' points to nothing in the schema");
   EXPECT_EQ(refusal(R"({"oneOf": [{"type": "string"}]})"), "schema at #: keyword 'oneOf' is not supported");
   EXPECT_NE(refusal(R"({"type": "object", "properties": {"a": {}}, "additionalProperties": true})")
                 .find("additionalProperties true together with properties"),
