@@ -49,6 +49,11 @@ ApiError route_not_found(const std::string& method, const std::string& path) {
           "invalid_request_error", "", "unknown_url"};
 }
 
+ApiError method_not_allowed(const std::string& method, const std::string& path, const std::string& allowed) {
+  return {405, fmt::format("{} {}: this endpoint takes {}", method, path, allowed), "invalid_request_error", "",
+          "method_not_allowed"};
+}
+
 ApiError payload_too_large(size_t limit_bytes) {
   return {413, fmt::format("the request body is over the server's limit of {} bytes (--max-body-size)", limit_bytes),
           "invalid_request_error", "", "request_too_large"};

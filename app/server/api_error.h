@@ -35,6 +35,8 @@ ApiError origin_not_allowed(const std::string& origin);
 ApiError model_not_found(const std::string& model);
 // 404: no such endpoint.
 ApiError route_not_found(const std::string& method, const std::string& path);
+// 405: an endpoint that exists, asked with another method (`allowed`, e.g. "POST").
+ApiError method_not_allowed(const std::string& method, const std::string& path, const std::string& allowed);
 // 413: a body over the server's limit.
 ApiError payload_too_large(size_t limit_bytes);
 // 413: a body sent as a form (Content-Type application/x-www-form-urlencoded,

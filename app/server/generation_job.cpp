@@ -10,9 +10,22 @@ GenerationJob::GenerationJob(EngineDriver& driver, int32_t num_choices, int32_t 
     : driver_(driver), num_choices_(num_choices), top_logprobs_(top_logprobs), logprobs_(logprobs),
       counters_(std::move(counters)) {
   if (logprobs_) rows_.resize(static_cast<size_t>(num_choices));
+  num_counted_.assign(static_cast<size_t>(num_choices), 0);
 }
 
 GenerationJob::~GenerationJob() = default;
+
+namespace {
+
+// The request field a refusal of Engine::submit is about, for the error's
+// `param`: the one a client would change.
+std::string refused_field(const std::string& error, bool chat) {
+  if (error.find("lower max tokens") != std::string::npos) return "max_tokens";  // the pool holds the prompt
+  if (error.find("tools") != std::string::npos) return "tools";  // the chat template cannot offer them
+  return chat ? "messages" : "prompt";
+}
+
+}  // namespace
 
 GenerationJob::Start GenerationJob::start(EngineDriver& driver, const ParsedRequest& request,
                                           std::shared_ptr<JobCounters> counters) {
@@ -46,7 +59,7 @@ GenerationJob::Start GenerationJob::start(EngineDriver& driver, const ParsedRequ
       job->cancel();
       const bool too_long = id.error().find("context holds") != std::string::npos;
       return invalid_request(num_prompts > 1 ? "prompt[" + std::to_string(p) + "]: " + id.error() : id.error(),
-                             chat ? "messages" : "prompt", too_long ? "context_length_exceeded" : "");
+                             refused_field(id.error(), chat), too_long ? "context_length_exceeded" : "");
     }
     std::lock_guard lock(job->mutex_);
     job->ids_.push_back(*id);
@@ -91,8 +104,17 @@ void GenerationJob::on_event(int32_t prompt_index, const TokenEvent& ev) {
     if (row.fresh) out.logprob = make_logprob(row, ev.token);
   }
   if (counters_) {
-    if (ev.token >= 0) counters_->on_token();
-    if (ev.finish != FinishReason::None) counters_->on_finish(ev.finish, ev.stats);
+    int32_t& counted = num_counted_[static_cast<size_t>(out.choice)];
+    if (ev.token >= 0) {
+      counters_->on_token();
+      ++counted;
+    }
+    if (ev.finish != FinishReason::None) {
+      // The end-of-sequence token arrives without an event of its own but is
+      // generated, and the usage counts it: so does the metric.
+      for (; counted < ev.stats.num_generated_tokens; ++counted) counters_->on_token();
+      counters_->on_finish(ev.finish, ev.stats);
+    }
   }
   {
     std::lock_guard lock(mutex_);

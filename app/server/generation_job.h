@@ -96,6 +96,7 @@ class GenerationJob {
   const bool logprobs_;
   std::shared_ptr<JobCounters> counters_;
   std::vector<LogitsRow> rows_;  // [num_choices] when logprobs
+  std::vector<int32_t> num_counted_;  // [num_choices] tokens given to counters_ (the stepping thread's)
 
   std::vector<RequestId> ids_;  // written in start() before the job is handed out
   std::vector<std::vector<int32_t>> prompt_tokens_;

@@ -7,10 +7,13 @@
 #include <atomic>
 #include <chrono>
 #include <csignal>
+#include <cctype>
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <random>
+#include <regex>
+#include <string_view>
 #include <sys/socket.h>
 #include <thread>
 
@@ -33,6 +36,17 @@ using httplib::Request;
 using httplib::Response;
 using HandlerResponse = httplib::Server::HandlerResponse;
 
+// The endpoints' paths (httplib patterns). The generation endpoints and the
+// model list also answer without /v1, as llama.cpp's server does, for clients
+// given the bare host as base URL.
+constexpr const char* kChatPath = R"((/v1)?/chat/completions)";
+constexpr const char* kCompletionsPath = R"((/v1)?/completions)";
+constexpr const char* kModelsPath = R"((/v1)?/models)";
+constexpr const char* kModelPath = R"(/v1/models/(.+))";
+constexpr const char* kHealthPath = "/health";
+constexpr const char* kMetricsPath = "/metrics";
+constexpr const char* kSnapshotPath = "/v1/engine/snapshot";
+
 void send_error(Response& res, const ApiError& e) {
   res.status = e.status;
   res.set_content(e.body(), "application/json");
@@ -42,8 +56,8 @@ void send_json(Response& res, const Json& j) { res.set_content(dump(j), "applica
 
 // Compares in time independent of where the strings differ, so that the key
 // cannot be guessed a byte at a time from response times.
-// `expected` is never empty ("Bearer " + key).
-bool same_secret(const std::string& given, const std::string& expected) {
+// `expected` is never empty (the key).
+bool same_secret(std::string_view given, std::string_view expected) {
   unsigned diff = given.size() == expected.size() ? 0u : 1u;
   for (size_t i = 0; i < given.size(); ++i) {
     diff |= static_cast<unsigned char>(given[i] ^ expected[i % expected.size()]);
@@ -109,8 +123,15 @@ struct OpenAiServer::Impl {
     return false;
   }
 
+  // "Bearer KEY", the scheme in any case (RFC 9110: schemes are case-insensitive).
   bool authorized(const Request& req) const {
-    return same_secret(req.get_header_value("Authorization"), "Bearer " + options.api_key);
+    const std::string header = req.get_header_value("Authorization");
+    constexpr std::string_view kScheme = "bearer ";
+    if (header.size() < kScheme.size()) return false;
+    for (size_t i = 0; i < kScheme.size(); ++i) {
+      if (std::tolower(static_cast<unsigned char>(header[i])) != kScheme[i]) return false;
+    }
+    return same_secret(std::string_view(header).substr(kScheme.size()), options.api_key);
   }
 
   HandlerResponse before_routing(const Request& req, Response& res) {
@@ -132,7 +153,7 @@ struct OpenAiServer::Impl {
         return HandlerResponse::Handled;
       }
     }
-    if (!options.api_key.empty() && req.path != "/health" && !authorized(req)) {
+    if (!options.api_key.empty() && req.path != kHealthPath && !authorized(req)) {
       send_error(res, invalid_api_key());
       return HandlerResponse::Handled;
     }
@@ -144,7 +165,13 @@ struct OpenAiServer::Impl {
   HandlerResponse on_error(const Request& req, Response& res) {
     if (!res.body.empty()) return HandlerResponse::Unhandled;
     if (res.status == 404) {
-      send_error(res, route_not_found(req.method, req.path));
+      const std::string allowed = methods_of(req.path);
+      if (allowed.empty()) {
+        send_error(res, route_not_found(req.method, req.path));
+      } else {
+        send_error(res, method_not_allowed(req.method, req.path, allowed));
+        res.set_header("Allow", allowed);
+      }
     } else if (res.status == 413 && is_form_within_limit(req, options.max_body_bytes)) {
       send_error(res, form_too_large(CPPHTTPLIB_FORM_URL_ENCODED_PAYLOAD_MAX_LENGTH));
     } else if (res.status == 413) {
@@ -176,6 +203,16 @@ struct OpenAiServer::Impl {
             {"context_length", context_length}};
   }
 
+  // The method an existing endpoint takes ("" when `path` is none), for a 405.
+  static std::string methods_of(const std::string& path) {
+    for (const auto& [method, pattern] : {std::pair{"POST", kChatPath}, {"POST", kCompletionsPath},
+                                          {"GET", kModelsPath}, {"GET", kModelPath}, {"GET", kHealthPath},
+                                          {"GET", kMetricsPath}, {"GET", kSnapshotPath}}) {
+      if (std::regex_match(path, std::regex(pattern))) return method;
+    }
+    return "";
+  }
+
   void install_routes() {
     http.set_pre_routing_handler([this](const Request& req, Response& res) { return before_routing(req, res); });
     http.set_error_handler(httplib::Server::HandlerWithResponse(
@@ -190,20 +227,19 @@ struct OpenAiServer::Impl {
       }
       send_error(res, engine_error(fmt::format("internal error: {}", what)));
     });
-    // Also without /v1, as llama.cpp's server takes them, for clients given the bare host as base URL.
-    http.Post(R"((/v1)?/chat/completions)",
+    http.Post(kChatPath,
               [this](const Request& req, Response& res) { generate(req, res, Endpoint::kChatCompletions); });
-    http.Post(R"((/v1)?/completions)",
+    http.Post(kCompletionsPath,
               [this](const Request& req, Response& res) { generate(req, res, Endpoint::kCompletions); });
-    http.Get(R"((/v1)?/models)", [this](const Request&, Response& res) {
+    http.Get(kModelsPath, [this](const Request&, Response& res) {
       send_json(res, {{"object", "list"}, {"data", Json::array({model_json()})}});
     });
-    http.Get(R"(/v1/models/(.+))", [this](const Request& req, Response& res) {
+    http.Get(kModelPath, [this](const Request& req, Response& res) {
       if (req.matches[1] != model_id) return send_error(res, model_not_found(req.matches[1]));
       send_json(res, model_json());
     });
-    http.Get("/health", [](const Request&, Response& res) { send_json(res, {{"status", "ok"}}); });
-    http.Get("/metrics", [this](const Request&, Response& res) {
+    http.Get(kHealthPath, [](const Request&, Response& res) { send_json(res, {{"status", "ok"}}); });
+    http.Get(kMetricsPath, [this](const Request&, Response& res) {
       EngineSample sample;
       if (!driver.run_between_steps([&sample](Engine& e) { sample = sample_engine(e); })) {
         return send_error(res, {503, "the engine has stopped", "server_error", "", ""});
@@ -211,7 +247,7 @@ struct OpenAiServer::Impl {
       res.set_content(prometheus_text(metrics->totals(), metrics->tokens_per_second(), sample),
                       "text/plain; version=0.0.4; charset=utf-8");
     });
-    http.Get("/v1/engine/snapshot", [this](const Request&, Response& res) {
+    http.Get(kSnapshotPath, [this](const Request&, Response& res) {
       std::shared_ptr<const EngineSnapshot> snapshot;
       if (!driver.run_between_steps([&snapshot](Engine& e) { snapshot = e.snapshot(); })) {
         return send_error(res, {503, "the engine has stopped", "server_error", "", ""});

@@ -3,6 +3,7 @@
 // "not given", as in OpenAI's API.
 #include "request_parser.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <optional>
@@ -34,7 +35,12 @@ std::string kind_of(const Json& v) {
     case Json::value_t::boolean: return "a boolean";
     case Json::value_t::number_integer:
     case Json::value_t::number_unsigned: return "an integer";
-    case Json::value_t::number_float: return "a number with a fraction or exponent";
+    case Json::value_t::number_float: {
+      // Integers beyond 64 bits are parsed as doubles too.
+      const double x = v.get<double>();
+      if (std::isfinite(x) && std::abs(x) >= 9.2e18 && std::nearbyint(x) == x) return "an integer beyond 64 bits";
+      return "a number with a fraction or exponent";
+    }
     case Json::value_t::array: return "an array";
     case Json::value_t::object: return "an object";
     default: return "null";
@@ -84,15 +90,21 @@ MaybeError read_int32(const Json& obj, const std::string& key, int64_t min, int6
   return std::nullopt;
 }
 
-// A finite number in [min, max].
-MaybeError read_float(const Json& obj, const char* key, double min, double max, float& out) {
+// Whether `min` itself is allowed (top_p and repetition_penalty must be above 0).
+enum class Lower { kIncluded, kExcluded };
+
+// A finite number in [min, max] (or (min, max]).
+MaybeError read_float(const Json& obj, const char* key, double min, double max, float& out,
+                      Lower lower = Lower::kIncluded) {
   const Json* v = field(obj, key);
   if (!v) return std::nullopt;
   if (!v->is_number()) return wrong_type(key, "a number", *v);
   const double x = v->get<double>();
-  if (!(std::isfinite(x) && x >= min && x <= max)) {
-    return invalid_request(fmt::format("'{}' must be a number from {} to {}, got {}", key, min, max, number_text(*v)),
-                           key);
+  const bool above_min = lower == Lower::kIncluded ? x >= min : x > min;
+  if (!(std::isfinite(x) && above_min && x <= max)) {
+    const std::string range = lower == Lower::kIncluded ? fmt::format("from {} to {}", min, max)
+                                                        : fmt::format("above {} and at most {}", min, max);
+    return invalid_request(fmt::format("'{}' must be a number {}, got {}", key, range, number_text(*v)), key);
   }
   out = static_cast<float>(x);
   return std::nullopt;
@@ -102,7 +114,7 @@ MaybeError read_float(const Json& obj, const char* key, double min, double max, 
 MaybeError read_seed(const Json& obj, uint64_t& out) {
   const Json* v = field(obj, "seed");
   if (!v) return std::nullopt;
-  if (!v->is_number_integer()) return wrong_type("seed", "an integer", *v);
+  if (!v->is_number_integer()) return wrong_type("seed", "a 64-bit integer", *v);
   out = v->is_number_unsigned() ? v->get<uint64_t>() : static_cast<uint64_t>(v->get<int64_t>());
   if (out == 0) out = kSeedForZero;
   return std::nullopt;
@@ -144,6 +156,14 @@ MaybeError refuse_unsupported(const Json& obj, int32_t n) {
   }
   if (const Json* v = field(obj, "suffix"); v && !(v->is_string() && v->get<std::string>().empty())) {
     return invalid_request("'suffix' (fill in the middle) is not supported", "suffix");
+  }
+  // Audio out: the answer would be text where sound was asked for.
+  if (field(obj, "audio")) {
+    return invalid_request("'audio' output is not supported: this server answers in text", "audio");
+  }
+  if (const Json* v = field(obj, "modalities")) {
+    const bool text_only = v->is_array() && std::all_of(v->begin(), v->end(), [](const Json& m) { return m == "text"; });
+    if (!text_only) return invalid_request("'modalities' other than [\"text\"] are not supported", "modalities");
   }
   if (const Json* v = field(obj, "best_of")) {
     if (!v->is_number_integer() || v->get<int64_t>() != n) {
@@ -236,13 +256,13 @@ MaybeError read_common(const Json& obj, const ParseDefaults& defaults, ParsedReq
   if (MaybeError e = read_int32(obj, "max_tokens", 1, kInt32Max, s.max_tokens)) return e;
   if (MaybeError e = read_int32(obj, "max_completion_tokens", 1, kInt32Max, s.max_tokens)) return e;
   if (MaybeError e = read_float(obj, "temperature", 0.0, 2.0, s.temperature)) return e;
-  if (MaybeError e = read_float(obj, "top_p", 0.0, 1.0, s.top_p)) return e;
+  if (MaybeError e = read_float(obj, "top_p", 0.0, 1.0, s.top_p, Lower::kExcluded)) return e;
   if (MaybeError e = read_float(obj, "presence_penalty", -2.0, 2.0, s.presence_penalty)) return e;
   if (MaybeError e = read_float(obj, "frequency_penalty", -2.0, 2.0, s.frequency_penalty)) return e;
   // Extensions that llama.cpp's server and vLLM also take.
   if (MaybeError e = read_int32(obj, "top_k", 0, kInt32Max, s.top_k)) return e;
   if (MaybeError e = read_float(obj, "min_p", 0.0, 1.0, s.min_p)) return e;
-  if (MaybeError e = read_float(obj, "repetition_penalty", 0.0, 100.0, s.repetition_penalty)) return e;
+  if (MaybeError e = read_float(obj, "repetition_penalty", 0.0, 100.0, s.repetition_penalty, Lower::kExcluded)) return e;
   if (MaybeError e = read_int32(obj, "repeat_last_n", -1, kInt32Max, s.repeat_last_n)) return e;
   if (MaybeError e = read_bool(obj, "ignore_eos", s.ignore_eos)) return e;
   if (MaybeError e = read_seed(obj, s.seed)) return e;
@@ -476,7 +496,10 @@ std::variant<Json, ApiError> parse_object(std::string_view body) {
   try {
     j = Json::parse(body.begin(), body.end());
   } catch (const Json::exception& e) {
-    return invalid_request(fmt::format("the body is not valid JSON: {}", e.what()), "", "invalid_json");
+    // Without nlohmann's "[json.exception.parse_error.101] " tag: the rest says where and why.
+    std::string_view why = e.what();
+    if (!why.empty() && why.front() == '[') why.remove_prefix(std::min(why.size(), why.find("] ") + 2));
+    return invalid_request(fmt::format("the body is not valid JSON: {}", why), "", "invalid_json");
   }
   if (!j.is_object()) return invalid_request(fmt::format("the body must be a JSON object, got {}", kind_of(j)));
   return j;

@@ -263,6 +263,34 @@ TEST_F(OpenAiServerTest, ModelsHealthMetricsAndSnapshot) {
   EXPECT_GE(snapshot.json["step"].get<int>(), 1);
 }
 
+// A reply that ends with end-of-sequence: the usage counts that token, and
+// the generated-tokens metric counts the same tokens. A schema of one constant
+// leaves end-of-sequence as the only token after it.
+TEST_F(OpenAiServerTest, GeneratedTokensMetricCountsWhatTheUsageCounts) {
+  auto generated_total = [this] {
+    const std::string body = http_get(server_->port(), "/metrics").body;
+    const std::string name = "\nkvscope_generated_tokens_total ";
+    const size_t at = body.find(name);
+    EXPECT_NE(at, std::string::npos) << body;
+    return at == std::string::npos ? -1L : std::stol(body.substr(at + name.size()));
+  };
+  const long before = generated_total();
+  const json format = {{"type", "json_schema"}, {"json_schema", {{"name", "one"}, {"schema", {{"const", 1}}}}}};
+  // Up to 16 bytes of whitespace may come first (docs/json-schema.md).
+  const Reply r = post("/v1/chat/completions", chat("Hi", {{"n", 3}, {"max_tokens", 24}, {"response_format", format}}));
+  ASSERT_EQ(r.status, 200) << r.body;
+  long visible_tokens = 0;
+  for (const json& c : r.json["choices"]) {
+    EXPECT_EQ(c["finish_reason"], "stop") << r.body;
+    const std::string content = c["message"]["content"];
+    EXPECT_EQ(content.back(), '1') << r.body;
+    visible_tokens += static_cast<long>(content.size());  // the tiny model's tokens are bytes
+  }
+  const long completion_tokens = r.json["usage"]["completion_tokens"].get<long>();
+  EXPECT_EQ(completion_tokens, visible_tokens + 3) << r.body;  // and an end-of-sequence token each
+  EXPECT_EQ(generated_total() - before, completion_tokens);
+}
+
 TEST_F(OpenAiServerTest, ErrorsHaveOpenAisShapeAndStatus) {
   auto expect_error = [](const Reply& r, int status, const std::string& param, const std::string& code) {
     EXPECT_EQ(r.status, status) << r.body;
@@ -283,6 +311,16 @@ TEST_F(OpenAiServerTest, ErrorsHaveOpenAisShapeAndStatus) {
   expect_error(post("/v1/chat/completions", chat("x", {{"max_tokens", "many"}})), 400, "max_tokens", "");
   expect_error(post("/v1/completions", completion("x", {{"model", "gpt-4o"}})), 404, "model", "model_not_found");
   expect_error(http_get(port, "/v1/nothing"), 404, "", "unknown_url");
+  // An endpoint asked with the wrong method: 405 and the method it takes.
+  const Reply get_chat = http_get(port, "/v1/chat/completions");
+  expect_error(get_chat, 405, "", "method_not_allowed");
+  EXPECT_EQ(get_chat.header("Allow"), "POST");
+  const Reply post_models = http_post(port, "/v1/models", std::string("{}"));
+  expect_error(post_models, 405, "", "method_not_allowed");
+  EXPECT_EQ(post_models.header("Allow"), "GET");
+  // The tiny model's template offers no tools: the refusal names them.
+  const json tools = json::array({{{"type", "function"}, {"function", {{"name", "f"}}}}});
+  expect_error(post("/v1/chat/completions", chat("x", {{"tools", tools}})), 400, "tools", "");
   // A prompt longer than the context (512 tokens) is the client's error.
   expect_error(post("/v1/completions", completion(json(std::vector<int>(600, 10)))), 400, "prompt",
                "context_length_exceeded");
@@ -316,6 +354,11 @@ TEST(OpenAiServerLimits, ApiKeyBodyLimitAndOrigins) {
   EXPECT_EQ(no_key.status, 401);
   EXPECT_EQ(no_key.json["error"]["code"], "invalid_api_key");
   EXPECT_EQ(http_post(port, "/v1/completions", body, {{"Authorization", "Bearer sekriT"}}).status, 401);
+  // The scheme in any case (RFC 9110); the key exactly.
+  EXPECT_EQ(http_post(port, "/v1/completions", body, {{"Authorization", "bearer sekrit"}}).status, 200);
+  EXPECT_EQ(http_post(port, "/v1/completions", body, {{"Authorization", "BEARER sekrit"}}).status, 200);
+  EXPECT_EQ(http_post(port, "/v1/completions", body, {{"Authorization", "Basic sekrit"}}).status, 401);
+  EXPECT_EQ(http_post(port, "/v1/completions", body, {{"Authorization", "sekrit"}}).status, 401);
   EXPECT_EQ(http_post(port, "/v1/completions", body, {{"Authorization", "Bearer sekrit2"}}).status, 401);
   EXPECT_EQ(http_get(port, "/v1/models").status, 401);
   EXPECT_EQ(http_get(port, "/metrics").status, 401);

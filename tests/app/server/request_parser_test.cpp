@@ -238,6 +238,13 @@ TEST(RequestParser, BadChatBodiesAre400sNamingTheField) {
        "response_format"},
       {R"({"model": "m", "logit_bias": {"1": 5}, "messages": [{"role": "user", "content": "a"}]})", "logit_bias"},
       {R"({"model": "m", "best_of": 3, "messages": [{"role": "user", "content": "a"}]})", "best_of"},
+      {R"({"model": "m", "modalities": ["text", "audio"], "messages": [{"role": "user", "content": "a"}]})",
+       "modalities"},
+      {R"({"model": "m", "audio": {"voice": "alloy", "format": "wav"}, "messages": [{"role": "user", "content": "a"}]})",
+       "audio"},
+      {R"({"model": "m", "seed": 18446744073709551616, "messages": [{"role": "user", "content": "a"}]})", "seed"},
+      {R"({"model": "m", "repetition_penalty": 0, "messages": [{"role": "user", "content": "a"}]})",
+       "repetition_penalty"},
   };
   for (const BadBody& c : cases) {
     const ApiError e = chat_error(c.body);
@@ -267,6 +274,23 @@ TEST(RequestParser, BadCompletionBodiesAre400s) {
     EXPECT_EQ(e.status, 400) << c.body;
     EXPECT_EQ(e.param, c.param) << c.body << " -> " << e.message;
   }
+}
+
+// The words of a refusal: what the field must be, said once, without the JSON
+// library's internals.
+TEST(RequestParser, RefusalsSayWhatTheFieldMustBe) {
+  const std::string chat = R"("model": "m", "messages": [{"role": "user", "content": "a"}])";
+  EXPECT_EQ(chat_error("{" + chat + R"(, "top_p": 0})").message, "'top_p' must be a number above 0 and at most 1, got 0");
+  EXPECT_EQ(chat_error("{" + chat + R"(, "top_p": 1.5})").message, "'top_p' must be a number above 0 and at most 1, got 1.5");
+  EXPECT_EQ(chat_error("{" + chat + R"(, "min_p": 2})").message, "'min_p' must be a number from 0 to 1, got 2");
+  EXPECT_EQ(chat_error("{" + chat + R"(, "seed": 18446744073709551616})").message,
+            "'seed' must be a 64-bit integer, got an integer beyond 64 bits");
+  EXPECT_EQ(chat_error("{" + chat + R"(, "seed": 1.5})").message,
+            "'seed' must be a 64-bit integer, got a number with a fraction or exponent");
+  EXPECT_TRUE(parse_ok(parse_chat_request("{" + chat + R"(, "modalities": ["text"]})", defaults())));
+  const std::string bad_json = chat_error(R"({"model": "m", x})").message;
+  EXPECT_EQ(bad_json.rfind("the body is not valid JSON: parse error at line 1, column 16", 0), 0u) << bad_json;
+  EXPECT_EQ(bad_json.find("json.exception"), std::string::npos) << bad_json;
 }
 
 TEST(RequestParser, ManyPromptsOrStopStringsAreRefused) {
