@@ -210,6 +210,7 @@ void MemoryPanel::setModel(const ModelInfo& info, const EngineConfig& config) {
   prompt_tokens_->setValue(256);
   output_tokens_->setValue(128);
   max_tokens_->setValue(512);
+  for (QSpinBox* s : {block_size_, prompt_tokens_, output_tokens_, max_tokens_}) refreshCountedUnit(s);  // no valueChanged came
   refreshBreakdown();
   refreshWhatIf();
 }

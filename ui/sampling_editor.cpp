@@ -162,6 +162,7 @@ void SamplingEditor::setSettings(const ConversationSettings& settings) {
   seed_->setText(s.seed == 0 ? QString() : QString::number(static_cast<qulonglong>(s.seed)));
   stop_->setPlainText(stopStringsToText(s.stop));
   n_->setValue(settings.n);
+  refreshCountedUnit(max_tokens_);  // set without its valueChanged
   shown_.clear();
   for (const QDoubleSpinBox* box :
        {temperature_, top_p_, min_p_, repetition_penalty_, presence_penalty_, frequency_penalty_})

@@ -16,6 +16,10 @@ namespace kvscope::ui {
 // and whenever the value changes.
 void setCountedUnit(QSpinBox* box, const QString& singular, const QString& plural);
 
+// Puts the unit right after the value was set with the box's signals
+// blocked (a form filled under a QSignalBlocker): no valueChanged came.
+void refreshCountedUnit(QSpinBox* box);
+
 // The same for a plain English plural ("tokens" -> "token"); a unit that does
 // not end in 's' is set as it is, whatever the value.
 void setCountedUnit(QSpinBox* box, const QString& plural);

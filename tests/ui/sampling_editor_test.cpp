@@ -48,6 +48,24 @@ class SamplingEditorTest : public QObject {
     QVERIFY(!editor.findChild<QLabel*>(field + QStringLiteral("_message"))->isVisible());
   }
 
+  // The unit follows the value however the form was filled: setSettings()
+  // fills the boxes with their signals blocked (it once left "512 token").
+  void theUnitFollowsAValueSetWithSignalsBlocked() {
+    SamplingEditor editor;
+    auto* max_tokens = editor.findChild<QSpinBox*>(QStringLiteral("max_tokens"));
+    QVERIFY(max_tokens);
+    ConversationSettings settings;
+    settings.sampling.max_tokens = 512;
+    editor.setSettings(settings);
+    QCOMPARE(max_tokens->value(), 512);
+    QCOMPARE(max_tokens->suffix(), QStringLiteral(" tokens"));
+    settings.sampling.max_tokens = 1;
+    editor.setSettings(settings);
+    QCOMPARE(max_tokens->suffix(), QStringLiteral(" token"));
+    max_tokens->setValue(4000);
+    QCOMPARE(max_tokens->suffix(), QStringLiteral(" tokens"));
+  }
+
   // A spin box clamps what is typed without a word: each says its range.
   void numberFieldsNameTheirRange() {
     SamplingEditor editor;
