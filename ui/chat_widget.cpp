@@ -67,6 +67,13 @@ ChatWidget::ChatWidget(QWidget* parent) : QWidget(parent) {
   view_->setAccessibleName(tr("Conversation"));
   view_->setPlaceholderText(tr("Ask the model something. Ctrl+Enter sends, Esc stops."));
   connect(view_, &QTextBrowser::anchorClicked, this, &ChatWidget::onLinkClicked);
+  QScrollBar* bar = view_->verticalScrollBar();
+  connect(bar, &QScrollBar::valueChanged, this, [this, bar](int value) {
+    if (moving_view_) return;
+    follow_reply_ = value >= bar->maximum() - 4;
+    view_value_ = value;
+  });
+  connect(bar, &QScrollBar::rangeChanged, this, [this] { restoreViewPlace(); });
 
   edit_banner_ = new QLabel(this);
   edit_banner_->setWordWrap(true);
@@ -179,7 +186,15 @@ void ChatWidget::regenerate() {
   startReply(history);
 }
 
+void ChatWidget::restoreViewPlace() {
+  QScrollBar* bar = view_->verticalScrollBar();
+  moving_view_ = true;
+  bar->setValue(follow_reply_ ? bar->maximum() : view_value_);
+  moving_view_ = false;
+}
+
 void ChatWidget::startReply(const ChatHistory& history) {
+  follow_reply_ = true;  // the reader asked: show the reply as it comes
   const int n = std::clamp(settings_.n, ConversationSettings::kMinReplies, ConversationSettings::kMaxReplies);
   pending_.texts = QStringList(n, QString());
   pending_.from_draft.assign(static_cast<size_t>(n), TextSpans{});
@@ -202,18 +217,32 @@ void ChatWidget::stop() {
   }
 }
 
+void ChatWidget::detachReply() {
+  if (!busy()) return;
+  DetachedReply detached{active_id_, active_id_ != 0, std::move(pending_)};
+  if (active_id_ != 0) emit stopRequested(active_id_);  // else when its start arrives
+  detached_.push_back(std::move(detached));
+  pending_ = PendingReply{};
+  active_id_ = 0;
+  awaiting_start_ = false;
+  stop_when_started_ = false;
+  updateButtons();
+}
+
 void ChatWidget::newChat() {
-  stop();
+  detachReply();
   cancelEdit();
   turns_.clear();
+  follow_reply_ = true;
   render();
   if (model_ready_) setStatus(tr("New chat"));
 }
 
 void ChatWidget::setTurns(const ChatTurns& turns) {
-  stop();
+  detachReply();
   cancelEdit();
   turns_ = turns;
+  follow_reply_ = true;  // a conversation opens at its latest turns
   render();
   updateButtons();
   // The status described the chat shown before ("New chat", its last reply,
@@ -314,7 +343,16 @@ void ChatWidget::onModelKept(const kvscope::ModelInfo& info) {
 }
 
 void ChatWidget::onRequestStarted(quint64 request_id, bool is_chat) {
-  if (!is_chat || !awaiting_start_) return;
+  if (!is_chat) return;
+  // Requests start in the order they were sent: a detached one awaiting its
+  // start is the first to come.
+  for (DetachedReply& d : detached_) {
+    if (d.started || d.id != 0) continue;
+    d.id = request_id;
+    emit stopRequested(request_id);
+    return;
+  }
+  if (!awaiting_start_) return;
   awaiting_start_ = false;
   active_id_ = request_id;
   if (pending_.keep < static_cast<int>(turns_.size())) {
@@ -330,7 +368,7 @@ void ChatWidget::onRequestStarted(quint64 request_id, bool is_chat) {
     edit_banner_->hide();
   }
   updateButtons();
-  emit replyStarted();
+  emit replyStarted(request_id);
   if (stop_when_started_) {
     stop_when_started_ = false;
     emit stopRequested(active_id_);
@@ -338,6 +376,11 @@ void ChatWidget::onRequestStarted(quint64 request_id, bool is_chat) {
 }
 
 void ChatWidget::onTokens(quint64 request_id, int index, const QString& text, const TextSpans& from_draft) {
+  for (DetachedReply& d : detached_) {
+    if (d.id != request_id || !d.started || index < 0 || index >= d.reply.texts.size()) continue;
+    d.reply.texts[index] += text;  // its conversation keeps what it got
+    return;
+  }
   if (request_id != active_id_ || active_id_ == 0 || index < 0 || index >= pending_.texts.size()) return;
   const int offset = static_cast<int>(pending_.texts[index].size());
   TextSpans& spans = pending_.from_draft[static_cast<size_t>(index)];
@@ -346,19 +389,44 @@ void ChatWidget::onTokens(quint64 request_id, int index, const QString& text, co
   scheduleRender();
 }
 
+ChatTurn ChatWidget::finishedTurn(const PendingReply& reply) {
+  std::vector<MessageStats> stats;
+  for (const FinishInfo& f : reply.finishes) stats.push_back(MessageStats::fromFinish(f));
+  ChatTurn turn{"assistant", reply.texts.value(reply.shown), {}, 0, messageStatsToJson(stats)};
+  if (reply.texts.size() > 1) {
+    turn.alternatives = reply.texts;
+    turn.selected = reply.shown;
+  }
+  return turn;
+}
+
+ChatTurn ChatWidget::replySoFar() const {
+  ChatTurn turn = finishedTurn(pending_);
+  turn.stats_json.clear();
+  return turn;
+}
+
 void ChatWidget::onFinished(quint64 request_id, const kvscope::ui::FinishInfo& info) {
+  for (auto d = detached_.begin(); d != detached_.end(); ++d) {
+    if (d->id != request_id) continue;
+    if (info.index >= 0 && info.index < d->reply.texts.size()) {
+      d->reply.finishes[static_cast<size_t>(info.index)] = info;
+      --d->reply.remaining;
+    }
+    if (d->reply.remaining > 0) return;
+    const DetachedReply done = std::move(*d);
+    detached_.erase(d);
+    if (done.started) emit replyFinished(done.id, finishedTurn(done.reply));
+    return;
+  }
   if (request_id != active_id_ || active_id_ == 0) return;
   if (info.index < 0 || info.index >= pending_.texts.size()) return;
   pending_.finishes[static_cast<size_t>(info.index)] = info;
   if (--pending_.remaining > 0) return;
 
+  const ChatTurn turn = finishedTurn(pending_);
   std::vector<MessageStats> stats;
   for (const FinishInfo& f : pending_.finishes) stats.push_back(MessageStats::fromFinish(f));
-  ChatTurn turn{"assistant", pending_.texts[pending_.shown], {}, 0, messageStatsToJson(stats)};
-  if (pending_.texts.size() > 1) {
-    turn.alternatives = pending_.texts;
-    turn.selected = pending_.shown;
-  }
   turns_.push_back(turn);
   active_id_ = 0;
 
@@ -372,7 +440,7 @@ void ChatWidget::onFinished(quint64 request_id, const kvscope::ui::FinishInfo& i
   setStatus(status);
   render();
   updateButtons();
-  emit replyFinished(turn);
+  emit replyFinished(request_id, turn);
 }
 
 void ChatWidget::onSnapshot(const kvscope::ui::SnapshotPtr& snapshot) {
@@ -499,8 +567,7 @@ QString ChatWidget::markdownForTurn(int index) const {
 
 void ChatWidget::render() {
   render_timer_->stop();
-  QScrollBar* bar = view_->verticalScrollBar();
-  const bool at_bottom = bar->value() >= bar->maximum() - 4;
+  moving_view_ = true;  // replacing the document moves the bar; the place is put back at the end
   const bool writing = busy();
   // While a request is on its way the turns it replaces are already hidden.
   const int shown_turns = writing ? std::min(pending_.keep, static_cast<int>(turns_.size())) : static_cast<int>(turns_.size());
@@ -535,7 +602,8 @@ void ChatWidget::render() {
   } else {
     markdown_ = markdown_head_;
   }
-  if (at_bottom) bar->setValue(bar->maximum());
+  moving_view_ = false;
+  restoreViewPlace();
 }
 
 void ChatWidget::setDraftTint(bool on) {

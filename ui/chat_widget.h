@@ -46,6 +46,11 @@ class ChatWidget : public QWidget {
   // What the engine is sent: the system prompt (if any), then every turn's content.
   ChatHistory engineHistory() const;
   bool busy() const { return awaiting_start_ || active_id_ != 0; }
+  // The request of the reply being written (0: none, or not taken yet).
+  quint64 activeRequest() const { return active_id_; }
+  // The reply being written as it stands (its text, alternatives), without
+  // figures: for saving one that could not end.
+  ChatTurn replySoFar() const;
   // The index of the user turn being edited, or -1.
   int editingIndex() const { return editing_index_; }
   QString statusText() const;
@@ -114,8 +119,10 @@ class ChatWidget : public QWidget {
   // request that could not start).
   void turnsRemoved(int index);
   // The engine took the request and the reply begins / is complete.
-  void replyStarted();
-  void replyFinished(const kvscope::ui::ChatTurn& turn);
+  // `request_id` tells the replies apart: a reply detached from the view (a
+  // new chat, another conversation) still finishes after the next one started.
+  void replyStarted(quint64 request_id);
+  void replyFinished(quint64 request_id, const kvscope::ui::ChatTurn& turn);
   void alternativeSelected(int message_index, int alternative);
   void settingsRequested();
 
@@ -137,7 +144,26 @@ class ChatWidget : public QWidget {
     int shown = 0;
   };
 
+  // A reply whose conversation left the view while it was written (a new
+  // chat, another conversation opened, its conversation deleted): cancelled
+  // and no longer shown; what it got still goes out through replyFinished
+  // when it ends, so its conversation keeps it. `started`: the engine had
+  // taken it (else its start is awaited, to cancel it, and nothing is saved).
+  struct DetachedReply {
+    quint64 id = 0;
+    bool started = false;
+    PendingReply reply;
+  };
+
   void startReply(const ChatHistory& history);
+  // Moves the reply being written (if any) to detached_ and cancels it.
+  void detachReply();
+  // The finished turn of `reply` (its shown text, alternatives and stats).
+  static ChatTurn finishedTurn(const PendingReply& reply);
+  // Puts the view back where the reader had it after the document changed:
+  // at the bottom when they were following the reply there, else where
+  // they scrolled to (follow_reply_, view_value_).
+  void restoreViewPlace();
   void sendFromInput();
   void onLinkClicked(const QUrl& url);
   void scheduleRender();
@@ -178,6 +204,14 @@ class ChatWidget : public QWidget {
   int frozen_end_ = -1;
   int frozen_chars_ = 0;
   int frozen_reply_ = -1;        // which of the replies (pending_.shown) they are
+  std::vector<DetachedReply> detached_;
+  // The reader's place in the view: following the bottom, or at view_value_
+  // (set by their scrolling). Kept here rather than read off the scroll bar
+  // after a render: replacing the document resets the bar, and the layout
+  // then grows the range in steps, each of which puts the place back.
+  bool follow_reply_ = true;
+  int view_value_ = 0;
+  bool moving_view_ = false;  // the widget itself is moving the bar
   bool awaiting_start_ = false;  // sent, request id not known yet
   bool stop_when_started_ = false;
   quint64 active_id_ = 0;

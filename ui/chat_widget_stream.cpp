@@ -5,7 +5,6 @@
 // reply (tests/ui/bench/chat_stream_bench.cpp).
 #include <algorithm>
 
-#include <QScrollBar>
 #include <QTextBrowser>
 #include <QTextCursor>
 #include <QTimer>
@@ -19,8 +18,8 @@ namespace kvscope::ui {
 void ChatWidget::renderStream() {
   render_timer_->stop();
   if (stream_start_ < 0) return render();
-  QScrollBar* bar = view_->verticalScrollBar();
-  const bool at_bottom = bar->value() >= bar->maximum() - 4;
+  const bool nested = moving_view_;  // inside render(), which puts the place back itself
+  moving_view_ = true;
   const QString text = pending_.texts.value(pending_.shown);
   if (frozen_end_ < stream_start_ || frozen_reply_ != pending_.shown || text.size() < frozen_chars_) {
     // A new rendering, another reply shown, or not this text grown: from its start.
@@ -52,7 +51,9 @@ void ChatWidget::renderStream() {
     renderStreamPart(cursor, text, frozen_chars_, static_cast<int>(text.size()));
   }
   markdown_ = markdown_head_ + QStringLiteral("\n\n") + (text.isEmpty() ? tr("*…*") : text);
-  if (at_bottom) bar->setValue(bar->maximum());
+  if (nested) return;
+  moving_view_ = false;
+  restoreViewPlace();
 }
 
 void ChatWidget::renderStreamPart(QTextCursor& cursor, const QString& text, int from, int to) {

@@ -5,6 +5,7 @@
 
 #include <QAction>
 #include <QApplication>
+#include <QCloseEvent>
 #include <QDateTime>
 #include <QDockWidget>
 #include <QDragEnterEvent>
@@ -17,11 +18,14 @@
 #include <QLabel>
 #include <QMenuBar>
 #include <QMimeData>
+#include <QPlainTextEdit>
 #include <QMessageBox>
+#include <QScreen>
 #include <QScrollArea>
 #include <QSettings>
 #include <QStatusBar>
 #include <QTableView>
+#include <QTimer>
 #include <QToolBar>
 #include <QVBoxLayout>
 
@@ -44,6 +48,7 @@
 #include "shared_prefix_panel.h"
 #include "spec_plots.h"
 #include "trace_panel.h"
+#include "window_fit.h"
 #include "workload_dialog.h"
 
 namespace kvscope::ui {
@@ -102,7 +107,8 @@ MainWindow::MainWindow(QWidget* parent, const QString& chat_store_path)
   server_label->setObjectName(QStringLiteral("serverSummary"));
   statusBar()->addPermanentWidget(server_label);
   connect(server_dialog_, &ServerDialog::summaryChanged, server_label, &QLabel::setText);
-  resize(1500, 920);
+  // Room for the chat beside the inspector's docks, within the screen.
+  resize(fittedWindowSize(QSize(1500, 920), screen() ? screen()->availableGeometry() : QRect()));
 
   for (const QString& p : problems) qWarning("kvscope: saved settings: %s", qPrintable(p));
   if (!problems.isEmpty())
@@ -473,6 +479,7 @@ void MainWindow::onError(const QString& message) {
 void MainWindow::newConversation() {
   chat_->newChat();
   chat_->setConversationSettings(chat_defaults_);
+  chat_->input()->setFocus(Qt::ShortcutFocusReason);  // typing right after Ctrl+N goes into the new chat
   if (untitled_ && conversation_id_ >= 0) return;  // the empty one already made
   conversation_id_ = -1;
   untitled_ = false;
@@ -489,7 +496,10 @@ void MainWindow::openConversation(qint64 id) {
   if (id == conversation_id_ || !store_->is_open()) return;
   if (chat_->busy()) {
     statusBar()->showMessage(tr("Stop the reply before opening another conversation."), 5000);
-    conversations_->refresh(conversation_id_);
+    // After the click that chose the other row has been handled: refreshed
+    // inside it, the list would select the new row at the clicked place.
+    QMetaObject::invokeMethod(
+        this, [this] { conversations_->refresh(conversation_id_); }, Qt::QueuedConnection);
     return;
   }
   const std::vector<StoredMessage> messages = store_->messages(id);
@@ -546,23 +556,53 @@ void MainWindow::onTurnsRemoved(int index) {
   if (!store_->truncate_conversation(conversation_id_, index)) reportStoreError(store_->lastError());
 }
 
-void MainWindow::onReplyStarted() {
+void MainWindow::onReplyStarted(quint64 request_id) {
   // A placeholder now, completed on finish: the turn order survives a crash.
-  reply_conversation_ = conversation_id_;
-  if (reply_conversation_ < 0 || !store_->is_open()) return;
-  if (store_->append_message(reply_conversation_, QStringLiteral("assistant"), QString()) < 0) {
-    reportStoreError(store_->lastError());
-    reply_conversation_ = -1;
-  }
+  if (conversation_id_ < 0 || !store_->is_open()) return;
+  const qint64 message = store_->append_message(conversation_id_, QStringLiteral("assistant"), QString());
+  if (message < 0) return reportStoreError(store_->lastError());
+  reply_places_[request_id] = {conversation_id_, message};
 }
 
-void MainWindow::onReplyFinished(const ChatTurn& turn) {
-  const qint64 id = reply_conversation_;
-  reply_conversation_ = -1;
-  if (id < 0 || !store_->is_open()) return;
-  if (!store_->update_last_message(id, turn.content, turn.stats_json, turn.alternatives, turn.selected))
-    return reportStoreError(store_->lastError());
-  conversations_->refresh(conversation_id_);
+void MainWindow::onReplyFinished(quint64 request_id, const ChatTurn& turn) {
+  const auto place = reply_places_.find(request_id);
+  if (place != reply_places_.end()) {
+    const ReplyPlace where = place->second;
+    reply_places_.erase(place);
+    if (store_->is_open() &&
+        !store_->update_message(where.conversation, where.message, turn.content, turn.stats_json, turn.alternatives,
+                                turn.selected)) {
+      reportStoreError(store_->lastError());
+    } else {
+      conversations_->refresh(conversation_id_);
+    }
+  }
+  if (closing_ && !chat_->busy()) close();  // the reply that held the window back is saved
+}
+
+void MainWindow::closeEvent(QCloseEvent* event) {
+  // A reply being written when the window closes is stopped, as Esc stops
+  // it, and its end saved (text and figures, "cancelled") before the window
+  // goes: the end arrives within an engine step. If it does not within
+  // kCloseWaitMs (a long prompt step on a slow machine), what the reply has
+  // so far is saved without its figures.
+  constexpr int kCloseWaitMs = 3000;
+  if (!chat_->busy() || closing_) {
+    if (closing_ && chat_->busy()) {
+      const auto place = reply_places_.find(chat_->activeRequest());
+      const ChatTurn so_far = chat_->replySoFar();
+      if (place != reply_places_.end() && store_->is_open())
+        store_->update_message(place->second.conversation, place->second.message, so_far.content, QString(),
+                               so_far.alternatives, so_far.selected);
+    }
+    QMainWindow::closeEvent(event);
+    return;
+  }
+  closing_ = true;
+  event->ignore();
+  statusBar()->showMessage(tr("Stopping the reply to save it before closing…"));
+  chat_->stop();
+  QTimer::singleShot(kCloseWaitMs, this, &QWidget::close);
 }
 
 void MainWindow::onAlternativeSelected(int message_index, int alternative) {
@@ -667,7 +707,7 @@ void MainWindow::dropEvent(QDropEvent* event) {
 }
 
 void MainWindow::onConversationDeleted(qint64 id) {
-  if (id == reply_conversation_) reply_conversation_ = -1;
+  std::erase_if(reply_places_, [id](const auto& entry) { return entry.second.conversation == id; });
   if (id != conversation_id_) return;
   conversation_id_ = -1;
   untitled_ = false;

@@ -10,6 +10,7 @@
 // writes one as Markdown or JSON. A .gguf dropped on the window is loaded.
 #pragma once
 
+#include <map>
 #include <memory>
 
 #include <QMainWindow>
@@ -50,6 +51,8 @@ class MainWindow : public QMainWindow {
  protected:
   void dragEnterEvent(QDragEnterEvent* event) override;
   void dropEvent(QDropEvent* event) override;
+  // A reply being written is stopped and saved first (see closing_).
+  void closeEvent(QCloseEvent* event) override;
 
  public:
 
@@ -120,8 +123,8 @@ class MainWindow : public QMainWindow {
   void createDocks();
   void onUserTurnAdded(const QString& text);
   void onTurnsRemoved(int index);
-  void onReplyStarted();
-  void onReplyFinished(const ChatTurn& turn);
+  void onReplyStarted(quint64 request_id);
+  void onReplyFinished(quint64 request_id, const ChatTurn& turn);
   void onAlternativeSelected(int message_index, int alternative);
   // The conversation shown, created in the store (with the chat's settings)
   // if it is not there yet; -1 without a store.
@@ -167,7 +170,17 @@ class MainWindow : public QMainWindow {
   std::unique_ptr<ChatStore> store_;
   ConversationListWidget* conversations_ = nullptr;
   qint64 conversation_id_ = -1;   // shown in chat_
-  qint64 reply_conversation_ = -1;  // where the reply being written is saved
+  // Where each reply being written is saved: its conversation and the
+  // placeholder message it completes, by request id. More than one when a
+  // reply was detached from the view (a new chat) and has not ended yet.
+  struct ReplyPlace {
+    qint64 conversation = -1;
+    qint64 message = -1;
+  };
+  std::map<quint64, ReplyPlace> reply_places_;
+  // The window was asked to close while a reply was being written: it
+  // closes once that reply has ended and been saved (or after kCloseWaitMs).
+  bool closing_ = false;
   bool untitled_ = false;         // conversation_id_ still has the default title and no message
 };
 

@@ -12,6 +12,7 @@
 
 #include "app_test_support.h"
 #include "chat_widget.h"
+#include "conversation_list_widget.h"
 #include "engine_host.h"
 #include "main_window.h"
 #include "models/chat_store.h"
@@ -137,6 +138,67 @@ class ChatSessionTest : public QObject {
     QVERIFY(!window_->engineConfig().paged);
   }
 
+  // Ctrl+N while a reply is written: the reply stops and stays in its own
+  // conversation, and the new chat starts empty (the stopped reply was once
+  // added to it, shown and sent with its next prompt).
+  void aNewChatWhileAReplyIsWrittenLeavesTheReplyInItsConversation() {
+    qint64 first = -1;
+    startLongReply(first);
+    QVERIFY(first >= 0);
+    window_->newConversation();
+    QVERIFY(chat()->turns().empty());
+    QVERIFY(!chat()->busy());
+    std::vector<ui::StoredMessage> saved;
+    waitUntilSaved(first, saved);
+    QCOMPARE(saved[0].content, QStringLiteral("Go on forever."));
+    QVERIFY(!saved[1].content.isEmpty());
+    QCOMPARE(ui::messageStatsFromJson(saved[1].stats_json).front().finish, QStringLiteral("cancelled"));
+    QTest::qWait(200);  // nothing more arrives for the new chat
+    QVERIFY(chat()->turns().empty());
+
+    ui::ConversationSettings settings = chat()->conversationSettings();
+    settings.sampling.max_tokens = 4;
+    settings.sampling.ignore_eos = true;
+    chat()->setConversationSettings(settings);
+    chat()->sendPrompt(QStringLiteral("hello?"));
+    QTRY_VERIFY_WITH_TIMEOUT(!chat()->busy() && chat()->turns().size() == 2, kTimeoutMs);
+    QCOMPARE(chat()->turns()[0].content, QStringLiteral("hello?"));
+    QVERIFY(window_->currentConversation() != first);
+    QCOMPARE(window_->chatStore()->messages(window_->currentConversation()).size(), size_t(2));
+  }
+
+  // Deleting the conversation whose reply is being written: the view empties
+  // and stays empty; nothing of it reaches the next chat.
+  void deletingTheConversationBeingWrittenEmptiesTheView() {
+    qint64 first = -1;
+    startLongReply(first);
+    window_->conversationList()->deleteCurrent(/*confirm=*/false);
+    QVERIFY(chat()->turns().empty());
+    QTest::qWait(300);  // the stopped reply's end has arrived by now
+    QVERIFY(chat()->turns().empty());
+    QVERIFY(window_->chatStore()->messages(first).empty());
+    ui::ConversationSettings settings = chat()->conversationSettings();
+    settings.sampling.max_tokens = 4;
+    chat()->setConversationSettings(settings);
+    chat()->sendPrompt(QStringLiteral("hello?"));
+    QTRY_VERIFY_WITH_TIMEOUT(!chat()->busy() && chat()->turns().size() == 2, kTimeoutMs);
+    QCOMPARE(chat()->turns()[0].content, QStringLiteral("hello?"));
+  }
+
+  // Closing the window while a reply is written: the reply is stopped and
+  // saved with its figures before the window goes (it once lost its text).
+  void closingWhileAReplyIsWrittenSavesIt() {
+    window_->show();
+    qint64 first = -1;
+    startLongReply(first);
+    QVERIFY(!window_->close());  // held back until the reply is saved
+    std::vector<ui::StoredMessage> saved;
+    waitUntilSaved(first, saved);
+    QVERIFY(!saved[1].content.isEmpty());
+    QCOMPARE(ui::messageStatsFromJson(saved[1].stats_json).front().finish, QStringLiteral("cancelled"));
+    QTRY_VERIFY_WITH_TIMEOUT(!window_->isVisible(), kTimeoutMs);
+  }
+
   void aBadModelFileShowsADialogAndKeepsTheModel() {
     const QString bad = dir_.filePath(QStringLiteral("not-a-model.gguf"));
     QFile f(bad);
@@ -160,6 +222,27 @@ class ChatSessionTest : public QObject {
   }
 
  private:
+  // A reply that runs long, started and writing when the test goes on; its
+  // conversation into `conversation`. (Void: QVERIFY returns.)
+  void startLongReply(qint64& conversation) {
+    ui::ChatWidget* c = chat();
+    ui::ConversationSettings settings = c->conversationSettings();
+    settings.sampling.max_tokens = kContext - 64;
+    settings.sampling.ignore_eos = true;
+    c->setConversationSettings(settings);
+    c->sendPrompt(QStringLiteral("Go on forever."));
+    QTRY_VERIFY_WITH_TIMEOUT(c->activeRequest() != 0, kTimeoutMs);
+    QTRY_VERIFY_WITH_TIMEOUT(!c->replySoFar().content.isEmpty(), kTimeoutMs);
+    conversation = window_->currentConversation();
+  }
+
+  // The saved messages of `conversation` once its reply has ended (its stats written).
+  void waitUntilSaved(qint64 conversation, std::vector<ui::StoredMessage>& saved) {
+    QTRY_VERIFY_WITH_TIMEOUT(
+        (saved = window_->chatStore()->messages(conversation), saved.size() == 2 && !saved[1].stats_json.isEmpty()),
+        kTimeoutMs);
+  }
+
   EngineConfig config() const {
     EngineConfig c;
     c.model_path = model_.toStdString();

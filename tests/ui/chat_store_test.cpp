@@ -129,6 +129,27 @@ class ChatStoreTest : public QObject {
     QVERIFY(!store.delete_conversation(a));
   }
 
+  // A reply that ends after a later turn was added completes its own
+  // placeholder, not the last message.
+  void updateAMessageByItsId() {
+    QTemporaryDir dir;
+    ChatStore store(dir.filePath(QStringLiteral("chats.sqlite")));
+    QVERIFY2(store.is_open(), qPrintable(store.lastError()));
+    const qint64 a = store.create_conversation(QStringLiteral("chat"));
+    const qint64 b = store.create_conversation(QStringLiteral("other"));
+    store.append_message(a, QStringLiteral("user"), QStringLiteral("hello"));
+    const qint64 reply = store.append_message(a, QStringLiteral("assistant"), QString());
+    store.append_message(a, QStringLiteral("user"), QStringLiteral("and then?"));
+    QVERIFY2(store.update_message(a, reply, QStringLiteral("Hi"), QStringLiteral("{}")), qPrintable(store.lastError()));
+    const auto messages = store.messages(a);
+    QCOMPARE(messages.size(), size_t(3));
+    QCOMPARE(messages[1].content, QStringLiteral("Hi"));
+    QCOMPARE(messages[2].content, QStringLiteral("and then?"));
+    QVERIFY(!store.update_message(b, reply, QStringLiteral("not b's")));  // another conversation's message
+    QVERIFY(store.lastError().contains(QStringLiteral("no message")));
+    QCOMPARE(store.messages(a)[1].content, QStringLiteral("Hi"));
+  }
+
   void appendAndUpdate() {
     QTemporaryDir dir;
     ChatStore store(dir.filePath(QStringLiteral("chats.sqlite")));

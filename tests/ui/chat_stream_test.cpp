@@ -4,6 +4,7 @@
 // block with blank lines stays one block, and the finished reply is
 // rendered whole. Offscreen.
 //   ctest --test-dir build -R chat_stream_test
+#include <QScrollBar>
 #include <QTextBlock>
 #include <QTextBrowser>
 #include <QTextDocument>
@@ -101,6 +102,61 @@ class ChatStreamTest : public QObject {
     const QString shown = document->toPlainText();
     QVERIFY(shown.contains(QStringLiteral("First paragraph, done.\nSecond one.\nx = 1\n\ny = 2")));
     QVERIFY(shown.contains(QStringLiteral("Heading\nLast words.")));
+  }
+
+  // The view follows the reply at the bottom however tall the conversation
+  // (the document lays itself out in steps after a render, so the bottom
+  // read off the bar at render time was stale and the reply streamed out of
+  // sight); a reader who scrolled up stays where they are while tokens come
+  // and when the reply ends (a finished reply once put them at the top).
+  void theViewFollowsTheReplyUnlessTheReaderScrolledAway() {
+    ChatWidget chat;
+    chat.resize(600, 400);
+    chat.onModelLoaded(tinyInfo());
+    chat.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&chat));
+    QScrollBar* bar = chat.findChild<QTextBrowser*>()->verticalScrollBar();
+    ui::ChatTurns turns;
+    for (int i = 0; i < 40; ++i) {
+      turns.push_back({"user", QStringLiteral("Question %1: tell me more.").arg(i), {}, 0, {}});
+      turns.push_back({"assistant", QStringLiteral("Answer %1.\n\n").arg(i).repeated(6), {}, 0, {}});
+    }
+    turns.push_back({"user", QStringLiteral("word ").repeated(3000), {}, 0, {}});
+    turns.push_back({"assistant", QStringLiteral("ok"), {}, 0, {}});
+    chat.setTurns(turns);
+    QTRY_VERIFY(bar->maximum() > 2000);
+    QTRY_COMPARE(bar->value(), bar->maximum());  // an opened conversation shows its latest turns
+
+    chat.sendPrompt(QStringLiteral("And now?"));
+    chat.onRequestStarted(5, true);
+    for (int i = 0; i < 30; ++i) {
+      chat.onTokens(5, 0, QStringLiteral("Line %1 of the reply.\n\n").arg(i));
+      QTRY_COMPARE(chat.streamText().count(QStringLiteral("of the reply")), i + 1);
+      QTRY_COMPARE(bar->value(), bar->maximum());
+    }
+
+    bar->setValue(bar->maximum() / 2);  // the reader scrolls up
+    const int place = bar->value();
+    for (int i = 0; i < 10; ++i) {
+      chat.onTokens(5, 0, QStringLiteral("More %1.\n\n").arg(i));
+      QTRY_VERIFY(chat.streamText().contains(QStringLiteral("More %1.").arg(i)));
+      QCOMPARE(bar->value(), place);
+    }
+    ui::FinishInfo done;
+    done.reason = FinishReason::Length;
+    chat.onFinished(5, done);
+    QTRY_VERIFY(!chat.busy());
+    QTest::qWait(50);
+    QCOMPARE(bar->value(), place);
+
+    bar->setValue(bar->maximum());  // back at the bottom: following again
+    chat.sendPrompt(QStringLiteral("Once more?"));
+    chat.onRequestStarted(6, true);
+    for (int i = 0; i < 10; ++i) {
+      chat.onTokens(6, 0, QStringLiteral("Again %1.\n\n").arg(i));
+      QTRY_VERIFY(chat.streamText().contains(QStringLiteral("Again %1.").arg(i)));
+      QTRY_COMPARE(bar->value(), bar->maximum());
+    }
   }
 };
 

@@ -5,10 +5,14 @@
 // resolution, also after their buffers were left at ratio 1 and the window
 // changed screen.
 //   ctest --test-dir build -R hidpi_test --output-on-failure
+#include <QScreen>
+#include <QTemporaryDir>
 #include <QtTest>
 #include <qcustomplot.h>
 
 #include "block_map_widget.h"
+#include "main_window.h"
+#include "window_fit.h"
 #include "plots_widget.h"
 #include "test_snapshots.h"
 #include "trace_plot.h"
@@ -52,6 +56,19 @@ class HiDpiTest : public QObject {
     probe.show();
     QVERIFY(QTest::qWaitForWindowExposed(&probe));
     QVERIFY2(probe.devicePixelRatioF() == 2.0, "run with QT_SCALE_FACTOR=2 (see tests/ui/CMakeLists.txt)");
+  }
+
+  // The window opens within the screen's room: at 200 % a 1500 x 920 window
+  // was 3000 x 1840 device pixels, past the edges of a 2560 x 1600 screen.
+  void theWindowFitsTheScreen() {
+    QCOMPARE(fittedWindowSize(QSize(1500, 920), QRect(0, 0, 1280, 800)), QSize(1178, 736));  // 92 %, rounded
+    QCOMPARE(fittedWindowSize(QSize(1500, 920), QRect(0, 0, 2560, 1440)), QSize(1500, 920));
+    QCOMPARE(fittedWindowSize(QSize(1500, 920), QRect()), QSize(1500, 920));
+    // The window asks through it for its screen's room.
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    MainWindow w(nullptr, dir.filePath(QStringLiteral("chats.sqlite")));
+    QVERIFY(w.width() < 1500 && w.height() < 920);  // the offscreen screen is far smaller
   }
 
   void blockMapCellsAreSharp() {

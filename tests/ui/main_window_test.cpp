@@ -109,6 +109,19 @@ class MainWindowTest : public QObject {
              qPrintable(window.statusBar()->currentMessage()));
   }
 
+  // Ctrl+N puts the cursor in the new chat's message box: what was typed
+  // right after it once went nowhere.
+  void aNewChatTakesTheKeyboard() {
+    QTemporaryDir dir;
+    ui::MainWindow window(nullptr, dir.filePath(QStringLiteral("chats.sqlite")));
+    markLoaded(window.chat());
+    window.show();
+    QVERIFY(QTest::qWaitForWindowActive(&window));
+    window.conversationList()->setFocus();
+    window.newConversation();
+    QTRY_COMPARE(QApplication::focusWidget(), static_cast<QWidget*>(window.chat()->input()));
+  }
+
   void chatSendsTheHistory() {
     ui::MainWindow window;
     ui::ChatWidget* chat = window.chat();

@@ -394,6 +394,11 @@ qint64 ChatStore::append_message(qint64 conversation_id, const QString& role, co
 
 bool ChatStore::update_last_message(qint64 conversation_id, const QString& content, const QString& stats_json,
                                     const QStringList& alternatives, int selected) {
+  return update_message(conversation_id, -1, content, stats_json, alternatives, selected);
+}
+
+bool ChatStore::update_message(qint64 conversation_id, qint64 message_id, const QString& content,
+                               const QString& stats_json, const QStringList& alternatives, int selected) {
   if (!require_open()) return false;
   // Checked before writing, so that content always is the selected alternative.
   if (alternatives.isEmpty() && selected != 0)
@@ -408,16 +413,24 @@ bool ChatStore::update_last_message(qint64 conversation_id, const QString& conte
       return fail(QStringLiteral("the content differs from the selected alternative %1").arg(selected));
   }
   const QString error = inTransaction(QSqlDatabase::database(connection_), [&](QSqlQuery& q) -> QString {
-    q.prepare(QStringLiteral(
-        "UPDATE messages SET content = ?, stats = ?, alternatives = ?, selected_alternative = ? WHERE id ="
-        " (SELECT id FROM messages WHERE conversation_id = ? ORDER BY ordinal DESC LIMIT 1)"));
+    // message_id < 0: the conversation's last message.
+    q.prepare(message_id < 0
+                  ? QStringLiteral("UPDATE messages SET content = ?, stats = ?, alternatives = ?, selected_alternative = ?"
+                                   " WHERE id = (SELECT id FROM messages WHERE conversation_id = ?"
+                                   " ORDER BY ordinal DESC LIMIT 1)")
+                  : QStringLiteral("UPDATE messages SET content = ?, stats = ?, alternatives = ?, selected_alternative = ?"
+                                   " WHERE conversation_id = ? AND id = ?"));
     q.addBindValue(orEmpty(content));
     q.addBindValue(orEmpty(stats_json));
     q.addBindValue(encodeAlternatives(alternatives));
     q.addBindValue(selected);
     q.addBindValue(conversation_id);
+    if (message_id >= 0) q.addBindValue(message_id);
     if (!q.exec()) return sqlError(q);
-    if (q.numRowsAffected() != 1) return QStringLiteral("conversation %1 has no message").arg(conversation_id);
+    if (q.numRowsAffected() != 1) {
+      return message_id < 0 ? QStringLiteral("conversation %1 has no message").arg(conversation_id)
+                            : QStringLiteral("conversation %1 has no message %2").arg(conversation_id).arg(message_id);
+    }
     return bumpUpdatedAt(q, conversation_id);
   });
   return error.isEmpty() || fail(error);

@@ -86,6 +86,11 @@ class ChatStore {
   // lastError says why; nothing is written).
   bool update_last_message(qint64 conversation_id, const QString& content, const QString& stats_json = QString(),
                            const QStringList& alternatives = {}, int selected = 0);
+  // The same for message `message_id` of the conversation, wherever it is
+  // (a reply that finished after more turns were added). False when the
+  // conversation has no such message.
+  bool update_message(qint64 conversation_id, qint64 message_id, const QString& content,
+                      const QString& stats_json = QString(), const QStringList& alternatives = {}, int selected = 0);
   // Makes alternatives[index] the message's content and bumps updated_at.
   // False for a message without alternatives or an index out of range.
   bool select_alternative(qint64 message_id, int index);
