@@ -1,6 +1,8 @@
 // OpenAI response objects (see response_json.h).
 #include "response_json.h"
 
+#include <fmt/format.h>
+
 namespace kvscope::server {
 namespace {
 
@@ -26,14 +28,29 @@ Json chat_logprobs(const std::vector<TokenLogprob>& lps) {
   return {{"content", content}, {"refusal", nullptr}};
 }
 
+// A completions token as text: its bytes when they are UTF-8, else
+// "bytes:\xe4\xb8" (OpenAI's form for part of a character). As the raw
+// bytes, every such token became "\ufffd", and the alternatives of one
+// position, keyed by token, collapsed into one key.
+std::string completion_token(const std::string& bytes) {
+  try {
+    (void)Json(bytes).dump();  // strict: throws on invalid UTF-8
+    return bytes;
+  } catch (const Json::type_error&) {
+    std::string out = "bytes:";
+    for (unsigned char c : bytes) out += fmt::format("\\x{:02x}", c);
+    return out;
+  }
+}
+
 // completions: {"tokens", "token_logprobs", "top_logprobs": [{token: logprob}], "text_offset"}
 Json completion_logprobs(const std::vector<TokenLogprob>& lps, size_t text_offset) {
   Json tokens = Json::array(), token_logprobs = Json::array(), top = Json::array(), offsets = Json::array();
   for (const TokenLogprob& lp : lps) {
-    tokens.push_back(lp.bytes);
+    tokens.push_back(completion_token(lp.bytes));
     token_logprobs.push_back(lp.logprob);
     Json alternatives = Json::object();
-    for (size_t i = 0; i < lp.top.size(); ++i) alternatives[lp.top_bytes[i]] = lp.top[i].logprob;
+    for (size_t i = 0; i < lp.top.size(); ++i) alternatives[completion_token(lp.top_bytes[i])] = lp.top[i].logprob;
     top.push_back(alternatives);
     offsets.push_back(text_offset);
     text_offset += lp.bytes.size();

@@ -128,6 +128,28 @@ TEST(ResponseJson, LogprobsInEachEndpointsShape) {
   EXPECT_EQ(text["choices"][0]["text"], "ab");
 }
 
+// Tokens that are part of a character (byte-level vocabularies split CJK
+// and emoji) are "bytes:\xNN..." in completions' logprobs: as raw bytes they
+// all became U+FFFD, and one position's alternatives shared a single key.
+TEST(ResponseJson, CompletionsLogprobsNamePartialCharactersByTheirBytes) {
+  TokenLogprob lp;
+  lp.token = 1;
+  lp.bytes = "\xe5\x8c";  // the first two bytes of a three-byte character
+  lp.logprob = -0.5f;
+  lp.top = {{1, -0.5f}, {2, -1.0f}, {3, -2.0f}};
+  lp.top_bytes = {"\xe5\x8c", "\xe4\xb8", "\xe4\xb8\xad"};
+  ChoiceResult c;
+  c.logprobs = {lp};
+  c.finish = FinishReason::Length;
+  const auto text = nlohmann::json::parse(dump(full_response(context(Endpoint::kCompletions, true), {c}, {})));
+  const auto& lps = text["choices"][0]["logprobs"];
+  EXPECT_EQ(lps["tokens"][0], "bytes:\\xe5\\x8c");
+  const auto& top = lps["top_logprobs"][0];
+  ASSERT_EQ(top.size(), 3u) << top.dump();
+  EXPECT_FLOAT_EQ(top["bytes:\\xe4\\xb8"].get<float>(), -1.0f);
+  EXPECT_FLOAT_EQ(top["\xe4\xb8\xad"].get<float>(), -2.0f);  // a whole character is itself
+}
+
 TEST(ResponseJson, InvalidUtf8IsReplacedNotThrown) {
   ChoiceResult c;
   c.text = "a\xff";
