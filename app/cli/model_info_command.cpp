@@ -141,7 +141,9 @@ nlohmann::ordered_json summary_json(const ModelFileSummary& s) {
   };
 }
 
-std::string summary_text(const ModelFileSummary& s) {
+// `kv_type` and `kv_bytes_per_token`: the KV cache type in force and its
+// bytes per token (the summary's own figure is for f32).
+std::string summary_text(const ModelFileSummary& s, std::string_view kv_type, uint64_t kv_bytes_per_token) {
   std::string out =
       s.gguf_version > 0
           ? fmt::format("file        {} (GGUF v{}, {})\n", s.path, s.gguf_version, human_bytes(s.file_size))
@@ -159,10 +161,11 @@ std::string summary_text(const ModelFileSummary& s) {
   out += fmt::format("weights     {}\n", human_bytes(s.weight_bytes));
   if (s.config) {
     const int64_t ctx = s.config->context_length;
-    out += fmt::format("KV cache    {} per token (f32 K and V), {} at {} tokens\n", human_bytes(s.kv_bytes_per_token),
-                       human_bytes(s.kv_bytes_per_token * static_cast<uint64_t>(ctx)), ctx);
+    const uint64_t full_kv = kv_bytes_per_token * static_cast<uint64_t>(ctx);
+    out += fmt::format("KV cache    {} per token ({} K and V), {} at {} tokens\n", human_bytes(kv_bytes_per_token),
+                       kv_type, human_bytes(full_kv), ctx);
     out += fmt::format("memory      {} for weights + KV at full context ({} at 4096 tokens)\n",
-                       human_bytes(s.memory_bytes_full_context), human_bytes(s.memory_bytes(4096)));
+                       human_bytes(s.weight_bytes + full_kv), human_bytes(s.weight_bytes + kv_bytes_per_token * 4096));
   }
   for (const std::string& w : s.warnings) out += fmt::format("warning     {}\n", w);
 
@@ -248,7 +251,10 @@ int run_model_info(const ModelInfoOptions& o) {
                                          : nlohmann::ordered_json{{"error", ranks->error()}};
     write_stdout(dump_json(j) + "\n");
   } else {
-    std::string text = summary_text(*summary);
+    // The KV figures for the cache type in force (the plan has its bytes per token).
+    const bool planned = plan && plan->ok() && plan->kv_bytes_per_token > 0;
+    std::string text = summary_text(*summary, kv_cache_type_name(planned ? config->kv_cache_type : KvCacheType::F32),
+                                    planned ? static_cast<uint64_t>(plan->kv_bytes_per_token) : summary->kv_bytes_per_token);
     // The plan goes right after the memory lines, before the metadata.
     if (plan) text.insert(text.find("\nmetadata ("), plan_text(*plan, *config, summary->config->context_length));
     if (ranks) {

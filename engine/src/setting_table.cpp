@@ -112,8 +112,10 @@ std::vector<SettingSpec> make_table() {
         "are the usual).");
   SettingSpec& tp_reduce = words(add(choice_row("tp_reduce", &EngineConfig::tp_reduce, {"fast", "deterministic"})),
                                  "Compute", "Tensor-parallel sum", "",
-                                 "Fast adds each rank's partial result (tp changes the last bits); deterministic "
-                                 "adds fixed chunks in a fixed order, so every tp gives the same logits.");
+                                 "Fast adds each rank's partial result, so the sums round differently at each tp "
+                                 "(logits move by up to about 1 and a greedy reply can take another word); "
+                                 "deterministic adds fixed chunks in a fixed order, so every tp gives the same "
+                                 "logits.");
   tp_reduce.choice_labels = {"Fast", "Deterministic (same bits at every tp)"};
   SettingSpec& backend = words(add(choice_row("backend", &EngineConfig::backend, {"cpu", "cuda", "auto"})),
                                "Compute", "Backend", "",

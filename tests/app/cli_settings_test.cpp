@@ -116,6 +116,12 @@ TEST(CliSettings, ModelInfoShowsThePlanForTheOptionsGiven) {
   EXPECT_THAT(r.out, HasSubstr("KV plan     37 blocks of 8 tokens"));
   // 296 tokens, under the tiny model's context of 512: the pool's length is the context's.
   EXPECT_THAT(r.out, HasSubstr("max model length 296 (what the pool holds; the model's context is 512)"));
+  // The KV figures follow the cache type: the tiny model's f32 K and V are
+  // 2 * 2 layers * 2 KV heads * 16 dims * 4 bytes = 512 bytes a token, at f16 256.
+  EXPECT_THAT(r.out, HasSubstr("KV cache    512 B per token (f32 K and V)"));
+  const test::CliResult f16 = test::run_cli({"model-info", "--model", model, "--kv-cache-type", "f16"});
+  ASSERT_EQ(f16.exit_code, 0) << f16.err;
+  EXPECT_THAT(f16.out, HasSubstr("KV cache    256 B per token (f16 K and V), 128.0 KiB at 512 tokens"));
   const test::CliResult tiny = test::run_cli({"model-info", "--model", model, "--kv-budget", "1", "--json"});
   ASSERT_EQ(tiny.exit_code, 0) << tiny.err;
   EXPECT_THAT(tiny.out, HasSubstr("\"ok\": false"));
