@@ -103,7 +103,8 @@ void print_text_report(const InvarianceReport& report, const std::string& model)
                                    s.num_prefix_hit_tokens, s.num_prefix_hit_tokens == 1 ? "" : "s");
     if (s.num_graph_steps > 0) line += fmt::format(", {} replayed as CUDA graphs", s.num_graph_steps);
     if (s.num_draft_tokens > 0) {
-      line += fmt::format(", {} of {} draft tokens accepted", s.num_accepted_draft_tokens, s.num_draft_tokens);
+      line += fmt::format(", {} of {} draft tokens accepted in {} of {} decoding steps", s.num_accepted_draft_tokens,
+                          s.num_draft_tokens, s.num_spec_steps, s.num_decode_steps);
     }
     return line + "\n";
   };
@@ -128,6 +129,8 @@ nlohmann::ordered_json stats_json(const InvarianceRunStats& s) {
           {"num_cascade_steps", s.num_cascade_steps},
           {"num_graph_steps", s.num_graph_steps},
           {"num_prefix_hit_tokens", s.num_prefix_hit_tokens},
+          {"num_decode_steps", s.num_decode_steps},
+          {"num_spec_steps", s.num_spec_steps},
           {"num_draft_tokens", s.num_draft_tokens},
           {"num_accepted_draft_tokens", s.num_accepted_draft_tokens}};
 }

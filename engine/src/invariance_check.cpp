@@ -106,6 +106,8 @@ void step_counted(Engine& engine, InvarianceRunStats& stats) {
   if (step.num_prefill_tokens > 0 && step.num_decode_tokens > 0) ++stats.num_mixed_steps;
   if (step.num_cascade_groups > 0) ++stats.num_cascade_steps;
   if (step.graph_replayed) ++stats.num_graph_steps;
+  if (step.num_decode_tokens > 0) ++stats.num_decode_steps;
+  if (step.num_draft_tokens > 0) ++stats.num_spec_steps;
   stats.num_draft_tokens += step.num_draft_tokens;
   stats.num_accepted_draft_tokens += step.num_accepted_tokens;
 }
@@ -294,6 +296,12 @@ std::vector<std::string> InvarianceReport::unexercised() const {
     }
     if (c.spec != SpecMethod::Off && c.spec != o.spec && stats.num_draft_tokens == 0) {
       notes.push_back(fmt::format("{}: spec = {}, but no draft token was verified", name, spec_method_name(c.spec)));
+    } else if (c.spec != SpecMethod::Off && c.spec != o.spec && stats.num_spec_steps * 4 < stats.num_decode_steps) {
+      // Speculation pauses for a sequence whose drafts do not pay (a draft
+      // priced like the model never does): then few steps verified any.
+      notes.push_back(fmt::format("{}: spec = {}, but only {} of {} decoding steps verified draft tokens "
+                                  "(speculation pauses where drafts do not pay)",
+                                  name, spec_method_name(c.spec), stats.num_spec_steps, stats.num_decode_steps));
     }
     if (c.prefix_caching && !o.prefix_caching && stats.num_prefix_hit_tokens == 0) {
       notes.push_back(fmt::format("{}: prefix caching is on, but no prompt token came from the cache (no prompt "

@@ -144,6 +144,8 @@ struct InvarianceRunStats {
   int64_t num_cascade_steps = 0;       // steps with at least one cascade attention pass
   int64_t num_graph_steps = 0;         // steps the GPU replayed as a captured graph (gpu_graphs)
   int64_t num_prefix_hit_tokens = 0;   // prompt tokens whose KV came from the prefix cache
+  int64_t num_decode_steps = 0;        // steps with at least one decode row
+  int64_t num_spec_steps = 0;          // steps that verified at least one draft token
   int64_t num_draft_tokens = 0;        // speculative draft tokens verified
   int64_t num_accepted_draft_tokens = 0;  // of those, accepted
 };

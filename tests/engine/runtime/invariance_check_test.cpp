@@ -162,7 +162,16 @@ TEST(InvarianceReport, NamesWhatASideAskedForButNeverDid) {
   r.stats_b.num_cascade_steps = 3;
   r.stats_b.max_batch_seqs = 8;
   r.stats_b.num_draft_tokens = 12;
+  r.stats_b.num_spec_steps = 3;
+  r.stats_b.num_decode_steps = 12;
   EXPECT_TRUE(r.unexercised().empty());
+  // Drafts in 1 of 12 decoding steps: speculation paused for the rest.
+  r.stats_b.num_spec_steps = 1;
+  notes = r.unexercised();
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_EQ(notes[0], "b: spec = ngram, but only 1 of 12 decoding steps verified draft tokens (speculation pauses "
+                      "where drafts do not pay)");
+  r.stats_b.num_spec_steps = 3;
   r.a.config.prefix_caching = false;  // now under test, and b's cache never hit
   notes = r.unexercised();
   ASSERT_EQ(notes.size(), 1u);
