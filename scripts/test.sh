@@ -22,6 +22,13 @@ export KVSCOPE_REQUIRE_TEST_DATA=1
 export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1
 jobs="$(nproc)"
 
+# The whole run needs about 10 GB of disk (the ASan tree alone is about 8 GB):
+# say so up front rather than failing in a link step with ENOSPC.
+free_kib="$(df -Pk . | awk 'NR == 2 { print $4 }')"
+if [[ -n "$free_kib" && "$free_kib" -lt $((10 * 1024 * 1024)) ]]; then
+  echo "test.sh: warning: $((free_kib / 1024 / 1024)) GiB free on $(df -P . | awk 'NR == 2 { print $6 }'); the run needs about 10 GiB" >&2
+fi
+
 KVSCOPE_FUZZ=1 scripts/bootstrap.sh
 python3 scripts/fetch_model.py --quiet --gemma
 python3 scripts/fetch_test_data.py --quiet
@@ -32,6 +39,9 @@ if [[ "$fuzz_seconds" != 0 ]]; then
 fi
 if [[ "${KVSCOPE_SANITIZE_TESTS:-1}" != 0 ]]; then
   scripts/sanitize.sh
+  # On CI (a fresh clone each run) the ASan tree is not built on again: its
+  # ~8 GB go before the next builds.
+  if [[ -n "${CI:-}" ]]; then rm -rf build-asan build-fuzz; fi
 fi
 
 cmake -S . -B build-test -G Ninja -DCMAKE_BUILD_TYPE=Release -DKVSCOPE_CUDA=OFF -DKVSCOPE_WERROR=ON >/dev/null
