@@ -73,6 +73,7 @@ printf '%s' "{{ bos_token }}{% set ns = namespace(sys='') %}{% macro turn(r, c) 
 # JSON schemas as response_format carries them.
 printf '%s' '{"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"}, "tags": {"type": "array", "items": {"enum": ["a", "b", 3, null]}, "minItems": 1, "maxItems": 4}}, "required": ["name"], "additionalProperties": false}' >"$seeds/schema/object"
 printf '%s' '{"anyOf": [{"type": ["number", "null"]}, {"const": {"k": [true, false]}}, {"type": "array", "items": {"anyOf": [{"type": "string"}, {"type": "boolean"}]}}]}' >"$seeds/schema/any_of"
+printf '%s' '{"$defs": {"Node": {"type": "object", "properties": {"v": {"type": "integer"}, "kids": {"type": "array", "items": {"$ref": "#/$defs/Node"}}, "next": {"anyOf": [{"$ref": "#/$defs/Node"}, {"type": "null"}]}}, "required": ["v"], "additionalProperties": false}}, "$ref": "#/$defs/Node"}' >"$seeds/schema/refs"
 
 # The vocabularies the tokenizer fuzzers load (fuzz_vocab.h); unset: built-in.
 export KVSCOPE_FUZZ_BPE_VOCAB="" KVSCOPE_FUZZ_SPM_VOCAB=""
