@@ -10,12 +10,19 @@
 #include <limits>
 #include <fmt/format.h>
 
+#include "kvscope/backend_choice.h"
 #include "kvscope/engine_config.h"
 
 namespace kvscope {
 namespace {
 
 constexpr int64_t kMiB = int64_t{1} << 20;
+
+// The GPU rows matter where a GPU may run the model: backend = cuda, or auto
+// in a build with the CUDA backend (without it auto is always the CPU).
+bool gpu_may_run(const EngineConfig& c) {
+  return c.backend == BackendKind::Cuda || (c.backend == BackendKind::Auto && build_has_cuda());
+}
 constexpr int64_t kTiB = int64_t{1} << 40;
 
 // Row builders: each binds a row to one EngineConfig member, so a row is its
@@ -128,21 +135,21 @@ std::vector<SettingSpec> make_table() {
                             "On a GPU: prompts multiply through the tensor cores (bf16), many times faster, but a "
                             "prompt token's logits then depend on how the prompt was chunked or cached (the "
                             "invariance checker will show it). Off: every token through the same exact kernel.");
-  gemm.applies = [](const EngineConfig& c) { return c.backend != BackendKind::Cpu; };
+  gemm.applies = gpu_may_run;
   SettingSpec& gpu_sampling = words(add(bool_row("gpu_sampling", &EngineConfig::gpu_sampling)), "Compute",
                                     "Sample on the GPU", "",
                                     "On a GPU: the next token is drawn there and only its id comes back, instead of "
                                     "every row's logits; the same rule and random numbers, so the same tokens but "
                                     "for a rare near-tie. Rows that need their logits (a grammar, logprobs, "
                                     "speculative checks) always come back.");
-  gpu_sampling.applies = [](const EngineConfig& c) { return c.backend != BackendKind::Cpu; };
+  gpu_sampling.applies = gpu_may_run;
   gpu_sampling.cli_negation = "no-gpu-sampling";
   SettingSpec& gpu_graphs = words(add(bool_row("gpu_graphs", &EngineConfig::gpu_graphs)), "Compute",
                                   "CUDA graphs", "",
                                   "On a GPU: a step that has the shape of an earlier one (a batch of decoding "
                                   "chats, every step) replays that step's recorded kernel launches at once instead "
                                   "of launching ~270 kernels one by one; the same kernels, so the same results.");
-  gpu_graphs.applies = [](const EngineConfig& c) { return c.backend != BackendKind::Cpu; };
+  gpu_graphs.applies = gpu_may_run;
   gpu_graphs.cli_negation = "no-gpu-graphs";
   // The figures are measured (docs/cuda.md), so that the trade is stated,
   // not only named; f32 stays the default, the faster for one chat.
@@ -155,7 +162,7 @@ std::vector<SettingSpec> make_table() {
                                   "(logits about 1e-6 apart), so results under one are not bitwise those under the "
                                   "other.");
   gpu_matmul.choice_labels = {"f32 (faster for one chat)", "Tensor cores (faster for many sequences)"};
-  gpu_matmul.applies = [](const EngineConfig& c) { return c.backend != BackendKind::Cpu; };
+  gpu_matmul.applies = gpu_may_run;
   SettingSpec& overlap = words(add(bool_row("gpu_overlap_launches", &EngineConfig::gpu_overlap_launches)),
                                "Compute", "Overlap kernel launches", "",
                                "On a Hopper or newer GPU: each kernel of a step is scheduled while the one before "
@@ -163,7 +170,7 @@ std::vector<SettingSpec> make_table() {
                                "of a decode step follow each other without a gap (about 5% faster for one chat; "
                                "with tensor-core matmuls at 64 sequences a decode step is about 3% slower); the "
                                "same kernels in the same order, so the same results.");
-  overlap.applies = [](const EngineConfig& c) { return c.backend != BackendKind::Cpu; };
+  overlap.applies = gpu_may_run;
   overlap.cli_negation = "no-gpu-overlap";
   SettingSpec& attention_timing =
       words(add(bool_row("gpu_attention_timing", &EngineConfig::gpu_attention_timing)), "Compute",
@@ -171,7 +178,7 @@ std::vector<SettingSpec> make_table() {
             "On a GPU: each layer's attention is timed for the inspector's attention plot, with a pair of events "
             "between the step's kernels. Off: the plot stays empty and a step has no events between its kernels; "
             "the results are the same either way.");
-  attention_timing.applies = [](const EngineConfig& c) { return c.backend != BackendKind::Cpu; };
+  attention_timing.applies = gpu_may_run;
   attention_timing.cli_negation = "no-gpu-attention-timing";
   SettingSpec& fused_norms =
       words(add(bool_row("gpu_fused_norms", &EngineConfig::gpu_fused_norms)), "Compute", "Fuse norms into matmuls",
@@ -179,7 +186,7 @@ std::vector<SettingSpec> make_table() {
             "On a GPU: each layer's norms are computed by the matmuls that read them, and the residual adds by the "
             "matmuls that produce them, so a decode step launches 7 kernels per layer instead of 9. The same "
             "arithmetic, so the same results; off by default until its speed is measured on a GPU.");
-  fused_norms.applies = [](const EngineConfig& c) { return c.backend != BackendKind::Cpu; };
+  fused_norms.applies = gpu_may_run;
 
   SettingSpec& budget = words(add(bytes_row("kv_budget", &EngineConfig::kv_budget_bytes, 1, 16 * kTiB)),
                               "KV cache", "KV budget", "",
@@ -193,7 +200,7 @@ std::vector<SettingSpec> make_table() {
                                   "the CPU ignores it. A change that rebuilds the pool needs room for the new one "
                                   "beside the old.");
   gpu_memory.zero_means = "off, the KV budget sizes the pool";
-  gpu_memory.applies = [](const EngineConfig& c) { return c.num_blocks == 0 && c.backend != BackendKind::Cpu; };
+  gpu_memory.applies = [](const EngineConfig& c) { return c.num_blocks == 0 && gpu_may_run(c); };
   SettingSpec& blocks = words(add(int_row("num_blocks", &EngineConfig::num_blocks, 0, 1 << 24)), "KV cache",
                               "KV blocks", "blocks",
                               "An exact number of physical KV blocks, whatever memory that takes: fewer shows "

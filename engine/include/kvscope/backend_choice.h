@@ -21,6 +21,10 @@ struct BackendChoice {
   std::string reason;
 };
 
+// Whether this build has the CUDA backend (KVSCOPE_CUDA=ON). Without it,
+// backend = auto always runs on the CPU, and the GPU settings do nothing.
+bool build_has_cuda();
+
 // auto: CUDA when this build has the CUDA backend and a device is present,
 // else the CPU with the reason. cuda where it cannot run: an error saying
 // why. Probes the CUDA runtime (device count and name only; no context).

@@ -22,6 +22,14 @@ std::string why_not_cuda(const CudaProbe& probe) {
 
 }  // namespace
 
+bool build_has_cuda() {
+#if KVSCOPE_HAVE_CUDA
+  return true;
+#else
+  return false;
+#endif
+}
+
 const char* backend_kind_name(BackendKind kind) {
   switch (kind) {
     case BackendKind::Cpu: return "cpu";
