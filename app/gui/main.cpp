@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <memory>
 #include <optional>
+#include <string_view>
 
 #include <QApplication>
 #include <QCommandLineParser>
@@ -56,6 +57,15 @@ std::optional<int> intOption(const QCommandLineParser& parser, const QCommandLin
 }  // namespace
 
 int main(int argc, char** argv) {
+  // --help and --version print and exit: they need no display, so they work
+  // over ssh and in scripts (Qt's default platform would abort without one).
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if ((arg == "--help" || arg == "-h" || arg == "--help-all" || arg == "--version" || arg == "-v") &&
+        qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) {
+      qputenv("QT_QPA_PLATFORM", "offscreen");
+    }
+  }
   QApplication app(argc, argv);
   QApplication::setOrganizationName(QStringLiteral("kvscope"));
   QApplication::setApplicationName(QStringLiteral("kvscope"));
