@@ -8,7 +8,8 @@ scripts/test_python_env.sh makes):
 Chat and completions, streamed and not, n > 1, stop strings, seed
 reproducibility, logprobs, usage numbers, the same text as `kvscope-cli
 generate`, concurrent clients, response_format json_object and json_schema
-(replies parse and validate; a bad schema is a 400), and errors (bad model, bad JSON, missing
+(replies parse and validate; a bad schema is a 400), parse() with nested Pydantic
+models ($defs and $ref), and errors (bad model, bad JSON, missing
 fields, oversize body, wrong API key) as the client's exception classes.
 Ends by stopping the server with SIGINT and checking it exits cleanly.
 
@@ -25,11 +26,13 @@ import signal
 import subprocess
 import sys
 import threading
+import typing
 import unittest
 import urllib.error
 import urllib.request
 
 import openai
+import pydantic  # the openai client's own dependency
 
 MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 API_KEY = "kvscope-test-key"
@@ -287,6 +290,26 @@ class OpenAiClientTest(unittest.TestCase):
             self.assertEqual(schema_errors(json.loads(text), PERSON_SCHEMA), [], text)
         else:  # out of tokens inside a string: still a prefix of an object of the schema
             self.assertTrue(text.lstrip().startswith("{"), text)
+
+    def test_parse_with_nested_pydantic_models(self):
+        # The SDK's parse() sends Pydantic's schema: nested models as $defs and
+        # $ref, an optional one as anyOf with null (docs/json-schema.md).
+        class Address(pydantic.BaseModel):
+            city: str
+            country: str
+
+        class Person(pydantic.BaseModel):
+            name: str
+            home: Address
+            work: typing.Optional[Address]
+
+        reply = self.client.chat.completions.parse(
+            model=self.model, messages=[{"role": "user", "content": "Describe a person who lives in Oslo as JSON."}],
+            response_format=Person, max_tokens=300, temperature=0)
+        choice = reply.choices[0]
+        self.assertEqual(choice.finish_reason, "stop", choice.message.content)
+        self.assertIsInstance(choice.message.parsed, Person)
+        self.assertIsInstance(choice.message.parsed.home, Address)
 
     def test_response_format_json_object(self):
         reply = self.chat("Reply with a JSON object that has one key, \"colour\", and your favourite colour as "
