@@ -425,14 +425,12 @@ void ChatWidget::onFinished(quint64 request_id, const kvscope::ui::FinishInfo& i
   if (--pending_.remaining > 0) return;
 
   const ChatTurn turn = finishedTurn(pending_);
-  std::vector<MessageStats> stats;
-  for (const FinishInfo& f : pending_.finishes) stats.push_back(MessageStats::fromFinish(f));
   turns_.push_back(turn);
   active_id_ = 0;
 
   const FinishInfo& shown = pending_.finishes[static_cast<size_t>(pending_.shown)];
   const RequestStats& st = shown.stats;
-  QString status = messageStatsLine(stats[static_cast<size_t>(pending_.shown)]);
+  QString status = messageStatsLine(MessageStats::fromFinish(shown));
   status += tr(" · context %1 / %2")
                 .arg(QLocale().toString(st.num_context_tokens))
                 .arg(QLocale().toString(max_context_));

@@ -564,19 +564,22 @@ void MainWindow::onReplyStarted(quint64 request_id) {
   reply_places_[request_id] = {conversation_id_, message};
 }
 
-void MainWindow::onReplyFinished(quint64 request_id, const ChatTurn& turn) {
+bool MainWindow::saveReply(quint64 request_id, const ChatTurn& turn) {
   const auto place = reply_places_.find(request_id);
-  if (place != reply_places_.end()) {
-    const ReplyPlace where = place->second;
-    reply_places_.erase(place);
-    if (store_->is_open() &&
-        !store_->update_message(where.conversation, where.message, turn.content, turn.stats_json, turn.alternatives,
-                                turn.selected)) {
-      reportStoreError(store_->lastError());
-    } else {
-      conversations_->refresh(conversation_id_);
-    }
+  if (place == reply_places_.end()) return false;
+  const ReplyPlace where = place->second;
+  reply_places_.erase(place);
+  if (!store_->is_open()) return false;
+  if (!store_->update_message(where.conversation, where.message, turn.content, turn.stats_json, turn.alternatives,
+                              turn.selected)) {
+    reportStoreError(store_->lastError());
+    return false;
   }
+  return true;
+}
+
+void MainWindow::onReplyFinished(quint64 request_id, const ChatTurn& turn) {
+  if (saveReply(request_id, turn)) conversations_->refresh(conversation_id_);
   if (closing_ && !chat_->busy()) close();  // the reply that held the window back is saved
 }
 
@@ -588,13 +591,7 @@ void MainWindow::closeEvent(QCloseEvent* event) {
   // so far is saved without its figures.
   constexpr int kCloseWaitMs = 3000;
   if (!chat_->busy() || closing_) {
-    if (closing_ && chat_->busy()) {
-      const auto place = reply_places_.find(chat_->activeRequest());
-      const ChatTurn so_far = chat_->replySoFar();
-      if (place != reply_places_.end() && store_->is_open())
-        store_->update_message(place->second.conversation, place->second.message, so_far.content, QString(),
-                               so_far.alternatives, so_far.selected);
-    }
+    if (closing_ && chat_->busy()) saveReply(chat_->activeRequest(), chat_->replySoFar());
     QMainWindow::closeEvent(event);
     return;
   }

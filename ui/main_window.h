@@ -125,6 +125,9 @@ class MainWindow : public QMainWindow {
   void onTurnsRemoved(int index);
   void onReplyStarted(quint64 request_id);
   void onReplyFinished(quint64 request_id, const ChatTurn& turn);
+  // Completes the placeholder of reply `request_id` with `turn` (reply_places_);
+  // false when it has none or the store refused (said in the status bar).
+  bool saveReply(quint64 request_id, const ChatTurn& turn);
   void onAlternativeSelected(int message_index, int alternative);
   // The conversation shown, created in the store (with the chat's settings)
   // if it is not there yet; -1 without a store.

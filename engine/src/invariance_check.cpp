@@ -294,14 +294,16 @@ std::vector<std::string> InvarianceReport::unexercised() const {
       notes.push_back(fmt::format("{}: concurrency = {}, but no step ran more than one sequence", name,
                                   side.concurrency));
     }
-    if (c.spec != SpecMethod::Off && c.spec != o.spec && stats.num_draft_tokens == 0) {
-      notes.push_back(fmt::format("{}: spec = {}, but no draft token was verified", name, spec_method_name(c.spec)));
-    } else if (c.spec != SpecMethod::Off && c.spec != o.spec && stats.num_spec_steps * 4 < stats.num_decode_steps) {
-      // Speculation pauses for a sequence whose drafts do not pay (a draft
-      // priced like the model never does): then few steps verified any.
-      notes.push_back(fmt::format("{}: spec = {}, but only {} of {} decoding steps verified draft tokens "
-                                  "(speculation pauses where drafts do not pay)",
-                                  name, spec_method_name(c.spec), stats.num_spec_steps, stats.num_decode_steps));
+    if (c.spec != SpecMethod::Off && c.spec != o.spec) {
+      if (stats.num_draft_tokens == 0) {
+        notes.push_back(fmt::format("{}: spec = {}, but no draft token was verified", name, spec_method_name(c.spec)));
+      } else if (stats.num_spec_steps * 4 < stats.num_decode_steps) {
+        // Speculation pauses for a sequence whose drafts do not pay (a draft
+        // priced like the model never does): then few steps verified any.
+        notes.push_back(fmt::format("{}: spec = {}, but only {} of {} decoding steps verified draft tokens "
+                                    "(speculation pauses where drafts do not pay)",
+                                    name, spec_method_name(c.spec), stats.num_spec_steps, stats.num_decode_steps));
+      }
     }
     if (c.prefix_caching && !o.prefix_caching && stats.num_prefix_hit_tokens == 0) {
       notes.push_back(fmt::format("{}: prefix caching is on, but no prompt token came from the cache (no prompt "

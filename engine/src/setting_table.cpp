@@ -17,13 +17,13 @@ namespace kvscope {
 namespace {
 
 constexpr int64_t kMiB = int64_t{1} << 20;
+constexpr int64_t kTiB = int64_t{1} << 40;
 
 // The GPU rows matter where a GPU may run the model: backend = cuda, or auto
 // in a build with the CUDA backend (without it auto is always the CPU).
 bool gpu_may_run(const EngineConfig& c) {
   return c.backend == BackendKind::Cuda || (c.backend == BackendKind::Auto && build_has_cuda());
 }
-constexpr int64_t kTiB = int64_t{1} << 40;
 
 // Row builders: each binds a row to one EngineConfig member, so a row is its
 // key, its member and its words.

@@ -152,9 +152,6 @@ class Compiler {
       return fail(path + "/$ref", fmt::format("'{}' is not a valid JSON pointer", target));
     }
     if (!resolved) return fail(path + "/$ref", fmt::format("'{}' points to nothing in the schema", target));
-    if (static_cast<int32_t>(ref_targets_.size()) >= kMaxNodes) {
-      return fail(path, fmt::format("the schema has more than {} parts", kMaxNodes));
-    }
     GrammarNode placeholder;
     placeholder.kind = GrammarNodeKind::AnyOf;
     const int32_t id = g_.add(std::move(placeholder));
