@@ -121,6 +121,8 @@ class MainWindow : public QMainWindow {
  private:
   void createActions();
   void createDocks();
+  // A non-modal error box (the engine keeps streaming while it is up).
+  void showErrorBox(const QString& title, const QString& message);
   void onUserTurnAdded(const QString& text);
   void onTurnsRemoved(int index);
   void onReplyStarted(quint64 request_id);
