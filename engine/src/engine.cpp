@@ -238,6 +238,10 @@ Result<RequestId> Engine::submit(GenerationRequest request, SubmittedPrompt* sub
   Impl& m = *impl_;
   if (Status s = request.sampling.validate(); !s.ok()) return Error{s.error()};
   if (request.n < 1 || request.n > 64) return Error{fmt::format("n = {} is out of range [1, 64]", request.n)};
+  if (request.first_scored_position < 1) {
+    return Error{fmt::format("first_scored_position = {} must be >= 1 (position 0 has nothing before it)",
+                             request.first_scored_position)};
+  }
   auto built = build_prompt(request, *m.tokenizer, *m.chat_template);
   if (!built.ok()) return Error{built.error()};
   std::vector<int32_t> prompt = std::move(built->tokens);
@@ -275,6 +279,8 @@ Result<RequestId> Engine::submit(GenerationRequest request, SubmittedPrompt* sub
   seq->num_forks_pending = request.n - 1;
   seq->num_truncated_prompt_tokens = num_truncated;
   seq->on_logits = std::move(request.on_logits);
+  seq->on_prompt_logits = std::move(request.on_prompt_logits);
+  seq->num_scored_prompt_positions = request.first_scored_position - 1;
   seq->hash_seed = prefix_hash_seed(request.cache_salt);
   const int32_t need = seq->table.num_blocks_needed(seq->max_total_tokens);
   if (need > m.info.num_kv_blocks) {
@@ -331,6 +337,11 @@ std::vector<int32_t> Engine::tokenize(std::string_view text, bool parse_special)
 }
 
 std::string Engine::detokenize(const std::vector<int32_t>& ids) const { return impl_->tokenizer->decode(ids); }
+
+int32_t Engine::prompt_bos() const {
+  const Tokenizer& t = *impl_->tokenizer;
+  return t.add_bos() && t.bos_id() >= 0 ? t.bos_id() : -1;
+}
 
 std::string Engine::token_bytes(int32_t id, bool render_special) const {
   return impl_->tokenizer->token_bytes(id, render_special);

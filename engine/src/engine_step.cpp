@@ -370,6 +370,8 @@ void Engine::step() {
   if (!work.empty()) {
     m.batch.clear();
     std::vector<char> wants_logits;
+    std::vector<char> ends_prompt_only;  // [work] max_tokens = 0 and its prompt is done with this step
+    std::vector<int32_t> num_scored_rows;  // [work] prompt rows whose logits score the next prompt token
     std::vector<int32_t> draw_of;  // [work] the sequence's draw in m.batch.draws, or -1
     for (const ScheduledSequence& w : work) {
       Sequence& s = *w.seq;
@@ -377,7 +379,19 @@ void Engine::step() {
       for (int32_t i = 0; i < w.num_rows; ++i) m.slots[static_cast<size_t>(i)] = s.table.slot(s.num_computed + i);
       // Rows for the known tokens, then (speculative verification) the draft's.
       const int32_t num_known_rows = w.num_rows - w.num_draft;
-      const bool want = s.num_computed + num_known_rows == static_cast<int32_t>(s.tokens.size());
+      const bool at_end = s.num_computed + num_known_rows == static_cast<int32_t>(s.tokens.size());
+      // Prompt scoring: rows [first unscored, last prompt row) of this
+      // chunk. They run to its end or to the row that wants the next token's
+      // logits, so with it they are the chunk's last rows (a sequence scores
+      // its prompt before it samples, and so before it verifies drafts).
+      const int32_t scored = s.num_rows_to_score(num_known_rows);
+      num_scored_rows.push_back(scored);
+      // max_tokens = 0: nothing is sampled, so its last row needs no logits;
+      // after scored rows they come back all the same (logits rows are a
+      // chunk's last rows), unused.
+      const bool prompt_only = s.sampler.params().max_tokens == 0;
+      const bool want = at_end && (!prompt_only || scored > 0);
+      ends_prompt_only.push_back(at_end && prompt_only);
       const int32_t* row_tokens = s.tokens.data() + s.num_computed;
       if (w.num_draft > 0) {
         m.row_tokens.assign(row_tokens, row_tokens + num_known_rows);
@@ -385,10 +399,10 @@ void Engine::step() {
         row_tokens = m.row_tokens.data();
       }
       m.batch.add_sequence(row_tokens, w.num_rows, s.num_computed, m.slots.data(), s.table.blocks(),
-                           want ? 1 + w.num_draft : 0);
+                           scored + (want ? 1 + w.num_draft : 0));
       wants_logits.push_back(want);
       // Only its token needed: the backend draws it (StepBatch::draws).
-      const bool draw = want && w.num_draft == 0 && m.backend_may_draw(s);
+      const bool draw = want && scored == 0 && w.num_draft == 0 && m.backend_may_draw(s);
       draw_of.push_back(draw ? m.batch.num_draws() : -1);
       if (draw) m.add_draw(s, static_cast<int32_t>(m.batch.logits_rows.size()) - 1);
       const bool decode = num_known_rows == 1 && s.prompt_computed();
@@ -429,8 +443,23 @@ void Engine::step() {
     const size_t vocab = static_cast<size_t>(m.weights->config.vocab_size);
     size_t row = 0;
     for (size_t i = 0; i < work.size(); ++i) {
-      if (!wants_logits[i]) continue;
       Sequence& s = *work[i].seq;
+      for (int32_t r = 0; r < num_scored_rows[i]; ++r, ++row) {
+        // The row at position p scores the token at p + 1.
+        const int32_t position = m.batch.positions[static_cast<size_t>(m.batch.logits_rows[row])] + 1;
+        s.on_prompt_logits(position, s.tokens[static_cast<size_t>(position)], m.logits.data() + row * vocab,
+                           static_cast<int32_t>(vocab));
+        s.num_scored_prompt_positions = position;
+      }
+      if (ends_prompt_only[i]) {
+        if (wants_logits[i]) ++row;  // the unused row after scored ones
+        // Every completion of the request ends here, with no token.
+        const std::vector<Sequence*> siblings = s.num_forks_pending > 0 ? m.fork_siblings(s) : std::vector<Sequence*>{};
+        m.finish(s, FinishReason::Length);
+        for (Sequence* sib : siblings) m.finish(*sib, FinishReason::Length);
+        continue;
+      }
+      if (!wants_logits[i]) continue;
       if (work[i].num_draft > 0) {
         const int32_t num_kept = m.verify_and_publish(s, m.logits.data() + row * vocab, stats);
         row += static_cast<size_t>(1 + work[i].num_draft);

@@ -104,6 +104,9 @@ class Engine {
   // Tokenizer access for front ends (no state change).
   std::vector<int32_t> tokenize(std::string_view text, bool parse_special) const;
   std::string detokenize(const std::vector<int32_t>& ids) const;
+  // The token a text prompt starts with when the vocabulary asks for one
+  // (tokenizer.ggml.add_bos_token), else -1.
+  int32_t prompt_bos() const;
   // The raw bytes token `id` stands for, as the chat's detokeniser sees them:
   // byte-level BPE pieces decoded to their bytes, SentencePiece "▁" as a
   // space and <0xNN> byte-fallback tokens as that byte. One token may hold

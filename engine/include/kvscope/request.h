@@ -109,6 +109,19 @@ struct GenerationRequest {
   // sequence. For tools that compare runs (the invariance checker); unset
   // costs nothing.
   std::function<void(int32_t index, int32_t position, const float* logits, int32_t vocab)> on_logits;
+  // Called on the stepping thread with the raw logits each prompt token after
+  // the first is scored by (what the model, having read the prompt before
+  // `position`, made of `token`, the prompt's token there), once per position
+  // 1 .. prompt length - 1, in order, all before the first token event
+  // (OpenAI's echo with logprobs, evaluation harnesses' log-likelihoods;
+  // with max_tokens = 0 the prompt is only scored). Set, the request
+  // does not read the prefix cache (a cached block's rows were never scored)
+  // and a step computes a bounded number of its prompt rows (each row's
+  // logits come back).
+  std::function<void(int32_t position, int32_t token, const float* logits, int32_t vocab)> on_prompt_logits;
+  // With on_prompt_logits: the first position told (>= 1); the rows before
+  // it need no logits (perplexity scores the second half of a window).
+  int32_t first_scored_position = 1;
 };
 
 // What Engine::submit made of a request's prompt.

@@ -25,7 +25,7 @@ struct SamplingParams {
   float presence_penalty = 0.0f;    // subtracted once from every token seen in the window
   float frequency_penalty = 0.0f;   // subtracted per occurrence in the window
   uint64_t seed = 0;                // 0: pick a random seed (RequestStats::seed reports it; the CLI's -1 means 0)
-  int32_t max_tokens = 256;         // generated tokens at most
+  int32_t max_tokens = 256;         // generated tokens at most; 0: the prompt runs (and is scored), nothing is sampled
   std::vector<std::string> stop;    // stop strings (not part of the output)
   bool ignore_eos = false;          // keep generating past end-of-sequence
   // Grammar-constrained decoding (kvscope/json_constraint.h, docs/json-schema.md):

@@ -31,8 +31,8 @@ Status SamplingParams::validate() const {
     return fail(fmt::format("presence_penalty must be a finite number, got {}", presence_penalty));
   if (!std::isfinite(frequency_penalty))
     return fail(fmt::format("frequency_penalty must be a finite number, got {}", frequency_penalty));
-  if (max_tokens < 1)
-    return fail(fmt::format("max_tokens must be >= 1, got {}", max_tokens));
+  if (max_tokens < 0)
+    return fail(fmt::format("max_tokens must be >= 0 (0: run the prompt only), got {}", max_tokens));
   for (size_t i = 0; i < stop.size(); ++i) {
     if (stop[i].empty())
       return fail(fmt::format("stop[{}] is empty; an empty stop string would end every "

@@ -36,6 +36,7 @@ std::vector<Sequence*> Scheduler::find(RequestId id) {
 std::vector<ScheduledSequence> Scheduler::schedule() {
   std::vector<ScheduledSequence> out;
   int32_t budget = config_.max_batched_tokens;
+  scored_budget_ = config_.max_scored_rows;
   bool preempted = false;
   schedule_running(out, budget, preempted);
   propose_time_s_ = 0.0;
@@ -51,7 +52,7 @@ std::vector<ScheduledSequence> Scheduler::schedule() {
 void Scheduler::schedule_running(std::vector<ScheduledSequence>& out, int32_t& budget, bool& preempted) {
   for (size_t i = 0; i < running_.size();) {
     Sequence& s = *running_[i];
-    const int32_t rows = std::min(s.num_uncomputed(), budget);
+    const int32_t rows = take_rows(s, budget);
     if (s.finished() || rows == 0) {
       ++i;
       continue;
@@ -77,6 +78,15 @@ void Scheduler::schedule_running(std::vector<ScheduledSequence>& out, int32_t& b
     }
     if (scheduled) ++i;
   }
+}
+
+int32_t Scheduler::take_rows(const Sequence& s, int32_t budget) {
+  int32_t rows = std::min(s.num_uncomputed(), budget);
+  const int32_t to_score = s.num_rows_to_score(rows);
+  // Over the step's bound: the chunk ends after the last row it may score.
+  if (to_score > scored_budget_) rows = s.first_row_to_score() + scored_budget_ - s.num_computed;
+  scored_budget_ -= std::min(to_score, scored_budget_);
+  return rows;
 }
 
 void Scheduler::propose_drafts(std::vector<ScheduledSequence>& out, int32_t& budget) {
@@ -126,7 +136,7 @@ void Scheduler::swap_in(std::vector<ScheduledSequence>& out, int32_t& budget) {
   while (!swapped_.empty() && static_cast<int32_t>(running_.size()) < config_.max_seqs) {
     Sequence& s = *swapped_.front();
     // Room for its blocks plus the next rows, so it does not bounce straight back out.
-    const int32_t rows = std::min(s.num_uncomputed(), budget);
+    const int32_t rows = take_rows(s, budget);
     if (!kv_.pool().can_allocate(s.table.num_blocks() + s.table.num_blocks_needed(s.num_computed + rows) + 1)) break;
     kv_.swap_in(s.table, s.id, s.index);
     s.state = SequenceState::Running;
@@ -155,14 +165,16 @@ void Scheduler::admit(std::vector<ScheduledSequence>& out, int32_t& budget) {
       // Room for every known token (prompt, plus generated ones after a
       // recompute preemption) so that admission does not thrash.
       if (!kv_.pool().can_allocate(s.table.num_blocks_needed(known))) break;
-      const int32_t cached = kv_.acquire_cached_prefix(s.table, s.tokens, s.hash_seed, s.id);
+      // A sequence scoring its prompt computes every prompt row itself:
+      // a cached block's rows were never scored.
+      const int32_t cached = s.scores_prompt() ? 0 : kv_.acquire_cached_prefix(s.table, s.tokens, s.hash_seed, s.id);
       s.num_computed = cached;
       // A cached block's draft-model K/V was written with its tokens (the
       // draft runs over every row the target computes).
       s.draft_num_computed = cached;
       if (s.num_preemptions == 0) s.num_cached_tokens = cached;
     }
-    const int32_t rows = std::min(s.num_uncomputed(), budget);
+    const int32_t rows = take_rows(s, budget);
     if (rows > 0) {
       kv_.prepare_write(s.table, s.num_computed, s.num_computed + rows, s.id, s.index);
       out.push_back({&s, rows});

@@ -45,6 +45,9 @@ struct SchedulerConfig {
   PreemptionMode preemption = PreemptionMode::Recompute;
   int32_t spec_k = 4;  // draft tokens per proposal, at most (with a proposer)
   bool spec_never_pause = false;  // EngineConfig::spec_never_pause
+  // Prompt rows that need scoring (Sequence::scores_prompt) in one step, at
+  // most: each one's logits come back, so this bounds a step's memory.
+  int32_t max_scored_rows = 1 << 30;
 };
 
 class Scheduler {
@@ -110,6 +113,9 @@ class Scheduler {
   void admit(std::vector<ScheduledSequence>& out, int32_t& budget);
   // Adds draft rows to the decoding sequences in `out` (speculative decoding).
   void propose_drafts(std::vector<ScheduledSequence>& out, int32_t& budget);
+  // How many of s's uncomputed rows this step gives it, with `budget` rows
+  // left; its rows to score come out of scored_budget_.
+  int32_t take_rows(const Sequence& s, int32_t budget);
   void preempt(Sequence& victim);
   void release_blocks(Sequence& s);
   // The recompute half of preemption: blocks released, tokens to compute again.
@@ -122,6 +128,7 @@ class Scheduler {
   double propose_time_s_ = 0.0;
   double draft_cost_in_rows_ = 0.0;
   int32_t num_spec_pauses_ = 0;
+  int32_t scored_budget_ = 0;  // this step's rows to score still allowed
   std::deque<std::unique_ptr<Sequence>> waiting_;
   std::vector<std::unique_ptr<Sequence>> running_;  // in admission order
   std::deque<std::unique_ptr<Sequence>> swapped_;

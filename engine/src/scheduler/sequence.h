@@ -5,6 +5,7 @@
 // yet computed.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -54,6 +55,10 @@ struct Sequence {
   Sampler sampler;
   std::function<void(const TokenEvent&)> on_event;
   std::function<void(int32_t, int32_t, const float*, int32_t)> on_logits;  // GenerationRequest::on_logits
+  // Prompt scoring (GenerationRequest::on_prompt_logits): prompt positions
+  // 1 .. num_scored_prompt_positions have been told.
+  std::function<void(int32_t, int32_t, const float*, int32_t)> on_prompt_logits;
+  int32_t num_scored_prompt_positions = 0;
   StreamingDetokenizer detokenizer;
   StopMatcher stop;
   BlockTable table;  // device block ids, or swap block ids while Swapped
@@ -85,6 +90,20 @@ struct Sequence {
   // Whether every prompt token's K/V has been computed (a shift may have dropped some of them).
   bool prompt_computed() const { return num_computed + num_shifted_out_tokens >= num_prompt_tokens; }
   int32_t num_uncomputed() const { return static_cast<int32_t>(tokens.size()) - num_computed; }
+  // Whether prompt rows still wait to be scored: row r scores position r + 1,
+  // so rows [num_scored_prompt_positions, num_prompt_tokens - 1). All are
+  // scored before the first token is sampled (the step that samples it
+  // computes the last of them).
+  bool scores_prompt() const {
+    return on_prompt_logits && num_generated() == 0 && num_scored_prompt_positions < num_prompt_tokens - 1;
+  }
+  // The first row that needs scoring (rows before it, recomputed after a
+  // preemption, need none), and how many of the next `rows` rows do.
+  int32_t first_row_to_score() const { return std::max(num_computed, num_scored_prompt_positions); }
+  int32_t num_rows_to_score(int32_t rows) const {
+    if (!scores_prompt()) return 0;
+    return std::max(0, std::min(num_computed + rows, num_prompt_tokens - 1) - first_row_to_score());
+  }
   bool finished() const { return state == SequenceState::Finished; }
 };
 

@@ -451,7 +451,7 @@ TEST(SamplingParamsTest, ValidateNamesTheBadField) {
             "top_k must be >= 0 (0 = off), got -3");
   EXPECT_EQ(message([](SamplingParams& p) { p.repetition_penalty = 0.0f; }),
             "repetition_penalty must be a finite number > 0 (1 = off), got 0");
-  EXPECT_EQ(message([](SamplingParams& p) { p.max_tokens = 0; }), "max_tokens must be >= 1, got 0");
+  EXPECT_EQ(message([](SamplingParams& p) { p.max_tokens = -1; }), "max_tokens must be >= 0 (0: run the prompt only), got -1");
   EXPECT_EQ(message([](SamplingParams& p) { p.repeat_last_n = -2; }),
             "repeat_last_n must be >= -1 (0 = off, -1 = all recent tokens), got -2");
   EXPECT_EQ(message([](SamplingParams& p) { p.stop = {"</s>", ""}; }),
