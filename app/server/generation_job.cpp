@@ -34,6 +34,8 @@ GenerationJob::Start GenerationJob::start(EngineDriver& driver, const ParsedRequ
   std::shared_ptr<GenerationJob> job(
       new GenerationJob(driver, num_prompts * request.n, request.top_logprobs, request.logprobs, counters));
   job->n_ = request.n;
+  const bool score_prompts = !chat && request.echo && request.logprobs;
+  if (score_prompts) job->scored_prompts_.resize(static_cast<size_t>(num_prompts));
   for (int32_t p = 0; p < num_prompts; ++p) {
     GenerationRequest r;
     if (chat) {
@@ -51,6 +53,11 @@ GenerationJob::Start GenerationJob::start(EngineDriver& driver, const ParsedRequ
     if (request.logprobs) {
       r.on_logits = [job, p](int32_t index, int32_t, const float* logits, int32_t vocab) {
         job->on_logits(p, index, logits, vocab);
+      };
+    }
+    if (score_prompts) {
+      r.on_prompt_logits = [job, p](int32_t, int32_t token, const float* logits, int32_t vocab) {
+        job->on_prompt_logits(p, token, logits, vocab);
       };
     }
     SubmittedPrompt submitted;
@@ -76,17 +83,45 @@ void GenerationJob::on_logits(int32_t prompt_index, int32_t completion, const fl
   row.fresh = true;
 }
 
-TokenLogprob GenerationJob::make_logprob(LogitsRow& row, int32_t token) const {
+void GenerationJob::on_prompt_logits(int32_t prompt_index, int32_t token, const float* logits, int32_t vocab) {
+  TokenLogprob lp = logprob_entry(logits, vocab, log_sum_exp(logits, vocab), token);
+  std::lock_guard lock(mutex_);
+  scored_prompts_[static_cast<size_t>(prompt_index)].push_back(std::move(lp));
+}
+
+std::vector<TokenLogprob> GenerationJob::prompt_logprobs(int32_t prompt) {
+  std::vector<TokenLogprob> out;
+  const std::vector<int32_t>& tokens = prompt_tokens_[static_cast<size_t>(prompt)];
+  if (tokens.empty()) return out;
+  TokenLogprob first;
+  first.token = tokens.front();
+  first.bytes = driver_.engine().token_bytes(first.token, /*render_special=*/true);
+  first.scored = false;
+  out.push_back(std::move(first));
+  std::lock_guard lock(mutex_);
+  if (static_cast<size_t>(prompt) < scored_prompts_.size()) {
+    const auto& scored = scored_prompts_[static_cast<size_t>(prompt)];
+    out.insert(out.end(), scored.begin(), scored.end());
+  }
+  return out;
+}
+
+TokenLogprob GenerationJob::logprob_entry(const float* logits, int32_t vocab, float lse, int32_t token) const {
   TokenLogprob lp;
   lp.token = token;
   lp.bytes = driver_.engine().token_bytes(token, /*render_special=*/true);
-  const int32_t vocab = static_cast<int32_t>(row.logits.size());
-  if (token >= 0 && token < vocab) lp.logprob = row.logits[static_cast<size_t>(token)] - row.log_sum_exp;
-  lp.top = top_logprobs(row.logits.data(), vocab, row.log_sum_exp, top_logprobs_);
+  if (token >= 0 && token < vocab) lp.logprob = logits[token] - lse;
+  lp.top = top_logprobs(logits, vocab, lse, top_logprobs_);
   // With response_format json_object/json_schema the row is the constrained
   // one (forbidden tokens at -inf): they are not alternatives, so not listed.
   std::erase_if(lp.top, [](const TopLogprob& t) { return !std::isfinite(t.logprob); });
   for (const TopLogprob& t : lp.top) lp.top_bytes.push_back(driver_.engine().token_bytes(t.token, true));
+  return lp;
+}
+
+TokenLogprob GenerationJob::make_logprob(LogitsRow& row, int32_t token) const {
+  TokenLogprob lp =
+      logprob_entry(row.logits.data(), static_cast<int32_t>(row.logits.size()), row.log_sum_exp, token);
   row.fresh = false;
   return lp;
 }

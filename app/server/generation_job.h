@@ -3,7 +3,8 @@
 // stepping thread reports, as ChoiceEvents numbered by their place in the
 // response (`choices[prompt * n + completion]`), for the HTTP handler thread
 // to take with wait_events(). With logprobs it also turns each token's raw
-// logits into log-probabilities on the stepping thread (logprobs.h).
+// logits into log-probabilities on the stepping thread (logprobs.h), and
+// with echo too each prompt token's (prompt_logprobs).
 //
 // The engine's callbacks hold the job by shared_ptr, so it outlives a handler
 // that has gone (a client that disconnected): cancel() then ends its requests
@@ -74,6 +75,10 @@ class GenerationJob {
   // Warnings Engine::submit gave about the prompts' text.
   const std::vector<std::string>& warnings() const { return warnings_; }
   RequestId first_request_id() const { return ids_.empty() ? 0 : ids_.front(); }
+  // Completions with echo and logprobs: prompt `prompt`'s entries, its first
+  // token's (unscored) first. Whole once an event of one of its choices has
+  // come out of wait_events(): the engine scores a prompt before any of them.
+  std::vector<TokenLogprob> prompt_logprobs(int32_t prompt);
 
  private:
   // Per choice, touched only on the stepping thread: the last logits row.
@@ -87,7 +92,10 @@ class GenerationJob {
                 std::shared_ptr<JobCounters> counters);
   void on_event(int32_t prompt_index, const TokenEvent& ev);
   void on_logits(int32_t prompt_index, int32_t completion, const float* logits, int32_t vocab);
+  void on_prompt_logits(int32_t prompt_index, int32_t token, const float* logits, int32_t vocab);
   TokenLogprob make_logprob(LogitsRow& row, int32_t token) const;
+  // `token`'s entry in a row of raw logits whose log-sum-exp is `lse`.
+  TokenLogprob logprob_entry(const float* logits, int32_t vocab, float lse, int32_t token) const;
 
   EngineDriver& driver_;
   const int32_t num_choices_;
@@ -105,6 +113,7 @@ class GenerationJob {
   std::mutex mutex_;
   std::condition_variable arrived_;
   std::deque<ChoiceEvent> events_;
+  std::vector<std::vector<TokenLogprob>> scored_prompts_;  // [num prompts] with echo and logprobs: positions 1..
   bool cancelled_ = false;
 };
 

@@ -24,6 +24,7 @@ struct ResponseState {
   bool include_usage = false;
   int32_t n = 1;
   std::vector<std::string> echo;       // [num prompts] with echo: the prompt text
+  std::vector<char> echo_pending;      // [num choices] streamed echo with logprobs: not sent yet
   std::vector<ChoiceResult> choices;   // [num choices]
   std::vector<size_t> logprob_offset;  // [num choices] completions logprobs' next text_offset
   // Chat with tools offered: how the model writes a call, and how much of
@@ -85,6 +86,37 @@ bool take_tool_calls(ToolCallFormat format, ChoiceResult& c) {
   return true;
 }
 
+// Completions with echo and logprobs: the entries of choice i's prompt, each
+// placed in the echoed text. A token the engine added (BOS, first) is not in
+// it and takes no room; SentencePiece's dummy-prefix space before the first
+// word is not in it either.
+std::vector<TokenLogprob> echoed_prompt_logprobs(ResponseState& s, size_t i) {
+  const size_t prompt = i / static_cast<size_t>(s.n);
+  std::vector<TokenLogprob> lps = s.job->prompt_logprobs(static_cast<int32_t>(prompt));
+  const std::string& text = s.echo[prompt];
+  size_t offset = 0;
+  for (size_t k = 0; k < lps.size(); ++k) {
+    const std::string& bytes = lps[k].bytes;
+    lps[k].text_offset = static_cast<int64_t>(std::min(offset, text.size()));
+    if (offset <= text.size() && text.compare(offset, bytes.size(), bytes) == 0) {
+      offset += bytes.size();
+    } else if (offset == 0 && !bytes.empty() && bytes[0] == ' ' && text.compare(0, bytes.size() - 1, bytes, 1) == 0) {
+      offset += bytes.size() - 1;
+    } else if (k > 0) {
+      offset += bytes.size();  // the text differs (bytes it could not hold were replaced): keep counting
+    }
+  }
+  return lps;
+}
+
+// The prompt as text, for echo: the text given, or token ids' bytes.
+std::string echo_text(EngineDriver& driver, const ParsedPrompt& p) {
+  if (!p.is_tokens) return p.text;
+  std::string text;
+  for (int32_t t : p.tokens) text += driver.engine().token_bytes(t, /*render_special=*/true);
+  return text;
+}
+
 bool write(httplib::DataSink& sink, const std::string& text) {
   return text.empty() || sink.write(text.data(), text.size());
 }
@@ -128,6 +160,9 @@ bool stream_step(ResponseState& s, httplib::DataSink& sink) {
       if (chat) {
         out += sse_event(stream_chunk(s.ctx, static_cast<int32_t>(i), "", "assistant", {}, FinishReason::None,
                                       s.include_usage));
+      } else if (!s.echo.empty() && s.ctx.logprobs) {
+        // With its tokens' entries, which exist once the prompt has run.
+        s.echo_pending[i] = 1;
       } else if (!s.echo.empty()) {
         const std::string& prompt = s.echo[i / static_cast<size_t>(s.n)];
         out += sse_event(stream_chunk(s.ctx, static_cast<int32_t>(i), prompt, std::nullopt, {}, FinishReason::None,
@@ -142,6 +177,13 @@ bool stream_step(ResponseState& s, httplib::DataSink& sink) {
       continue;
     }
     const auto i = static_cast<size_t>(ev.choice);
+    if (s.echo_pending[i]) {
+      s.echo_pending[i] = 0;
+      const std::string& prompt = s.echo[i / static_cast<size_t>(s.n)];
+      out += sse_event(stream_chunk(s.ctx, ev.choice, prompt, std::nullopt, echoed_prompt_logprobs(s, i),
+                                    FinishReason::None, s.include_usage));
+      s.logprob_offset[i] = prompt.size();
+    }
     std::vector<TokenLogprob> logprobs;
     if (ev.logprob) logprobs.push_back(*ev.logprob);
     if (!ev.text.empty() || !logprobs.empty()) {
@@ -183,8 +225,13 @@ bool collect_step(ResponseState& s, httplib::DataSink& sink) {
     if (!s.echo.empty()) {
       for (size_t i = 0; i < s.choices.size(); ++i) {
         const std::string& prompt = s.echo[i / static_cast<size_t>(s.n)];
-        s.choices[i].text.insert(0, prompt);
+        ChoiceResult& c = s.choices[i];
+        c.text.insert(0, prompt);
         offsets[i] = prompt.size();
+        if (s.ctx.logprobs) {
+          std::vector<TokenLogprob> prompt_entries = echoed_prompt_logprobs(s, i);
+          c.logprobs.insert(c.logprobs.begin(), prompt_entries.begin(), prompt_entries.end());
+        }
       }
     }
     body = dump(full_response(s.ctx, s.choices, s.usage(), offsets));
@@ -214,8 +261,9 @@ void respond_generation(EngineDriver& driver, const ParsedRequest& request, cons
   // The request was refused above unless the model's template offers tools.
   if (!request.tools_json.empty()) state->tool_format = driver.engine().tool_call_format();
   state->content_sent.assign(state->choices.size(), 0);
+  state->echo_pending.assign(state->choices.size(), 0);
   if (request.echo) {
-    for (const ParsedPrompt& p : request.prompts) state->echo.push_back(p.text);
+    for (const ParsedPrompt& p : request.prompts) state->echo.push_back(echo_text(driver, p));
   }
   int64_t num_prompt_tokens = 0;
   for (const auto& p : state->job->prompt_tokens()) num_prompt_tokens += static_cast<int64_t>(p.size());

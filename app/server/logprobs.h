@@ -22,14 +22,22 @@ float log_sum_exp(const float* logits, int32_t n);
 // first), with their log-probabilities; k is capped at n.
 std::vector<TopLogprob> top_logprobs(const float* logits, int32_t n, float log_sum_exp, int32_t k);
 
-// One generated token's entry: its bytes (may be part of a UTF-8 character),
-// its log-probability and the alternatives asked for.
+// One token's entry: its bytes (may be part of a UTF-8 character), its
+// log-probability and the alternatives asked for. A generated token's, or
+// with echo a prompt token's.
 struct TokenLogprob {
   int32_t token = -1;
   std::string bytes;
   float logprob = 0.0f;
   std::vector<TopLogprob> top;
   std::vector<std::string> top_bytes;  // [top.size()]
+  // False for the prompt's first token: nothing before it scores it (its
+  // logprob and alternatives are null, as OpenAI writes them).
+  bool scored = true;
+  // Completions with echo, a prompt token: where its text starts in the
+  // echoed prompt (-1: after the previous entry's bytes, as for generated
+  // tokens). A token the engine added (BOS) is not in that text.
+  int64_t text_offset = -1;
 };
 
 }  // namespace kvscope::server

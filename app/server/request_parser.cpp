@@ -252,9 +252,12 @@ MaybeError read_common(const Json& obj, const ParseDefaults& defaults, ParsedReq
 
   SamplingParams& s = out.sampling;
   s = defaults.sampling;
-  // max_completion_tokens is the newer name of max_tokens; it wins when both are given.
-  if (MaybeError e = read_int32(obj, "max_tokens", 1, kInt32Max, s.max_tokens)) return e;
-  if (MaybeError e = read_int32(obj, "max_completion_tokens", 1, kInt32Max, s.max_tokens)) return e;
+  // max_completion_tokens is the newer name of max_tokens; it wins when both
+  // are given. Completions take 0: the prompt is run (and with echo and
+  // logprobs scored), nothing generated, as OpenAI's legacy scoring asks.
+  const int32_t fewest_tokens = out.endpoint == Endpoint::kCompletions ? 0 : 1;
+  if (MaybeError e = read_int32(obj, "max_tokens", fewest_tokens, kInt32Max, s.max_tokens)) return e;
+  if (MaybeError e = read_int32(obj, "max_completion_tokens", fewest_tokens, kInt32Max, s.max_tokens)) return e;
   if (MaybeError e = read_float(obj, "temperature", 0.0, 2.0, s.temperature)) return e;
   if (MaybeError e = read_float(obj, "top_p", 0.0, 1.0, s.top_p, Lower::kExcluded)) return e;
   if (MaybeError e = read_float(obj, "presence_penalty", -2.0, 2.0, s.presence_penalty)) return e;
@@ -544,11 +547,6 @@ ParseResult parse_completion_request(std::string_view body, const ParseDefaults&
   }
   out.logprobs = logprobs_given;
   if (MaybeError e = read_bool(obj, "echo", out.echo)) return *e;
-  if (out.echo && out.prompts.size() > 0) {
-    for (const ParsedPrompt& p : out.prompts) {
-      if (p.is_tokens) return invalid_request("'echo' needs text prompts, not token ids", "echo");
-    }
-  }
   return out;
 }
 

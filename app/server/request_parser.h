@@ -17,7 +17,8 @@
 //          constrained decoding, docs/json-schema.md; a schema outside the
 //          supported subset is a 400 with param "response_format");
 //   completions: prompt (a string, strings, token ids or lists of them),
-//          logprobs (0..5 most likely tokens), echo.
+//          logprobs (0..5 most likely tokens), echo (with logprobs, the
+//          prompt's tokens scored too), max_tokens 0 (the prompt only).
 // Fields that would change the output and are not implemented (tool_choice
 // required or named, logit_bias, suffix, best_of > n) are
 // refused with a 400 rather than ignored. Other unknown fields are ignored.
@@ -56,7 +57,7 @@ struct ParsedRequest {
   bool include_usage = false;  // stream_options.include_usage: a last chunk with usage
   bool logprobs = false;
   int32_t top_logprobs = 0;  // alternatives per token, with logprobs
-  bool echo = false;         // completions: the prompt text before the completion
+  bool echo = false;         // completions: the prompt before the completion (token ids: their text)
 };
 
 struct ParseDefaults {

@@ -48,12 +48,21 @@ Json completion_logprobs(const std::vector<TokenLogprob>& lps, size_t text_offse
   Json tokens = Json::array(), token_logprobs = Json::array(), top = Json::array(), offsets = Json::array();
   for (const TokenLogprob& lp : lps) {
     tokens.push_back(completion_token(lp.bytes));
-    token_logprobs.push_back(lp.logprob);
-    Json alternatives = Json::object();
-    for (size_t i = 0; i < lp.top.size(); ++i) alternatives[completion_token(lp.top_bytes[i])] = lp.top[i].logprob;
-    top.push_back(alternatives);
-    offsets.push_back(text_offset);
-    text_offset += lp.bytes.size();
+    if (lp.scored) {
+      token_logprobs.push_back(lp.logprob);
+      Json alternatives = Json::object();
+      for (size_t i = 0; i < lp.top.size(); ++i) alternatives[completion_token(lp.top_bytes[i])] = lp.top[i].logprob;
+      top.push_back(alternatives);
+    } else {
+      token_logprobs.push_back(nullptr);
+      top.push_back(nullptr);
+    }
+    if (lp.text_offset >= 0) {
+      offsets.push_back(lp.text_offset);
+    } else {
+      offsets.push_back(text_offset);
+      text_offset += lp.bytes.size();
+    }
   }
   return {{"tokens", tokens}, {"token_logprobs", token_logprobs}, {"top_logprobs", top}, {"text_offset", offsets}};
 }

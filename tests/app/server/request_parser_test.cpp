@@ -148,6 +148,11 @@ TEST(RequestParser, CompletionPromptForms) {
   EXPECT_TRUE(r.echo);
   EXPECT_EQ(r.sampling.stop, std::vector<std::string>{"x"});
 
+  // Token ids echo their text; max_tokens 0 runs the prompt only (completions only).
+  r = completion_ok(R"({"model": "m", "prompt": [1, 2], "echo": true, "max_tokens": 0})");
+  EXPECT_TRUE(r.echo);
+  EXPECT_EQ(r.sampling.max_tokens, 0);
+
   r = completion_ok(R"({"model": "m", "prompt": [1, 2, 3]})");
   ASSERT_EQ(r.prompts.size(), 1u);
   EXPECT_TRUE(r.prompts[0].is_tokens);
@@ -267,7 +272,7 @@ TEST(RequestParser, BadCompletionBodiesAre400s) {
       {R"({"model": "m", "prompt": "a", "logprobs": 6})", "logprobs"},
       {R"({"model": "m", "prompt": "a", "logprobs": true})", "logprobs"},
       {R"({"model": "m", "prompt": "a", "suffix": "b"})", "suffix"},
-      {R"({"model": "m", "prompt": [1, 2], "echo": true})", "echo"},
+      {R"({"model": "m", "prompt": "a", "max_tokens": -1})", "max_tokens"},
   };
   for (const BadBody& c : cases) {
     const ApiError e = completion_error(c.body);

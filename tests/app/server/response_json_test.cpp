@@ -128,6 +128,33 @@ TEST(ResponseJson, LogprobsInEachEndpointsShape) {
   EXPECT_EQ(text["choices"][0]["text"], "ab");
 }
 
+// Echo with logprobs: the prompt's entries (the first unscored, written as
+// nulls) carry their place in the echoed text; the generated ones follow it.
+TEST(ResponseJson, EchoedPromptEntriesKeepTheirOffsets) {
+  TokenLogprob bos, word, generated;
+  bos.bytes = "<s>";
+  bos.scored = false;
+  bos.text_offset = 0;  // added by the engine: not in the text
+  word.bytes = "Hi";
+  word.logprob = -2.0f;
+  word.top = {{5, -1.0f}};
+  word.top_bytes = {"Yo"};
+  word.text_offset = 0;
+  generated.bytes = "!";
+  generated.logprob = -0.25f;
+  ChoiceResult c;
+  c.text = "Hi!";
+  c.logprobs = {bos, word, generated};
+  const auto text = full_response(context(Endpoint::kCompletions, true), {c}, {}, {2});
+  const auto& lps = text["choices"][0]["logprobs"];
+  EXPECT_EQ(lps["tokens"], (std::vector<std::string>{"<s>", "Hi", "!"}));
+  EXPECT_TRUE(lps["token_logprobs"][0].is_null());
+  EXPECT_TRUE(lps["top_logprobs"][0].is_null());
+  EXPECT_FLOAT_EQ(lps["token_logprobs"][1].get<float>(), -2.0f);
+  EXPECT_FLOAT_EQ(lps["top_logprobs"][1]["Yo"].get<float>(), -1.0f);
+  EXPECT_EQ(lps["text_offset"], (std::vector<int>{0, 0, 2}));
+}
+
 // Tokens that are part of a character (byte-level vocabularies split CJK
 // and emoji) are "bytes:\xNN..." in completions' logprobs: as raw bytes they
 // all became U+FFFD, and one position's alternatives shared a single key.
