@@ -9,6 +9,7 @@
 //   kvscope-cli fetch-model
 //   kvscope-cli serve --port 8080 --api-key KEY
 //   kvscope-cli check --prompts prompts.txt --a "block_size=16" --b "block_size=1,concurrency=8"
+//   kvscope-cli perplexity -f text.txt --window 512 --kv-cache-type q8_0
 //
 // Exit codes: 0 ok, 1 runtime or model error, 2 usage error (check: 3 outputs diverge).
 #include <exception>
@@ -23,6 +24,7 @@ Command add_seed_bench_command(CLI::App& parent);  // seed_bench_command.cpp
 Command add_fetch_model_command(CLI::App& parent);  // fetch_model_command.cpp
 Command add_check_command(CLI::App& parent);  // check_command.cpp
 Command add_serve_command(CLI::App& parent);  // serve_command.cpp
+Command add_perplexity_command(CLI::App& parent);  // perplexity_command.cpp
 }  // namespace kvscope::cli
 
 int main(int argc, char** argv) {
@@ -34,6 +36,7 @@ int main(int argc, char** argv) {
       add_generate_command(app), add_chat_command(app), add_tokenize_command(app),
       add_model_info_command(app), add_bench_command(app), add_seed_bench_command(app),
       add_fetch_model_command(app), add_check_command(app), add_serve_command(app),
+      add_perplexity_command(app),
   };
   try {
     app.parse(argc, argv);
