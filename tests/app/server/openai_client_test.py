@@ -6,7 +6,8 @@ scripts/test_python_env.sh makes):
     python openai_client_test.py --cli build/app/kvscope-cli
 
 Chat and completions, streamed and not, n > 1, stop strings, seed
-reproducibility, logprobs, usage numbers, the same text as `kvscope-cli
+reproducibility, logprobs, log-likelihoods as evaluation harnesses ask
+for them (echo + logprobs), usage numbers, the same text as `kvscope-cli
 generate`, concurrent clients, response_format json_object and json_schema
 (replies parse and validate; a bad schema is a 400), parse() with nested Pydantic
 models ($defs and $ref), and errors (bad model, bad JSON, missing
@@ -239,6 +240,43 @@ class OpenAiClientTest(unittest.TestCase):
         content = chat.choices[0].logprobs.content
         self.assertEqual(len(content), chat.usage.completion_tokens - (chat.choices[0].finish_reason == "stop"))
         self.assertEqual(len(content[0].top_logprobs), 2)
+
+    def loglikelihood(self, context, continuation):
+        """What lm-evaluation-harness's local-completions asks for a
+        log-likelihood: token ids, echo, logprobs 1, max_tokens 1, and the sum
+        of token_logprobs over the continuation; greedy when each of its
+        tokens is the most likely one."""
+        ids = self.tokenize(context)
+        ctxlen = len(ids)
+        ids += self.tokenize(continuation)
+        reply = self.complete(ids, echo=True, logprobs=1, max_tokens=1, temperature=0, seed=1234)
+        lps = reply.choices[0].logprobs
+        self.assertEqual(len(lps.token_logprobs), len(ids) + 1)
+        self.assertIsNone(lps.token_logprobs[0])
+        scored = lps.token_logprobs[ctxlen:-1]
+        greedy = all(lp == max(top.values()) for lp, top in zip(scored, lps.top_logprobs[ctxlen:-1]))
+        return sum(scored), greedy
+
+    def tokenize(self, text):
+        out = subprocess.run([SERVER.cli, "tokenize", "--text", text], capture_output=True, text=True,
+                             timeout=60, check=True).stdout
+        return [int(t) for t in out.split()]
+
+    def test_echo_logprobs_give_loglikelihoods_as_evaluation_harnesses_ask(self):
+        paris, paris_greedy = self.loglikelihood("The capital of France is", " Paris")
+        banana, _ = self.loglikelihood("The capital of France is", " a banana")
+        self.assertLess(paris, 0)
+        self.assertGreater(paris, banana)
+        self.assertTrue(paris_greedy)
+        # max_tokens 0: the prompt alone, scored; the text is the prompt's.
+        reply = self.complete("The capital of France is", echo=True, logprobs=0, max_tokens=0)
+        choice = reply.choices[0]
+        self.assertEqual(choice.text, "The capital of France is")
+        self.assertEqual(choice.finish_reason, "length")
+        self.assertEqual(reply.usage.completion_tokens, 0)
+        self.assertEqual(len(choice.logprobs.tokens), reply.usage.prompt_tokens)
+        self.assertEqual("".join(choice.logprobs.tokens), choice.text)
+        self.assertTrue(all(lp <= 0 for lp in choice.logprobs.token_logprobs[1:]))
 
     def test_same_text_as_kvscope_cli_generate(self):
         prompt, n = "The three primary colours are", 16
