@@ -90,7 +90,10 @@ uint64_t parse_seed(const std::string& text) {
 }
 
 void add_sampling_options(CLI::App& cmd, SamplingParams& p, bool defaults_from_model) {
-  cmd.add_option("-n,--max-tokens", p.max_tokens, "tokens to generate at most")->capture_default_str();
+  // At least 1: the engine's 0 (score the prompt only) means nothing to a reply.
+  cmd.add_option("-n,--max-tokens", p.max_tokens, "tokens to generate at most")
+      ->capture_default_str()
+      ->check(CLI::Range(1, std::numeric_limits<int32_t>::max()));
   const SamplingParams kvscope = kvscope_sampling_defaults();
   // The options apply_chat_sampling_defaults fills: their help names where an
   // untyped value comes from.

@@ -1,6 +1,7 @@
 // `kvscope-cli perplexity`: how well the model predicts a text, the measure
 // llama.cpp's perplexity tool reports, by the same procedure so the two can
-// be compared: the text is tokenised once (BOS first when the vocabulary asks
+// be compared (scripts/dev/record_perplexity_reference.py applies it to
+// llama.cpp's logits): the text is tokenised once (BOS first when the vocabulary asks
 // for it), cut into windows of --window tokens (the last part that does not
 // fill one is left out), each window's first token replaced by BOS where
 // there is one, and in each window only the second half is scored, every
@@ -67,7 +68,7 @@ int run_perplexity(const PerplexityOptions& o) {
   int rc = kExitOk;
   std::unique_ptr<Engine> engine = open_engine(o.engine, rc);
   if (!engine) return rc;
-  if (o.window >= engine->config().max_model_len) {
+  if (o.window > engine->config().max_model_len) {
     print_error(fmt::format("--window {} does not fit the context of {} tokens (--ctx)", o.window,
                             engine->config().max_model_len));
     return kExitUsage;

@@ -217,7 +217,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config, const
   impl->scheduler = std::move(setup->scheduler);
   impl->attach_model_proposer();
   impl->backend->reserve(impl->config.max_batched_tokens);
-  impl->logits.reserve(static_cast<size_t>(max_logits_rows(impl->config)) * static_cast<size_t>(mc.vocab_size));
+  impl->logits.reserve(static_cast<size_t>(logits_buffer_floats(impl->config, mc.vocab_size)));
 
   ModelInfo& info = impl->info;
   info.path = config.model_path;
@@ -253,7 +253,10 @@ Result<RequestId> Engine::submit(GenerationRequest request, SubmittedPrompt* sub
   std::lock_guard lock(m.inbox_mutex);
   const int32_t max_len = m.config.max_model_len;
   int32_t num_truncated = 0;
-  if (m.config.context_overflow == ContextOverflow::TruncateMiddle) {
+  // A prompt to score is scored whole: its scores would be of another text.
+  const bool scored = static_cast<bool>(request.on_prompt_logits);
+  const bool may_truncate = m.config.context_overflow == ContextOverflow::TruncateMiddle && !scored;
+  if (may_truncate) {
     // Room for the reply: max_tokens, but at most a quarter of the context,
     // so that a huge max_tokens does not eat the prompt.
     const int32_t room =
@@ -267,10 +270,14 @@ Result<RequestId> Engine::submit(GenerationRequest request, SubmittedPrompt* sub
                                             before, num_truncated, max_len));
     }
   }
-  if (static_cast<int32_t>(prompt.size()) >= max_len) {
-    return Error{fmt::format("the prompt has {} token{}; the context holds {} (max model length){}", prompt.size(),
+  // max_tokens = 0 needs no room after the prompt.
+  const int32_t longest = request.sampling.max_tokens == 0 ? max_len : max_len - 1;
+  if (static_cast<int32_t>(prompt.size()) > longest) {
+    const bool truncation_off = scored && m.config.context_overflow == ContextOverflow::TruncateMiddle;
+    return Error{fmt::format("the prompt has {} token{}; the context holds {} (max model length){}{}", prompt.size(),
                              prompt.size() == 1 ? "" : "s", max_len,
-                             static_cast<int32_t>(prompt.size()) == max_len ? ", with no room left for a reply" : "")};
+                             static_cast<int32_t>(prompt.size()) == max_len ? ", with no room left for a reply" : "",
+                             truncation_off ? "; a prompt to score is not truncated" : "")};
   }
   auto seq = std::make_unique<Sequence>(0, 0, std::move(prompt), request.sampling, std::move(request.on_event),
                                         *m.tokenizer, m.config.block_size);

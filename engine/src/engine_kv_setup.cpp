@@ -133,9 +133,7 @@ Result<KvSetup> Engine::Impl::make_kv_setup(const EngineConfig& c, const KvPlan&
   sc.preemption = c.preemption;
   sc.spec_k = c.spec_k;
   sc.spec_never_pause = c.spec_never_pause;
-  // Scored prompt rows' logits: about 64 MB a step, whatever the vocabulary.
-  constexpr int64_t kScoredLogitsPerStep = int64_t{16} << 20;
-  sc.max_scored_rows = static_cast<int32_t>(std::max<int64_t>(1, kScoredLogitsPerStep / mc.vocab_size));
+  sc.max_scored_rows = max_scored_rows(c, mc.vocab_size);  // within the logits buffer the plan counts
   setup.scheduler = std::make_unique<Scheduler>(sc, *setup.manager, events, make_proposer(c));
   return setup;
 }

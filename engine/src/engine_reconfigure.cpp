@@ -112,8 +112,7 @@ Status Engine::reconfigure(const EngineConfig& config) {
     m.attach_model_proposer();
     m.backend->reserve(resolved.max_batched_tokens);
     std::vector<float>().swap(m.logits);  // reserve() alone never shrinks
-    m.logits.reserve(static_cast<size_t>(max_logits_rows(resolved)) *
-                     static_cast<size_t>(m.weights->config.vocab_size));
+    m.logits.reserve(static_cast<size_t>(logits_buffer_floats(resolved, m.weights->config.vocab_size)));
     m.update_memory_info();
   }
 

@@ -49,6 +49,15 @@ int64_t max_logits_rows(const EngineConfig& c) {
   return std::min(seqs * (1 + c.spec_k), std::max<int64_t>(seqs, c.max_batched_tokens));
 }
 
+int32_t max_scored_rows(const EngineConfig& c, int32_t vocab_size) {
+  const int64_t by_memory = kScoredLogitsPerStep / std::max(vocab_size, 1);
+  return static_cast<int32_t>(std::max<int64_t>(1, std::min<int64_t>(by_memory, c.max_batched_tokens)));
+}
+
+int64_t logits_buffer_floats(const EngineConfig& c, int32_t vocab_size) {
+  return (max_logits_rows(c) + max_scored_rows(c, vocab_size)) * int64_t{vocab_size};
+}
+
 const char* pool_sizing_setting(const EngineConfig& c, bool on_gpu) {
   if (c.num_blocks > 0) return "num_blocks";
   return on_gpu && c.gpu_memory_percent > 0 ? "gpu_memory_percent" : "kv_budget";
@@ -107,7 +116,7 @@ KvPlan plan_kv(const ModelShape& m, const EngineConfig& c, int64_t machine_memor
   const int64_t q = int64_t{m.num_heads} * m.head_dim;
   const int64_t kv = int64_t{p.num_kv_head_slots} * m.head_dim;
   const int64_t per_row = activation_floats_per_row(ranks, m.hidden_size, q, kv, m.ffn_size);
-  const int64_t logits = max_logits_rows(c) * m.vocab_size;
+  const int64_t logits = logits_buffer_floats(c, m.vocab_size);
   p.workspace_bytes = (rows * per_row + logits) * static_cast<int64_t>(sizeof(float));
 
   // On a GPU with gpu_memory_percent, the pool gets that share of the free

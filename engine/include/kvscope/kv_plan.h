@@ -64,7 +64,7 @@ struct KvPlan {
   int64_t swap_bytes = 0;       // num_swap_blocks * bytes_per_block
   // The model runners' activations for max_batched_tokens rows, one runner
   // per tensor-parallel rank (RankMemory::workspace_bytes summed over
-  // config.tp ranks), plus the logits of max_logits_rows(config) rows: what
+  // config.tp ranks), plus the logits buffer (logits_buffer_floats): what
   // ModelInfo::workspace_bytes reports once the engine is created. Not
   // counted, at tp > 1: the buffers the ranks' collectives size on first use
   // (each rank's slice of the logits and the gathered whole, the other
@@ -102,10 +102,22 @@ KvPlan plan_kv(const ModelShape& model, const EngineConfig& config, int64_t mach
 // planned on a GPU), else "kv_budget".
 const char* pool_sizing_setting(const EngineConfig& config, bool on_gpu);
 
-// Rows of logits one step asks for at most, which the engine reserves: one
-// per sequence (max_seqs), and with speculative decoding 1 + spec_k per
-// decoding sequence, the drafts' rows coming out of the step's token budget.
+// Rows of logits one step asks for at most to sample tokens: one per
+// sequence (max_seqs), and with speculative decoding 1 + spec_k per decoding
+// sequence, the drafts' rows coming out of the step's token budget. Scored
+// prompt rows come on top (max_scored_rows).
 int64_t max_logits_rows(const EngineConfig& config);
+
+// Prompt scoring (GenerationRequest::on_prompt_logits): the rows a step may
+// score, at most: no more than a step computes (max_batched_tokens), and so
+// few that their logits come to about 32 MB whatever the vocabulary (170
+// rows of SmolLM2's 49,152 tokens, 32 of Gemma 3's 262,144).
+inline constexpr int64_t kScoredLogitsPerStep = int64_t{8} << 20;  // floats
+int32_t max_scored_rows(const EngineConfig& config, int32_t vocab_size);
+// The floats of the engine's logits buffer, reserved up front and counted
+// in the workspace: max_logits_rows rows of sampled tokens plus
+// max_scored_rows of scored prompt rows.
+int64_t logits_buffer_floats(const EngineConfig& config, int32_t vocab_size);
 
 // This machine's physical memory in bytes (0 if unknown).
 int64_t physical_memory_bytes();

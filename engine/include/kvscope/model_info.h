@@ -36,7 +36,8 @@ struct ModelInfo {
   size_t swap_pool_bytes = 0;
   // The model runners' activation buffers (sized for max_batched_tokens rows;
   // one runner per tensor-parallel rank, tensor_parallel.ranks[r].workspace_bytes
-  // each) plus the logits buffer (max_seqs rows of vocab_size), and whatever
+  // each) plus the logits buffer (kv_plan.h, logits_buffer_floats: a row per
+  // sampled token, and the rows a step may score), and whatever
   // a rank's collectives have sized since (kvscope/kv_plan.h). Not counted:
   // the matmul kernels' quantised copy of their input, a few percent of this.
   size_t workspace_bytes = 0;

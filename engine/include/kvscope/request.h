@@ -115,9 +115,10 @@ struct GenerationRequest {
   // 1 .. prompt length - 1, in order, all before the first token event
   // (OpenAI's echo with logprobs, evaluation harnesses' log-likelihoods;
   // with max_tokens = 0 the prompt is only scored). Set, the request
-  // does not read the prefix cache (a cached block's rows were never scored)
-  // and a step computes a bounded number of its prompt rows (each row's
-  // logits come back).
+  // does not read the prefix cache (a cached block's rows were never scored),
+  // a step scores a bounded number of rows (kv_plan.h, max_scored_rows: each
+  // row's logits come back), and a prompt too long for the context is
+  // refused rather than truncated (context_overflow = truncate_middle).
   std::function<void(int32_t position, int32_t token, const float* logits, int32_t vocab)> on_prompt_logits;
   // With on_prompt_logits: the first position told (>= 1); the rows before
   // it need no logits (perplexity scores the second half of a window).

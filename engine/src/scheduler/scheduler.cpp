@@ -52,8 +52,8 @@ std::vector<ScheduledSequence> Scheduler::schedule() {
 void Scheduler::schedule_running(std::vector<ScheduledSequence>& out, int32_t& budget, bool& preempted) {
   for (size_t i = 0; i < running_.size();) {
     Sequence& s = *running_[i];
-    const int32_t rows = take_rows(s, budget);
-    if (s.finished() || rows == 0) {
+    const int32_t rows = s.finished() ? 0 : rows_for(s, budget);
+    if (rows == 0) {
       ++i;
       continue;
     }
@@ -63,6 +63,7 @@ void Scheduler::schedule_running(std::vector<ScheduledSequence>& out, int32_t& b
         kv_.prepare_write(s.table, s.num_computed, s.num_computed + rows, s.id, s.index);
         out.push_back({&s, rows});
         budget -= rows;
+        scored_budget_ -= s.num_rows_to_score(rows);
         scheduled = true;
         break;
       }
@@ -80,12 +81,10 @@ void Scheduler::schedule_running(std::vector<ScheduledSequence>& out, int32_t& b
   }
 }
 
-int32_t Scheduler::take_rows(const Sequence& s, int32_t budget) {
-  int32_t rows = std::min(s.num_uncomputed(), budget);
-  const int32_t to_score = s.num_rows_to_score(rows);
+int32_t Scheduler::rows_for(const Sequence& s, int32_t budget) const {
+  const int32_t rows = std::min(s.num_uncomputed(), budget);
   // Over the step's bound: the chunk ends after the last row it may score.
-  if (to_score > scored_budget_) rows = s.first_row_to_score() + scored_budget_ - s.num_computed;
-  scored_budget_ -= std::min(to_score, scored_budget_);
+  if (s.num_rows_to_score(rows) > scored_budget_) return s.first_row_to_score() + scored_budget_ - s.num_computed;
   return rows;
 }
 
@@ -136,7 +135,7 @@ void Scheduler::swap_in(std::vector<ScheduledSequence>& out, int32_t& budget) {
   while (!swapped_.empty() && static_cast<int32_t>(running_.size()) < config_.max_seqs) {
     Sequence& s = *swapped_.front();
     // Room for its blocks plus the next rows, so it does not bounce straight back out.
-    const int32_t rows = take_rows(s, budget);
+    const int32_t rows = rows_for(s, budget);
     if (!kv_.pool().can_allocate(s.table.num_blocks() + s.table.num_blocks_needed(s.num_computed + rows) + 1)) break;
     kv_.swap_in(s.table, s.id, s.index);
     s.state = SequenceState::Running;
@@ -144,6 +143,7 @@ void Scheduler::swap_in(std::vector<ScheduledSequence>& out, int32_t& budget) {
       kv_.prepare_write(s.table, s.num_computed, s.num_computed + rows, s.id, s.index);
       out.push_back({&s, rows});
       budget -= rows;
+      scored_budget_ -= s.num_rows_to_score(rows);
     }
     running_.push_back(std::move(swapped_.front()));
     swapped_.pop_front();
@@ -157,6 +157,9 @@ void Scheduler::admit(std::vector<ScheduledSequence>& out, int32_t& budget) {
   while (!waiting_.empty() && static_cast<int32_t>(running_.size()) < config_.max_seqs &&
          (budget > 0 || is_static)) {
     Sequence& s = *waiting_.front();
+    // A prompt to score waits for a step with scoring room: admitted now it
+    // would get no rows and hold a sequence slot.
+    if (s.scores_prompt() && rows_for(s, budget) == 0) break;
     const int32_t known = static_cast<int32_t>(s.tokens.size());
     if (contiguous) {
       // Paged attention off: the whole maximum length, in one run, now.
@@ -174,11 +177,12 @@ void Scheduler::admit(std::vector<ScheduledSequence>& out, int32_t& budget) {
       s.draft_num_computed = cached;
       if (s.num_preemptions == 0) s.num_cached_tokens = cached;
     }
-    const int32_t rows = take_rows(s, budget);
+    const int32_t rows = rows_for(s, budget);
     if (rows > 0) {
       kv_.prepare_write(s.table, s.num_computed, s.num_computed + rows, s.id, s.index);
       out.push_back({&s, rows});
       budget -= rows;
+      scored_budget_ -= s.num_rows_to_score(rows);
     }
     s.state = SequenceState::Running;
     events_.record(EngineEventType::Admit, s.id, s.index, s.num_prompt_tokens);

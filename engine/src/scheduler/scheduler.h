@@ -113,9 +113,10 @@ class Scheduler {
   void admit(std::vector<ScheduledSequence>& out, int32_t& budget);
   // Adds draft rows to the decoding sequences in `out` (speculative decoding).
   void propose_drafts(std::vector<ScheduledSequence>& out, int32_t& budget);
-  // How many of s's uncomputed rows this step gives it, with `budget` rows
-  // left; its rows to score come out of scored_budget_.
-  int32_t take_rows(const Sequence& s, int32_t budget);
+  // How many of s's uncomputed rows this step may give it, with `budget`
+  // rows left and scored_budget_ rows to score; a caller that schedules
+  // them takes its rows to score out of scored_budget_.
+  int32_t rows_for(const Sequence& s, int32_t budget) const;
   void preempt(Sequence& victim);
   void release_blocks(Sequence& s);
   // The recompute half of preemption: blocks released, tokens to compute again.

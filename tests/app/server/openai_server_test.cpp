@@ -284,6 +284,41 @@ TEST_F(OpenAiServerTest, EchoedTextPromptEntriesLieInTheText) {
   }
 }
 
+// A vocabulary that asks for BOS: the engine puts it before the text, so it
+// is the first entry (unscored) but takes no room in the echoed text.
+TEST(OpenAiServerBos, TheAddedBosIsTheFirstEntryAndNotInTheText) {
+  const std::string path = test::tiny_model_temp_path("openai_server_bos");
+  test::TinyModelSpec spec;
+  spec.add_bos = true;
+  ASSERT_TRUE(test::write_tiny_gguf(spec, path).ok());
+  EngineConfig c;
+  c.model_path = path;
+  c.num_threads = 2;
+  server::ServerOptions options;
+  options.model_id = "tiny";
+  auto server = test::TestServer::start(c, options);
+  ASSERT_TRUE(server);
+  const std::string text = "Hello there";
+  const Reply r = http_post(server->port(), "/v1/completions",
+                            {{"model", "tiny"}, {"prompt", text}, {"max_tokens", 0}, {"logprobs", 0}, {"echo", true}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.json["choices"][0]["text"], text);
+  const json& lps = r.json["choices"][0]["logprobs"];
+  ASSERT_GE(lps["tokens"].size(), 3u);
+  EXPECT_EQ(lps["tokens"][0], "<|endoftext|>");
+  EXPECT_TRUE(lps["token_logprobs"][0].is_null());
+  std::string rest;
+  for (size_t k = 1; k < lps["tokens"].size(); ++k) {
+    EXPECT_EQ(lps["text_offset"][k], rest.size()) << k;
+    rest += lps["tokens"][k].get<std::string>();
+    EXPECT_TRUE(lps["token_logprobs"][k].is_number()) << k;
+  }
+  EXPECT_EQ(rest, text);
+  EXPECT_EQ(lps["text_offset"][0], 0);
+  server.reset();
+  std::filesystem::remove(path);
+}
+
 TEST_F(OpenAiServerTest, LogprobsAreNormalisedAndSorted) {
   json extra = kGreedy;
   extra["max_tokens"] = 5;

@@ -127,7 +127,8 @@ TEST_F(KvPoolTpTest, PlanWorkspaceIsEveryRanksRunner) {
       ASSERT_TRUE(engine.ok()) << engine.error();
       const ModelInfo& info = (*engine)->model_info();
       EXPECT_EQ(plan.workspace_bytes, static_cast<int64_t>(info.workspace_bytes));
-      const int64_t logits = max_logits_rows(c) * weights_->config.vocab_size * int64_t{sizeof(float)};
+      const int32_t vocab = weights_->config.vocab_size;
+      const int64_t logits = (max_logits_rows(c) + max_scored_rows(c, vocab)) * vocab * int64_t{sizeof(float)};
       const int64_t activations = info.tensor_parallel.total_workspace_bytes();
       EXPECT_EQ(plan.workspace_bytes, activations + logits);
       if (tp == 1 && !deterministic) tp1_activations = activations;

@@ -3,9 +3,9 @@
 // bit for bit, the rows of one teacher-forced forward pass over the same
 // tokens, which llama_reference_test holds against llama.cpp and the exact
 // model. Two cases: llama.cpp's 20 reference sequences scored at once (their
-// rows share the steps), and all of them as one prompt of about 1,200 tokens,
-// longer than a step may score (SmolLM2's vocabulary: 341 rows of logits a
-// step), so the engine splits it.
+// rows share the steps), and all of them as one prompt of 2,056 tokens,
+// longer than a step may score (kv_plan.h's max_scored_rows: 170 rows of
+// SmolLM2's vocabulary), so the engine splits it.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -15,6 +15,7 @@
 #include "kv/block_pool.h"
 #include "kv/kv_storage.h"
 #include "kvscope/engine.h"
+#include "kvscope/kv_plan.h"
 #include "model/gguf_file.h"
 #include "model/gguf_model_loader.h"
 #include "runtime/model_runner.h"
@@ -108,7 +109,10 @@ TEST_F(PromptScoringModel, ALongPromptIsScoredOverSeveralSteps) {
   ASSERT_GT(all.size(), 1000u);
   int32_t max_rows = 0;
   const std::vector<std::vector<float>> rows = scored({all}, &max_rows);
-  EXPECT_EQ(max_rows, 341) << "16M floats of logits a step over SmolLM2's 49,152 tokens";
+  EngineConfig config;
+  config.max_batched_tokens = 2048;
+  EXPECT_EQ(max_scored_rows(config, 49152), 170);
+  EXPECT_EQ(max_rows, 170) << "8M floats of logits a step over SmolLM2's 49,152 tokens";
   int32_t vocab = 0;
   const std::vector<float> expected = teacher_forced({all}, &vocab)[0];
   const size_t row = static_cast<size_t>(vocab);

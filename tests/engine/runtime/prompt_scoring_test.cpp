@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <string>
 #include <map>
 #include <random>
 #include <vector>
@@ -28,8 +29,16 @@ class PromptScoring : public ::testing::Test {
     spec.matrix_type = TensorType::Q8_0;
     spec.seed = 5;
     ASSERT_TRUE(test::write_tiny_gguf(spec, path_).ok());
+    // A large vocabulary, so that the step's bound on scored rows
+    // (8M floats of logits: 128 rows) binds before the token budget.
+    wide_path_ = test::tiny_model_temp_path("prompt_scoring_wide");
+    spec.vocab = 65536;
+    ASSERT_TRUE(test::write_tiny_gguf(spec, wide_path_).ok());
   }
-  static void TearDownTestSuite() { std::filesystem::remove(path_); }
+  static void TearDownTestSuite() {
+    std::filesystem::remove(path_);
+    std::filesystem::remove(wide_path_);
+  }
 
   static EngineConfig config() {
     EngineConfig c;
@@ -92,9 +101,9 @@ class PromptScoring : public ::testing::Test {
     while (engine.has_work()) engine.step();
   }
 
-  static std::string path_;
+  static std::string path_, wide_path_;
 };
-std::string PromptScoring::path_;
+std::string PromptScoring::path_, PromptScoring::wide_path_;
 
 TEST_F(PromptScoring, EveryPositionOnceInOrderBeforeTheFirstToken) {
   auto engine = Engine::create(config());
@@ -239,6 +248,75 @@ TEST_F(PromptScoring, MaxTokensZeroScoresThePromptAndSamplesNothing) {
     EXPECT_TRUE(ev.text.empty());
   }
   EXPECT_FALSE((*engine)->has_work());
+}
+
+// With a 65,536-token vocabulary a step scores at most 128 rows: the long
+// prompts are cut there (rows before the first one scored do not count), the
+// step never tells more, and the bits are those of another chunking.
+TEST_F(PromptScoring, AStepScoresABoundedNumberOfRows) {
+  EngineConfig c = config();
+  c.model_path = wide_path_;
+  c.block_size = 16;
+  c.max_batched_tokens = 512;
+  const std::vector<int32_t> a = prompt(8, 300), b = prompt(9, 200);
+  Scored sa, sb, second_half;
+  auto engine = Engine::create(c);
+  ASSERT_TRUE(engine.ok()) << engine.error();
+  ASSERT_TRUE((*engine)->submit(scoring_request(a, sa, 1)).ok());
+  ASSERT_TRUE((*engine)->submit(scoring_request(b, sb, 1)).ok());
+  // As perplexity asks: only the second half of `a`, its first half run unscored.
+  GenerationRequest half = scoring_request(a, second_half, 0);
+  half.first_scored_position = 150;
+  ASSERT_TRUE((*engine)->submit(std::move(half)).ok());
+  size_t told = 0, most_in_a_step = 0;
+  while ((*engine)->has_work()) {
+    (*engine)->step();
+    const size_t now = sa.positions.size() + sb.positions.size() + second_half.positions.size();
+    most_in_a_step = std::max(most_in_a_step, now - told);
+    told = now;
+  }
+  EXPECT_EQ(most_in_a_step, 128u);
+  EXPECT_EQ(sa.positions, one_to(299));
+  EXPECT_EQ(sb.positions, one_to(199));
+  std::vector<int32_t> from_150;
+  for (int32_t p = 150; p <= 299; ++p) from_150.push_back(p);
+  EXPECT_EQ(second_half.positions, from_150);
+  for (int32_t p : {150, 151, 200, 299}) EXPECT_EQ(second_half.logits.at(p), sa.logits.at(p)) << "position " << p;
+
+  c.max_batched_tokens = 16;
+  auto small_steps = Engine::create(c);
+  ASSERT_TRUE(small_steps.ok()) << small_steps.error();
+  Scored alone;
+  ASSERT_TRUE((*small_steps)->submit(scoring_request(a, alone, 1)).ok());
+  run(**small_steps);
+  EXPECT_EQ(alone.logits, sa.logits);
+  EXPECT_EQ(alone.tokens, sa.tokens);
+}
+
+// A prompt to score is scored whole: with context_overflow = truncate_middle
+// one too long for the context is refused instead of cut. max_tokens = 0
+// needs no room after the prompt, so a prompt as long as the context fits.
+TEST_F(PromptScoring, APromptToScoreIsNeverTruncated) {
+  EngineConfig c = config();
+  c.max_model_len = 64;
+  c.context_overflow = ContextOverflow::TruncateMiddle;
+  auto engine = Engine::create(c);
+  ASSERT_TRUE(engine.ok()) << engine.error();
+  Scored scored, plain;
+  auto refused = (*engine)->submit(scoring_request(prompt(10, 80), scored));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().find("a prompt to score is not truncated"), std::string::npos) << refused.error();
+  GenerationRequest r = scoring_request(prompt(10, 80), plain);
+  r.on_prompt_logits = nullptr;
+  SubmittedPrompt submitted;
+  ASSERT_TRUE((*engine)->submit(std::move(r), &submitted).ok());
+  EXPECT_GT(submitted.num_dropped_tokens, 0);
+
+  Scored whole;
+  ASSERT_TRUE((*engine)->submit(scoring_request(prompt(11, 64), whole, 0)).ok());
+  run(**engine);
+  EXPECT_EQ(whole.positions, one_to(63));
+  EXPECT_FALSE((*engine)->submit(scoring_request(prompt(11, 64), whole, 1)).ok()) << "no room for a reply";
 }
 
 // A one-token prompt has nothing to score.

@@ -76,7 +76,12 @@ TEST(KvPlan, WorkspaceIsActivationsPlusLogits) {
   const KvPlan p = plan_kv(smollm2(), c, 0);
   // Per row: x, h, o (3 * 576) + qkv (576 + 2 * 192) + q, attn (2 * 576) + gate_up, act (3 * 1536).
   const int64_t per_row = 3 * 576 + (576 + 2 * 192) + 2 * 576 + 3 * 1536;
-  EXPECT_EQ(p.workspace_bytes, 4 * (10 * per_row + 2 * 49152));
+  // Logits: a row per sequence, and the rows a step may score: no more than
+  // its 10 rows (8M floats would be 170 of 49,152).
+  EXPECT_EQ(p.workspace_bytes, 4 * (10 * per_row + (2 + 10) * 49152));
+  c.max_batched_tokens = 512;
+  EXPECT_EQ(max_scored_rows(c, 49152), 170);
+  EXPECT_EQ(max_scored_rows(c, 262144), 32);
 }
 
 TEST(KvPlan, SaysWhyItDoesNotFit) {
