@@ -169,7 +169,7 @@ TEST(CliPerplexity, MatchesLlamaCppOnTheSameText) {
   const auto f16 = run({"--kv-cache-type", "f16"});
   EXPECT_NEAR(f16["ppl"].get<double>() / expected, 1.0, 0.01) << f16["ppl"] << " vs llama.cpp " << expected;
   EXPECT_GT(f32["ppl_error"].get<double>(), 0.0);
-  EXPECT_FALSE(f32["cpu"]["model"].get<std::string>().empty());
+  EXPECT_FALSE(f32["cpu"]["model_name"].get<std::string>().empty());
   // Block size and chunking do not change a bit of it (the invariance).
   const auto chunked = run({"--block-size", "5", "--max-batched-tokens", "100"});
   EXPECT_EQ(chunked["ppl"], f32["ppl"]);

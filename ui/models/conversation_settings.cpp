@@ -184,6 +184,12 @@ kvscope::Status ConversationSettings::validate() const {
                               .arg(n)
                               .toStdString()};
   }
+  // The engine takes 0 (score the prompt, no reply); a chat needs a reply.
+  if (sampling.max_tokens < 1) {
+    return kvscope::Error{QStringLiteral("max_tokens must be >= 1 (a reply of at least one token), got %1")
+                              .arg(sampling.max_tokens)
+                              .toStdString()};
+  }
   return sampling.validate();
 }
 
