@@ -3,6 +3,8 @@
 
 #include <cmath>
 
+#include "kvscope/tool_calls.h"
+
 namespace kvscope::server {
 
 GenerationJob::GenerationJob(EngineDriver& driver, int32_t num_choices, int32_t top_logprobs, bool logprobs,
@@ -40,7 +42,10 @@ GenerationJob::Start GenerationJob::start(EngineDriver& driver, const ParsedRequ
     GenerationRequest r;
     if (chat) {
       r.messages = request.messages;
-      r.tools_json = request.tools_json;
+      // tool_choice none with a template that cannot show tools: nothing to
+      // show, and no call to forbid.
+      const bool shown = request.tool_calls_allowed || driver.engine().tool_call_format() != ToolCallFormat::None;
+      if (shown) r.tools_json = request.tools_json;
     } else if (request.prompts[static_cast<size_t>(p)].is_tokens) {
       r.prompt_tokens = request.prompts[static_cast<size_t>(p)].tokens;
     } else {

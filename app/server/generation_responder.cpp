@@ -259,7 +259,7 @@ void respond_generation(EngineDriver& driver, const ParsedRequest& request, cons
   state->choices.resize(static_cast<size_t>(state->job->num_choices()));
   state->logprob_offset.assign(state->choices.size(), 0);
   // The request was refused above unless the model's template offers tools.
-  if (!request.tools_json.empty()) state->tool_format = driver.engine().tool_call_format();
+  if (!request.tools_json.empty() && request.tool_calls_allowed) state->tool_format = driver.engine().tool_call_format();
   state->content_sent.assign(state->choices.size(), 0);
   state->echo_pending.assign(state->choices.size(), 0);
   if (request.echo) {

@@ -341,8 +341,10 @@ MaybeError read_tool_calls(const Json& calls, const std::string& where, std::vec
 }
 
 // tools: [{"type": "function", "function": {"name", "description"?, "parameters"?}}], kept as JSON
-// text for the chat template; tool_choice: "auto" (default), "none" (the tools are not offered).
-// "required" and a named function would need the reply forced into a call: refused.
+// text for the chat template; tool_choice: "auto" (default), "none" (the
+// tools are shown to the model, as OpenAI does, but its reply is not read
+// for calls). "required" and a named function would need the reply forced
+// into a call: refused.
 MaybeError read_tools(const Json& obj, ParsedRequest& out) {
   // tool_choice first: "required" or a named function is refused with or
   // without tools (without, it would otherwise pass unnoticed).
@@ -388,8 +390,9 @@ MaybeError read_tools(const Json& obj, ParsedRequest& out) {
       return wrong_type(at + ".function.parameters", "a JSON schema object", *params);
     }
   }
-  if (choice == "none" || tools->empty()) return std::nullopt;
+  if (tools->empty()) return std::nullopt;
   out.tools_json = tools->dump(-1, ' ', false, Json::error_handler_t::replace);
+  out.tool_calls_allowed = choice != "none";
   return std::nullopt;
 }
 

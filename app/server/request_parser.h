@@ -50,6 +50,7 @@ struct ParsedRequest {
   std::string model;
   std::vector<ChatMessage> messages;  // chat: the conversation, rendered by the engine's chat template
   std::string tools_json;             // chat: the tools offered (validated JSON array), "" for none
+  bool tool_calls_allowed = true;     // chat: false with tool_choice "none" (tools shown, reply not read for calls)
   std::vector<ParsedPrompt> prompts;  // completions: one engine request each (OpenAI's batch of prompts)
   SamplingParams sampling;            // validated; the defaults where the request says nothing
   int32_t n = 1;                      // completions per prompt

@@ -106,10 +106,13 @@ TEST(RequestParser, ToolsToolCallsAndToolResults) {
   EXPECT_EQ(r.messages[2].name, "get_weather");
   EXPECT_EQ(r.messages[2].content, "21 C");
   EXPECT_EQ(nlohmann::json::parse(r.tools_json)[0]["function"]["name"], "get_weather");
+  EXPECT_TRUE(r.tool_calls_allowed);
 
-  // tool_choice none: the tools are not offered at all.
-  EXPECT_TRUE(chat_ok(R"({"model": "m", "tools": [{"type": "function", "function": {"name": "f"}}],
-                          "tool_choice": "none", )" + kUser + "}").tools_json.empty());
+  // tool_choice none: the tools are shown, as OpenAI does, but no call is read back.
+  const ParsedRequest none = chat_ok(R"({"model": "m", "tools": [{"type": "function", "function": {"name": "f"}}],
+                                         "tool_choice": "none", )" + kUser + "}");
+  EXPECT_EQ(nlohmann::json::parse(none.tools_json)[0]["function"]["name"], "f");
+  EXPECT_FALSE(none.tool_calls_allowed);
   // Tools are a chat feature.
   EXPECT_EQ(completion_error(R"({"model": "m", "prompt": "a", "tools": [{"type": "function", "function": {"name": "f"}}]})")
                 .param, "tools");

@@ -88,7 +88,8 @@ TEST_F(ToolCallingServerTest, ATemplateWithoutToolsRefusesThem) {
   const test::Reply r = test::http_post(server->port(), "/v1/chat/completions", chat_body(kAsk, {{"tools", kTools}}));
   EXPECT_EQ(r.status, 400) << r.body;
   EXPECT_NE(r.json["error"]["message"].get<std::string>().find("tools"), std::string::npos) << r.body;
-  // tool_choice none does not offer them, so nothing to refuse.
+  // tool_choice none: a template that cannot show them has nothing to show,
+  // and there is no call to forbid.
   const test::Reply none = test::http_post(server->port(), "/v1/chat/completions",
                                            chat_body(kAsk, {{"tools", kTools}, {"tool_choice", "none"}}));
   EXPECT_EQ(none.status, 200) << none.body;
@@ -105,6 +106,14 @@ TEST_F(ToolCallingServerTest, ToolsReachThePromptAndStreamingHoldsNothingBack) {
   ASSERT_EQ(with_tools.status, 200) << with_tools.body;
   // The tools' signatures are in the prompt: the system turn the template adds.
   EXPECT_GT(with_tools.json["usage"]["prompt_tokens"].get<int>(), plain.json["usage"]["prompt_tokens"].get<int>() + 40);
+  // tool_choice none shows them too (OpenAI's meaning: the model knows the
+  // tools and may not call them); the reply is content, never calls.
+  const test::Reply none = test::http_post(port, "/v1/chat/completions",
+                                           chat_body(kAsk, {{"tools", kTools}, {"tool_choice", "none"}}));
+  ASSERT_EQ(none.status, 200) << none.body;
+  EXPECT_EQ(none.json["usage"]["prompt_tokens"], with_tools.json["usage"]["prompt_tokens"]);
+  EXPECT_FALSE(none.json["choices"][0]["message"].contains("tool_calls"));
+  EXPECT_EQ(none.json["choices"][0]["finish_reason"], "length");
 
   // Streamed with tools offered: whatever the random model wrote comes out
   // whole, as content or as calls, exactly as the whole reply has it.
