@@ -16,6 +16,7 @@
 #include <QLineEdit>
 #include <QLocale>
 #include <QPushButton>
+#include <QScreen>
 #include <QScrollArea>
 #include <QSpinBox>
 #include <QTabWidget>
@@ -23,6 +24,7 @@
 
 #include "sampling_editor.h"
 #include "unit_suffix.h"
+#include "window_fit.h"
 
 namespace kvscope::ui {
 namespace {
@@ -84,6 +86,9 @@ SettingsDialog::SettingsDialog(const kvscope::EngineConfig& config,
   layout->addWidget(summary_);
   layout->addWidget(buttons_);
   loadConfig(config);
+  // The layout's own size showed a dozen of the engine tab's rows and cut
+  // the model's path: open with room for them, within the screen.
+  resize(fittedWindowSize(kOpeningSize, screen() ? screen()->availableGeometry() : QRect()));
 }
 
 QLabel* SettingsDialog::addMessageLabel(QFormLayout* form, QWidget* control, const QString& key,

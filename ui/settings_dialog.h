@@ -42,6 +42,9 @@ class SamplingEditor;
 class SettingsDialog : public QDialog {
   Q_OBJECT
  public:
+  // The size it opens at where the screen has room (window_fit.h bounds it).
+  static constexpr QSize kOpeningSize{760, 780};
+
   // Engine and model only, no chat-defaults tab.
   explicit SettingsDialog(const kvscope::EngineConfig& config, QWidget* parent = nullptr);
   // All three tabs; recent_models fills the Model tab's list (recentModels()).

@@ -32,6 +32,7 @@
 #include "sampling_editor.h"
 #include "settings_dialog.h"
 #include "setting_values.h"
+#include "window_fit.h"
 #include "support/smollm2_shape.h"
 
 using kvscope::EngineConfig;
@@ -142,6 +143,17 @@ class SettingsDialogTest : public QObject {
     QFile file(model_);
     QVERIFY(file.open(QIODevice::WriteOnly));
     file.write("GGUF");
+  }
+
+  // It opens with room for the engine tab's rows where the screen has it
+  // (the layout's own size was 588 x 418), never beyond the screen.
+  void opensWithRoomWithinTheScreen() {
+    SettingsDialog dialog(EngineConfig{}, kvscope::ui::ConversationSettings(), {}, nullptr);
+    const QRect room = dialog.screen()->availableGeometry();
+    QCOMPARE(dialog.size(), kvscope::ui::fittedWindowSize(SettingsDialog::kOpeningSize, room));
+    QVERIFY(dialog.width() <= room.width() && dialog.height() <= room.height());
+    QVERIFY2(dialog.height() > dialog.layout()->sizeHint().height(),
+             qPrintable(QStringLiteral("%1 vs %2").arg(dialog.height()).arg(dialog.layout()->sizeHint().height())));
   }
 
   void configRoundTrips() {
