@@ -25,6 +25,7 @@
 #include "bench_util.h"
 #include "common_options.h"
 #include "file_args.h"
+#include "logprobs.h"
 
 namespace kvscope::cli {
 namespace {
@@ -46,13 +47,9 @@ struct WindowScore {
   std::string error;
 };
 
-// -log p(token) under the raw logits row (log-sum-exp around the maximum).
+// -log p(token) under the raw logits row: the server's logprobs, negated.
 double negative_log_likelihood(const float* logits, int32_t vocab, int32_t token) {
-  float max = logits[0];
-  for (int32_t i = 1; i < vocab; ++i) max = std::max(max, logits[i]);
-  double sum = 0.0;
-  for (int32_t i = 0; i < vocab; ++i) sum += std::exp(static_cast<double>(logits[i] - max));
-  return std::log(sum) + max - static_cast<double>(logits[token]);
+  return static_cast<double>(server::log_sum_exp(logits, vocab)) - static_cast<double>(logits[token]);
 }
 
 int run_perplexity(const PerplexityOptions& o) {
