@@ -1,13 +1,14 @@
 // The OpenAI-compatible server over loopback (label `unit`, a tiny random
 // model; httplib's client): chat and completions, streamed and not, n > 1,
 // stop strings, seed reproducibility, usage numbers, logprobs, the other
-// endpoints, and errors in OpenAI's format with the right status (400 bad
+// endpoints (echo and prompt scoring: completions_echo_test.cpp), and errors in OpenAI's format with the right status (400 bad
 // JSON / fields, 401 key, 403 origin, 404 model / route, 413 body); at
 // tp = 2 the snapshot's per-rank split.
 #include <gtest/gtest.h>
 
 #include <filesystem>
 
+#include "openai_server_fixture.h"
 #include "support/tiny_model.h"
 #include "test_server.h"
 
@@ -20,52 +21,8 @@ using test::http_post;
 using test::parse_sse;
 using test::Reply;
 
-class OpenAiServerTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    path_ = test::tiny_model_temp_path("openai_server");
-    ASSERT_TRUE(test::write_tiny_gguf(test::TinyModelSpec{}, path_).ok());
-  }
-  static void TearDownTestSuite() { std::filesystem::remove(path_); }
-
-  static EngineConfig config() {
-    EngineConfig c;
-    c.model_path = path_;
-    c.num_threads = 2;
-    c.num_blocks = 128;
-    return c;
-  }
-
-  void SetUp() override {
-    server::ServerOptions options;
-    options.model_id = "tiny";
-    server_ = test::TestServer::start(config(), options);
-    ASSERT_TRUE(server_);
-  }
-
-  // A chat body with the user message `text` and extra fields.
-  static json chat(const std::string& text, json extra = json::object()) {
-    json body = {{"model", "tiny"}, {"messages", {{{"role", "user"}, {"content", text}}}}};
-    body.update(extra);
-    return body;
-  }
-  static json completion(json prompt, json extra = json::object()) {
-    json body = {{"model", "tiny"}, {"prompt", std::move(prompt)}};
-    body.update(extra);
-    return body;
-  }
-
-  Reply post(const std::string& path, const json& body, const httplib::Headers& headers = {}) {
-    return http_post(server_->port(), path, body, headers);
-  }
-
-  static std::string path_;
-  std::unique_ptr<test::TestServer> server_;
-};
-std::string OpenAiServerTest::path_;
-
-// Fixed-length greedy generation: the tiny model's EOS is ignored.
-const json kGreedy = {{"temperature", 0}, {"ignore_eos", true}};
+using OpenAiServerTest = test::OpenAiServerFixture;
+using test::kGreedy;
 
 TEST_F(OpenAiServerTest, ChatCompletionNotStreamed) {
   json extra = kGreedy;
@@ -188,135 +145,6 @@ TEST_F(OpenAiServerTest, TokenIdPromptsAndBatchesOfPrompts) {
   ASSERT_EQ(batch.json["choices"].size(), 2u);
   EXPECT_EQ(batch.json["choices"][0]["text"], one.json["choices"][0]["text"]);
   EXPECT_EQ(batch.json["usage"]["completion_tokens"], 6);
-}
-
-TEST_F(OpenAiServerTest, EchoPutsThePromptFirst) {
-  json extra = kGreedy;
-  extra["max_tokens"] = 3;
-  const std::string plain = post("/v1/completions", completion("Hi", extra)).json["choices"][0]["text"];
-  extra["echo"] = true;
-  EXPECT_EQ(post("/v1/completions", completion("Hi", extra)).json["choices"][0]["text"], "Hi" + plain);
-}
-
-// Echo with logprobs scores the prompt's tokens too (how evaluation
-// harnesses ask for log-likelihoods: lm-evaluation-harness sends token ids,
-// echo, logprobs 1 and max_tokens 1, and sums token_logprobs over the
-// continuation). The first token has no score; the others are the model's
-// log-probabilities given what precedes them.
-TEST_F(OpenAiServerTest, EchoWithLogprobsScoresThePromptTokens) {
-  const json ids = json::array({10, 11, 12, 13, 14, 15, 16, 17, 18});
-  json extra = {{"max_tokens", 1}, {"temperature", 0}, {"logprobs", 1}, {"echo", true}, {"ignore_eos", true}};
-  const Reply r = post("/v1/completions", completion(ids, extra));
-  ASSERT_EQ(r.status, 200) << r.body;
-  const json& choice = r.json["choices"][0];
-  const json& lps = choice["logprobs"];
-  ASSERT_EQ(lps["tokens"].size(), 10u);  // 9 prompt tokens and the generated one
-  ASSERT_EQ(lps["token_logprobs"].size(), 10u);
-  EXPECT_TRUE(lps["token_logprobs"][0].is_null());
-  EXPECT_TRUE(lps["top_logprobs"][0].is_null());
-  std::string prompt_text;
-  for (size_t k = 0; k < 9; ++k) prompt_text += lps["tokens"][k].get<std::string>();
-  EXPECT_EQ(choice["text"].get<std::string>().rfind(prompt_text, 0), 0u) << "the echo is the ids' text";
-  for (size_t k = 1; k < 10; ++k) {
-    const double lp = lps["token_logprobs"][k];
-    EXPECT_LE(lp, 0.0) << k;
-    ASSERT_EQ(lps["top_logprobs"][k].size(), 1u) << k;
-    EXPECT_GE(lps["top_logprobs"][k].begin().value().get<double>(), lp) << k;
-    EXPECT_EQ(lps["text_offset"][k], lps["text_offset"][k - 1].get<int>() + lps["tokens"][k - 1].get<std::string>().size());
-  }
-  EXPECT_EQ(r.json["usage"]["prompt_tokens"], 9);
-  EXPECT_EQ(r.json["usage"]["completion_tokens"], 1);
-
-  // Position 5's score is what a request for the first 5 ids gives the token
-  // it samples there, when that token is the prompt's.
-  for (size_t k = 1; k < 9; ++k) {
-    json cut = json::array();
-    for (size_t j = 0; j < k; ++j) cut.push_back(ids[j]);
-    const Reply alone = post("/v1/completions", completion(cut, {{"max_tokens", 1}, {"temperature", 0}, {"logprobs", 1},
-                                                                  {"ignore_eos", true}}));
-    ASSERT_EQ(alone.status, 200) << alone.body;
-    // Its one alternative is the greedy token: the same in both rows.
-    EXPECT_EQ(alone.json["choices"][0]["logprobs"]["top_logprobs"][0], lps["top_logprobs"][k]) << "position " << k;
-  }
-
-  // max_tokens 0: the prompt alone, scored, nothing generated.
-  extra["max_tokens"] = 0;
-  const Reply scored_only = post("/v1/completions", completion(ids, extra));
-  ASSERT_EQ(scored_only.status, 200) << scored_only.body;
-  EXPECT_EQ(scored_only.json["choices"][0]["text"], prompt_text);
-  EXPECT_EQ(scored_only.json["choices"][0]["finish_reason"], "length");
-  EXPECT_EQ(scored_only.json["usage"]["completion_tokens"], 0);
-  json prompt_part = lps;
-  for (const char* key : {"tokens", "token_logprobs", "top_logprobs", "text_offset"}) prompt_part[key].erase(9);
-  EXPECT_EQ(scored_only.json["choices"][0]["logprobs"], prompt_part);
-
-  // Streamed: the prompt's entries come with the echoed text, then the rest.
-  extra["max_tokens"] = 1;
-  extra["stream"] = true;
-  const test::SseStream sse = parse_sse(post("/v1/completions", completion(ids, extra)).body);
-  json streamed = {{"tokens", json::array()}, {"token_logprobs", json::array()}, {"top_logprobs", json::array()},
-                   {"text_offset", json::array()}};
-  for (const json& c : sse.chunks) {
-    if (c["choices"].empty() || !c["choices"][0]["logprobs"].is_object()) continue;
-    for (const char* key : {"tokens", "token_logprobs", "top_logprobs", "text_offset"}) {
-      for (const json& v : c["choices"][0]["logprobs"][key]) streamed[key].push_back(v);
-    }
-  }
-  EXPECT_EQ(streamed, lps);
-  EXPECT_EQ(sse.texts(), std::vector<std::string>{choice["text"].get<std::string>()});
-}
-
-// A text prompt's echo is the text as sent; its entries lie in it.
-TEST_F(OpenAiServerTest, EchoedTextPromptEntriesLieInTheText) {
-  const std::string text = "Hello there, friend";
-  const Reply r = post("/v1/completions", completion(text, {{"max_tokens", 0}, {"logprobs", 0}, {"echo", true}}));
-  ASSERT_EQ(r.status, 200) << r.body;
-  EXPECT_EQ(r.json["choices"][0]["text"], text);
-  const json& lps = r.json["choices"][0]["logprobs"];
-  ASSERT_EQ(lps["tokens"].size(), r.json["usage"]["prompt_tokens"].get<size_t>());
-  for (size_t k = 0; k < lps["tokens"].size(); ++k) {
-    const std::string token = lps["tokens"][k];
-    const size_t at = lps["text_offset"][k];
-    EXPECT_EQ(text.compare(at, token.size(), token), 0) << "token " << k << " '" << token << "' at " << at;
-    if (k > 0) {
-      EXPECT_TRUE(lps["top_logprobs"][k].empty());  // logprobs 0: no alternatives
-    }
-  }
-}
-
-// A vocabulary that asks for BOS: the engine puts it before the text, so it
-// is the first entry (unscored) but takes no room in the echoed text.
-TEST(OpenAiServerBos, TheAddedBosIsTheFirstEntryAndNotInTheText) {
-  const std::string path = test::tiny_model_temp_path("openai_server_bos");
-  test::TinyModelSpec spec;
-  spec.add_bos = true;
-  ASSERT_TRUE(test::write_tiny_gguf(spec, path).ok());
-  EngineConfig c;
-  c.model_path = path;
-  c.num_threads = 2;
-  server::ServerOptions options;
-  options.model_id = "tiny";
-  auto server = test::TestServer::start(c, options);
-  ASSERT_TRUE(server);
-  const std::string text = "Hello there";
-  const Reply r = http_post(server->port(), "/v1/completions",
-                            {{"model", "tiny"}, {"prompt", text}, {"max_tokens", 0}, {"logprobs", 0}, {"echo", true}});
-  ASSERT_EQ(r.status, 200) << r.body;
-  EXPECT_EQ(r.json["choices"][0]["text"], text);
-  const json& lps = r.json["choices"][0]["logprobs"];
-  ASSERT_GE(lps["tokens"].size(), 3u);
-  EXPECT_EQ(lps["tokens"][0], "<|endoftext|>");
-  EXPECT_TRUE(lps["token_logprobs"][0].is_null());
-  std::string rest;
-  for (size_t k = 1; k < lps["tokens"].size(); ++k) {
-    EXPECT_EQ(lps["text_offset"][k], rest.size()) << k;
-    rest += lps["tokens"][k].get<std::string>();
-    EXPECT_TRUE(lps["token_logprobs"][k].is_number()) << k;
-  }
-  EXPECT_EQ(rest, text);
-  EXPECT_EQ(lps["text_offset"][0], 0);
-  server.reset();
-  std::filesystem::remove(path);
 }
 
 TEST_F(OpenAiServerTest, LogprobsAreNormalisedAndSorted) {
