@@ -60,6 +60,8 @@ TEST(CliUsage, BadArgumentsExitWithTwo) {
       {"generate", "--threads", "many", "-p", "x"},
       {"generate", "--temp", "-1", "-p", "x"},
       {"generate", "--top-p", "1.5", "-p", "x"},
+      {"generate", "-n", "0", "-p", "x"},  // the engine's 0 (prompt only) is not a reply
+      {"chat", "--max-tokens", "0"},
       {"generate", "--block-size", "0", "-p", "x"},
       {"generate", "--kv-budget", "lots", "-p", "x"},
       {"generate", "--system", "s", "-p", "x"},  // --system needs --chat
