@@ -36,7 +36,7 @@ set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 root=$PWD
 stash=/root/kvscope-lease  # on the GPU machine: survives between the calls of one lease
-part_bytes=45000000
+part_bytes=43000000  # each call carries its part plus the working tree (~10.4 MB) under 64 MiB
 model_name=SmolLM2-135M-Instruct.Q4_1.gguf
 model_sha256=b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53
 
