@@ -14,7 +14,10 @@ What it runs, all on the same machine in one go:
     with --no-gpu-overlap, for what overlapping the kernels' launches
     changes, and at each --compare-attention-timing-at concurrency (default
     1 and 64) with --no-gpu-attention-timing, for what the events that time
-    each layer's attention cost. Each bench record names the backend and the device, splits the
+    each layer's attention cost (one step in 16 is timed), and at each
+    --compare-norm-fusion-at concurrency (default 1, 16 and 64) with
+    --gpu-norm-fusion on and off, for what folding the norms into the
+    matmuls changes against the default's rule (auto). Each bench record names the backend and the device, splits the
     step time into forward / sample / other, counts the steps replayed as
     a graph (its "steps") and, on a GPU, says how much of the step the
     device was busy (first kernel to last copy back) and how long per
@@ -64,7 +67,7 @@ def run_json(cmd, what):
 
 
 def end_to_end(args, concurrency, gpu_sampling, gpu_graphs=True, gpu_overlap=True, gpu_attention_timing=True,
-               gpu_fused_norms=False):
+               gpu_norm_fusion=None):
     cmd = [str(args.cli), "bench", "--backend", args.backend, "--concurrency", str(concurrency),
            "--prompt-tokens", str(args.prompt_tokens), "--gen-tokens", str(args.gen_tokens),
            "--repeats", str(args.repeats)]
@@ -80,12 +83,13 @@ def end_to_end(args, concurrency, gpu_sampling, gpu_graphs=True, gpu_overlap=Tru
         cmd.append("--no-gpu-overlap")
     if not gpu_attention_timing:
         cmd.append("--no-gpu-attention-timing")
-    if gpu_fused_norms:
-        cmd.append("--gpu-fused-norms")
+    if gpu_norm_fusion:
+        cmd += ["--gpu-norm-fusion", gpu_norm_fusion]
     cmd += args.engine_option
     what = (f"bench at {concurrency} sequence(s){'' if gpu_sampling else ', host sampling'}"
             f"{'' if gpu_graphs else ', no CUDA graphs'}{'' if gpu_overlap else ', launches not overlapped'}"
-            f"{'' if gpu_attention_timing else ', attention not timed'}{', norms fused' if gpu_fused_norms else ''}")
+            f"{'' if gpu_attention_timing else ', attention not timed'}"
+            f"{f', norm fusion {gpu_norm_fusion}' if gpu_norm_fusion else ''}")
     sys.stderr.write(f"bench_gpu: {what}...\n")
     return run_json(cmd, what)
 
@@ -98,7 +102,7 @@ def row_of(record):
         "gpu_graphs": record.get("gpu_graphs"),
         "gpu_overlap_launches": record.get("gpu_overlap_launches"),
         "gpu_attention_timing": record.get("gpu_attention_timing"),
-        "gpu_fused_norms": record.get("gpu_fused_norms"),
+        "gpu_norm_fusion": record.get("gpu_norm_fusion"),
         "gpu_matmul": record.get("gpu_matmul"),
         "graph_steps": steps.get("graph_steps"),
         "steps": steps.get("count"),
@@ -142,7 +146,7 @@ def markdown(record):
         for p in k["prefill_attention"]:
             lines.append(f"prefill attention, {p['rows']} rows: {p['tflops']:.2f} TFLOP/s")
     lines.append(f"GPU matmul: {record.get('gpu_matmul')}")
-    lines.append("| sequences | device sampling | CUDA graphs | overlapped launches | attention timed | norms fused | "
+    lines.append("| sequences | device sampling | CUDA graphs | overlapped launches | attention timed | norm fusion | "
                  "tok/s in all | "
                  "prefill tok/s | "
                  "decode tok/s per sequence | median step ms | steps replayed | forward | sample | other | "
@@ -156,7 +160,7 @@ def markdown(record):
         lines.append(f"| {r['concurrency']} | {'on' if r['gpu_sampling'] else 'off'} | "
                      f"{'on' if r.get('gpu_graphs') else 'off'} | {'on' if r.get('gpu_overlap_launches') else 'off'} | "
                      f"{'on' if r.get('gpu_attention_timing') else 'off'} | "
-                     f"{'on' if r.get('gpu_fused_norms') else 'off'} | "
+                     f"{r.get('gpu_norm_fusion') or '-'} | "
                      f"{r['tokens_per_s']:,.0f} | "
                      f"{r['prefill_tok_s']:,.0f} | {r['decode_tok_s_per_sequence']:,.0f} | {step_ms:.2f} | {replayed} | "
                      f"{r['forward_share']:.1%} | {r['sample_share']:.1%} | {r['other_share']:.1%} | "
@@ -181,8 +185,8 @@ def main():
                     help="comma-separated concurrencies also run with --no-gpu-overlap (empty: none)")
     ap.add_argument("--compare-attention-timing-at", default="1,64",
                     help="comma-separated concurrencies also run with --no-gpu-attention-timing (empty: none)")
-    ap.add_argument("--compare-fused-norms-at", default="1,64",
-                    help="comma-separated concurrencies also run with --gpu-fused-norms (empty: none)")
+    ap.add_argument("--compare-norm-fusion-at", default="1,16,64",
+                    help="comma-separated concurrencies also run with --gpu-norm-fusion on and off (empty: none)")
     ap.add_argument("--prompt-tokens", type=int, default=128)
     ap.add_argument("--gen-tokens", type=int, default=64)
     ap.add_argument("--repeats", type=int, default=3)
@@ -196,7 +200,7 @@ def main():
     args = ap.parse_args()
     if args.quick:
         args.concurrency, args.compare_sampling_at, args.compare_graphs_at = "1,2", 2, "1"
-        args.compare_overlap_at = args.compare_attention_timing_at = args.compare_fused_norms_at = "1"
+        args.compare_overlap_at = args.compare_attention_timing_at = args.compare_norm_fusion_at = "1"
         args.prompt_tokens, args.gen_tokens, args.repeats = 8, 2, 1
     if not args.cli.exists():
         sys.exit(f"bench_gpu: no kvscope-cli at {args.cli} (build it, or pass --cli)")
@@ -223,8 +227,9 @@ def main():
         runs.append(end_to_end(args, c, True, gpu_overlap=False))
     for c in [int(c) for c in args.compare_attention_timing_at.split(",") if c.strip()]:
         runs.append(end_to_end(args, c, True, gpu_attention_timing=False))
-    for c in [int(c) for c in args.compare_fused_norms_at.split(",") if c.strip()]:
-        runs.append(end_to_end(args, c, True, gpu_fused_norms=True))
+    for c in [int(c) for c in args.compare_norm_fusion_at.split(",") if c.strip()]:
+        runs.append(end_to_end(args, c, True, gpu_norm_fusion="on"))
+        runs.append(end_to_end(args, c, True, gpu_norm_fusion="off"))
     record["device"] = runs[0]["device"]
     # The math the runs report, not the option asked for; every run must report the same (below).
     record["gpu_matmul"] = runs[0].get("gpu_matmul")

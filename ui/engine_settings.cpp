@@ -18,6 +18,11 @@ struct LegacyKey {
   const char* key;
 };
 constexpr LegacyKey kLegacyMiBKeys[] = {{"kv_budget_mib", "kv_budget"}, {"swap_space_mib", "swap_space"}};
+// Keys of settings replaced by another that takes none of their values: read
+// as nothing (the new setting keeps its default) and dropped at the next
+// save. gpu_fused_norms (on / off, off until measured on a GPU) became the
+// choice gpu_norm_fusion, whose default, auto, fuses where it was faster.
+constexpr const char* kRetiredKeys[] = {"gpu_fused_norms"};
 
 // To the caller's list, which it reports (the window's status bar, the
 // terminal for --settings); to the terminal when there is no list.
@@ -29,6 +34,8 @@ void addProblem(QStringList* problems, const QString& problem) {
 bool isEngineKey(const QString& key) {
   for (const LegacyKey& legacy : kLegacyMiBKeys)
     if (key == QLatin1String(legacy.old_key)) return true;
+  for (const char* retired : kRetiredKeys)
+    if (key == QLatin1String(retired)) return true;
   return kvscope::find_setting(key.toStdString()) != nullptr;
 }
 

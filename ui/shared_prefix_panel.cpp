@@ -42,6 +42,12 @@ SharedPrefixPanel::SharedPrefixPanel(QWidget* parent) : QWidget(parent) {
 void SharedPrefixPanel::setSnapshot(const SnapshotPtr& snapshot) {
   updateWhenSeen(this, [this, snapshot] {
     model_->setSnapshot(snapshot);
+    if (snapshot) {
+      for (const StepStats& st : snapshot->steps_reported()) {
+        if (st.attention_time_s > 0 && (!last_timed_ || st.step >= last_timed_->step))
+          last_timed_ = TimedStep{st.step, st.attention_time_s};
+      }
+    }
     showAttention();
   });
 }
@@ -53,6 +59,7 @@ void SharedPrefixPanel::setModelInfo(const ModelInfo& info) {
 void SharedPrefixPanel::clear() {
   updateWhenSeen(this, [] {});  // drops a snapshot held for later
   model_->setSnapshot(nullptr);
+  last_timed_.reset();
   showAttention();
 }
 
@@ -62,10 +69,15 @@ QString SharedPrefixPanel::attentionText() const { return attention_->text(); }
 void SharedPrefixPanel::showAttention() {
   const StepStats& st = model_->lastStep();
   // A step that ran no attention (none yet, or an engine that does not time
-  // it) reports 0 s: say so rather than "0.00 ms".
-  const QString time = st.attention_time_s > 0
-                           ? tr("attention %1 ms").arg(st.attention_time_s * 1000.0, 0, 'f', 2)
-                           : tr("attention time not measured");
+  // it) reports 0 s: say so rather than "0.00 ms". A GPU times one step in
+  // 16: between those, the last timed step's figure, named as such.
+  QString time;
+  if (st.attention_time_s > 0) time = tr("attention %1 ms").arg(st.attention_time_s * 1000.0, 0, 'f', 2);
+  else if (last_timed_)
+    time = tr("attention not timed (step %1, the last timed: %2 ms)")
+               .arg(last_timed_->step)
+               .arg(last_timed_->attention_s * 1000.0, 0, 'f', 2);
+  else time = tr("attention time not measured");
   if (st.num_cascade_groups == 0) {
     attention_->setText(tr("Last step: %1 · no cascade pass (each sequence read its whole prefix).").arg(time));
     return;

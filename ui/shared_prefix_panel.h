@@ -3,7 +3,12 @@
 // (X MiB) of K/V", and one with the last step's attention: its time and what
 // cascade attention did ("cascade: 1 pass for 32 sequences, 1984 shared
 // tokens, 87 MiB of K/V not read"). Fed with snapshots at the inspector's rate.
+// A GPU times attention in one step of 16 (the setting gpu_attention_timing):
+// between those, the line shows the last timed step's attention and its number.
 #pragma once
+
+#include <cstdint>
+#include <optional>
 
 #include <QWidget>
 
@@ -40,6 +45,12 @@ class SharedPrefixPanel : public QWidget {
   QLabel* total_ = nullptr;
   QLabel* attention_ = nullptr;
   QTableView* view_ = nullptr;
+  // The latest step that timed its attention: its number and seconds.
+  struct TimedStep {
+    uint64_t step = 0;
+    double attention_s = 0.0;
+  };
+  std::optional<TimedStep> last_timed_;
 };
 
 }  // namespace kvscope::ui

@@ -326,7 +326,7 @@ int run_bench(const BenchOptions& o) {
       {"gpu_graphs", engine->config().gpu_graphs},
       {"gpu_overlap_launches", engine->config().gpu_overlap_launches},
       {"gpu_attention_timing", engine->config().gpu_attention_timing},
-      {"gpu_fused_norms", engine->config().gpu_fused_norms},
+      {"gpu_norm_fusion", setting_text(engine->config(), "gpu_norm_fusion")},
       // The matmuls' math: the two give different bits and speeds (docs/cuda.md).
       {"gpu_matmul", setting_text(engine->config(), "gpu_matmul")},
       {"prompt_tokens", o.prompt_tokens},

@@ -56,7 +56,7 @@ Result<KvSetup> Engine::Impl::make_kv_setup(const EngineConfig& c, const KvPlan&
                              c.gpu_matmul != config.gpu_matmul ||
                              c.gpu_overlap_launches != config.gpu_overlap_launches ||
                              c.gpu_attention_timing != config.gpu_attention_timing ||
-                             c.gpu_fused_norms != config.gpu_fused_norms));
+                             c.gpu_norm_fusion != config.gpu_norm_fusion));
   const bool new_draft_backend = with_draft && (!draft_backend || draft != draft_weights);
   KvSetup setup;
   std::unique_ptr<HostKvPool> host_pool, draft_host_pool;
@@ -97,7 +97,7 @@ Result<KvSetup> Engine::Impl::make_kv_setup(const EngineConfig& c, const KvPlan&
         c.gpu_matmul == GpuMatmul::TensorCores ? cuda::MatvecMath::kTensorCores : cuda::MatvecMath::kF32;
     options.overlap_launches = c.gpu_overlap_launches;
     options.time_attention = c.gpu_attention_timing;
-    options.fuse_norms = c.gpu_fused_norms;
+    options.norm_fusion = c.gpu_norm_fusion;
     auto made = CudaBackend::create(weights, std::move(device_pool), options);
     if (!made.ok()) return Error{made.error()};
     setup.backend = std::move(made).value();

@@ -102,8 +102,8 @@ TEST_F(BenchRecord, NamesTheBackendAndSplitsTheStepTime) {
 }
 
 // scripts/bench_gpu.py --quick on the CPU: one record of the bench runs at 1
-// and 2 sequences plus the host-sampling, no-graphs, no-overlap and
-// untimed-attention comparisons, with a stored
+// and 2 sequences plus the host-sampling, no-graphs, no-overlap,
+// untimed-attention and norm fusion on / off comparisons, with a stored
 // gpu_kernel_bench record summarised beside them; --gpu-matmul reaches every
 // run (the CPU ignores it, but the bench records name it); a failing run
 // names itself.
@@ -121,21 +121,21 @@ TEST_F(BenchRecord, BenchGpuScriptMakesOneRecordAndNamesAFailingRun) {
   EXPECT_EQ(j["device"].get<std::string>().rfind("CPU (", 0), 0u) << j["device"];
   // Which matmul the runs used, as their bench records report it.
   EXPECT_EQ(j["gpu_matmul"], "tensor_cores");
-  ASSERT_EQ(j["table"].size(), 7u);
-  ASSERT_EQ(j["end_to_end"].size(), 7u);
-  const int concurrency[] = {1, 2, 2, 1, 1, 1, 1};
-  const bool gpu_sampling[] = {true, true, false, true, true, true, true};
-  const bool gpu_graphs[] = {true, true, true, false, true, true, true};
-  const bool gpu_overlap[] = {true, true, true, true, false, true, true};
-  const bool gpu_attention_timing[] = {true, true, true, true, true, false, true};
-  const bool gpu_fused_norms[] = {false, false, false, false, false, false, true};
-  for (size_t i = 0; i < 7; ++i) {
+  ASSERT_EQ(j["table"].size(), 8u);
+  ASSERT_EQ(j["end_to_end"].size(), 8u);
+  const int concurrency[] = {1, 2, 2, 1, 1, 1, 1, 1};
+  const bool gpu_sampling[] = {true, true, false, true, true, true, true, true};
+  const bool gpu_graphs[] = {true, true, true, false, true, true, true, true};
+  const bool gpu_overlap[] = {true, true, true, true, false, true, true, true};
+  const bool gpu_attention_timing[] = {true, true, true, true, true, false, true, true};
+  const char* gpu_norm_fusion[] = {"auto", "auto", "auto", "auto", "auto", "auto", "on", "off"};
+  for (size_t i = 0; i < 8; ++i) {
     EXPECT_EQ(j["table"][i]["concurrency"], concurrency[i]);
     EXPECT_EQ(j["table"][i]["gpu_sampling"], gpu_sampling[i]);
     EXPECT_EQ(j["table"][i]["gpu_graphs"], gpu_graphs[i]);
     EXPECT_EQ(j["table"][i]["gpu_overlap_launches"], gpu_overlap[i]);
     EXPECT_EQ(j["table"][i]["gpu_attention_timing"], gpu_attention_timing[i]);
-    EXPECT_EQ(j["table"][i]["gpu_fused_norms"], gpu_fused_norms[i]);
+    EXPECT_EQ(j["table"][i]["gpu_norm_fusion"], gpu_norm_fusion[i]);
     EXPECT_EQ(j["table"][i]["gpu_matmul"], "tensor_cores");
     EXPECT_EQ(j["table"][i]["graph_steps"], 0);  // the CPU backend never replays a graph
     EXPECT_GT(j["table"][i]["tokens_per_s"].get<double>(), 0.0);

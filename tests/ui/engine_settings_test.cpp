@@ -265,6 +265,26 @@ class EngineSettingsTest : public QObject {
     QCOMPARE(kvscope::ui::loadEngineConfig(settings).kv_budget_bytes, 300 * kMiB);
   }
 
+  // gpu_fused_norms (on / off, saved as "false" by every earlier version)
+  // became the choice gpu_norm_fusion: the old key is read as nothing, with
+  // no message, and the next save drops it, so the new default (auto) holds.
+  void retiredFusedNormsKeyIsDroppedQuietly() {
+    QTemporaryDir dir;
+    const QString path = dir.filePath(QStringLiteral("before_norm_fusion.ini"));
+    writeFile(path, "[engine]\nmodel_path=/m.gguf\ngpu_fused_norms=false\n");
+    {
+      QSettings settings(path, QSettings::IniFormat);
+      QStringList problems;
+      const EngineConfig c = kvscope::ui::loadEngineConfig(settings, &problems);
+      QVERIFY2(problems.isEmpty(), qPrintable(problems.join(QLatin1Char('\n'))));
+      QCOMPARE(c.gpu_norm_fusion, kvscope::GpuNormFusion::Auto);
+      kvscope::ui::saveEngineConfig(settings, c);
+    }
+    QSettings settings(path, QSettings::IniFormat);
+    QVERIFY(!settings.contains(QStringLiteral("engine/gpu_fused_norms")));
+    QCOMPARE(settings.value(QStringLiteral("engine/gpu_norm_fusion")).toString(), QStringLiteral("auto"));
+  }
+
   // The dialog shows each problem next to the control of the setting it
   // names: every problem must name a row of the table (or the model path).
   void everyValidateProblemNamesItsSetting() {

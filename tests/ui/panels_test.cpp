@@ -212,9 +212,12 @@ class PanelsTest : public QObject {
     QCOMPARE(model->rowCount(), 1);
     QCOMPARE(model->index(0, SharedPrefixModel::Cascade).data().toString(), QStringLiteral("yes: 32 × 3"));
     QCOMPARE(model->index(0, SharedPrefixModel::KvNotRead).data().toString(), QStringLiteral("2.81 MiB"));
-    // A flat step, then no engine.
+    // A flat step that timed no attention (a GPU times one step in 16): the
+    // last timed step's figure, named as such; then no engine.
     panel.setSnapshot(test::makeSnapshot(3, 3, 2));
     QVERIFY2(panel.attentionText().contains(QStringLiteral("no cascade pass")), qPrintable(panel.attentionText()));
+    QVERIFY2(panel.attentionText().contains(QStringLiteral("attention not timed (step 0, the last timed: 4.00 ms)")),
+             qPrintable(panel.attentionText()));
     QCOMPARE(model->index(0, SharedPrefixModel::Cascade).data().toString(), QStringLiteral("no"));
     panel.clear();
     QVERIFY(panel.attentionText().contains(QStringLiteral("not measured")));

@@ -80,6 +80,16 @@ enum class GpuMatmul {
                 // ~2x the throughput from 64 sequences and ~1.9x the prefill (H100, H200)
 };
 
+// Whether the CUDA backend computes each RMSNorm inside the matmul that reads
+// it and each residual add inside the matmul that produces it (7 kernels per
+// layer instead of 9). The same arithmetic either way, so the same bits; only
+// the speed differs (runtime/norm_fusion.h has the rule and the measurements).
+enum class GpuNormFusion {
+  Auto,  // where measured faster: always with f32 matmuls, with tensor cores in steps of at most 16 rows
+  On,
+  Off,
+};
+
 const char* backend_kind_name(BackendKind kind);  // "cpu", "cuda", "auto"
 const char* scheduling_policy_name(SchedulingPolicy policy);
 const char* spec_method_name(SpecMethod method);
@@ -122,17 +132,16 @@ struct EngineConfig {
   // Process-wide while a backend runs. Ignored on the CPU and before Hopper.
   bool gpu_overlap_launches = true;
   // The CUDA backend times each layer's attention with a pair of CUDA events
-  // (StepStats::attention_time_s, the inspector's attention plot). The events
-  // sit between the kernels of every step, where they may cost some of the
-  // overlap above; off, the step has no attention time. Ignored on the CPU,
-  // which always times its attention.
+  // (StepStats::attention_time_s, the inspector's attention plot) in one step
+  // of every kAttentionTimingInterval (cuda_backend.h): the events sit between
+  // a step's kernels, where they cost the overlap of launches (every step
+  // timed, one sequence decoded 14% slower on an H200). The other steps, and
+  // every step when off, have no attention time. Ignored on the CPU, which
+  // always times its attention.
   bool gpu_attention_timing = true;
-  // The CUDA backend folds each RMSNorm into the matmul after it, and each
-  // residual add into the matmul before it (7 kernels per layer instead of
-  // 9); the norm's arithmetic is shared, so the same bits either way. Off
-  // until measured on a GPU (docs/cuda.md). Ignored on the CPU and in steps
-  // with tensor-core prefill GEMM rows.
-  bool gpu_fused_norms = false;
+  // GpuNormFusion above. Ignored on the CPU and in steps with tensor-core
+  // prefill GEMM rows.
+  GpuNormFusion gpu_norm_fusion = GpuNormFusion::Auto;
   int32_t num_threads = 0;         // 0: one per available core
   int32_t tp = 1;                  // tensor-parallel ranks (threads of this process), each a slice of the model
   TpReduce tp_reduce = TpReduce::Fast;

@@ -179,7 +179,11 @@ void CudaBackend::prepare_step(const StepBatch& batch) {
       matvec_runs_.emplace_back(begin, end);
     }
   }
-  fuse_norms_ = options_.fuse_norms && gemm_seqs_.empty();
+  fuse_norms_ = gemm_seqs_.empty() &&
+                fuses_norms(options_.norm_fusion, options_.matvec_math == cuda::MatvecMath::kTensorCores, T);
+  // Timed steps: the first, then one in kAttentionTimingInterval.
+  time_attention_ = options_.time_attention && steps_since_timed_attention_ >= kAttentionTimingInterval - 1;
+  steps_since_timed_attention_ = time_attention_ ? 0 : steps_since_timed_attention_ + 1;
   // The head's buffers, here because a graph capture may not allocate.
   const ModelConfig& mc = model_config();
   const size_t num_logits = batch.logits_rows.size();
@@ -315,12 +319,12 @@ void CudaBackend::attention(int32_t layer, const StepBatch& batch) {
   const int32_t* ints = ints_.data();
   const cuda::PagedPrefillBatch device_batch{batch.num_seqs, ints + query_start_at_, ints + positions_at_,
                                              ints + table_start_at_, ints + block_ids_at_};
-  if (options_.time_attention) record_event(events_[2 * static_cast<size_t>(layer)]);
+  if (time_attention_) record_event(events_[2 * static_cast<size_t>(layer)]);
   cuda_check(cuda::paged_prefill_attention(shape, pool_->layer_view(layer), device_batch, plan_, plan_data_.data(),
                                            qkv_.data(), attn_.data(), attention_workspace_.data(),
                                            attention_workspace_floats_, stream_, qkv_width(model_config())),
              "paged_prefill_attention");
-  if (options_.time_attention) record_event(events_[2 * static_cast<size_t>(layer) + 1]);
+  if (time_attention_) record_event(events_[2 * static_cast<size_t>(layer) + 1]);
 }
 
 bool CudaBackend::forward(const StepBatch& batch, std::vector<float>& logits, const std::atomic<bool>* interrupt,
@@ -437,7 +441,7 @@ CudaGraphCache::Key CudaBackend::launch_key(const StepBatch& batch, int32_t laye
       static_cast<int64_t>(table_start_at_), static_cast<int64_t>(block_ids_at_),
       static_cast<int64_t>(attention_workspace_floats_),
       static_cast<int64_t>(batch.logits_rows.size()), batch.logits_rows.empty() ? -1 : batch.logits_rows[0],
-      consecutive, fuse_norms_,
+      consecutive, fuse_norms_, time_attention_,
       // Every buffer a launch reads or writes, and the KV pool's.
       address(x_.data()), address(h_.data()), address(qkv_.data()), address(attn_.data()), address(o_.data()),
       address(gate_.data()), address(up_.data()), address(head_in_.data()), address(logits_.data()),
@@ -541,7 +545,7 @@ void CudaBackend::copy_logits_back(const StepBatch& batch, std::vector<float>& l
 }
 
 void CudaBackend::collect_attention_stats(int32_t layers_run) {
-  for (int32_t l = 0; options_.time_attention && l < layers_run; ++l) {
+  for (int32_t l = 0; time_attention_ && l < layers_run; ++l) {
     float ms = 0.0f;
     // A timing the runtime cannot give (it is only the inspector's figure)
     // leaves the step's attention time out rather than stopping the model.

@@ -51,11 +51,17 @@
 #include "runtime/cuda_graph_cache.h"
 #include "runtime/cuda_weights.h"
 #include "runtime/device_array.h"
+#include "runtime/norm_fusion.h"
 
 namespace kvscope {
 
 class CudaBackend final : public Backend {
  public:
+  // With Options::time_attention, one step in this many is timed: the
+  // inspector's attention plot gets a point every 16 steps, and the events'
+  // cost (14% of a one-sequence decode step on an H200 when every step had
+  // them) is spread over 16.
+  static constexpr int32_t kAttentionTimingInterval = 16;
   struct Options {
     // Sequences with more than gemm_min_rows rows in a step multiply through
     // dequantise-to-bf16 tiles + cuBLAS (kernels/cuda/gemm_bf16.cuh) instead
@@ -81,17 +87,19 @@ class CudaBackend final : public Backend {
     // every launch of the process, as the one engine's setting
     // gpu_overlap_launches (on by default) says.
     bool overlap_launches = true;
-    // A pair of events around each layer's attention, read after the step
-    // (last_attention_stats().time_s). Off: no events between the step's
-    // kernels, and the attention time is 0. The setting gpu_attention_timing.
+    // A pair of events around each layer's attention in one step of every
+    // kAttentionTimingInterval, read after that step
+    // (last_attention_stats().time_s). Off, and in the other steps: no events
+    // between the step's kernels, and the attention time is 0. The setting
+    // gpu_attention_timing.
     bool time_attention = true;
-    // The norms folded into the matmuls after them (matvec_q.cuh's
+    // Where the norms are folded into the matmuls after them (matvec_q.cuh's
     // InputNorm), and the residual adds into the matmuls before them
     // (MatvecOutput::add_to_y): 7 launches per layer instead of 9, with the
-    // same bits (row_norm.cuh). A step with GEMM rows (gemm_prefill) keeps the
-    // separate norms, the GEMM reading normalised rows. The setting
-    // gpu_fused_norms.
-    bool fuse_norms = false;
+    // same bits (row_norm.cuh). runtime/norm_fusion.h's fuses_norms decides
+    // each step; a step with GEMM rows (gemm_prefill) keeps the separate
+    // norms, the GEMM reading normalised rows. The setting gpu_norm_fusion.
+    GpuNormFusion norm_fusion = GpuNormFusion::Auto;
   };
 
   // A device pool of `spec` for `weights`' keys (DeviceKvPool::create).
@@ -193,8 +201,13 @@ class CudaBackend final : public Backend {
   // Row ranges of this step: [begin, end) runs through matvec_q, and the
   // sequences that go through the GEMM (gemm_prefill only).
   std::vector<std::pair<int32_t, int32_t>> matvec_runs_, gemm_seqs_;
-  // Options::fuse_norms for this step: off when a sequence goes through the GEMM.
+  // Options::norm_fusion for this step (fuses_norms): off when a sequence
+  // goes through the GEMM.
   bool fuse_norms_ = false;
+  // Whether this step's attention is timed (Options::time_attention, one step
+  // in kAttentionTimingInterval), and the steps run since the last timed one.
+  bool time_attention_ = false;
+  int32_t steps_since_timed_attention_ = kAttentionTimingInterval;
   DeviceArray<uint16_t> gemm_workspace_;  // bf16 activations, then one bf16 weight tile
   // Device sampling (draw_tokens): per draw its source logits row, then the
   // penalty entry starts and ids (one int32 upload), counts, parameters,

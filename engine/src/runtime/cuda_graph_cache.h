@@ -19,7 +19,8 @@
 //
 // Policy: a key is captured the second time it is seen (a prefill chunk's
 // shape rarely comes back; a decode batch's comes back every step), and at
-// most `capacity` graphs are kept, the least recently used going first.
+// most `capacity` graphs are kept, the least recently used going first (32:
+// a decode shape's attention-timed step is a key of its own).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -36,7 +37,7 @@ class CudaGraphCache {
  public:
   using Key = std::vector<int64_t>;
 
-  explicit CudaGraphCache(size_t capacity = 16);
+  explicit CudaGraphCache(size_t capacity = 32);
   ~CudaGraphCache();
   CudaGraphCache(const CudaGraphCache&) = delete;
   CudaGraphCache& operator=(const CudaGraphCache&) = delete;

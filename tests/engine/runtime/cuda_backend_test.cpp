@@ -17,7 +17,7 @@
 //    come back unchanged, and an engine with gpu_sampling on emits the
 //    tokens it emits with it off;
 //  - untimed attention (gpu_attention_timing off) and fused norms
-//    (gpu_fused_norms on) give the same bits (the step times themselves:
+//    (gpu_norm_fusion on, or auto's choice per step) give the same bits (the step times themselves:
 //    cuda_step_timing_test.cpp).
 // Without a device the device tests skip with the CUDA error, or fail with
 // KVSCOPE_REQUIRE_GPU=1 (scripts/gpu_check.sh), as tests/kernels/cuda/ do.
@@ -346,18 +346,22 @@ TEST(CudaBackend, UntimedAttentionIsBitwiseTheTimed) {
                  "backend=cuda,gpu_attention_timing=false,gpu_graphs=false,concurrency=2");
 }
 
-// Fused norms (gpu_fused_norms) share the norm's arithmetic with the
+// Fused norms (gpu_norm_fusion) share the norm's arithmetic with the
 // rms_norm launches they replace: the same bits, eager and replayed, under
-// either math, and in GEMM-prefill steps, which keep the separate norms.
+// either math, and in GEMM-prefill steps, which keep the separate norms; and
+// under auto on the tensor cores, which fuses only the steps of at most 16
+// rows (runtime/norm_fusion.h), so one run switches from step to step.
 TEST(CudaBackend, FusedNormsAreBitwiseTheSeparateOnes) {
   KVSCOPE_REQUIRE_CUDA_DEVICE();
-  expect_bitwise("backend=cuda,gpu_fused_norms=false,concurrency=3", "backend=cuda,gpu_fused_norms=true,concurrency=3");
-  expect_bitwise("backend=cuda,gpu_fused_norms=false,gpu_graphs=false,gpu_matmul=tensor_cores,concurrency=2",
-                 "backend=cuda,gpu_fused_norms=true,gpu_graphs=false,gpu_matmul=tensor_cores,concurrency=2");
-  expect_bitwise("backend=cuda,gpu_fused_norms=false,gpu_matmul=tensor_cores,concurrency=4",
-                 "backend=cuda,gpu_fused_norms=true,gpu_matmul=tensor_cores,concurrency=4");
-  expect_bitwise("backend=cuda,gpu_fused_norms=false,gpu_prefill_gemm=true,concurrency=2",
-                 "backend=cuda,gpu_fused_norms=true,gpu_prefill_gemm=true,concurrency=2");
+  expect_bitwise("backend=cuda,gpu_norm_fusion=off,concurrency=3", "backend=cuda,gpu_norm_fusion=on,concurrency=3");
+  expect_bitwise("backend=cuda,gpu_norm_fusion=off,gpu_graphs=false,gpu_matmul=tensor_cores,concurrency=2",
+                 "backend=cuda,gpu_norm_fusion=on,gpu_graphs=false,gpu_matmul=tensor_cores,concurrency=2");
+  expect_bitwise("backend=cuda,gpu_norm_fusion=off,gpu_matmul=tensor_cores,concurrency=4",
+                 "backend=cuda,gpu_norm_fusion=on,gpu_matmul=tensor_cores,concurrency=4");
+  expect_bitwise("backend=cuda,gpu_norm_fusion=off,gpu_prefill_gemm=true,concurrency=2",
+                 "backend=cuda,gpu_norm_fusion=on,gpu_prefill_gemm=true,concurrency=2");
+  expect_bitwise("backend=cuda,gpu_norm_fusion=off,gpu_matmul=tensor_cores,concurrency=16",
+                 "backend=cuda,gpu_norm_fusion=auto,gpu_matmul=tensor_cores,concurrency=16");
 }
 
 TEST(CudaBackend, BlockSizeAndConcurrencyAreBitwiseInvariant) {

@@ -224,18 +224,24 @@ TEST(SettingTable, GpuSwitchesAreOnByDefaultAndTurnOffByName) {
   }
 }
 
-// The fused norms are off until measured on a GPU, turned on by name, and
-// apply only where a GPU may run the model.
-TEST(SettingTable, FusedNormsAreOffByDefaultAndTurnOnByName) {
-  const SettingSpec* spec = find_setting("gpu_fused_norms");
+// Norm fusion is a choice (auto by default: where the H200 measured it
+// faster), set by name, and applies only where a GPU may run the model.
+TEST(SettingTable, NormFusionIsAutoByDefaultAndSetByName) {
+  const SettingSpec* spec = find_setting("gpu_norm_fusion");
   ASSERT_NE(spec, nullptr);
   EXPECT_EQ(spec->group, "Compute");
-  EXPECT_EQ(spec->default_value(), SettingValue(false));
-  EXPECT_FALSE(EngineConfig{}.gpu_fused_norms);
-  EXPECT_TRUE(spec->cli_negation.empty());
+  EXPECT_EQ(spec->type, SettingType::Choice);
+  EXPECT_EQ(spec->default_value(), SettingValue(std::string("auto")));
+  EXPECT_EQ(EngineConfig{}.gpu_norm_fusion, GpuNormFusion::Auto);
+  EXPECT_EQ(spec->cli_option(), "gpu-norm-fusion");
   EngineConfig c = usable();
-  ASSERT_TRUE(set_setting(c, "gpu_fused_norms", "on").ok());
-  EXPECT_TRUE(c.gpu_fused_norms);
+  ASSERT_TRUE(set_setting(c, "gpu_norm_fusion", "off").ok());
+  EXPECT_EQ(c.gpu_norm_fusion, GpuNormFusion::Off);
+  ASSERT_TRUE(set_setting(c, "gpu_norm_fusion", "on").ok());
+  EXPECT_EQ(c.gpu_norm_fusion, GpuNormFusion::On);
+  const Status bad = set_setting(c, "gpu_norm_fusion", "true");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().find("auto, on, off"), std::string::npos) << bad.error();
   c.backend = BackendKind::Cpu;
   EXPECT_FALSE(spec->applies(c));
   c.backend = BackendKind::Auto;

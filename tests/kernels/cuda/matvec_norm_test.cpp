@@ -4,7 +4,7 @@
 // residual add, under both maths, for the multi and the gated launches, on
 // one token, tiles and tails, and rows of one staging chunk and of several;
 // and the norm's two loading paths (float4 or scalar) add in one order, as
-// row_norm.cuh says. The CUDA backend's gpu_fused_norms rests on these.
+// row_norm.cuh says. The CUDA backend's gpu_norm_fusion rests on these.
 #include <algorithm>
 #include <cstring>
 #include <memory>
