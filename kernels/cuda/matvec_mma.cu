@@ -107,64 +107,94 @@ __device__ inline uint32_t half_pair(__half a, __half b) {
   return static_cast<uint32_t>(__half_as_ushort(a)) | (static_cast<uint32_t>(__half_as_ushort(b)) << 16);
 }
 
+// Where a block's staged activations live: hi / lo f16 pairs, a token's row
+// every row_words words; its blocks' sums of x and 2^e scales, a token's row
+// every row_blocks floats. The plain and split kernels stage 8 blocks at a
+// time (Shared::stage); the sweep stages a whole row once (sweep_layout).
+struct StageView {
+  uint32_t* hi;
+  uint32_t* lo;
+  float* sum_x;
+  float* scale;
+  int row_words;
+  int row_blocks;
+};
+
+// Stages quantisation block `block` of one token's row x_row (at slot i of
+// the view's token row `t`): its hi / lo pairs, its sum of x (in element
+// order) and the 2^e it was divided by. With a norm (norm_w), each x is first
+// rms_normed with the token's scale: the bits an rms_norm launch would have
+// written. Null x_row stages zeros (a token past the tile, a block past the
+// stage).
+__device__ inline void stage_block(const StageView& v, int t, int i, const float* x_row, int64_t block,
+                                   const float* norm_w, float token_scale) {
+  uint32_t* hi = v.hi + t * v.row_words + i * kBlockWords;
+  uint32_t* lo = v.lo + t * v.row_words + i * kBlockWords;
+  if (x_row == nullptr) {
+#pragma unroll
+    for (int w = 0; w < kBlockWords; ++w) hi[w] = lo[w] = 0u;
+    v.sum_x[t * v.row_blocks + i] = 0.0f;
+    v.scale[t * v.row_blocks + i] = 1.0f;
+    return;
+  }
+  // 16-byte aligned (row_len a multiple of 32, x checked).
+  const float4* src = reinterpret_cast<const float4*>(x_row + block * kQBlockElems);
+  const float4* g = norm_w ? reinterpret_cast<const float4*>(norm_w + block * kQBlockElems) : nullptr;
+  float xs[kQBlockElems];
+#pragma unroll
+  for (int q = 0; q < kQBlockElems / 4; ++q) {
+    const float4 f = g ? rms_normed(__ldg(src + q), token_scale, __ldg(g + q)) : __ldg(src + q);
+    xs[4 * q] = f.x;
+    xs[4 * q + 1] = f.y;
+    xs[4 * q + 2] = f.z;
+    xs[4 * q + 3] = f.w;
+  }
+  float largest = 0.0f;
+  float sum = 0.0f;
+#pragma unroll
+  for (int j = 0; j < kQBlockElems; ++j) {
+    largest = fmaxf(largest, fabsf(xs[j]));
+    sum = __fadd_rn(sum, xs[j]);
+  }
+  // |x'| < 2^14 keeps hi far from f16's largest finite value (65504), and
+  // the largest at 2^13 or more keeps lo's last bit 2^-22 of it. e >= -126
+  // keeps both 2^e and 2^-e normal floats (a block under 2^-113 is left
+  // below 2^13); an all-zero block, or one holding an inf, is not scaled.
+  const int e = largest > 0.0f && largest <= FLT_MAX ? max(ilogbf(largest) - 13, -126) : 0;
+  const float down = ldexpf(1.0f, -e);
+#pragma unroll
+  for (int j = 0; j < kQBlockElems; j += 2) {
+    const float a = __fmul_rn(xs[j], down);
+    const float b = __fmul_rn(xs[j + 1], down);
+    const __half ha = __float2half_rn(a);
+    const __half hb = __float2half_rn(b);
+    hi[j / 2] = half_pair(ha, hb);
+    lo[j / 2] = half_pair(__float2half_rn(__fsub_rn(a, __half2float(ha))),
+                          __float2half_rn(__fsub_rn(b, __half2float(hb))));
+  }
+  v.sum_x[t * v.row_blocks + i] = sum;
+  v.scale[t * v.row_blocks + i] = ldexpf(1.0f, e);
+}
+
+__device__ inline StageView stage_view(Shared& sh) {
+  return {&sh.stage.hi[0][0], &sh.stage.lo[0][0], &sh.stage.sum_x[0][0], &sh.stage.scale[0][0], kRowWords,
+          kStageBlocks};
+}
+
 // Stages blocks [b0, b0 + nb) of tokens [t0, t0 + tile) (rows of tokens up to
 // `tokens`, a multiple of kTileTokens, are written: the used MMA tiles; past
 // the tile's end and the stage's end, zeros). One (token, block) per thread
-// at a time. With a norm (norm_w), each x is first rms_normed with its
-// token's scale: the bits an rms_norm launch would have written. All threads
-// call it between two barriers.
+// at a time. All threads call it between two barriers.
 __device__ inline void stage_activations(Shared& sh, const float* x, int64_t row_len, int64_t t0, int tile,
                                          int tokens, int64_t b0, int nb, const float* norm_w,
                                          const float* token_scale) {
+  const StageView v = stage_view(sh);
   for (int p = threadIdx.x; p < tokens * kStageBlocks; p += kThreads) {
     const int t = p / kStageBlocks;
     const int i = p % kStageBlocks;
-    uint32_t* hi = &sh.stage.hi[t][i * kBlockWords];
-    uint32_t* lo = &sh.stage.lo[t][i * kBlockWords];
-    if (t >= tile || i >= nb) {
-#pragma unroll
-      for (int w = 0; w < kBlockWords; ++w) hi[w] = lo[w] = 0u;
-      sh.stage.sum_x[t][i] = 0.0f;
-      sh.stage.scale[t][i] = 1.0f;
-      continue;
-    }
-    // x[t0 + t][(b0 + i) * 32 + j]: 16-byte aligned (row_len a multiple of 32, x checked).
-    const float4* src = reinterpret_cast<const float4*>(x + (t0 + t) * row_len + (b0 + i) * kQBlockElems);
-    const float4* g = norm_w ? reinterpret_cast<const float4*>(norm_w + (b0 + i) * kQBlockElems) : nullptr;
-    float v[kQBlockElems];
-#pragma unroll
-    for (int q = 0; q < kQBlockElems / 4; ++q) {
-      const float4 f = g ? rms_normed(__ldg(src + q), token_scale[t], __ldg(g + q)) : __ldg(src + q);
-      v[4 * q] = f.x;
-      v[4 * q + 1] = f.y;
-      v[4 * q + 2] = f.z;
-      v[4 * q + 3] = f.w;
-    }
-    float largest = 0.0f;
-    float sum = 0.0f;
-#pragma unroll
-    for (int j = 0; j < kQBlockElems; ++j) {
-      largest = fmaxf(largest, fabsf(v[j]));
-      sum = __fadd_rn(sum, v[j]);
-    }
-    // |x'| < 2^14 keeps hi far from f16's largest finite value (65504), and
-    // the largest at 2^13 or more keeps lo's last bit 2^-22 of it. e >= -126
-    // keeps both 2^e and 2^-e normal floats (a block under 2^-113 is left
-    // below 2^13); an all-zero block, or one holding an inf, is not scaled.
-    const int e = largest > 0.0f && largest <= FLT_MAX ? max(ilogbf(largest) - 13, -126) : 0;
-    const float down = ldexpf(1.0f, -e);
-#pragma unroll
-    for (int j = 0; j < kQBlockElems; j += 2) {
-      const float a = __fmul_rn(v[j], down);
-      const float b = __fmul_rn(v[j + 1], down);
-      const __half ha = __float2half_rn(a);
-      const __half hb = __float2half_rn(b);
-      hi[j / 2] = half_pair(ha, hb);
-      lo[j / 2] = half_pair(__float2half_rn(__fsub_rn(a, __half2float(ha))),
-                            __float2half_rn(__fsub_rn(b, __half2float(hb))));
-    }
-    sh.stage.sum_x[t][i] = sum;
-    sh.stage.scale[t][i] = ldexpf(1.0f, e);
+    const bool real = t < tile && i < nb;
+    stage_block(v, t, i, real ? x + (t0 + t) * row_len : nullptr, b0 + i, norm_w,
+                real && norm_w ? token_scale[t] : 0.0f);
   }
 }
 
@@ -230,7 +260,7 @@ __device__ inline float block_dot(float d, float m, float qx, float sum_x) {
 // Block i of the stage for this thread's two rows (g and g + 8) and every
 // used tile: acc[n][0..1] row g, tokens n * 8 + 2c and + 1; acc[n][2..3] row g + 8.
 template <TensorType kType>
-__device__ inline void stage_block_products(const Shared& sh, int i, const RowBlock& ra, const RowBlock& rb,
+__device__ inline void stage_block_products(const StageView& v, int i, const RowBlock& ra, const RowBlock& rb,
                                             int tiles, float (&acc)[kTiles][4]) {
   const int lane = threadIdx.x % kWarpSize;
   const int g = lane / 4;
@@ -238,8 +268,8 @@ __device__ inline void stage_block_products(const Shared& sh, int i, const RowBl
 #pragma unroll
   for (int n = 0; n < kTiles; ++n) {
     if (n >= tiles) break;  // block-uniform
-    const uint32_t* hi = &sh.stage.hi[n * kTileTokens + g][i * kBlockWords];
-    const uint32_t* lo = &sh.stage.lo[n * kTileTokens + g][i * kBlockWords];
+    const uint32_t* hi = v.hi + (n * kTileTokens + g) * v.row_words + i * kBlockWords;
+    const uint32_t* lo = v.lo + (n * kTileTokens + g) * v.row_words + i * kBlockWords;
     float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
     mma_16816(d, ra.k0_lo, rb.k0_lo, ra.k0_hi, rb.k0_hi, hi[c], hi[c + 4]);
     mma_16816(d, ra.k1_lo, rb.k1_lo, ra.k1_hi, rb.k1_hi, hi[8 + c], hi[12 + c]);
@@ -247,17 +277,22 @@ __device__ inline void stage_block_products(const Shared& sh, int i, const RowBl
     mma_16816(d, ra.k1_lo, rb.k1_lo, ra.k1_hi, rb.k1_hi, lo[8 + c], lo[12 + c]);
     const int ta = n * kTileTokens + 2 * c;
     const int tb = ta + 1;
-    const float qa = __fmul_rn(d[0], sh.stage.scale[ta][i]), qb = __fmul_rn(d[1], sh.stage.scale[tb][i]);
-    const float qc = __fmul_rn(d[2], sh.stage.scale[ta][i]), qd = __fmul_rn(d[3], sh.stage.scale[tb][i]);
-    acc[n][0] = __fadd_rn(acc[n][0], block_dot<kType>(ra.d, ra.m, qa, sh.stage.sum_x[ta][i]));
-    acc[n][1] = __fadd_rn(acc[n][1], block_dot<kType>(ra.d, ra.m, qb, sh.stage.sum_x[tb][i]));
-    acc[n][2] = __fadd_rn(acc[n][2], block_dot<kType>(rb.d, rb.m, qc, sh.stage.sum_x[ta][i]));
-    acc[n][3] = __fadd_rn(acc[n][3], block_dot<kType>(rb.d, rb.m, qd, sh.stage.sum_x[tb][i]));
+    const float scale_a = v.scale[ta * v.row_blocks + i], scale_b = v.scale[tb * v.row_blocks + i];
+    const float sum_a = v.sum_x[ta * v.row_blocks + i], sum_b = v.sum_x[tb * v.row_blocks + i];
+    const float qa = __fmul_rn(d[0], scale_a), qb = __fmul_rn(d[1], scale_b);
+    const float qc = __fmul_rn(d[2], scale_a), qd = __fmul_rn(d[3], scale_b);
+    acc[n][0] = __fadd_rn(acc[n][0], block_dot<kType>(ra.d, ra.m, qa, sum_a));
+    acc[n][1] = __fadd_rn(acc[n][1], block_dot<kType>(ra.d, ra.m, qb, sum_b));
+    acc[n][2] = __fadd_rn(acc[n][2], block_dot<kType>(rb.d, rb.m, qc, sum_a));
+    acc[n][3] = __fadd_rn(acc[n][3], block_dot<kType>(rb.d, rb.m, qd, sum_b));
   }
 }
 
+// A block's per-warp partial sums: [gate / up or the one output][warp][row][token].
+using Partials = float (*)[kWarps][kRows][kTokens];
+
 // The thread's partial sums into partial[which][warp][row][token].
-__device__ inline void store_partials(Shared& sh, int which, const float (&acc)[kTiles][4], int tiles) {
+__device__ inline void store_partials(Partials partial, int which, const float (&acc)[kTiles][4], int tiles) {
   const int warp = threadIdx.x / kWarpSize;
   const int lane = threadIdx.x % kWarpSize;
   const int g = lane / 4;
@@ -266,10 +301,10 @@ __device__ inline void store_partials(Shared& sh, int which, const float (&acc)[
   for (int n = 0; n < kTiles; ++n) {
     if (n >= tiles) break;
     const int t = n * kTileTokens + 2 * c;
-    sh.partial[which][warp][g][t] = acc[n][0];
-    sh.partial[which][warp][g][t + 1] = acc[n][1];
-    sh.partial[which][warp][g + 8][t] = acc[n][2];
-    sh.partial[which][warp][g + 8][t + 1] = acc[n][3];
+    partial[which][warp][g][t] = acc[n][0];
+    partial[which][warp][g][t + 1] = acc[n][1];
+    partial[which][warp][g + 8][t] = acc[n][2];
+    partial[which][warp][g + 8][t + 1] = acc[n][3];
   }
 }
 
@@ -277,11 +312,11 @@ __device__ inline void store_partials(Shared& sh, int which, const float (&acc)[
 // cluster): each warp's sum is first carried through the ranks' partial sums
 // in rank (= stage) order, as the unsplit warp carried it through its stages.
 template <bool kSplit>
-__device__ inline float output_sum(Shared& sh, int which, int row, int t) {
+__device__ inline float output_sum(Partials partial, int which, int row, int t) {
   if constexpr (!kSplit) {
-    float s = sh.partial[which][0][row][t];
+    float s = partial[which][0][row][t];
 #pragma unroll
-    for (int w = 1; w < kWarps; ++w) s = __fadd_rn(s, sh.partial[which][w][row][t]);
+    for (int w = 1; w < kWarps; ++w) s = __fadd_rn(s, partial[which][w][row][t]);
     return s;
   } else {
 #if __CUDA_ARCH__ >= 900
@@ -290,7 +325,7 @@ __device__ inline float output_sum(Shared& sh, int which, int row, int t) {
     float s = 0.0f;
 #pragma unroll
     for (int w = 0; w < kWarps; ++w) {
-      float* mine = &sh.partial[which][w][row][t];
+      float* mine = &partial[which][w][row][t];
       float warp_sum = *mine;
       for (unsigned r = 1; r < ranks; ++r) warp_sum = __fadd_rn(warp_sum, *cluster.map_shared_rank(mine, r));
       s = w == 0 ? warp_sum : __fadd_rn(s, warp_sum);
@@ -399,10 +434,10 @@ __global__ void __launch_bounds__(kThreads)
     __syncthreads();  // the previous stage is read
     stage_activations(sh, x, row_len, t0, tile, tiles * kTileTokens, b0, nb, norm.weight, token_scale);
     __syncthreads();
-    if (mine) stage_block_products<kType>(sh, warp, ra, rb, tiles, acc);
+    if (mine) stage_block_products<kType>(stage_view(sh), warp, ra, rb, tiles, acc);
   }
   __syncthreads();  // the stage becomes the partial sums
-  store_partials(sh, 0, acc, tiles);
+  store_partials(sh.partial, 0, acc, tiles);
   __syncthreads();
   cluster_barrier<kSplit>();  // every rank's partial sums are in place
   if (writes_outputs<kSplit>()) {
@@ -414,7 +449,7 @@ __global__ void __launch_bounds__(kThreads)
       int64_t local;
       if (!find_output(outputs, row0 + row, o, local)) continue;
       float& y = o.y[(t0 + t) * o.ld + local];
-      const float sum = output_sum<kSplit>(sh, 0, row, t);
+      const float sum = output_sum<kSplit>(sh.partial, 0, row, t);
       y = o.add_to_y ? __fadd_rn(y, sum) : sum;
     }
   }
@@ -457,13 +492,13 @@ __global__ void __launch_bounds__(kThreads)
     stage_activations(sh, x, row_len, t0, tile, tiles * kTileTokens, b0, nb, norm.weight, token_scale);
     __syncthreads();
     if (mine) {
-      stage_block_products<kType>(sh, warp, g_a, g_b, tiles, gate);
-      stage_block_products<kType>(sh, warp, u_a, u_b, tiles, up);
+      stage_block_products<kType>(stage_view(sh), warp, g_a, g_b, tiles, gate);
+      stage_block_products<kType>(stage_view(sh), warp, u_a, u_b, tiles, up);
     }
   }
   __syncthreads();
-  store_partials(sh, 0, gate, tiles);
-  store_partials(sh, 1, up, tiles);
+  store_partials(sh.partial, 0, gate, tiles);
+  store_partials(sh.partial, 1, up, tiles);
   __syncthreads();
   cluster_barrier<kSplit>();
   if (writes_outputs<kSplit>()) {
@@ -473,10 +508,253 @@ __global__ void __launch_bounds__(kThreads)
       const int t = p % (tiles * kTileTokens);
       if (t >= tile || row0 + row >= num_rows) continue;
       out[(t0 + t) * ld + row0 + row] =
-          __fmul_rn(act(output_sum<kSplit>(sh, 0, row, t)), output_sum<kSplit>(sh, 1, row, t));
+          __fmul_rn(act(output_sum<kSplit>(sh.partial, 0, row, t)), output_sum<kSplit>(sh.partial, 1, row, t));
     }
   }
   cluster_barrier<kSplit>();
+}
+
+// The sweep (matvec_mma.cu's top comment has the plain layout): a launch of
+// many more blocks than the GPU holds at once (the head: 3,072 row groups;
+// a prefill chunk's projections: tens of row groups times tens of token
+// groups) converts each token's activations to f16 pairs once per 16 rows,
+// and that conversion, not the tensor cores, bounds it. A sweep block stages
+// its 32 tokens' whole rows once, in dynamic shared memory, then takes
+// `groups` consecutive 16-row groups one after another, reading the staged
+// pairs for each. Per output the arithmetic is the plain kernel's, in its
+// order: warp w takes blocks w, w + 8, ... of the row, adds their products
+// in that order, and the 8 warps' sums are added in warp order; so the bits
+// are the plain launch's (the tests force both and compare).
+//
+// Rows up to kMaxSweepRowLen weights: 32 tokens' staged rows of 640 weights
+// are 83 KB, and with the partial sums two blocks fit a Hopper
+// multiprocessor (228 KB of shared memory).
+constexpr int64_t kMaxSweepRowLen = 640;
+constexpr int kForcedSweepGroups = 3;  // TensorCoreSplit::kSweep (tests, benchmark)
+
+// Words of one staged token row of nq blocks: padded to 4 mod 32, so that the
+// B-fragment reads of a warp hit 32 banks (as kRowWords).
+__host__ __device__ constexpr int sweep_row_words(int nq) { return nq * kBlockWords + ((nq % 2 == 0) ? 4 : 20); }
+
+// The sweep's dynamic shared memory, in 4-byte words from its start: hi and lo
+// pairs, sums of x, scales, the token scales of an input norm, then one
+// [kWarps][kRows][kTokens] array of partial sums.
+struct SweepLayout {
+  int row_words;
+  int hi, lo, sum_x, scale, token_scale, partial, words;
+};
+
+__host__ __device__ constexpr SweepLayout sweep_layout(int64_t row_len) {
+  const int nq = static_cast<int>(row_len / kQBlockElems);
+  SweepLayout l{};
+  l.row_words = sweep_row_words(nq);
+  l.hi = 0;
+  l.lo = l.hi + kTokens * l.row_words;
+  l.sum_x = l.lo + kTokens * l.row_words;
+  l.scale = l.sum_x + kTokens * nq;
+  l.token_scale = l.scale + kTokens * nq;
+  l.partial = l.token_scale + kTokens;
+  l.partial += (4 - l.partial % 4) % 4;  // 16-byte aligned
+  l.words = l.partial + kWarps * kRows * kTokens;
+  return l;
+}
+
+inline size_t sweep_bytes(int64_t row_len) { return static_cast<size_t>(sweep_layout(row_len).words) * 4; }
+
+// Stages every block of the block's tokens' rows (zeros past the tile) into
+// the sweep's shared memory, after the token scales of an input norm.
+__device__ inline StageView stage_whole_rows(uint32_t* smem, const SweepLayout& l, const float* x, int64_t row_len,
+                                             int64_t t0, int tile, int tiles, InputNorm norm) {
+  const int nq = static_cast<int>(row_len / kQBlockElems);
+  float* token_scale = reinterpret_cast<float*>(smem + l.token_scale);
+  if (norm.weight) block_rms_scales(x, row_len, t0, tile, norm.eps, token_scale);
+  __syncthreads();  // the token scales
+  const StageView v{smem + l.hi, smem + l.lo, reinterpret_cast<float*>(smem + l.sum_x),
+                    reinterpret_cast<float*>(smem + l.scale), l.row_words, nq};
+  for (int p = threadIdx.x; p < tiles * kTileTokens * nq; p += kThreads) {
+    const int t = p / nq;
+    const int i = p % nq;
+    const bool real = t < tile;
+    stage_block(v, t, i, real ? x + (t0 + t) * row_len : nullptr, i, norm.weight,
+                real && norm.weight ? token_scale[t] : 0.0f);
+  }
+  __syncthreads();  // the staged rows
+  return v;
+}
+
+// One 16-row group's products for this thread's two rows over every stage of
+// the staged rows: warp w takes block w of each stage, the next stage's
+// weights loaded while the current one multiplies.
+template <TensorType kType, int kMatrices>
+__device__ inline void sweep_group_products(const StageView& v, const uint8_t* const (&rows_a)[kMatrices],
+                                            const uint8_t* const (&rows_b)[kMatrices], int64_t nq, int tiles,
+                                            float (&acc)[kMatrices][kTiles][4]) {
+  const int warp = threadIdx.x / kWarpSize;
+  const int c = threadIdx.x % 4;
+  RowBlock ra[kMatrices], rb[kMatrices];
+  if (warp < nq) {
+#pragma unroll
+    for (int m = 0; m < kMatrices; ++m) {
+      ra[m] = load_row_block<kType>(rows_a[m] + warp * kBlockBytes<kType>, c);
+      rb[m] = load_row_block<kType>(rows_b[m] + warp * kBlockBytes<kType>, c);
+    }
+  }
+  for (int64_t b0 = 0; b0 < nq; b0 += kStageBlocks) {
+    const int64_t mine = b0 + warp, next = mine + kStageBlocks;
+    RowBlock na[kMatrices], nb[kMatrices];
+    if (next < nq) {
+#pragma unroll
+      for (int m = 0; m < kMatrices; ++m) {
+        na[m] = load_row_block<kType>(rows_a[m] + next * kBlockBytes<kType>, c);
+        nb[m] = load_row_block<kType>(rows_b[m] + next * kBlockBytes<kType>, c);
+      }
+    }
+    if (mine < nq) {
+#pragma unroll
+      for (int m = 0; m < kMatrices; ++m)
+        stage_block_products<kType>(v, static_cast<int>(mine), ra[m], rb[m], tiles, acc[m]);
+    }
+    if (next < nq) {
+#pragma unroll
+      for (int m = 0; m < kMatrices; ++m) {
+        ra[m] = na[m];
+        rb[m] = nb[m];
+      }
+    }
+  }
+}
+
+// grid.x: runs of `groups` 16-row groups of the outputs' rows one after the
+// other; grid.y: groups of 32 tokens. Dynamic shared memory: sweep_bytes.
+template <TensorType kType>
+__global__ void __launch_bounds__(kThreads)
+    mma_sweep_multi_kernel(MultiOutputs outputs, int64_t total_rows, int64_t row_len, const float* x,
+                           int64_t num_tokens, InputNorm norm, int groups) {
+  wait_for_previous_kernel();  // a long kernel: the next one starts as it exits
+  extern __shared__ __align__(16) uint32_t smem[];
+  const SweepLayout l = sweep_layout(row_len);
+  const Place at = place_of<false>(num_tokens, row_len);
+  const int g = at.g, tile = at.tile, tiles = at.tiles;
+  const int64_t t0 = at.t0, nq = row_len / kQBlockElems;
+  const StageView v = stage_whole_rows(smem, l, x, row_len, t0, tile, tiles, norm);
+  const Partials partial = reinterpret_cast<Partials>(smem + l.partial);
+  const int64_t first = static_cast<int64_t>(blockIdx.x) * groups * kRows;
+  for (int64_t row0 = first; row0 < min(total_rows, first + static_cast<int64_t>(groups) * kRows); row0 += kRows) {
+    // This thread's two weight rows (a row past the end reads output 0's row 0 and is not stored).
+    MatvecOutput oa, ob;
+    int64_t la, lb;
+    const bool has_a = find_output(outputs, row0 + g, oa, la);
+    const bool has_b = find_output(outputs, row0 + g + 8, ob, lb);
+    const uint8_t* const wa[1] = {weight_row<kType>(has_a ? oa.w : outputs.out[0].w, has_a ? la : 0, row_len)};
+    const uint8_t* const wb[1] = {weight_row<kType>(has_b ? ob.w : outputs.out[0].w, has_b ? lb : 0, row_len)};
+    float acc[1][kTiles][4] = {};
+    sweep_group_products<kType, 1>(v, wa, wb, nq, tiles, acc);
+    __syncthreads();  // the last group's sums are read
+    store_partials(partial, 0, acc[0], tiles);
+    __syncthreads();
+    for (int p = threadIdx.x; p < kRows * tiles * kTileTokens; p += kThreads) {
+      const int row = p / (tiles * kTileTokens);
+      const int t = p % (tiles * kTileTokens);
+      if (t >= tile) continue;
+      MatvecOutput o;
+      int64_t local;
+      if (!find_output(outputs, row0 + row, o, local)) continue;
+      float& y = o.y[(t0 + t) * o.ld + local];
+      const float sum = output_sum<false>(partial, 0, row, t);
+      y = o.add_to_y ? __fadd_rn(y, sum) : sum;
+    }
+  }
+}
+
+// The gated feed-forward input as mma_glu_kernel computes it, swept: the
+// gate's and the up projection's sums go through the one partial array in
+// turn (each thread keeps its outputs' gate sums in registers), so the
+// shared memory is the multi kernel's.
+template <TensorType kType, typename Act>
+__global__ void __launch_bounds__(kThreads)
+    mma_sweep_glu_kernel(const void* w_gate, const void* w_up, int64_t num_rows, int64_t row_len, const float* x,
+                         int64_t num_tokens, float* out, int64_t ld, InputNorm norm, int groups) {
+  wait_for_previous_kernel();  // a long kernel: the next one starts as it exits
+  extern __shared__ __align__(16) uint32_t smem[];
+  const SweepLayout l = sweep_layout(row_len);
+  const Place at = place_of<false>(num_tokens, row_len);
+  const int g = at.g, tile = at.tile, tiles = at.tiles;
+  const int64_t t0 = at.t0, nq = row_len / kQBlockElems;
+  const StageView v = stage_whole_rows(smem, l, x, row_len, t0, tile, tiles, norm);
+  const Partials partial = reinterpret_cast<Partials>(smem + l.partial);
+  constexpr int kPerThread = kRows * kTokens / kThreads;  // outputs of a group a thread writes, at most
+  const Act act;
+  const int64_t first = static_cast<int64_t>(blockIdx.x) * groups * kRows;
+  for (int64_t row0 = first; row0 < min(num_rows, first + static_cast<int64_t>(groups) * kRows); row0 += kRows) {
+    const int64_t ra_row = min(row0 + g, num_rows - 1);  // past the end: read a real row, store nothing
+    const int64_t rb_row = min(row0 + g + 8, num_rows - 1);
+    const uint8_t* const wa[2] = {weight_row<kType>(w_gate, ra_row, row_len), weight_row<kType>(w_up, ra_row, row_len)};
+    const uint8_t* const wb[2] = {weight_row<kType>(w_gate, rb_row, row_len), weight_row<kType>(w_up, rb_row, row_len)};
+    float acc[2][kTiles][4] = {};
+    sweep_group_products<kType, 2>(v, wa, wb, nq, tiles, acc);
+    const int outputs = kRows * tiles * kTileTokens;
+    float gate[kPerThread];
+    __syncthreads();  // the last group's sums are read
+    store_partials(partial, 0, acc[0], tiles);
+    __syncthreads();
+#pragma unroll
+    for (int k = 0; k < kPerThread; ++k) {
+      const int p = static_cast<int>(threadIdx.x) + k * kThreads;
+      gate[k] = p < outputs ? output_sum<false>(partial, 0, p / (tiles * kTileTokens), p % (tiles * kTileTokens)) : 0.0f;
+    }
+    __syncthreads();  // the gate's sums are read
+    store_partials(partial, 0, acc[1], tiles);
+    __syncthreads();
+#pragma unroll
+    for (int k = 0; k < kPerThread; ++k) {
+      const int p = static_cast<int>(threadIdx.x) + k * kThreads;
+      if (p >= outputs) continue;
+      const int row = p / (tiles * kTileTokens);
+      const int t = p % (tiles * kTileTokens);
+      if (t >= tile || row0 + row >= num_rows) continue;
+      out[(t0 + t) * ld + row0 + row] = __fmul_rn(act(gate[k]), output_sum<false>(partial, 0, row, t));
+    }
+  }
+}
+
+// Row groups per sweep block, or 1 for the plain layout. kAuto sweeps a
+// launch of more than four blocks per multiprocessor's worth (two resident
+// sweep blocks each), on a Hopper or later device, with rows short enough to
+// stage whole: as many groups per block as leave about two blocks per
+// multiprocessor. kSweep forces kForcedSweepGroups where the rows allow it.
+int sweep_groups(TensorCoreSplit split, int64_t row_groups, int64_t token_groups, int64_t row_len,
+                 const DeviceShape& d) {
+  if (row_len > kMaxSweepRowLen || d.major < 9) return 1;
+  if (split == TensorCoreSplit::kSweep) return kForcedSweepGroups;
+  if (split != TensorCoreSplit::kAuto) return 1;
+  const int64_t resident = 2 * static_cast<int64_t>(d.sms);
+  if (row_groups * token_groups <= 2 * resident) return 1;
+  const int64_t blocks_per_token_group = std::max<int64_t>(1, resident / token_groups);
+  return static_cast<int>(std::min<int64_t>((row_groups + blocks_per_token_group - 1) / blocks_per_token_group,
+                                            0x7fffffff));
+}
+
+// Lets each sweep kernel take its dynamic shared memory (over the default
+// 48 KB), once per process; false if the runtime refuses.
+template <typename Kernel>
+bool allow_sweep_smem(Kernel kernel) {
+  return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                              static_cast<int>(sweep_bytes(kMaxSweepRowLen))) == cudaSuccess;
+}
+
+bool sweep_kernels_ready() {
+  static const bool ready = [] {
+    bool ok = true;
+    ok = allow_sweep_smem(mma_sweep_multi_kernel<TensorType::Q8_0>) && ok;
+    ok = allow_sweep_smem(mma_sweep_multi_kernel<TensorType::Q4_1>) && ok;
+    ok = allow_sweep_smem(mma_sweep_glu_kernel<TensorType::Q8_0, Silu>) && ok;
+    ok = allow_sweep_smem(mma_sweep_glu_kernel<TensorType::Q4_1, Silu>) && ok;
+    ok = allow_sweep_smem(mma_sweep_glu_kernel<TensorType::Q8_0, GeluTanh>) && ok;
+    ok = allow_sweep_smem(mma_sweep_glu_kernel<TensorType::Q4_1, GeluTanh>) && ok;
+    cudaGetLastError();  // a refusal is not the next launch's error
+    return ok;
+  }();
+  return ready;
 }
 
 // Ranks of the split clusters (the top comment), 0 for an unsplit launch:
@@ -496,7 +774,9 @@ constexpr int64_t kMinAutoRanks = 4;
 int split_ranks(TensorCoreSplit split, int64_t row_groups, int64_t token_groups, int64_t row_len,
                 const DeviceShape& d) {
   const int64_t stages = num_blocks_for(row_len / kQBlockElems, kStageBlocks);
-  if (split == TensorCoreSplit::kNever || stages < 2 || stages > kMaxRanks) return 0;
+  if (split == TensorCoreSplit::kNever || split == TensorCoreSplit::kSweep || stages < 2 || stages > kMaxRanks) {
+    return 0;
+  }
   if (d.major < 9) return 0;
   if (split == TensorCoreSplit::kAlways) return static_cast<int>(stages);
   const bool pays = stages >= kMinAutoRanks && token_groups == 1 && row_groups < d.sms;
@@ -522,6 +802,18 @@ int tensor_core_split_ranks(int64_t num_rows, int64_t row_len, int64_t num_token
                      DeviceShape{major, sms});
 }
 
+int tensor_core_sweep_groups(int64_t num_rows, int64_t row_len, int64_t num_tokens, TensorCoreSplit split, int major,
+                             int sms) {
+  if (num_rows <= 0 || row_len <= 0 || num_tokens <= 0) return 1;
+  return sweep_groups(split, num_blocks_for(num_rows, kRows), num_blocks_for(num_tokens, kTokens), row_len,
+                      DeviceShape{major, sms});
+}
+
+int tensor_core_sweep_groups(int64_t num_rows, int64_t row_len, int64_t num_tokens, TensorCoreSplit split) {
+  const DeviceShape d = current_device_shape();
+  return tensor_core_sweep_groups(num_rows, row_len, num_tokens, split, d.major, d.sms);
+}
+
 int tensor_core_split_ranks(int64_t num_rows, int64_t row_len, int64_t num_tokens, TensorCoreSplit split) {
   const DeviceShape d = current_device_shape();
   return tensor_core_split_ranks(num_rows, row_len, num_tokens, split, d.major, d.sms);
@@ -534,7 +826,16 @@ cudaError_t matvec_mma_multi(TensorType type, const MultiOutputs& outputs, int64
   KVSCOPE_CUDA_REQUIRE(op, total_rows / kRows < 0x7fffffff / kMaxRanks);
   if (num_tokens == 0) return cudaSuccess;
   const dim3 grid(num_blocks_for(total_rows, kRows), num_blocks_for(num_tokens, kTokens));
-  const int ranks = split_ranks(split, grid.x, grid.y, row_len, current_device_shape());
+  const DeviceShape device = current_device_shape();
+  const int groups = sweep_groups(split, grid.x, grid.y, row_len, device);
+  if (groups > 1 && sweep_kernels_ready()) {
+    const dim3 sweep_grid(num_blocks_for(grid.x, groups), grid.y);
+    const auto kernel =
+        type == TensorType::Q8_0 ? mma_sweep_multi_kernel<TensorType::Q8_0> : mma_sweep_multi_kernel<TensorType::Q4_1>;
+    return launch_kernel(kernel, sweep_grid, kThreads, sweep_bytes(row_len), stream, outputs, total_rows, row_len, x,
+                         num_tokens, norm, groups);
+  }
+  const int ranks = split_ranks(split, grid.x, grid.y, row_len, device);
   if (type == TensorType::Q8_0) {
     return launch(mma_multi_kernel<TensorType::Q8_0, false>, mma_multi_kernel<TensorType::Q8_0, true>, grid, ranks,
                   stream, outputs, row_len, x, num_tokens, norm);
@@ -550,12 +851,22 @@ cudaError_t matvec_mma_glu(TensorType type, const void* w_gate, const void* w_up
   KVSCOPE_CUDA_REQUIRE(op, num_rows / kRows < 0x7fffffff / kMaxRanks);
   if (num_tokens == 0) return cudaSuccess;
   const dim3 grid(num_blocks_for(num_rows, kRows), num_blocks_for(num_tokens, kTokens));
-  const int ranks = split_ranks(split, grid.x, grid.y, row_len, current_device_shape());
+  const DeviceShape device = current_device_shape();
+  constexpr TensorType kQ8 = TensorType::Q8_0, kQ4 = TensorType::Q4_1;
+  const int groups = sweep_groups(split, grid.x, grid.y, row_len, device);
+  if (groups > 1 && sweep_kernels_ready()) {
+    const dim3 sweep_grid(num_blocks_for(grid.x, groups), grid.y);
+    const bool silu = activation == GluActivation::Silu;
+    const auto kernel = type == kQ8 ? (silu ? mma_sweep_glu_kernel<kQ8, Silu> : mma_sweep_glu_kernel<kQ8, GeluTanh>)
+                                    : (silu ? mma_sweep_glu_kernel<kQ4, Silu> : mma_sweep_glu_kernel<kQ4, GeluTanh>);
+    return launch_kernel(kernel, sweep_grid, kThreads, sweep_bytes(row_len), stream, w_gate, w_up, num_rows, row_len,
+                         x, num_tokens, out, ld, norm, groups);
+  }
+  const int ranks = split_ranks(split, grid.x, grid.y, row_len, device);
   const auto go = [&](auto unsplit_kernel, auto split_kernel) {
     return launch(unsplit_kernel, split_kernel, grid, ranks, stream, w_gate, w_up, num_rows, row_len, x, num_tokens,
                   out, ld, norm);
   };
-  constexpr TensorType kQ8 = TensorType::Q8_0, kQ4 = TensorType::Q4_1;
   if (activation == GluActivation::Silu) {
     return type == kQ8 ? go(mma_glu_kernel<kQ8, Silu, false>, mma_glu_kernel<kQ8, Silu, true>)
                        : go(mma_glu_kernel<kQ4, Silu, false>, mma_glu_kernel<kQ4, Silu, true>);

@@ -25,13 +25,19 @@ inline constexpr int64_t kMaxMatvecTokens = 65535;  // tokens of one launch
 //     activations do not overflow; f32 accumulation.
 enum class MatvecMath { kF32, kTensorCores };
 
-// Whether a tensor-core launch splits each group of 16 rows over a cluster of
-// one block per stage of 256 weights (matvec_mma.cu): kAuto does where that
-// was measured to pay (long rows, few tokens and few blocks: a decode step's
-// ffn_down); kNever and kAlways are for the tests and the benchmark. The bits are the same either way. A split needs compute
-// capability 9.0 and rows of 257 to 2,048 weights (2 to 8 stages); elsewhere
-// kAlways launches unsplit. The f32 kernels ignore it.
-enum class TensorCoreSplit { kAuto, kNever, kAlways };
+// How a tensor-core launch lays its rows over thread blocks (matvec_mma.cu):
+// plain, a block per group of 16 rows and 32 tokens; split, each group of 16
+// rows over a cluster of one block per stage of 256 weights (for launches of
+// few blocks); or swept, a block per run of several groups, staging its
+// tokens' rows once for all of them (for launches of many more blocks than
+// the GPU holds). kAuto splits and sweeps where that was measured to pay (a
+// decode step's ffn_down split; the head and prefill chunks swept); kNever
+// (plain), kAlways (split) and kSweep are for the tests and the benchmark.
+// The bits are the same every way. A split needs compute capability 9.0 and
+// rows of 257 to 2,048 weights (2 to 8 stages), a sweep 9.0 and rows of at
+// most 640 weights; elsewhere kAlways and kSweep launch plain. The f32
+// kernels ignore it.
+enum class TensorCoreSplit { kAuto, kNever, kAlways, kSweep };
 
 // The cluster size a tensor-core launch of `num_rows` rows (all outputs
 // together) of `row_len` weights on `num_tokens` tokens uses on the current
@@ -42,6 +48,12 @@ int tensor_core_split_ranks(int64_t num_rows, int64_t row_len, int64_t num_token
 // `sms` multiprocessors, no device needed (the rule's own test).
 int tensor_core_split_ranks(int64_t num_rows, int64_t row_len, int64_t num_tokens, TensorCoreSplit split, int major,
                             int sms);
+// Groups of 16 rows a block of such a launch takes one after another: more
+// than 1 when it sweeps, else 1. For the current device, and the same rule
+// for a device of compute capability `major` with `sms` multiprocessors.
+int tensor_core_sweep_groups(int64_t num_rows, int64_t row_len, int64_t num_tokens, TensorCoreSplit split);
+int tensor_core_sweep_groups(int64_t num_rows, int64_t row_len, int64_t num_tokens, TensorCoreSplit split, int major,
+                             int sms);
 
 // An RMSNorm the matmul applies to its input as it stages it: the products
 // then take rms_norm(x[t]) * weight (kernels/cuda/rms_norm.cuh's bits, to

@@ -170,7 +170,8 @@ nlohmann::ordered_json bench_matvec(const std::vector<int64_t>& token_counts, in
         check(cuda::matvec_q(s.type, wi, s.rows, s.len, dx.p, tokens, dy.p, nullptr), "matvec_q");
       });
       // The tensor-core kernels as the engine launches them (split over
-      // clusters when the launch has few blocks), and never split.
+      // clusters when the launch has few blocks, swept when it has many), and
+      // plain ("unsplit": neither).
       const auto tensor = [&](cuda::TensorCoreSplit split) {
         return median_seconds(reps, [&](int i) {
           const uint8_t* wi = dw.p + static_cast<size_t>(i) % copies * w.size();
@@ -182,6 +183,7 @@ nlohmann::ordered_json bench_matvec(const std::vector<int64_t>& token_counts, in
       const double tensor_auto = tensor(cuda::TensorCoreSplit::kAuto);
       const double tensor_unsplit = tensor(cuda::TensorCoreSplit::kNever);
       const int split_ranks = cuda::tensor_core_split_ranks(s.rows, s.len, tokens, cuda::TensorCoreSplit::kAuto);
+      const int sweep_groups = cuda::tensor_core_sweep_groups(s.rows, s.len, tokens, cuda::TensorCoreSplit::kAuto);
       const double gemm = median_seconds(reps, [&](int) {
         check(cuda::gemm_bf16(blas, w16.p, s.rows, s.len, x16.p, tokens, dy.p, s.rows, nullptr), "gemm_bf16");
       });
@@ -202,14 +204,15 @@ nlohmann::ordered_json bench_matvec(const std::vector<int64_t>& token_counts, in
                      {"tflops", flops / sec / 1e12},
                      {"tensor_cores_us", tensor_auto * 1e6},
                      {"tensor_cores_split_ranks", split_ranks},
+                     {"tensor_cores_sweep_groups", sweep_groups},
                      {"tensor_cores_unsplit_us", tensor_unsplit * 1e6},
                      {"cublas_bf16_us", gemm * 1e6},
                      {"vs_cublas_bf16", gemm / sec},
                      {"dequant_bf16_gemm_us", dequant_gemm * 1e6}});
       std::fprintf(stderr,
-                   "matvec %-34s %4lld tokens: %8.2f us  (tensor cores %8.2f us, %d ranks; unsplit %8.2f us; cuBLAS "
-                   "bf16 %8.2f us, dequantise + GEMM %8.2f us)\n",
-                   s.name, static_cast<long long>(tokens), sec * 1e6, tensor_auto * 1e6, split_ranks,
+                   "matvec %-34s %4lld tokens: %8.2f us  (tensor cores %8.2f us, %d ranks, %d groups a block; plain "
+                   "%8.2f us; cuBLAS bf16 %8.2f us, dequantise + GEMM %8.2f us)\n",
+                   s.name, static_cast<long long>(tokens), sec * 1e6, tensor_auto * 1e6, split_ranks, sweep_groups,
                    tensor_unsplit * 1e6, gemm * 1e6, dequant_gemm * 1e6);
     }
   }

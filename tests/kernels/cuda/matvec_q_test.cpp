@@ -5,6 +5,7 @@
 #include "kernels/cuda/matvec_q.cuh"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <memory>
@@ -313,6 +314,37 @@ TEST(CudaMatvecQHarness, SplitRuleIsWhatWasMeasured) {
   EXPECT_EQ(ranks(576, 1536, 0, kAlways), 0);
 }
 
+// The sweep rule alone (no device): kAuto sweeps launches of more than four
+// blocks per multiprocessor, with rows of at most 640 weights, on Hopper or
+// later, taking as many row groups a block as leave about two blocks per
+// multiprocessor: SmolLM2's head (3,072 row groups) at 64 tokens 24 a block,
+// at one token 12; a 512-token chunk's gate and up 6, its q / k / v 4; not
+// its ffn_down (1,536 weights a row), nor any decode step's layer matrices.
+TEST(CudaMatvecQHarness, SweepRuleSweepsOnlyLaunchesOfManyBlocks) {
+  using cuda::TensorCoreSplit;
+  const auto groups = [](int64_t rows, int64_t len, int64_t tokens, TensorCoreSplit split = TensorCoreSplit::kAuto,
+                         int major = 9, int sms = 132) {
+    return cuda::tensor_core_sweep_groups(rows, len, tokens, split, major, sms);
+  };
+  EXPECT_EQ(groups(49152, 576, 64), 24);
+  EXPECT_EQ(groups(49152, 576, 1), 12);
+  EXPECT_EQ(groups(1536, 576, 512), 6);
+  EXPECT_EQ(groups(960, 576, 512), 4);
+  EXPECT_EQ(groups(576, 1536, 512), 1);   // rows too long to stage whole
+  EXPECT_EQ(groups(1536, 576, 64), 1);    // 192 blocks: the plain layout fills the GPU
+  EXPECT_EQ(groups(960, 576, 64), 1);
+  EXPECT_EQ(groups(262144, 640, 1), 63);  // Gemma 3's head, 640 weights a row
+  EXPECT_EQ(groups(49152, 576, 64, TensorCoreSplit::kAuto, 8, 108), 1);  // before Hopper
+  EXPECT_EQ(groups(49152, 576, 64, TensorCoreSplit::kNever), 1);
+  EXPECT_EQ(groups(49152, 576, 64, TensorCoreSplit::kAlways), 1);
+  EXPECT_EQ(groups(13, 32, 1, TensorCoreSplit::kSweep), 3);
+  EXPECT_EQ(groups(13, 672, 1, TensorCoreSplit::kSweep), 1);
+  EXPECT_EQ(groups(0, 576, 64), 1);
+  EXPECT_EQ(groups(49152, 576, 0), 1);
+  // A forced sweep is never also split.
+  EXPECT_EQ(cuda::tensor_core_split_ranks(576, 1536, 1, TensorCoreSplit::kSweep, 9, 132), 0);
+}
+
 // The tensor-core kernels split a launch of few blocks over clusters of one
 // block per stage (matvec_mma.cu) with the unsplit launch's bits: forced
 // both ways, on rows of 2, 3, 6 and 8 stages (the last one partial), odd
@@ -367,6 +399,114 @@ TEST(CudaMatvecQ, TensorCoreSplitKeepsTheBits) {
         EXPECT_EQ(0, std::memcmp(glu_unsplit.data(), glu_split.data(), glu_unsplit.size() * sizeof(float))) << "glu";
       }
     }
+  }
+}
+
+// The sweep (matvec_mma.cu): a block stages its tokens' whole rows once and
+// takes several 16-row groups one after another, with the plain layout's
+// bits. Forced (3 groups a block) against plain, on rows of 1, 9, 18 and 20
+// blocks (a partial last stage; the longest row a sweep stages) and one past
+// that (both plain), odd output heights side by side (4 and 10 groups: a
+// partial last run), with an input norm and without, a residual add,
+// one token, a tile, a part of one and three groups of tokens; the GLU under
+// both activations; outputs poisoned first, so a group no block wrote would
+// show.
+TEST(CudaMatvecQ, TensorCoreSweepKeepsTheBits) {
+  KVSCOPE_REQUIRE_CUDA_DEVICE();
+  int device = 0, major = 0;
+  CUDA_OK(cudaGetDevice(&device));
+  CUDA_OK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  if (major < 9) GTEST_SKIP() << "the sweep is launched on compute capability 9.0 or later";
+  std::mt19937 rng(71);
+  constexpr cuda::MatvecMath kTensor = cuda::MatvecMath::kTensorCores;
+  constexpr cuda::TensorCoreSplit kPlain = cuda::TensorCoreSplit::kNever, kSweep = cuda::TensorCoreSplit::kSweep;
+  for (const std::array<int64_t, 3>& heights : {std::array<int64_t, 3>{13, 16, 35}, std::array<int64_t, 3>{45, 100, 7}}) {
+    const int64_t all = heights[0] + heights[1] + heights[2];
+    for (TensorType type : {TensorType::Q4_1, TensorType::Q8_0}) {
+      for (int64_t row_len : {int64_t{32}, int64_t{32 * 9}, int64_t{576}, int64_t{640}, int64_t{672}}) {
+        const bool sweeps = row_len <= 640;
+        ASSERT_EQ(cuda::tensor_core_sweep_groups(all, row_len, 1, kSweep), sweeps ? 3 : 1);
+        for (int64_t num_tokens : {int64_t{1}, int64_t{32}, int64_t{45}, int64_t{77}}) {
+          for (bool with_norm : {false, true}) {
+            SCOPED_TRACE(testing::Message() << traits_of(type).name << " rows=" << all << " len=" << row_len
+                                            << " tokens=" << num_tokens << (with_norm ? " normed" : ""));
+            DeviceBuffer<uint8_t> w0(cuda_test::random_quant_rows(type, heights[0], row_len, rng));
+            DeviceBuffer<uint8_t> w1(cuda_test::random_quant_rows(type, heights[1], row_len, rng));
+            DeviceBuffer<uint8_t> w2(cuda_test::random_quant_rows(type, heights[2], row_len, rng));
+            DeviceBuffer<uint8_t> w3(cuda_test::random_quant_rows(type, heights[2], row_len, rng));
+            DeviceBuffer<float> dx(cuda_test::random_floats(static_cast<size_t>(num_tokens * row_len), rng));
+            DeviceBuffer<float> gamma(cuda_test::random_floats(static_cast<size_t>(row_len), rng));
+            const std::vector<float> residual = cuda_test::random_floats(static_cast<size_t>(num_tokens * all), rng);
+            const cuda::InputNorm norm = with_norm ? cuda::InputNorm{gamma.get(), 1e-5f} : cuda::InputNorm{};
+            auto multi = [&](cuda::TensorCoreSplit layout) {
+              DeviceBuffer<float> dy(static_cast<size_t>(num_tokens * all));
+              EXPECT_EQ(dy.poison(), cudaSuccess);
+              // The middle output adds to what is there: the residual first.
+              for (int64_t t = 0; t < num_tokens; ++t) {
+                EXPECT_EQ(cudaMemcpy(dy.get() + t * all + heights[0], &residual[static_cast<size_t>(t * all)],
+                                     static_cast<size_t>(heights[1]) * sizeof(float), cudaMemcpyHostToDevice),
+                          cudaSuccess);
+              }
+              const cuda::MatvecOutput outs[3] = {{w0.get(), heights[0], dy.get(), all},
+                                                  {w1.get(), heights[1], dy.get() + heights[0], all, true},
+                                                  {w2.get(), heights[2], dy.get() + heights[0] + heights[1], all}};
+              EXPECT_EQ(cuda::matvec_q_multi(type, outs, 3, row_len, dx.get(), num_tokens, nullptr, kTensor, layout,
+                                             norm),
+                        cudaSuccess);
+              return dy.download();
+            };
+            auto glu = [&](cuda::TensorCoreSplit layout, cuda::GluActivation activation) {
+              DeviceBuffer<float> out(static_cast<size_t>(num_tokens * all));
+              EXPECT_EQ(out.poison(), cudaSuccess);
+              EXPECT_EQ(cuda::matvec_q_glu(type, w2.get(), w3.get(), heights[2], row_len, dx.get(), num_tokens,
+                                           activation, out.get(), all, nullptr, kTensor, layout, norm),
+                        cudaSuccess);
+              return out.download();
+            };
+            const std::vector<float> plain = multi(kPlain), swept = multi(kSweep);
+            EXPECT_EQ(0, std::memcmp(plain.data(), swept.data(), plain.size() * sizeof(float))) << "multi";
+            for (cuda::GluActivation activation : {cuda::GluActivation::Silu, cuda::GluActivation::GeluTanh}) {
+              const std::vector<float> glu_plain = glu(kPlain, activation), glu_swept = glu(kSweep, activation);
+              EXPECT_EQ(0, std::memcmp(glu_plain.data(), glu_swept.data(), glu_plain.size() * sizeof(float)))
+                  << "glu " << (activation == cuda::GluActivation::Silu ? "silu" : "gelu");
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// kAuto sweeps a launch of many blocks (here 250 row groups times 3 groups
+// of tokens on an H200's 132 multiprocessors) with the plain launch's bits,
+// as the engine's head and prefill chunks launch it.
+TEST(CudaMatvecQ, AutoSweepsManyBlocksWithThePlainBits) {
+  KVSCOPE_REQUIRE_CUDA_DEVICE();
+  int device = 0, major = 0, sms = 0;
+  CUDA_OK(cudaGetDevice(&device));
+  CUDA_OK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  CUDA_OK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  if (major < 9) GTEST_SKIP() << "the sweep is launched on compute capability 9.0 or later";
+  std::mt19937 rng(73);
+  constexpr int64_t kRows = 4000, kLen = 576, kTokens = 77;
+  const int groups = cuda::tensor_core_sweep_groups(kRows, kLen, kTokens, cuda::TensorCoreSplit::kAuto);
+  ASSERT_EQ(groups, cuda::tensor_core_sweep_groups(kRows, kLen, kTokens, cuda::TensorCoreSplit::kAuto, major, sms));
+  if (4 * sms >= 250 * 3) GTEST_SKIP() << sms << " multiprocessors: a launch of 750 blocks does not sweep";
+  ASSERT_GT(groups, 1);
+  for (TensorType type : {TensorType::Q4_1, TensorType::Q8_0}) {
+    SCOPED_TRACE(traits_of(type).name);
+    DeviceBuffer<uint8_t> dw(cuda_test::random_quant_rows(type, kRows, kLen, rng));
+    DeviceBuffer<float> dx(cuda_test::random_floats(static_cast<size_t>(kTokens * kLen), rng));
+    auto run = [&](cuda::TensorCoreSplit layout) {
+      DeviceBuffer<float> dy(static_cast<size_t>(kTokens * kRows));
+      EXPECT_EQ(dy.poison(), cudaSuccess);
+      EXPECT_EQ(cuda::matvec_q(type, dw.get(), kRows, kLen, dx.get(), kTokens, dy.get(), nullptr,
+                               cuda::MatvecMath::kTensorCores, layout),
+                cudaSuccess);
+      return dy.download();
+    };
+    const std::vector<float> plain = run(cuda::TensorCoreSplit::kNever), automatic = run(cuda::TensorCoreSplit::kAuto);
+    EXPECT_EQ(0, std::memcmp(plain.data(), automatic.data(), plain.size() * sizeof(float)));
   }
 }
 
