@@ -156,8 +156,8 @@ std::vector<SettingSpec> make_table() {
   SettingSpec& gpu_matmul = words(add(choice_row("gpu_matmul", &EngineConfig::gpu_matmul, {"f32", "tensor_cores"})),
                                   "Compute", "GPU matmul", "",
                                   "On a GPU: how the quantised matmuls multiply. Tensor cores give more throughput "
-                                  "with many sequences (on an H200 1.6x at 16, 2x from 64, 1.9x the prefill) but "
-                                  "decode a single chat slower (579 vs 813 tok/s). Each keeps the results "
+                                  "with many sequences (on an H200 1.7x at 16, 2.4x from 64, 1.9x the prefill) but "
+                                  "decode a single chat slower (636 vs 961 tok/s). Each keeps the results "
                                   "independent of batching (one math for every row), but the two round differently "
                                   "(logits about 1e-6 apart), so results under one are not bitwise those under the "
                                   "other.");
