@@ -43,9 +43,11 @@ void SharedPrefixPanel::setSnapshot(const SnapshotPtr& snapshot) {
   updateWhenSeen(this, [this, snapshot] {
     model_->setSnapshot(snapshot);
     if (snapshot) {
+      // A new engine (a reloaded model) counts its steps from 0 again: the
+      // last one's figure is not this one's.
+      if (last_timed_ && snapshot->step < last_timed_->step) last_timed_.reset();
       for (const StepStats& st : snapshot->steps_reported()) {
-        if (st.attention_time_s > 0 && (!last_timed_ || st.step >= last_timed_->step))
-          last_timed_ = TimedStep{st.step, st.attention_time_s};
+        if (st.attention_time_s > 0) last_timed_ = TimedStep{st.step, st.attention_time_s};
       }
     }
     showAttention();

@@ -64,6 +64,7 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cfloat>
 #include <cstdint>
 
@@ -531,6 +532,7 @@ __global__ void __launch_bounds__(kThreads)
 // multiprocessor (228 KB of shared memory).
 constexpr int64_t kMaxSweepRowLen = 640;
 constexpr int kForcedSweepGroups = 3;  // TensorCoreSplit::kSweep (tests, benchmark)
+constexpr int64_t kMaxSweepGroups = 64;
 
 // Words of one staged token row of nq blocks: padded to 4 mod 32, so that the
 // B-fragment reads of a warp hit 32 banks (as kRowWords).
@@ -730,12 +732,16 @@ int sweep_groups(TensorCoreSplit split, int64_t row_groups, int64_t token_groups
   const int64_t resident = 2 * static_cast<int64_t>(d.sms);
   if (row_groups * token_groups <= 2 * resident) return 1;
   const int64_t blocks_per_token_group = std::max<int64_t>(1, resident / token_groups);
+  // At most kMaxSweepGroups: with more token groups than resident blocks a
+  // block would otherwise walk the whole matrix (the tokens then fill the
+  // GPU by themselves).
   return static_cast<int>(std::min<int64_t>((row_groups + blocks_per_token_group - 1) / blocks_per_token_group,
-                                            0x7fffffff));
+                                            kMaxSweepGroups));
 }
 
 // Lets each sweep kernel take its dynamic shared memory (over the default
-// 48 KB), once per process; false if the runtime refuses.
+// 48 KB), once per device (the attribute is the current device's); false if
+// the runtime refuses, and the launch is then plain.
 template <typename Kernel>
 bool allow_sweep_smem(Kernel kernel) {
   return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -743,7 +749,15 @@ bool allow_sweep_smem(Kernel kernel) {
 }
 
 bool sweep_kernels_ready() {
-  static const bool ready = [] {
+  constexpr int kDevices = 64;
+  static std::atomic<int> state[kDevices];  // 0: not asked yet, 1: ready, 2: refused
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess || device < 0 || device >= kDevices) {
+    cudaGetLastError();
+    return false;
+  }
+  int s = state[device].load(std::memory_order_acquire);
+  if (s == 0) {
     bool ok = true;
     ok = allow_sweep_smem(mma_sweep_multi_kernel<TensorType::Q8_0>) && ok;
     ok = allow_sweep_smem(mma_sweep_multi_kernel<TensorType::Q4_1>) && ok;
@@ -752,9 +766,10 @@ bool sweep_kernels_ready() {
     ok = allow_sweep_smem(mma_sweep_glu_kernel<TensorType::Q8_0, GeluTanh>) && ok;
     ok = allow_sweep_smem(mma_sweep_glu_kernel<TensorType::Q4_1, GeluTanh>) && ok;
     cudaGetLastError();  // a refusal is not the next launch's error
-    return ok;
-  }();
-  return ready;
+    s = ok ? 1 : 2;
+    state[device].store(s, std::memory_order_release);  // two threads asking at once both set it: harmless
+  }
+  return s == 1;
 }
 
 // Ranks of the split clusters (the top comment), 0 for an unsplit launch:

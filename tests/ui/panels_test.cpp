@@ -219,6 +219,17 @@ class PanelsTest : public QObject {
     QVERIFY2(panel.attentionText().contains(QStringLiteral("attention not timed (step 0, the last timed: 4.00 ms)")),
              qPrintable(panel.attentionText()));
     QCOMPARE(model->index(0, SharedPrefixModel::Cascade).data().toString(), QStringLiteral("no"));
+    // A reloaded model's engine counts its steps from 0 again: the old
+    // engine's figure is not shown for it.
+    auto later = std::make_shared<EngineSnapshot>(*test::makeCascadeSnapshot(3, 3, 2, 6.0));
+    later->step = 41;
+    later->last_step.step = 40;
+    panel.setSnapshot(later);
+    auto reloaded = std::make_shared<EngineSnapshot>(*test::makeSnapshot(3, 3, 2));
+    reloaded->step = 5;
+    reloaded->last_step.step = 4;
+    panel.setSnapshot(reloaded);
+    QVERIFY2(panel.attentionText().contains(QStringLiteral("not measured")), qPrintable(panel.attentionText()));
     panel.clear();
     QVERIFY(panel.attentionText().contains(QStringLiteral("not measured")));
   }

@@ -77,7 +77,7 @@ enum class BackendKind {
 enum class GpuMatmul {
   F32,          // f32 FMA chains: the faster for one sequence
   TensorCores,  // f16 tensor-core products (quants exact, activations as two f16 parts), f32 sums:
-                // ~2x the throughput from 64 sequences and ~1.9x the prefill (H100, H200)
+                // ~2.4x the throughput from 64 sequences and ~1.9x the prefill (H200)
 };
 
 // Whether the CUDA backend computes each RMSNorm inside the matmul that reads

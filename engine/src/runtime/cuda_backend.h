@@ -204,8 +204,9 @@ class CudaBackend final : public Backend {
   // Options::norm_fusion for this step (fuses_norms): off when a sequence
   // goes through the GEMM.
   bool fuse_norms_ = false;
-  // Whether this step's attention is timed (Options::time_attention, one step
-  // in kAttentionTimingInterval), and the steps run since the last timed one.
+  // Whether this pass's attention is timed (Options::time_attention, one
+  // whole-model pass in kAttentionTimingInterval; forward), and the
+  // whole-model passes run since the last timed one (at most the interval).
   bool time_attention_ = false;
   int32_t steps_since_timed_attention_ = kAttentionTimingInterval;
   DeviceArray<uint16_t> gemm_workspace_;  // bf16 activations, then one bf16 weight tile

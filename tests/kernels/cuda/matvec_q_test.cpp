@@ -319,7 +319,9 @@ TEST(CudaMatvecQHarness, SplitRuleIsWhatWasMeasured) {
 // later, taking as many row groups a block as leave about two blocks per
 // multiprocessor: SmolLM2's head (3,072 row groups) at 64 tokens 24 a block,
 // at one token 12; a 512-token chunk's gate and up 6, its q / k / v 4; not
-// its ffn_down (1,536 weights a row), nor any decode step's layer matrices.
+// its ffn_down (1,536 weights a row), nor a 64-sequence decode step's layer
+// matrices (a 256-sequence step's gate and up do sweep); at most 64 groups a
+// block, however many tokens.
 TEST(CudaMatvecQHarness, SweepRuleSweepsOnlyLaunchesOfManyBlocks) {
   using cuda::TensorCoreSplit;
   const auto groups = [](int64_t rows, int64_t len, int64_t tokens, TensorCoreSplit split = TensorCoreSplit::kAuto,
@@ -334,6 +336,8 @@ TEST(CudaMatvecQHarness, SweepRuleSweepsOnlyLaunchesOfManyBlocks) {
   EXPECT_EQ(groups(1536, 576, 64), 1);    // 192 blocks: the plain layout fills the GPU
   EXPECT_EQ(groups(960, 576, 64), 1);
   EXPECT_EQ(groups(262144, 640, 1), 63);  // Gemma 3's head, 640 weights a row
+  EXPECT_EQ(groups(1536, 576, 256), 3);   // 96 x 8 blocks
+  EXPECT_EQ(groups(49152, 576, 32 * 600), 64);  // 600 token groups: each block would walk the whole head
   EXPECT_EQ(groups(49152, 576, 64, TensorCoreSplit::kAuto, 8, 108), 1);  // before Hopper
   EXPECT_EQ(groups(49152, 576, 64, TensorCoreSplit::kNever), 1);
   EXPECT_EQ(groups(49152, 576, 64, TensorCoreSplit::kAlways), 1);
