@@ -54,13 +54,17 @@ void applyPaletteToPlot(QCustomPlot* plot, const QPalette& palette) {
       if (QCPAbstractLegendItem* item = legend->item(i)) item->setTextColor(text);
     }
   }
-  for (int row = 0; row < plot->plotLayout()->rowCount(); ++row) {
-    for (int col = 0; col < plot->plotLayout()->columnCount(); ++col) {
-      if (auto* title = qobject_cast<QCPTextElement*>(plot->plotLayout()->element(row, col))) {
-        title->setTextColor(text);
-      }
-    }
+  // Titles at any depth: a strip's sits in its header row beside the legend.
+  for (QCPLayoutElement* element : plot->plotLayout()->elements(true)) {
+    if (auto* title = qobject_cast<QCPTextElement*>(element)) title->setTextColor(text);
   }
+}
+
+QCPTextElement* stripPlotTitle(QCustomPlot* plot) {
+  for (QCPLayoutElement* element : plot->plotLayout()->elements(true)) {
+    if (auto* title = qobject_cast<QCPTextElement*>(element)) return title;
+  }
+  return nullptr;
 }
 
 bool syncPlotPixelRatio(QCustomPlot* plot) {
@@ -77,9 +81,22 @@ QCustomPlot* makeStripPlot(QWidget* parent, const QString& title, double window_
   plot->setMinimumHeight(110);
   plot->setNoAntialiasingOnDrag(true);
   plot->setPlottingHint(QCP::phFastPolylines, true);
+  // The title row holds the title and, at its right, the legend: outside the
+  // axis rect, so the legend never covers the data (inside, on a strip this
+  // short, it hid the top third of every line that ran high).
   plot->plotLayout()->insertRow(0);
+  auto* header = new QCPLayoutGrid;
+  plot->plotLayout()->addElement(0, 0, header);
   auto* text = new QCPTextElement(plot, title, QFont(font.family(), font.pointSize(), QFont::Bold));
-  plot->plotLayout()->addElement(0, 0, text);
+  // A text element caps its row at its own height, and the legend is a
+  // little taller: a bound of its own (below QWIDGETSIZE_MAX, which means
+  // none and would bring the cap back) lets the row grow to the legend.
+  text->setMaximumSize(100000, 100000);
+  header->addElement(0, 0, text);
+  plot->axisRect()->insetLayout()->take(plot->legend);
+  header->addElement(0, 1, plot->legend);
+  header->setColumnStretchFactor(0, 1.0);
+  header->setColumnStretchFactor(1, 0.01);  // the legend as wide as its items; the title centred in the rest
   plot->legend->setVisible(true);
   QFont legend_font = font;
   legend_font.setPointSizeF(legend_font.pointSizeF() * 0.85);
@@ -88,7 +105,6 @@ QCustomPlot* makeStripPlot(QWidget* parent, const QString& title, double window_
   plot->legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);  // one row
   plot->legend->setWrap(0);
   plot->legend->setColumnSpacing(6);
-  plot->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignRight);
   plot->xAxis->setRange(0, window_steps);
   plot->yAxis->setRange(0, 1);
   plot->yAxis->ticker()->setTickCount(3);  // short strips: few labels that do not collide

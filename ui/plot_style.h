@@ -6,6 +6,7 @@
 
 #include <QPalette>
 
+class QCPTextElement;
 class QCustomPlot;
 class QString;
 class QWidget;
@@ -25,11 +26,16 @@ void applyPaletteToPlot(QCustomPlot* plot, const QPalette& palette);
 // shown and on screen / pixel-ratio changes.
 bool syncPlotPixelRatio(QCustomPlot* plot);
 
-// A strip as the Plots dock draws them: a bold title row, a one-row legend
-// at the top right, few ticks, and fixed side margins (room for "000000" on
-// the left and "0000" on the right) so that strips stacked in one column
-// line up their x axes whether or not a strip has a right axis. x spans
+// A strip as the Plots dock draws them: a header row with the bold title and,
+// at its right, a one-row legend (outside the axes, so it never covers the
+// data), few ticks, and fixed side margins (room for "000000" on the left
+// and "0000" on the right) so that strips stacked in one column line up
+// their x axes whether or not a strip has a right axis. x spans
 // [0, window_steps] until the caller slides it.
 QCustomPlot* makeStripPlot(QWidget* parent, const QString& title, double window_steps);
+
+// The title of a plot made by makeStripPlot (the first text element of its
+// layout, at any depth), or nullptr.
+QCPTextElement* stripPlotTitle(QCustomPlot* plot);
 
 }  // namespace kvscope::ui

@@ -177,8 +177,10 @@ void PlotsWidget::slide(QCustomPlot* plot, double step, double y_max, double y2_
   const double lo = std::max(0.0, hi - kWindowSteps);
   for (int i = 0; i < plot->graphCount(); ++i) plot->graph(i)->data()->removeBefore(lo - 1);
   plot->xAxis->setRange(lo, hi);
-  plot->yAxis->setRange(0, y_max * 1.3);  // head room for the legend
-  if (y2_max > 0) plot->yAxis2->setRange(0, y2_max * 1.3);
+  // A little head room, so the highest point does not run along the frame
+  // (the legend sits above the axes, makeStripPlot).
+  plot->yAxis->setRange(0, y_max * 1.1);
+  if (y2_max > 0) plot->yAxis2->setRange(0, y2_max * 1.1);
   replotWhenSeen(plot);
 }
 
@@ -233,12 +235,12 @@ void PlotsWidget::addSnapshot(const SnapshotPtr& snapshot) {
   // this strip scales to what its window holds now, not the largest ever.
   slide(throughput_, step, windowMax(tokens_per_s_graph_, 1), windowMax(ms_per_step_graph_, 1));
   // The attention strip spans what its window holds (after the slide's
-  // trim), log-scaled, with a decade of head room above for the legend.
+  // trim), log-scaled, with a little head room above.
   slide(attention_, step, 1);
   const double attention_max = std::max(windowMax(flat_attention_graph_, 0.1), windowMax(cascade_attention_graph_, 0.1));
   const double attention_min =
       std::min(windowMin(flat_attention_graph_, attention_max), windowMin(cascade_attention_graph_, attention_max));
-  attention_->yAxis->setRange(std::max(attention_min / 2.0, 1e-3), attention_max * 10.0);
+  attention_->yAxis->setRange(std::max(attention_min / 2.0, 1e-3), attention_max * 1.5);
 }
 
 }  // namespace kvscope::ui

@@ -48,8 +48,6 @@ QCPBars* makeBars(QCustomPlot* plot, const QColor& color) {
   return bars;
 }
 
-QCPTextElement* titleOf(QCustomPlot* plot) { return qobject_cast<QCPTextElement*>(plot->plotLayout()->element(0, 0)); }
-
 }  // namespace
 
 SpecPlots::SpecPlots(QWidget* parent) : QWidget(parent) {
@@ -61,8 +59,8 @@ SpecPlots::SpecPlots(QWidget* parent) : QWidget(parent) {
   acceptance_->yAxis->setRange(0, 130);  // head room for the legend
   lengths_ = makeStripPlot(this, tr("Accepted per verification"), kWindowSteps);
   positions_ = makeStripPlot(this, tr("Acceptance % by draft position"), kWindowSteps);
-  lengths_title_ = titleOf(lengths_);
-  positions_title_ = titleOf(positions_);
+  lengths_title_ = stripPlotTitle(lengths_);
+  positions_title_ = stripPlotTitle(positions_);
   length_bars_ = makeBars(lengths_, QColor(60, 150, 90));
   position_bars_ = makeBars(positions_, QColor(40, 120, 200));
   positions_->xAxis->setLabel(tr("draft position"));
