@@ -73,6 +73,7 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::create(std::shared_ptr<const M
   b->device_weights_ = std::move(uploaded).value();
   b->pool_ = std::move(pool);
   b->options_ = options;
+  b->attention_sampler_ = AttentionTimingSampler(options.time_attention);
   cuda::set_overlapped_launches(options.overlap_launches);
   b->device_name_ = prop.name;
   if (options.gemm_prefill) {
@@ -335,18 +336,7 @@ bool CudaBackend::forward(const StepBatch& batch, std::vector<float>& logits, co
   device_time_s_ = 0.0;
   prepare_step(batch);
   const int32_t layers_run = num_layers > 0 ? std::min(num_layers, c.num_layers) : c.num_layers;
-  // Timed passes: the first whole-model pass, then one in
-  // kAttentionTimingInterval. An early-exit draft's passes (fewer layers) are
-  // neither timed nor counted: with spec_k + 1 dividing the interval they
-  // would otherwise take every timed turn, and the engine's step, whose
-  // attention the inspector shows, would never be timed.
-  const bool whole_model = layers_run == c.num_layers;
-  time_attention_ =
-      options_.time_attention && whole_model && steps_since_timed_attention_ >= kAttentionTimingInterval - 1;
-  if (whole_model) {
-    steps_since_timed_attention_ =
-        time_attention_ ? 0 : std::min(steps_since_timed_attention_ + 1, kAttentionTimingInterval);
-  }
+  time_attention_ = attention_sampler_.next(/*whole_model=*/layers_run == c.num_layers);
   const int32_t num_logits = static_cast<int32_t>(batch.logits_rows.size());
   logits.resize(static_cast<size_t>(num_logits) * c.vocab_size);
   // After the inputs' uploads, which the host queues as it prepares them: the

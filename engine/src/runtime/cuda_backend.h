@@ -51,17 +51,16 @@
 #include "runtime/cuda_graph_cache.h"
 #include "runtime/cuda_weights.h"
 #include "runtime/device_array.h"
+#include "runtime/attention_timing_sampler.h"
 #include "runtime/norm_fusion.h"
 
 namespace kvscope {
 
 class CudaBackend final : public Backend {
  public:
-  // With Options::time_attention, one step in this many is timed: the
-  // inspector's attention plot gets a point every 16 steps, and the events'
-  // cost (14% of a one-sequence decode step on an H200 when every step had
-  // them) is spread over 16.
-  static constexpr int32_t kAttentionTimingInterval = 16;
+  // With Options::time_attention, one whole-model pass in this many is timed
+  // (runtime/attention_timing_sampler.h has the rule and why).
+  static constexpr int32_t kAttentionTimingInterval = AttentionTimingSampler::kInterval;
   struct Options {
     // Sequences with more than gemm_min_rows rows in a step multiply through
     // dequantise-to-bf16 tiles + cuBLAS (kernels/cuda/gemm_bf16.cuh) instead
@@ -204,11 +203,10 @@ class CudaBackend final : public Backend {
   // Options::norm_fusion for this step (fuses_norms): off when a sequence
   // goes through the GEMM.
   bool fuse_norms_ = false;
-  // Whether this pass's attention is timed (Options::time_attention, one
-  // whole-model pass in kAttentionTimingInterval; forward), and the
-  // whole-model passes run since the last timed one (at most the interval).
+  // Whether this pass's attention is timed (Options::time_attention, sampled
+  // in forward).
+  AttentionTimingSampler attention_sampler_{false};  // create() sets it from the options
   bool time_attention_ = false;
-  int32_t steps_since_timed_attention_ = kAttentionTimingInterval;
   DeviceArray<uint16_t> gemm_workspace_;  // bf16 activations, then one bf16 weight tile
   // Device sampling (draw_tokens): per draw its source logits row, then the
   // penalty entry starts and ids (one int32 upload), counts, parameters,
