@@ -126,6 +126,33 @@ __device__ inline void sweep_group_products(const StageView& v, const uint8_t* c
   }
 }
 
+// What both sweep kernels start with: the block's tokens (grid.y: groups of
+// 32) staged whole, where its partial sums go, and its rows [row_begin,
+// row_end): `groups` 16-row groups of num_rows (grid.x: runs of groups).
+struct SweepBlock {
+  StageView staged;
+  Partials partial;
+  int g, tile, tiles;
+  int64_t t0, nq, row_begin, row_end;
+};
+
+__device__ inline SweepBlock begin_sweep(uint32_t* smem, const float* x, int64_t row_len, int64_t num_tokens,
+                                         int64_t num_rows, InputNorm norm, int groups) {
+  const SweepLayout l = sweep_layout(row_len);
+  const Place at = place_of<false>(num_tokens, row_len);
+  SweepBlock b;
+  b.g = at.g;
+  b.tile = at.tile;
+  b.tiles = at.tiles;
+  b.t0 = at.t0;
+  b.nq = row_len / kQBlockElems;
+  b.staged = stage_whole_rows(smem, l, x, row_len, at.t0, at.tile, at.tiles, norm);
+  b.partial = reinterpret_cast<Partials>(smem + l.partial);
+  b.row_begin = static_cast<int64_t>(blockIdx.x) * groups * kRows;
+  b.row_end = min(num_rows, b.row_begin + static_cast<int64_t>(groups) * kRows);
+  return b;
+}
+
 // grid.x: runs of `groups` 16-row groups of the outputs' rows one after the
 // other; grid.y: groups of 32 tokens. Dynamic shared memory: sweep_bytes.
 template <TensorType kType>
@@ -134,14 +161,10 @@ __global__ void __launch_bounds__(kThreads)
                            int64_t num_tokens, InputNorm norm, int groups) {
   wait_for_previous_kernel();  // a long kernel: the next one starts as it exits
   extern __shared__ __align__(16) uint32_t smem[];
-  const SweepLayout l = sweep_layout(row_len);
-  const Place at = place_of<false>(num_tokens, row_len);
-  const int g = at.g, tile = at.tile, tiles = at.tiles;
-  const int64_t t0 = at.t0, nq = row_len / kQBlockElems;
-  const StageView v = stage_whole_rows(smem, l, x, row_len, t0, tile, tiles, norm);
-  const Partials partial = reinterpret_cast<Partials>(smem + l.partial);
-  const int64_t first = static_cast<int64_t>(blockIdx.x) * groups * kRows;
-  for (int64_t row0 = first; row0 < min(total_rows, first + static_cast<int64_t>(groups) * kRows); row0 += kRows) {
+  const SweepBlock b = begin_sweep(smem, x, row_len, num_tokens, total_rows, norm, groups);
+  const int g = b.g, tile = b.tile, tiles = b.tiles;
+  const int64_t t0 = b.t0;
+  for (int64_t row0 = b.row_begin; row0 < b.row_end; row0 += kRows) {
     // This thread's two weight rows (a row past the end reads output 0's row 0 and is not stored).
     MatvecOutput oa, ob;
     int64_t la, lb;
@@ -150,9 +173,9 @@ __global__ void __launch_bounds__(kThreads)
     const uint8_t* const wa[1] = {weight_row<kType>(has_a ? oa.w : outputs.out[0].w, has_a ? la : 0, row_len)};
     const uint8_t* const wb[1] = {weight_row<kType>(has_b ? ob.w : outputs.out[0].w, has_b ? lb : 0, row_len)};
     float acc[1][kTiles][4] = {};
-    sweep_group_products<kType, 1>(v, wa, wb, nq, tiles, acc);
+    sweep_group_products<kType, 1>(b.staged, wa, wb, b.nq, tiles, acc);
     __syncthreads();  // the last group's sums are read
-    store_partials(partial, 0, acc[0], tiles);
+    store_partials(b.partial, 0, acc[0], tiles);
     __syncthreads();
     for (int p = threadIdx.x; p < kRows * tiles * kTileTokens; p += kThreads) {
       const int row = p / (tiles * kTileTokens);
@@ -162,7 +185,7 @@ __global__ void __launch_bounds__(kThreads)
       int64_t local;
       if (!find_output(outputs, row0 + row, o, local)) continue;
       float& y = o.y[(t0 + t) * o.ld + local];
-      const float sum = output_sum<false>(partial, 0, row, t);
+      const float sum = output_sum<false>(b.partial, 0, row, t);
       y = o.add_to_y ? __fadd_rn(y, sum) : sum;
     }
   }
@@ -178,34 +201,30 @@ __global__ void __launch_bounds__(kThreads)
                          int64_t num_tokens, float* out, int64_t ld, InputNorm norm, int groups) {
   wait_for_previous_kernel();  // a long kernel: the next one starts as it exits
   extern __shared__ __align__(16) uint32_t smem[];
-  const SweepLayout l = sweep_layout(row_len);
-  const Place at = place_of<false>(num_tokens, row_len);
-  const int g = at.g, tile = at.tile, tiles = at.tiles;
-  const int64_t t0 = at.t0, nq = row_len / kQBlockElems;
-  const StageView v = stage_whole_rows(smem, l, x, row_len, t0, tile, tiles, norm);
-  const Partials partial = reinterpret_cast<Partials>(smem + l.partial);
+  const SweepBlock b = begin_sweep(smem, x, row_len, num_tokens, num_rows, norm, groups);
+  const int g = b.g, tile = b.tile, tiles = b.tiles;
+  const int64_t t0 = b.t0;
   constexpr int kPerThread = kRows * kTokens / kThreads;  // outputs of a group a thread writes, at most
   const Act act;
-  const int64_t first = static_cast<int64_t>(blockIdx.x) * groups * kRows;
-  for (int64_t row0 = first; row0 < min(num_rows, first + static_cast<int64_t>(groups) * kRows); row0 += kRows) {
+  for (int64_t row0 = b.row_begin; row0 < b.row_end; row0 += kRows) {
     const int64_t ra_row = min(row0 + g, num_rows - 1);  // past the end: read a real row, store nothing
     const int64_t rb_row = min(row0 + g + 8, num_rows - 1);
     const uint8_t* const wa[2] = {weight_row<kType>(w_gate, ra_row, row_len), weight_row<kType>(w_up, ra_row, row_len)};
     const uint8_t* const wb[2] = {weight_row<kType>(w_gate, rb_row, row_len), weight_row<kType>(w_up, rb_row, row_len)};
     float acc[2][kTiles][4] = {};
-    sweep_group_products<kType, 2>(v, wa, wb, nq, tiles, acc);
+    sweep_group_products<kType, 2>(b.staged, wa, wb, b.nq, tiles, acc);
     const int outputs = kRows * tiles * kTileTokens;
     float gate[kPerThread];
     __syncthreads();  // the last group's sums are read
-    store_partials(partial, 0, acc[0], tiles);
+    store_partials(b.partial, 0, acc[0], tiles);
     __syncthreads();
 #pragma unroll
     for (int k = 0; k < kPerThread; ++k) {
       const int p = static_cast<int>(threadIdx.x) + k * kThreads;
-      gate[k] = p < outputs ? output_sum<false>(partial, 0, p / (tiles * kTileTokens), p % (tiles * kTileTokens)) : 0.0f;
+      gate[k] = p < outputs ? output_sum<false>(b.partial, 0, p / (tiles * kTileTokens), p % (tiles * kTileTokens)) : 0.0f;
     }
     __syncthreads();  // the gate's sums are read
-    store_partials(partial, 0, acc[1], tiles);
+    store_partials(b.partial, 0, acc[1], tiles);
     __syncthreads();
 #pragma unroll
     for (int k = 0; k < kPerThread; ++k) {
@@ -214,7 +233,7 @@ __global__ void __launch_bounds__(kThreads)
       const int row = p / (tiles * kTileTokens);
       const int t = p % (tiles * kTileTokens);
       if (t >= tile || row0 + row >= num_rows) continue;
-      out[(t0 + t) * ld + row0 + row] = __fmul_rn(act(gate[k]), output_sum<false>(partial, 0, row, t));
+      out[(t0 + t) * ld + row0 + row] = __fmul_rn(act(gate[k]), output_sum<false>(b.partial, 0, row, t));
     }
   }
 }
