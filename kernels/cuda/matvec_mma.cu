@@ -98,13 +98,9 @@ __global__ void __launch_bounds__(kThreads)
   if (norm.weight) block_rms_scales(x, row_len, at.t0, at.tile, norm.eps, token_scale);
   const int warp = at.warp, g = at.g, c = at.c, tile = at.tile, tiles = at.tiles;
   const int64_t t0 = at.t0, row0 = at.row0;
-  // This thread's two weight rows (a row past the end reads output 0's row 0 and is not stored).
-  MatvecOutput oa, ob;
-  int64_t la, lb;
-  const bool has_a = find_output(outputs, row0 + g, oa, la);
-  const bool has_b = find_output(outputs, row0 + g + 8, ob, lb);
-  const uint8_t* wa = weight_row<kType>(has_a ? oa.w : outputs.out[0].w, has_a ? la : 0, row_len);
-  const uint8_t* wb = weight_row<kType>(has_b ? ob.w : outputs.out[0].w, has_b ? lb : 0, row_len);
+  // This thread's two weight rows.
+  const uint8_t* wa = multi_weight_row<kType>(outputs, row0 + g, row_len);
+  const uint8_t* wb = multi_weight_row<kType>(outputs, row0 + g + 8, row_len);
 
   float acc[kTiles][4] = {};
   for (int64_t b0 = at.b_begin; b0 < at.b_end; b0 += kStageBlocks) {
@@ -125,19 +121,7 @@ __global__ void __launch_bounds__(kThreads)
   store_partials(sh.partial, 0, acc, tiles);
   __syncthreads();
   cluster_barrier<kSplit>();  // every rank's partial sums are in place
-  if (writes_outputs<kSplit>()) {
-    for (int p = threadIdx.x; p < kRows * tiles * kTileTokens; p += kThreads) {
-      const int row = p / (tiles * kTileTokens);
-      const int t = p % (tiles * kTileTokens);
-      if (t >= tile) continue;
-      MatvecOutput o;
-      int64_t local;
-      if (!find_output(outputs, row0 + row, o, local)) continue;
-      float& y = o.y[(t0 + t) * o.ld + local];
-      const float sum = output_sum<kSplit>(sh.partial, 0, row, t);
-      y = o.add_to_y ? __fadd_rn(y, sum) : sum;
-    }
-  }
+  if (writes_outputs<kSplit>()) write_multi_outputs<kSplit>(outputs, sh.partial, row0, t0, tile, tiles);
   cluster_barrier<kSplit>();
 }
 

@@ -165,29 +165,15 @@ __global__ void __launch_bounds__(kThreads)
   const int g = b.g, tile = b.tile, tiles = b.tiles;
   const int64_t t0 = b.t0;
   for (int64_t row0 = b.row_begin; row0 < b.row_end; row0 += kRows) {
-    // This thread's two weight rows (a row past the end reads output 0's row 0 and is not stored).
-    MatvecOutput oa, ob;
-    int64_t la, lb;
-    const bool has_a = find_output(outputs, row0 + g, oa, la);
-    const bool has_b = find_output(outputs, row0 + g + 8, ob, lb);
-    const uint8_t* const wa[1] = {weight_row<kType>(has_a ? oa.w : outputs.out[0].w, has_a ? la : 0, row_len)};
-    const uint8_t* const wb[1] = {weight_row<kType>(has_b ? ob.w : outputs.out[0].w, has_b ? lb : 0, row_len)};
+    // This thread's two weight rows.
+    const uint8_t* const wa[1] = {multi_weight_row<kType>(outputs, row0 + g, row_len)};
+    const uint8_t* const wb[1] = {multi_weight_row<kType>(outputs, row0 + g + 8, row_len)};
     float acc[1][kTiles][4] = {};
     sweep_group_products<kType, 1>(b.staged, wa, wb, b.nq, tiles, acc);
     __syncthreads();  // the last group's sums are read
     store_partials(b.partial, 0, acc[0], tiles);
     __syncthreads();
-    for (int p = threadIdx.x; p < kRows * tiles * kTileTokens; p += kThreads) {
-      const int row = p / (tiles * kTileTokens);
-      const int t = p % (tiles * kTileTokens);
-      if (t >= tile) continue;
-      MatvecOutput o;
-      int64_t local;
-      if (!find_output(outputs, row0 + row, o, local)) continue;
-      float& y = o.y[(t0 + t) * o.ld + local];
-      const float sum = output_sum<false>(b.partial, 0, row, t);
-      y = o.add_to_y ? __fadd_rn(y, sum) : sum;
-    }
+    write_multi_outputs<false>(outputs, b.partial, row0, t0, tile, tiles);
   }
 }
 

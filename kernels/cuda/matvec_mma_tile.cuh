@@ -13,6 +13,7 @@
 #include <cstdint>
 
 #include "kernels/cuda/device_util.cuh"
+#include "kernels/cuda/matvec_outputs.cuh"
 #include "kernels/cuda/row_norm.cuh"
 #include "kernels/tensor_type.h"
 
@@ -340,6 +341,36 @@ __device__ inline Place place_of(int64_t num_tokens, int64_t row_len) {
 #endif
   p.row0 = group * kRows;
   return p;
+}
+
+// Weight row `row` of a matvec_q_multi launch's outputs, one after the other
+// (a row past the end reads output 0's row 0, which is then not stored).
+template <TensorType kType>
+__device__ inline const uint8_t* multi_weight_row(const MultiOutputs& outputs, int64_t row, int64_t row_len) {
+  MatvecOutput o;
+  int64_t local;
+  const bool has = find_output(outputs, row, o, local);
+  return weight_row<kType>(has ? o.w : outputs.out[0].w, has ? local : 0, row_len);
+}
+
+// Writes a 16-row group's outputs of a matvec_q_multi launch (rows row0 ..
+// row0 + 15 of the outputs, tokens t0 .. t0 + tile - 1) from the warps'
+// partial sums: y = the sum, or y + the sum with add_to_y. All threads of
+// the block call it; split, only rank 0 does (writes_outputs).
+template <bool kSplit>
+__device__ inline void write_multi_outputs(const MultiOutputs& outputs, Partials partial, int64_t row0, int64_t t0,
+                                           int tile, int tiles) {
+  for (int p = threadIdx.x; p < kRows * tiles * kTileTokens; p += kThreads) {
+    const int row = p / (tiles * kTileTokens);
+    const int t = p % (tiles * kTileTokens);
+    if (t >= tile) continue;
+    MatvecOutput o;
+    int64_t local;
+    if (!find_output(outputs, row0 + row, o, local)) continue;
+    float& y = o.y[(t0 + t) * o.ld + local];
+    const float sum = output_sum<kSplit>(partial, 0, row, t);
+    y = o.add_to_y ? __fadd_rn(y, sum) : sum;
+  }
 }
 
 }  // namespace kvscope::cuda::mma
