@@ -14,6 +14,7 @@
 
 #include "memory_panel.h"
 #include "models/shared_prefix_model.h"
+#include "plot_style.h"
 #include "plots_widget.h"
 #include "shared_prefix_panel.h"
 #include "test_snapshots.h"
@@ -266,6 +267,30 @@ class PanelsTest : public QObject {
     QCOMPARE(strips.back()->graph(1)->data()->at(0)->value, 2.0);
     plots.clear();
     QCOMPARE(plots.numAttentionPoints(true) + plots.numAttentionPoints(false), 0);
+  }
+
+  // Each strip's legend sits in its title row, beside the title: whole (as
+  // tall and wide as its items ask) and clear of the axes, so it covers no
+  // data, however short the strip.
+  void stripLegendsSitBesideTheTitleNotOnTheData() {
+    PlotsWidget plots;
+    plots.resize(700, 600);  // five strips of about 110 px: the smallest they get
+    plots.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&plots));
+    plots.addSnapshot(test::makeSnapshot(3, 3, 2));
+    const QList<QCustomPlot*> strips = plots.findChildren<QCustomPlot*>(QString(), Qt::FindDirectChildrenOnly);
+    QCOMPARE(strips.size(), 5);
+    for (QCustomPlot* strip : strips) {
+      strip->replot();
+      QVERIFY(strip->axisRect()->rect().height() > 0);
+      QCPLegend* legend = strip->legend;
+      if (!legend->visible() || legend->itemCount() == 0) continue;
+      const QRect box = legend->outerRect();
+      QVERIFY2(!box.intersects(strip->axisRect()->rect()), qPrintable(stripPlotTitle(strip)->text()));
+      QVERIFY2(box.height() >= legend->minimumOuterSizeHint().height(), qPrintable(QStringLiteral("%1: %2 < %3, strip %4, axes %5").arg(stripPlotTitle(strip)->text()).arg(box.height()).arg(legend->minimumOuterSizeHint().height()).arg(strip->height()).arg(strip->axisRect()->rect().height())));
+      QVERIFY2(box.right() <= strip->width(), qPrintable(stripPlotTitle(strip)->text()));
+      QVERIFY(box.top() < strip->axisRect()->rect().top());
+    }
   }
 
   void plotsShowEveryStepOfASnapshot() {
