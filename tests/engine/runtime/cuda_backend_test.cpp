@@ -346,11 +346,10 @@ TEST(CudaBackend, UntimedAttentionIsBitwiseTheTimed) {
                  "backend=cuda,gpu_attention_timing=false,gpu_graphs=false,concurrency=2");
 }
 
-// Fused norms (gpu_norm_fusion) share the norm's arithmetic with the
-// rms_norm launches they replace: the same bits, eager and replayed, under
-// either math, and in GEMM-prefill steps, which keep the separate norms; and
-// under auto on the tensor cores, which fuses only the steps of at most 16
-// rows (runtime/norm_fusion.h), so one run switches from step to step.
+// Fused norms (gpu_norm_fusion) share the norm's arithmetic with the rms_norm
+// launches they replace: the same bits, eager and replayed, under either math,
+// in GEMM-prefill steps (separate norms), and under auto on the tensor cores,
+// which fuses only steps of at most 16 rows, switching within one run.
 TEST(CudaBackend, FusedNormsAreBitwiseTheSeparateOnes) {
   KVSCOPE_REQUIRE_CUDA_DEVICE();
   expect_bitwise("backend=cuda,gpu_norm_fusion=off,concurrency=3", "backend=cuda,gpu_norm_fusion=on,concurrency=3");
