@@ -43,7 +43,13 @@ void add_engine_options(CLI::App& cmd, EngineOptions& opts) {
         name, [&opts, key](const std::string& text) { opts.given[key] = text; }, help);
     if (spec.type == SettingType::Choice) option->check(CLI::IsMember(spec.choices, CLI::ignore_case));
     if (spec.key != "model_path") option->default_str(spec.format(spec.get(opts.defaults)));
-    option->type_name(spec.type == SettingType::Bytes ? "SIZE" : spec.type == SettingType::Int ? "INT" : "TEXT");
+    // An Int row's range beside its type, as CLI11 shows its own Range checks;
+    // the check itself stays validate()'s, whose message names the setting.
+    if (spec.type == SettingType::Int) {
+      option->type_name(spec.min < spec.max ? fmt::format("INT in [{} - {}]", spec.min, spec.max) : "INT");
+    } else {
+      option->type_name(spec.type == SettingType::Bytes ? "SIZE" : "TEXT");
+    }
   }
 }
 
