@@ -454,7 +454,7 @@ void ChatWidget::render() {
     parts << md;
   }
   markdown_head_ = parts.join(QStringLiteral("\n\n---\n\n"));
-  view_->document()->setMarkdown(markdown_head_);
+  view_->document()->setMarkdown(markdown_head_, kChatMarkdown);
   if (writing) {
     // The reply being written goes after a block break; from then on only
     // that tail is replaced as tokens arrive (renderStream), so a long

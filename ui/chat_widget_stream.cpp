@@ -5,8 +5,12 @@
 // reply (tests/ui/bench/chat_stream_bench.cpp).
 #include <algorithm>
 
+#include <QTextBlock>
 #include <QTextBrowser>
 #include <QTextCursor>
+#include <QTextDocument>
+#include <QTextDocumentFragment>
+#include <QTextList>
 #include <QTimer>
 
 #include "chat_widget.h"
@@ -14,6 +18,40 @@
 #include "palette_colors.h"
 
 namespace kvscope::ui {
+namespace {
+
+// Inserts `markdown`, rendered, at the cursor, which is at the start of an
+// empty block, so that the blocks are those of the Markdown rendered whole.
+// Qt merges a fragment's first block into the block at the cursor, keeping
+// that block's formats (a code block or heading would lose its own), except
+// a list item, which it sets after that block, leaving it empty (the stream
+// would show a blank line that the reply rendered whole does not have).
+// So the first block takes the fragment's formats, or the empty block
+// becomes the list's first item in place of the item's own block.
+void insertRenderedMarkdown(QTextCursor& cursor, const QString& markdown) {
+  QTextDocument* document = cursor.document();
+  const int at = cursor.position();
+  QTextDocument part;
+  part.setMarkdown(markdown, kChatMarkdown);
+  const QTextBlock first = part.begin();
+  cursor.insertFragment(QTextDocumentFragment(&part));
+  const QTextBlock target = document->findBlock(at);
+  QTextCursor fix(target);
+  if (first.textList() == nullptr) {
+    fix.setBlockFormat(first.blockFormat());
+    fix.setBlockCharFormat(first.charFormat());
+    return;
+  }
+  const QTextBlock item = target.next();
+  if (target.textList() != nullptr || !target.text().isEmpty() || !item.isValid() || item.textList() == nullptr) return;
+  fix.setBlockFormat(item.blockFormat());
+  fix.setBlockCharFormat(item.charFormat());
+  item.textList()->add(target);
+  fix.movePosition(QTextCursor::NextBlock);
+  fix.deletePreviousChar();  // the item's text joins the empty block, which now has its formats
+}
+
+}  // namespace
 
 void ChatWidget::renderStream() {
   render_timer_->stop();
@@ -32,6 +70,12 @@ void ChatWidget::renderStream() {
   cursor.setPosition(frozen_end_);
   cursor.movePosition(QTextCursor::End, QTextCursor::KeepAnchor);
   cursor.removeSelectedText();
+  // The block left at the cut keeps the formats of the first block removed,
+  // a list item's list among them: the tail inserted next would then start
+  // with an item of that old list, and a new list numbered from 1 again
+  // would follow ("1. Dog", "1. Fish", "2. Bird"). A plain block instead.
+  cursor.setBlockFormat(QTextBlockFormat());
+  cursor.setBlockCharFormat(QTextCharFormat());
   // Blocks that later tokens can no longer change are rendered once and kept
   // (models/markdown_stream.h); only the rest is rendered again each time.
   const int stable = stable_prefix_.advance(text);
@@ -46,7 +90,7 @@ void ChatWidget::renderStream() {
     frozen_chars_ = stable;
   }
   if (text.isEmpty()) {
-    cursor.insertMarkdown(tr("*…*"));
+    insertRenderedMarkdown(cursor, tr("*…*"));
   } else if (text.size() > frozen_chars_) {
     renderStreamPart(cursor, text, frozen_chars_, static_cast<int>(text.size()));
   }
@@ -61,7 +105,7 @@ void ChatWidget::renderStreamPart(QTextCursor& cursor, const QString& text, int 
   while (part.endsWith(QLatin1Char('\n'))) part.chop(1);  // the blank line that ended it
   if (part.trimmed().isEmpty()) return;
   const int at = cursor.position();
-  cursor.insertMarkdown(part);
+  insertRenderedMarkdown(cursor, part);
   const size_t shown = static_cast<size_t>(pending_.shown);
   if (!draft_tint_ || shown >= pending_.from_draft.size()) return;
   // The accepted drafts' characters in this part, found in what it rendered.

@@ -8,6 +8,7 @@
 #include <QTextBlock>
 #include <QTextBrowser>
 #include <QTextDocument>
+#include <QTextList>
 #include <QtTest>
 
 #include "chat_widget.h"
@@ -27,7 +28,7 @@ ModelInfo tinyInfo() {
 // `markdown` rendered whole, as plain text with blocks joined as the stream's are.
 QString renderedWhole(const QString& markdown) {
   QTextDocument document;
-  document.setMarkdown(markdown);
+  document.setMarkdown(markdown, ui::kChatMarkdown);
   return document.toPlainText().replace(QLatin1Char('\n'), QChar(0x2029));
 }
 
@@ -102,6 +103,56 @@ class ChatStreamTest : public QObject {
     const QString shown = document->toPlainText();
     QVERIFY(shown.contains(QStringLiteral("First paragraph, done.\nSecond one.\nx = 1\n\ny = 2")));
     QVERIFY(shown.contains(QStringLiteral("Heading\nLast words.")));
+  }
+
+  // A numbered list streamed token by token is one list numbered from 1, as
+  // rendered whole, with no blank line before it: the tail re-rendered after
+  // "1. Dog" once kept the first item in a list of its own ("1. Dog",
+  // "1. Fish", "2. Bird"), and a tail opening with a list was set after an
+  // empty block.
+  void aListStreamedTokenByTokenIsOneListAsRenderedWhole() {
+    ChatWidget chat;
+    chat.resize(600, 400);
+    chat.onModelLoaded(tinyInfo());
+    chat.sendPrompt(QStringLiteral("List"));
+    chat.onRequestStarted(4, true);
+    const QTextDocument* document = chat.findChild<QTextBrowser*>()->document();
+    const QString reply = QStringLiteral("Animals:\n\n1. Dog (4)\n2. Fish (6)\n3. Bird (8)\n\n- a\n- b\n\nEnd.");
+    for (int i = 0; i < reply.size(); i += 2) {
+      chat.onTokens(4, 0, reply.mid(i, 2));
+      QTRY_COMPARE(chat.streamText(), renderedWhole(reply.left(i + 2)));
+    }
+    QStringList items;
+    QTextList* numbered = nullptr;
+    for (QTextBlock b = document->begin(); b.isValid(); b = b.next()) {
+      QTextList* list = b.textList();
+      if (list == nullptr || list->format().style() != QTextListFormat::ListDecimal) continue;
+      if (numbered == nullptr) numbered = list;
+      QCOMPARE(list, numbered);
+      items << QStringLiteral("%1 %2").arg(list->itemNumber(b) + 1).arg(b.text());
+    }
+    QCOMPARE(items, (QStringList{"1 Dog (4)", "2 Fish (6)", "3 Bird (8)"}));
+  }
+
+  // Raw HTML in a reply or a prompt is shown as text, not rendered: a reply
+  // of "<b>100%</b>" lines once showed as one bold paragraph.
+  void htmlInTheConversationIsShownAsText() {
+    ChatWidget chat;
+    chat.resize(600, 400);
+    chat.onModelLoaded(tinyInfo());
+    chat.sendPrompt(QStringLiteral("Say <i>hi</i>"));
+    chat.onRequestStarted(7, true);
+    const QString reply = QStringLiteral("<b>100%</b>\n<img src=\"x.png\">");
+    chat.onTokens(7, 0, reply);
+    QTRY_VERIFY(chat.streamText().contains(QStringLiteral("<b>100%</b>")));
+    QVERIFY(chat.streamText().contains(QStringLiteral("<img src=\"x.png\">")));
+    ui::FinishInfo done;
+    done.reason = FinishReason::Stop;
+    chat.onFinished(7, done);
+    QTRY_VERIFY(!chat.busy());
+    const QString shown = chat.findChild<QTextBrowser*>()->document()->toPlainText();
+    QVERIFY(shown.contains(QStringLiteral("Say <i>hi</i>")));
+    QVERIFY(shown.contains(QStringLiteral("<b>100%</b>")));
   }
 
   // The view follows the reply at the bottom however tall the conversation

@@ -13,10 +13,17 @@
 #pragma once
 
 #include <QString>
+#include <QTextDocument>
 
 #include "models/markdown_code_blocks.h"
 
 namespace kvscope::ui {
+
+// How the chat reads Markdown: GitHub's dialect without raw HTML, so a
+// reply's (or a prompt's) "<b>" or "<img src=...>" shows as the text it is
+// instead of being rendered.
+inline constexpr QTextDocument::MarkdownFeatures kChatMarkdown{QTextDocument::MarkdownDialectGitHub |
+                                                               QTextDocument::MarkdownNoHTML};
 
 class StableMarkdownPrefix {
  public:
