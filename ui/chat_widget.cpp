@@ -286,20 +286,28 @@ void ChatWidget::onModelLoaded(const kvscope::ModelInfo& info) {
   sampling_defaults_ = kvscope::resolve_sampling_defaults(info.recommended_sampling);
   settings_ = withModelDefaults(settings_);
   updateHeader();
+  setStatus(tr("%1 loaded · %2").arg(QString::fromStdString(info.name), engineSummary(info)));
+  render();
+  updateButtons();
+  input_->setFocus();
+}
+
+QString ChatWidget::engineSummary(const kvscope::ModelInfo& info) const {
   // A context shorter than the model's: the pool (or the user's setting) caps it; say which number is which.
   const QString context = max_context_ < info.context_length
                               ? tr("%1 (the model's: %2)").arg(QLocale().toString(max_context_),
                                                                QLocale().toString(info.context_length))
                               : QLocale().toString(max_context_);
-  setStatus(tr("%1 loaded · %2 KV blocks of %3 tokens · context %4 · %5")
-                .arg(QString::fromStdString(info.name))
-                .arg(QLocale().toString(info.num_kv_blocks))
-                .arg(info.block_size)
-                .arg(context)
-                .arg(QString::fromStdString(info.backend_reason)));
-  render();
-  updateButtons();
-  input_->setFocus();
+  return tr("%1 KV blocks of %2 tokens · context %3 · %4")
+      .arg(QLocale().toString(info.num_kv_blocks))
+      .arg(info.block_size)
+      .arg(context)
+      .arg(QString::fromStdString(info.backend_reason));
+}
+
+void ChatWidget::onReconfigured(const kvscope::ModelInfo& info) {
+  setMaxContext(info);
+  if (!busy()) setStatus(tr("Settings applied · %1").arg(engineSummary(info)));
 }
 
 void ChatWidget::onModelKept(const kvscope::ModelInfo& info) {

@@ -99,6 +99,11 @@ class ChatWidget : public QWidget {
   // The context a reply may fill, shown beside its length: the engine's
   // max_model_len (after a load, and after settings that change it).
   void setMaxContext(const kvscope::ModelInfo& info);
+  // Settings were applied to the loaded model: the context may have changed,
+  // and the line under the input says what the engine now holds (an error
+  // from before, such as a prompt the old pool could not fit, no longer
+  // stands). A reply being written keeps its progress line.
+  void onReconfigured(const kvscope::ModelInfo& info);
   // Loading another model failed and `info`'s model is still loaded; a reply
   // being written goes on.
   void onModelKept(const kvscope::ModelInfo& info);
@@ -175,6 +180,8 @@ class ChatWidget : public QWidget {
   // text[from, to) of the reply being written, as Markdown at `cursor` (an
   // empty block), its accepted drafts tinted.
   void renderStreamPart(QTextCursor& cursor, const QString& text, int from, int to);
+  // "728 KV blocks of 16 tokens · context 8,192 · <backend>" for the status line.
+  QString engineSummary(const kvscope::ModelInfo& info) const;
   void updateHeader();
   void updateButtons();
   QString markdownForTurn(int index) const;

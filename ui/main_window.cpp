@@ -4,6 +4,8 @@
 // delete, export, saving a reply on close) are main_window_conversations.cpp.
 #include "main_window.h"
 
+#include <algorithm>
+
 #include <QAction>
 #include <QApplication>
 #include <QDateTime>
@@ -50,6 +52,9 @@
 namespace kvscope::ui {
 namespace {
 
+// The window width the docks' default widths were chosen for.
+constexpr int kDesignedWidth = 1500;
+
 QString kvSummary(const EngineSnapshot& s) {
   int num_shared = 0;
   for (const BlockSnapshot& b : s.blocks) num_shared += b.shared() ? 1 : 0;
@@ -79,6 +84,9 @@ MainWindow::MainWindow(QWidget* parent, const QString& chat_store_path)
   chat_ = new ChatWidget(this);
   chat_->setConversationSettings(chat_defaults_);
   setCentralWidget(chat_);
+  // Room for the chat beside the inspector's docks, within the screen; set
+  // before the docks, whose widths follow it.
+  resize(fittedWindowSize(QSize(kDesignedWidth, 920), screen() ? screen()->availableGeometry() : QRect()));
   createDocks();
   createActions();
   model_label_ = new QLabel(tr("no model"), this);
@@ -90,8 +98,6 @@ MainWindow::MainWindow(QWidget* parent, const QString& chat_store_path)
   server_label->setObjectName(QStringLiteral("serverSummary"));
   statusBar()->addPermanentWidget(server_label);
   connect(server_dialog_, &ServerDialog::summaryChanged, server_label, &QLabel::setText);
-  // Room for the chat beside the inspector's docks, within the screen.
-  resize(fittedWindowSize(QSize(1500, 920), screen() ? screen()->availableGeometry() : QRect()));
 
   for (const QString& p : problems) qWarning("kvscope: saved settings: %s", qPrintable(p));
   if (!problems.isEmpty())
@@ -275,7 +281,13 @@ void MainWindow::createDocks() {
   list_dock->setObjectName(QStringLiteral("conversations_dock"));
   list_dock->setWidget(conversations_);
   addDockWidget(Qt::LeftDockWidgetArea, list_dock);
-  resizeDocks({list_dock, map_dock}, {240, 820}, Qt::Horizontal);
+  // The chat keeps its share of the window (440 of 1500 px), the
+  // inspector takes what the list leaves: fixed at 240 + 820 px, a window
+  // 942 px wide (a 1024 x 640 screen) left the chat 150.
+  const double scale = std::min(1.0, static_cast<double>(width()) / kDesignedWidth);
+  const int list_width = std::max(static_cast<int>(240 * scale), list_dock->minimumSizeHint().width());
+  const int chat_width = static_cast<int>(440 * scale);
+  resizeDocks({list_dock, map_dock}, {list_width, std::max(width() - list_width - chat_width, 0)}, Qt::Horizontal);
   resizeDocks({map_dock, table_dock, plots_dock}, {300, 200, 380}, Qt::Vertical);
 }
 
@@ -400,7 +412,7 @@ void MainWindow::showSettingWarnings(const kvscope::ModelInfo& info) {
 
 void MainWindow::onReconfigured(const kvscope::ModelInfo& info) {
   acceptConfig(info);
-  chat_->setMaxContext(info);
+  chat_->onReconfigured(info);
   QString applied = tr("Settings applied: %1 KV blocks of %2 tokens").arg(info.num_kv_blocks).arg(info.block_size);
   if (num_unfinished_ > 0)
     applied += num_unfinished_ == 1 ? tr("; the unfinished request was re-queued (its K/V is computed again).")
@@ -419,7 +431,9 @@ void MainWindow::showModelLabel(const kvscope::ModelInfo& info) {
                             .arg(info.num_kv_blocks)
                             .arg(info.block_size)
                             .arg(config_.paged ? tr("paged") : tr("contiguous"))
-                            .arg(config_.prefix_caching ? tr("prefix caching on") : tr("prefix caching off")));
+                            .arg(!config_.paged             ? tr("no prefix caching (contiguous)")
+                                 : config_.prefix_caching ? tr("prefix caching on")
+                                                          : tr("prefix caching off")));
   setWindowTitle(tr("kvscope — %1").arg(QString::fromStdString(info.name)));
 }
 

@@ -173,12 +173,12 @@ KvPlan plan_kv(const ModelShape& m, const EngineConfig& c, int64_t machine_memor
   if (pool_tokens < std::min<int64_t>(wanted_len, kSmallPoolTokens)) {
     p.warnings.push_back(
         c.max_model_len == 0
-            ? fmt::format("the KV pool holds only {} tokens ({} blocks of {}), so no context is longer: a longer "
+            ? fmt::format("the KV pool holds only {} tokens ({} block{} of {}), so no context is longer: a longer "
                           "prompt is refused and a reply stops there; raise {}",
-                          pool_tokens, p.num_blocks, c.block_size, pool_field)
-            : fmt::format("the KV pool holds only {} tokens ({} blocks of {}): a request whose prompt and max tokens "
-                          "need more is refused; raise {}",
-                          pool_tokens, p.num_blocks, c.block_size, pool_field));
+                          pool_tokens, p.num_blocks, p.num_blocks == 1 ? "" : "s", c.block_size, pool_field)
+            : fmt::format("the KV pool holds only {} tokens ({} block{} of {}): a request whose prompt and max "
+                          "tokens need more is refused; raise {}",
+                          pool_tokens, p.num_blocks, p.num_blocks == 1 ? "" : "s", c.block_size, pool_field));
   } else if (pool_tokens < p.max_model_len) {
     p.warnings.push_back(fmt::format("the KV pool holds {} tokens ({} blocks of {}), less than the max model "
                                      "length of {}: a request whose prompt and max tokens need more is refused; "

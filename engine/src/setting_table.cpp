@@ -229,6 +229,9 @@ std::vector<SettingSpec> make_table() {
                               "again.");
   prefix.cli_name = "prefix-cache";
   prefix.cli_negation = "no-prefix-cache";
+  // A contiguous request owns its run of blocks: none is shared, so none is
+  // looked up by its prefix (KvCacheManager skips the hashing).
+  prefix.applies = [](const EngineConfig& c) { return c.paged; };
   SettingSpec& swap = words(add(bytes_row("swap_space", &EngineConfig::swap_space_bytes, 0, 16 * kTiB)),
                             "KV cache", "Swap space", "",
                             "Host memory for KV blocks swapped out by preemption = swap: more lets more "

@@ -42,6 +42,34 @@ class ChatHeaderTest : public QObject {
     QCOMPARE(chat.statusText(), QStringLiteral("New chat"));
   }
 
+  // Settings applied to the loaded model replace an error that no longer
+  // stands (a prompt the old, smaller pool could not fit stayed under the
+  // input after the pool was made larger again); a reply being written
+  // keeps its progress line.
+  void appliedSettingsReplaceAStaleError() {
+    ChatWidget chat;
+    kvscope::ModelInfo info;
+    info.name = "tiny";
+    info.context_length = 512;
+    info.num_kv_blocks = 1;
+    info.block_size = 16;
+    chat.onModelLoaded(info);
+    chat.sendPrompt(QStringLiteral("A long prompt"));
+    chat.onError(QStringLiteral("the prompt has 861 tokens; the context holds 16"));
+    QVERIFY(chat.statusText().startsWith(QStringLiteral("error:")));
+    info.num_kv_blocks = 32;
+    chat.onReconfigured(info);
+    QVERIFY2(chat.statusText().startsWith(QStringLiteral("Settings applied · 32 KV blocks of 16 tokens")),
+             qPrintable(chat.statusText()));
+
+    chat.sendPrompt(QStringLiteral("Hi"));
+    chat.onRequestStarted(9, true);
+    chat.onTokens(9, 0, QStringLiteral("Hel"));
+    const QString writing = chat.statusText();
+    chat.onReconfigured(info);
+    QCOMPARE(chat.statusText(), writing);
+  }
+
   // Tab in the message box moves on (to Send), as in any form, instead of
   // typing a tab character: keyboard users could not reach Send.
   void tabLeavesTheMessageBox() {

@@ -78,17 +78,24 @@ void expectMessageRowUnder(QWidget* control, QLabel* message) {
 // Puts `value` in the row's control as a person would pick it.
 void setControl(QWidget* dialog, const SettingSpec& spec, const SettingValue& value);
 
-// Sets the first choice (of any Choice row) under which `spec` applies, when
-// it does not apply to the dialog's config now: its control is enabled only then.
-void makeApply(SettingsDialog* dialog, const SettingSpec& spec) {
+// Sets the first choice (of any Choice or Bool row) under which `spec`
+// applies, when it does not apply to the dialog's config now: its control is
+// enabled only then. The change is made in *also too, when given.
+void makeApply(SettingsDialog* dialog, const SettingSpec& spec, EngineConfig* also = nullptr) {
   if (!spec.applies || spec.applies(dialog->config())) return;
   for (const SettingSpec& row : kvscope::engine_settings()) {
-    if (row.type != SettingType::Choice) continue;
-    for (const std::string& choice : row.choices) {
+    std::vector<SettingValue> values;
+    if (row.type == SettingType::Choice) {
+      for (const std::string& choice : row.choices) values.emplace_back(choice);
+    } else if (row.type == SettingType::Bool) {
+      values = {SettingValue(true), SettingValue(false)};
+    }
+    for (const SettingValue& value : values) {
       EngineConfig c = dialog->config();
-      row.set(c, SettingValue(choice));
+      row.set(c, value);
       if (spec.applies(c)) {
-        setControl(dialog, row, SettingValue(choice));
+        setControl(dialog, row, value);
+        if (also) row.set(*also, value);
         return;
       }
     }
@@ -402,6 +409,7 @@ class SettingsDialogTest : public QObject {
     int num_set = 0;
     for (const SettingSpec& spec : kvscope::engine_settings()) {
       for (const SettingValue& value : kvscope::test::otherValues(spec, other.toStdString(), /*whole_mib=*/true)) {
+        makeApply(&dialog, spec, &expected);  // prefix caching once paged was set off
         setControl(&dialog, spec, value);
         spec.set(expected, value);
         const QString what = qs(spec.key) + QLatin1Char('=') + qs(spec.format(value));
