@@ -107,13 +107,21 @@ QCustomPlot* makeStripPlot(QWidget* parent, const QString& title, double window_
   plot->legend->setColumnSpacing(6);
   plot->xAxis->setRange(0, window_steps);
   plot->yAxis->setRange(0, 1);
-  plot->yAxis->ticker()->setTickCount(3);  // short strips: few labels that do not collide
+  plot->yAxis->ticker()->setTickCount(2);  // short strips (about 40 px): two or three labels that do not collide
   plot->xAxis->setLabel(QString());
   const QFontMetrics metrics(plot->yAxis->tickLabelFont());
   plot->axisRect()->setAutoMargins(QCP::msTop | QCP::msBottom);
   plot->axisRect()->setMargins(QMargins(metrics.horizontalAdvance(QStringLiteral("000000")) + 12, 0,
                                         metrics.horizontalAdvance(QStringLiteral("0000")) + 12, 0));
   return plot;
+}
+
+void useCountTicks(QCPAxis* axis) {
+  auto ticker = QSharedPointer<QCPAxisTickerFixed>::create();
+  ticker->setTickStep(1.0);
+  ticker->setScaleStrategy(QCPAxisTickerFixed::ssMultiples);  // whole steps that grow with the range
+  ticker->setTickCount(2);
+  axis->setTicker(ticker);
 }
 
 }  // namespace kvscope::ui

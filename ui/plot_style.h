@@ -6,6 +6,7 @@
 
 #include <QPalette>
 
+class QCPAxis;
 class QCPTextElement;
 class QCustomPlot;
 class QString;
@@ -33,6 +34,11 @@ bool syncPlotPixelRatio(QCustomPlot* plot);
 // their x axes whether or not a strip has a right axis. x spans
 // [0, window_steps] until the caller slides it.
 QCustomPlot* makeStripPlot(QWidget* parent, const QString& title, double window_steps);
+
+// Ticks at whole numbers only, few of them, for an axis of counts (sequences,
+// blocks, tokens): a strip of counts from 0 to 1 was labelled 0, 0.25, 0.5,
+// 0.75 and 1, five labels in 40 px.
+void useCountTicks(QCPAxis* axis);
 
 // The title of a plot made by makeStripPlot (the first text element of its
 // layout, at any depth), or nullptr.

@@ -24,6 +24,7 @@ PlotsWidget::PlotsWidget(QWidget* parent) : QWidget(parent) {
   tokens_ = makePlot(tr("Tokens / step"));
   throughput_ = makePlot(tr("Throughput"));
   attention_ = makePlot(tr("Attention / step"));
+  for (QCustomPlot* plot : {queues_, kv_, tokens_}) useCountTicks(plot->yAxis);
   for (QCustomPlot* plot : plots()) layout->addWidget(plot);
   spec_ = new SpecPlots(this);
   layout->addWidget(spec_);
@@ -44,7 +45,7 @@ PlotsWidget::PlotsWidget(QWidget* parent) : QWidget(parent) {
   // nothing to do with block counts or tokens per second.
   for (QCustomPlot* plot : {kv_, throughput_}) {
     plot->yAxis2->setVisible(true);
-    plot->yAxis2->ticker()->setTickCount(3);
+    plot->yAxis2->ticker()->setTickCount(2);
   }
   kv_->yAxis2->setRange(0, 100 * 1.3);
   waste_graph_ = addGraph(kv_, tr("waste %"), QColor(200, 60, 60), false, kv_->yAxis2);
@@ -64,7 +65,7 @@ PlotsWidget::PlotsWidget(QWidget* parent) : QWidget(parent) {
   // steps, and with them the cascade-on / cascade-off difference, to a line.
   attention_->yAxis->setScaleType(QCPAxis::stLogarithmic);
   attention_->yAxis->setTicker(QSharedPointer<QCPAxisTickerLog>::create());
-  attention_->yAxis->ticker()->setTickCount(3);
+  attention_->yAxis->ticker()->setTickCount(2);
   attention_->yAxis->setRange(0.1, 10);
   applyPalette();
 }
