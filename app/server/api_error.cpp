@@ -59,6 +59,21 @@ ApiError payload_too_large(size_t limit_bytes) {
           "invalid_request_error", "", "request_too_large"};
 }
 
+ApiError length_required() {
+  return {411,
+          "the request body was sent in chunks (Transfer-Encoding: chunked); send it with a Content-Length, which "
+          "the server checks against its limit (--max-body-size) before reading",
+          "invalid_request_error", "", "length_required"};
+}
+
+ApiError encoded_body_refused(const std::string& encoding) {
+  return {415,
+          fmt::format("the request body is compressed (Content-Encoding: {}); send it uncompressed: a compressed "
+                      "body's size is not known until it has been expanded",
+                      encoding),
+          "invalid_request_error", "", "unsupported_content_encoding"};
+}
+
 ApiError form_too_large(size_t form_limit_bytes) {
   return {413,
           fmt::format("the body was sent as a form (Content-Type: application/x-www-form-urlencoded, curl -d's "

@@ -39,6 +39,10 @@ ApiError route_not_found(const std::string& method, const std::string& path);
 ApiError method_not_allowed(const std::string& method, const std::string& path, const std::string& allowed);
 // 413: a body over the server's limit.
 ApiError payload_too_large(size_t limit_bytes);
+// A body whose size the server cannot check before reading it all: sent in
+// chunks (411) or compressed (415, naming the encoding).
+ApiError length_required();
+ApiError encoded_body_refused(const std::string& encoding);
 // 413: a body sent as a form (Content-Type application/x-www-form-urlencoded,
 // what curl -d sends unless told otherwise) over the HTTP library's own cap
 // for forms, though within the server's limit: the fix is the content type.

@@ -148,13 +148,32 @@ struct OpenAiServer::Impl {
       if (req.method == "OPTIONS") {  // the preflight
         res.status = 204;
         res.set_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
-        res.set_header("Access-Control-Allow-Headers", "Authorization, Content-Type");
+        // The headers the page asks to send, whatever they are: its origin
+        // is allowed, and client libraries add their own (OpenAI's adds
+        // X-Stainless-*), which a fixed list would fail the preflight on.
+        const std::string requested = req.get_header_value("Access-Control-Request-Headers");
+        res.set_header("Access-Control-Allow-Headers", requested.empty() ? "Authorization, Content-Type" : requested);
         res.set_header("Access-Control-Max-Age", "600");
         return HandlerResponse::Handled;
       }
     }
     if (!options.api_key.empty() && req.path != kHealthPath && !authorized(req)) {
       send_error(res, invalid_api_key());
+      return HandlerResponse::Handled;
+    }
+    // httplib holds only a Content-Length to the body limit: a chunked body
+    // was read whole, and a gzip one expanded whole, whatever its size (a
+    // 40 KB gzip of 40 MiB took 2.8 GB). Refused here, before the body is read.
+    // The body stays unread, so the connection cannot carry another request.
+    if (req.has_header("Transfer-Encoding")) {
+      send_error(res, length_required());
+      res.set_header("Connection", "close");
+      return HandlerResponse::Handled;
+    }
+    const std::string encoding = req.get_header_value("Content-Encoding");
+    if (!encoding.empty() && encoding != "identity") {
+      send_error(res, encoded_body_refused(encoding));
+      res.set_header("Connection", "close");
       return HandlerResponse::Handled;
     }
     return HandlerResponse::Unhandled;

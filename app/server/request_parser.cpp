@@ -263,7 +263,9 @@ MaybeError read_common(const Json& obj, const ParseDefaults& defaults, ParsedReq
   if (MaybeError e = read_float(obj, "presence_penalty", -2.0, 2.0, s.presence_penalty)) return e;
   if (MaybeError e = read_float(obj, "frequency_penalty", -2.0, 2.0, s.frequency_penalty)) return e;
   // Extensions that llama.cpp's server and vLLM also take.
-  if (MaybeError e = read_int32(obj, "top_k", 0, kInt32Max, s.top_k)) return e;
+  // top_k: 0 is off, as in llama.cpp; vLLM's -1 for off is taken too.
+  if (MaybeError e = read_int32(obj, "top_k", -1, kInt32Max, s.top_k)) return e;
+  if (s.top_k < 0) s.top_k = 0;
   if (MaybeError e = read_float(obj, "min_p", 0.0, 1.0, s.min_p)) return e;
   if (MaybeError e = read_float(obj, "repetition_penalty", 0.0, 100.0, s.repetition_penalty, Lower::kExcluded)) return e;
   if (MaybeError e = read_int32(obj, "repeat_last_n", -1, kInt32Max, s.repeat_last_n)) return e;

@@ -52,6 +52,11 @@ Json completion_logprobs(const std::vector<TokenLogprob>& lps, size_t text_offse
       token_logprobs.push_back(lp.logprob);
       Json alternatives = Json::object();
       for (size_t i = 0; i < lp.top.size(); ++i) alternatives[completion_token(lp.top_bytes[i])] = lp.top[i].logprob;
+      // The chosen token is always among them, as OpenAI's completions
+      // write it: up to `logprobs` + 1 entries. (A token that renders as
+      // an alternative's text already has that entry.)
+      const std::string chosen = completion_token(lp.bytes);
+      if (!alternatives.contains(chosen)) alternatives[chosen] = lp.logprob;
       top.push_back(alternatives);
     } else {
       token_logprobs.push_back(nullptr);

@@ -137,6 +137,14 @@ TEST(RequestParser, SeedZeroIsAFixedSeedAndMaxCompletionTokensWins) {
   EXPECT_EQ(chat_ok(R"({"model": "m", "seed": 18446744073709551615, )" + kUser + "}").sampling.seed, ~0ull);
 }
 
+// top_k -1 is vLLM's "off", 0 llama.cpp's: both turn it off; -2 is refused.
+TEST(RequestParser, TopKMinusOneIsOff) {
+  EXPECT_EQ(chat_ok(R"({"model": "m", "top_k": -1, )" + kUser + "}").sampling.top_k, 0);
+  EXPECT_EQ(chat_ok(R"({"model": "m", "top_k": 0, )" + kUser + "}").sampling.top_k, 0);
+  EXPECT_EQ(chat_ok(R"({"model": "m", "top_k": 7, )" + kUser + "}").sampling.top_k, 7);
+  EXPECT_EQ(chat_error(R"({"model": "m", "top_k": -2, )" + kUser + "}").param, "top_k");
+}
+
 TEST(RequestParser, IncludeUsageOnlyWhenStreaming) {
   EXPECT_FALSE(chat_ok(R"({"model": "m", "stream_options": {"include_usage": true}, )" + kUser + "}").include_usage);
 }
