@@ -6,7 +6,9 @@
 #include <QApplication>
 #include <QComboBox>
 #include <QEvent>
+#include <QWheelEvent>
 #include <QWidget>
+#include <qcustomplot.h>
 
 namespace kvscope::ui {
 namespace {
@@ -20,12 +22,23 @@ QWidget* valueField(QObject* watched) {
   return nullptr;
 }
 
-bool insideScrolledArea(const QWidget* w) {
-  for (const QWidget* p = w->parentWidget(); p; p = p->parentWidget()) {
-    if (qobject_cast<const QAbstractScrollArea*>(p)) return true;
-  }
-  return false;
+// A plot that does nothing with the wheel (no zoom). QCustomPlot accepts
+// every wheel event all the same and stops it going to its parents
+// (Qt::WA_NoMousePropagation), so over the Plots dock's strips the wheel did
+// not scroll the dock.
+QWidget* inertPlot(QObject* watched) {
+  auto* plot = qobject_cast<QCustomPlot*>(watched);
+  return plot && !plot->interactions().testFlag(QCP::iRangeZoom) ? plot : nullptr;
 }
+
+QAbstractScrollArea* scrolledAreaOf(QWidget* w) {
+  for (QWidget* p = w->parentWidget(); p; p = p->parentWidget()) {
+    if (auto* area = qobject_cast<QAbstractScrollArea*>(p)) return area;
+  }
+  return nullptr;
+}
+
+bool insideScrolledArea(QWidget* w) { return scrolledAreaOf(w) != nullptr; }
 
 }  // namespace
 
@@ -44,6 +57,17 @@ bool WheelGuard::eventFilter(QObject* watched, QEvent* event) {
     return false;
   }
   if (event->type() != QEvent::Wheel) return false;
+  if (QWidget* plot = inertPlot(watched)) {
+    QAbstractScrollArea* area = scrolledAreaOf(plot);
+    if (!area) return false;
+    // Given to the area's viewport directly: the plot would not pass it up.
+    const auto* wheel = static_cast<QWheelEvent*>(event);
+    QWheelEvent moved(area->viewport()->mapFromGlobal(wheel->globalPosition()), wheel->globalPosition(),
+                      wheel->pixelDelta(), wheel->angleDelta(), wheel->buttons(), wheel->modifiers(), wheel->phase(),
+                      wheel->inverted(), wheel->source());
+    QCoreApplication::sendEvent(area->viewport(), &moved);
+    return true;
+  }
   QWidget* field = valueField(watched);
   if (!field || field->hasFocus() || !insideScrolledArea(field)) return false;
   // Not the field's: ignored, the event goes on to the field's parents, and

@@ -8,7 +8,8 @@
 // steps the value, as users of such a field expect. Fields outside a
 // scrolled area keep Qt's behaviour. A turn of the wheel no longer gives a
 // field the focus (its Qt::WheelFocus policy becomes Qt::StrongFocus when
-// it is polished).
+// it is polished). A plot without wheel zoom (the Plots dock's strips) hands
+// the wheel to the scrolled area it sits in too.
 //
 // Tests: tests/ui/wheel_guard_test.cpp.
 #pragma once

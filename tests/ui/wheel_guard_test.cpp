@@ -1,14 +1,18 @@
 // WheelGuard (ui/wheel_guard.h): over a field of a scrolled form, the wheel
 // leaves the value alone unless the field has the focus; focused, it steps
 // the value; outside a scrolled area nothing changes; and a wheel turn no
-// longer gives a spin box the focus. Offscreen.
+// longer gives a spin box the focus; over a plot that does not zoom, the
+// wheel scrolls the area. Offscreen.
 #include <QtTest>
 
 #include <QComboBox>
+#include <QScrollBar>
 #include <QScrollArea>
 #include <QSpinBox>
 #include <QVBoxLayout>
 #include <QWheelEvent>
+
+#include <qcustomplot.h>
 
 #include "wheel_guard.h"
 
@@ -16,12 +20,14 @@ using kvscope::ui::WheelGuard;
 
 namespace {
 
-// One notch down over `w` (delivered as QApplication delivers it to a widget).
-void wheelDown(QWidget* w) {
+// One notch down over `w` (delivered as QApplication delivers it to a
+// widget); whether it was accepted.
+bool wheelDown(QWidget* w) {
   const QPointF at(w->width() / 2.0, w->height() / 2.0);
   QWheelEvent event(at, w->mapToGlobal(at), QPoint(), QPoint(0, -120), Qt::NoButton, Qt::NoModifier,
                     Qt::NoScrollPhase, false);
   QApplication::sendEvent(w, &event);
+  return event.isAccepted();
 }
 
 }  // namespace
@@ -59,6 +65,32 @@ class WheelGuardTest : public QObject {
     QTRY_VERIFY(budget->hasFocus());
     wheelDown(budget);
     QCOMPARE(budget->value(), 511);  // focused: the wheel is the field's
+  }
+
+  // A plot that does not zoom with the wheel, in a scrolled dock (the Plots
+  // dock's strips): the wheel scrolls the dock; QCustomPlot kept it before.
+  void theWheelOverAStripPlotScrollsItsArea() {
+    QScrollArea area;
+    auto* column = new QWidget;
+    auto* layout = new QVBoxLayout(column);
+    auto* plot = new QCustomPlot;
+    plot->setMinimumHeight(300);
+    layout->addWidget(plot);
+    layout->addWidget(new QCustomPlot);
+    column->setMinimumHeight(900);
+    area.setWidget(column);
+    area.setWidgetResizable(true);
+    area.resize(300, 200);
+    area.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&area));
+    QCOMPARE(area.verticalScrollBar()->value(), 0);
+    wheelDown(plot);
+    QVERIFY(area.verticalScrollBar()->value() > 0);
+
+    plot->setInteraction(QCP::iRangeZoom);  // a plot that zooms keeps the wheel
+    const int before = area.verticalScrollBar()->value();
+    QVERIFY(wheelDown(plot));
+    QCOMPARE(area.verticalScrollBar()->value(), before);
   }
 
   void fieldsOutsideAScrolledAreaKeepTheWheel() {
