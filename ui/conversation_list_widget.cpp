@@ -1,6 +1,8 @@
 // ConversationListWidget (see conversation_list_widget.h).
 #include "conversation_list_widget.h"
 
+#include <algorithm>
+
 #include <QHBoxLayout>
 #include <QInputDialog>
 #include <QLabel>
@@ -114,11 +116,16 @@ void ConversationListWidget::onCurrentItemChanged(QListWidgetItem* item) {
 void ConversationListWidget::renameCurrent() {
   const qint64 id = currentConversation();
   if (id < 0 || !store_) return;
-  bool ok = false;
-  const QString title = QInputDialog::getText(this, tr("Rename conversation"), tr("Title:"), QLineEdit::Normal,
-                                              list_->currentItem()->text(), &ok)
-                            .trimmed();
-  if (!ok || title.isEmpty()) return;
+  QInputDialog dialog(this);
+  dialog.setWindowTitle(tr("Rename conversation"));
+  dialog.setLabelText(tr("Title:"));
+  dialog.setTextValue(list_->currentItem()->text());
+  // Room for a title of a few words: the dialog's own size showed about 25
+  // characters, a prompt's first line cut in the middle.
+  dialog.resize(std::max(dialog.sizeHint().width(), fontMetrics().averageCharWidth() * 60), dialog.sizeHint().height());
+  if (dialog.exec() != QDialog::Accepted) return;
+  const QString title = dialog.textValue().trimmed();
+  if (title.isEmpty()) return;
   if (!store_->rename_conversation(id, title)) emit storeError(store_->lastError());
   refresh(id);
 }

@@ -19,10 +19,13 @@ namespace kvscope::ui {
 ServerDialog::ServerDialog(QWidget* parent) : QDialog(parent) {
   setWindowTitle(tr("Server"));
   setObjectName(QStringLiteral("serverDialog"));
-  auto* intro = new QLabel(tr("Serve the loaded model over an OpenAI-compatible API (/v1/chat/completions, "
-                              "/v1/completions, /v1/models, /health). Its requests join the chat's batch: the "
-                              "block map, plots and trace show them, and the Sequences table tags them "
-                              "<i>server</i>."),
+  // Each path on one line: word wrap breaks after a slash ("/v1/" above "completions").
+  const auto path = [](const char* p) { return QStringLiteral("<span style=\"white-space:nowrap\">%1</span>").arg(QLatin1String(p)); };
+  auto* intro = new QLabel(tr("Serve the loaded model over an OpenAI-compatible API (%1, %2, %3, %4). Its requests "
+                              "join the chat's batch: the block map, plots and trace show them, and the Sequences "
+                              "table tags them <i>server</i>.")
+                               .arg(path("/v1/chat/completions"), path("/v1/completions"), path("/v1/models"),
+                                    path("/health")),
                            this);
   intro->setWordWrap(true);
 
@@ -75,6 +78,11 @@ ServerDialog::ServerDialog(QWidget* parent) : QDialog(parent) {
   status_ = new QLabel(this);
   status_->setObjectName(QStringLiteral("serverStatus"));
   status_->setWordWrap(true);
+  // Room for two lines from the start: a message that wrapped to a second
+  // line moved the buttons down under the pointer (a second click on Start
+  // after "port in use" missed it).
+  status_->setMinimumHeight(2 * status_->fontMetrics().lineSpacing());
+  status_->setAlignment(Qt::AlignLeft | Qt::AlignTop);
   status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
 
   start_ = new QPushButton(tr("Start"), this);

@@ -19,6 +19,7 @@
 #include <QScreen>
 #include <QScrollArea>
 #include <QSpinBox>
+#include <QStyle>
 #include <QTabWidget>
 #include <QVBoxLayout>
 
@@ -65,6 +66,10 @@ SettingsDialog::SettingsDialog(const kvscope::EngineConfig& config,
     scroll->setFrameShape(QFrame::NoFrame);
     chat_editor_ = new SamplingEditor(scroll);
     chat_editor_->setSettings(*chat_defaults);
+    // The editor has no margins of its own (a dialog's layout gives them); in
+    // a tab its labels sat against the frame, unlike the other tabs'.
+    const int margin = style()->pixelMetric(QStyle::PM_LayoutLeftMargin);
+    chat_editor_->setContentsMargins(margin, margin, margin, margin);
     scroll->setWidget(chat_editor_);
     tabs_->addTab(scroll, tr("Chat defaults"));
     connect(chat_editor_, &SamplingEditor::edited, this, &SettingsDialog::revalidate);
