@@ -255,25 +255,34 @@ Result<RequestId> Engine::submit(GenerationRequest request, SubmittedPrompt* sub
   int32_t num_truncated = 0;
   // A prompt to score is scored whole: its scores would be of another text.
   const bool scored = static_cast<bool>(request.on_prompt_logits);
-  const bool may_truncate = m.config.context_overflow == ContextOverflow::TruncateMiddle && !scored;
+  // max_tokens = 0 needs no room after the prompt.
+  const int32_t longest = request.sampling.max_tokens == 0 ? max_len : max_len - 1;
+  // shift also cuts a prompt that does not fit: a chat's next prompt carries
+  // the whole conversation, which after a shift no longer fits, and refusing
+  // it would end the chat that shift exists to carry on. It keeps the start
+  // and the latest turns, as a shift does, and leaves a quarter of the
+  // context for the reply (a shift frees as much); a prompt that fits is
+  // left whole, since the reply can shift.
+  const bool shifting = m.config.context_overflow == ContextOverflow::Shift;
+  const bool truncating = m.config.context_overflow == ContextOverflow::TruncateMiddle || shifting;
+  const bool may_truncate = truncating && !scored && (!shifting || static_cast<int32_t>(prompt.size()) > longest);
   if (may_truncate) {
-    // Room for the reply: max_tokens, but at most a quarter of the context,
-    // so that a huge max_tokens does not eat the prompt.
-    const int32_t room =
-        static_cast<int32_t>(std::clamp<int64_t>(request.sampling.max_tokens, 1, std::max(1, max_len / 4)));
+    // Room for the reply: max_tokens (shift: a quarter of the context), but
+    // at most a quarter of the context, so that a huge max_tokens does not
+    // eat the prompt.
+    const int64_t wanted_room = shifting ? max_len / 4 : request.sampling.max_tokens;
+    const int32_t room = static_cast<int32_t>(std::clamp<int64_t>(wanted_room, 1, std::max(1, max_len / 4)));
     const size_t before = prompt.size();
     prompt = truncate_middle(prompt, max_len - room, m.config.context_keep);
     num_truncated = static_cast<int32_t>(before - prompt.size());
     if (num_truncated > 0) {
       built->warnings.push_back(fmt::format("the prompt had {} tokens; {} from its middle were dropped to fit the "
-                                            "context of {} (context_overflow = truncate_middle)",
-                                            before, num_truncated, max_len));
+                                            "context of {} (context_overflow = {})",
+                                            before, num_truncated, max_len, shifting ? "shift" : "truncate_middle"));
     }
   }
-  // max_tokens = 0 needs no room after the prompt.
-  const int32_t longest = request.sampling.max_tokens == 0 ? max_len : max_len - 1;
   if (static_cast<int32_t>(prompt.size()) > longest) {
-    const bool truncation_off = scored && m.config.context_overflow == ContextOverflow::TruncateMiddle;
+    const bool truncation_off = scored && truncating;
     return Error{fmt::format("the prompt has {} token{}; the context holds {} (max model length){}{}", prompt.size(),
                              prompt.size() == 1 ? "" : "s", max_len,
                              static_cast<int32_t>(prompt.size()) == max_len ? ", with no room left for a reply" : "",

@@ -248,8 +248,8 @@ std::vector<SettingSpec> make_table() {
                                                {"stop", "shift", "truncate_middle"})),
                                 "Batching", "When the context is full", "",
                                 "Stop ends a reply at the max model length; shift drops older tokens after the "
-                                "kept start and goes on (needs paged attention); truncate_middle accepts a prompt "
-                                "that is too long by dropping its middle.");
+                                "kept start and goes on (needs paged attention), and cuts a prompt that is too "
+                                "long in its middle so a chat goes on; truncate_middle only cuts such prompts.");
   overflow.choice_labels = {"Stop the reply", "Shift: forget the middle, keep going",
                             "Truncate long prompts in the middle"};
   SettingSpec& keep = words(add(int_row("context_keep", &EngineConfig::context_keep, 0, 1 << 22)), "Batching",

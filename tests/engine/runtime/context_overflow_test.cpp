@@ -284,7 +284,7 @@ TEST_F(ContextOverflowTest, SpeculativeGreedyShiftsAsPlainGreedyDoes) {
   }
 }
 
-TEST_F(ContextOverflowTest, TruncateMiddleKeepsTheStartAndTheEnd) {
+TEST_F(ContextOverflowTest, TruncateMiddleAndShiftKeepTheStartAndTheEndOfALongPrompt) {
   const std::string path = write_model({}, "truncate");
   EngineConfig c = config(path);
   c.context_overflow = ContextOverflow::TruncateMiddle;
@@ -311,6 +311,32 @@ TEST_F(ContextOverflowTest, TruncateMiddleKeepsTheStartAndTheEnd) {
   EXPECT_EQ(events.back().finish, FinishReason::Length);
   EXPECT_EQ(events.back().stats.num_dropped_tokens, 44);
   EXPECT_EQ(events.back().stats.num_prompt_tokens, 56);
+
+  // shift cuts it too, so a chat whose history outgrew the context after a
+  // shift goes on with its next turn: to three quarters of the context (a
+  // shift frees a quarter), whatever max_tokens; a prompt that fits stays whole.
+  c.context_overflow = ContextOverflow::Shift;
+  auto shifting = Engine::create(c);
+  ASSERT_TRUE(shifting.ok());
+  GenerationRequest next;
+  next.prompt_tokens = p;
+  next.sampling.temperature = 0.0f;
+  next.sampling.max_tokens = 4;
+  SubmittedPrompt cut;
+  ASSERT_TRUE((*shifting)->submit(std::move(next), &cut).ok());
+  std::vector<int32_t> want_shift(p.begin(), p.begin() + 10);
+  want_shift.insert(want_shift.end(), p.end() - 38, p.end());  // 48 = 64 - 16 in all
+  EXPECT_EQ(cut.tokens, want_shift);
+  EXPECT_EQ(cut.num_dropped_tokens, 52);
+  ASSERT_FALSE(cut.warnings.empty());
+  EXPECT_NE(cut.warnings[0].find("context_overflow = shift"), std::string::npos) << cut.warnings[0];
+  GenerationRequest fits;
+  fits.prompt_tokens = prompt(63);
+  fits.sampling.max_tokens = 4;
+  SubmittedPrompt whole;
+  ASSERT_TRUE((*shifting)->submit(std::move(fits), &whole).ok());
+  EXPECT_EQ(whole.tokens.size(), 63u);
+  EXPECT_EQ(whole.num_dropped_tokens, 0);
 
   // stop (the default) refuses the same prompt, as before.
   c.context_overflow = ContextOverflow::Stop;
