@@ -291,6 +291,12 @@ QString BlockMapWidget::tooltipFor(int block) const {
                      .arg(s.block_size);
   text += tr("<br>hash %1").arg(b.hash ? QStringLiteral("0x%1").arg(b.hash, 16, 16, QLatin1Char('0')) : tr("none"));
   if (!owners.isEmpty()) text += tr("<br>owners: %1").arg(owners.join(QStringLiteral(", ")));
+  // Held but empty: with paged attention off a request reserves its whole
+  // length up front, so most of its run is such blocks (the waste the
+  // summary's percentage counts); paged, a block is taken as tokens arrive.
+  if (b.state == BlockState::Used && b.fill == 0 && !owners.isEmpty()) {
+    text += tr("<br>reserved, nothing written yet (it waits for the request's later tokens)");
+  }
   if (const BlockTokens held = blockTokens(s, block); held.sequence && !held.ids.empty()) {
     // Positions in the first owner's tokens (a shared block holds the same
     // tokens for all), then their text: a character cut by the block's edge

@@ -48,9 +48,10 @@ PlotsWidget::PlotsWidget(QWidget* parent) : QWidget(parent) {
     plot->yAxis2->ticker()->setTickCount(2);
   }
   kv_->yAxis2->setRange(0, 100 * 1.3);
-  waste_graph_ = addGraph(kv_, tr("waste %"), QColor(200, 60, 60), false, kv_->yAxis2);
-  tokens_per_s_graph_ = addGraph(throughput_, tr("tokens/s"), QColor(40, 120, 200), true);
-  ms_per_step_graph_ = addGraph(throughput_, tr("ms/step"), QColor(230, 140, 30), false, throughput_->yAxis2);
+  // A strip with two axes says in its legend which axis a series reads on.
+  waste_graph_ = addGraph(kv_, tr("waste % (right)"), QColor(200, 60, 60), false, kv_->yAxis2);
+  tokens_per_s_graph_ = addGraph(throughput_, tr("tokens/s (left)"), QColor(40, 120, 200), true);
+  ms_per_step_graph_ = addGraph(throughput_, tr("ms/step (right)"), QColor(230, 140, 30), false, throughput_->yAxis2);
   // Dots, not lines: the two kinds of step interleave when cascade runs on
   // some steps only (auto), and a line would bridge the other kind's steps.
   flat_attention_graph_ = addGraph(attention_, tr("flat ms"), QColor(40, 120, 200), false);
@@ -64,8 +65,11 @@ PlotsWidget::PlotsWidget(QWidget* parent) : QWidget(parent) {
   // 20x a decode step's, which on a linear axis would flatten the decode
   // steps, and with them the cascade-on / cascade-off difference, to a line.
   attention_->yAxis->setScaleType(QCPAxis::stLogarithmic);
-  attention_->yAxis->setTicker(QSharedPointer<QCPAxisTickerLog>::create());
-  attention_->yAxis->ticker()->setTickCount(2);
+  attention_log_ticker_ = QSharedPointer<QCPAxisTickerLog>::create();
+  attention_log_ticker_->setTickCount(2);
+  attention_linear_ticker_ = QSharedPointer<QCPAxisTicker>::create();
+  attention_linear_ticker_->setTickCount(2);
+  attention_->yAxis->setTicker(attention_log_ticker_);
   attention_->yAxis->setRange(0.1, 10);
   applyPalette();
 }
@@ -139,7 +143,7 @@ void PlotsWidget::clear() {
     plot->replot(QCustomPlot::rpQueuedReplot);
   }
   last_step_ = -1;
-  max_seqs_seen_ = max_tokens_seen_ = 1;
+  max_seqs_seen_ = 1;
 }
 
 int PlotsWidget::numPoints() const {
@@ -216,7 +220,6 @@ void PlotsWidget::addSnapshot(const SnapshotPtr& snapshot) {
     const double decode = st.num_decode_tokens;
     token_graphs_[0]->addData(x, prefill + decode);
     token_graphs_[1]->addData(x, decode);
-    max_tokens_seen_ = std::max(max_tokens_seen_, prefill + decode);
     // A step that took no measurable time has no rate; its point is left out
     // (the line bridges it) rather than drawn as infinity.
     if (st.step_time_s > 0) {
@@ -231,7 +234,9 @@ void PlotsWidget::addSnapshot(const SnapshotPtr& snapshot) {
 
   slide(queues_, step, max_seqs_seen_);
   slide(kv_, step, std::max(1, s.kv.num_blocks));
-  slide(tokens_, step, max_tokens_seen_);
+  // Scaled to what the window holds: to the largest step ever, a prefill
+  // of 500 tokens long gone left a batch of 10 decode tokens on the floor.
+  slide(tokens_, step, windowMax(token_graphs_[0], 1));
   // Rates swing (a prefill step moves far more tokens than a decode step), so
   // this strip scales to what its window holds now, not the largest ever.
   slide(throughput_, step, windowMax(tokens_per_s_graph_, 1), windowMax(ms_per_step_graph_, 1));
@@ -241,7 +246,11 @@ void PlotsWidget::addSnapshot(const SnapshotPtr& snapshot) {
   const double attention_max = std::max(windowMax(flat_attention_graph_, 0.1), windowMax(cascade_attention_graph_, 0.1));
   const double attention_min =
       std::min(windowMin(flat_attention_graph_, attention_max), windowMin(cascade_attention_graph_, attention_max));
-  attention_->yAxis->setRange(std::max(attention_min / 2.0, 1e-3), attention_max * 1.5);
+  const QCPRange range(std::max(attention_min / 2.0, 1e-3), attention_max * 1.5);
+  attention_->yAxis->setRange(range);
+  // A log ticker labels only powers of ten: over less than a decade it
+  // showed one label or none. Plain steps there, on the same log scale.
+  attention_->yAxis->setTicker(range.upper / range.lower >= 10 ? attention_log_ticker_ : attention_linear_ticker_);
 }
 
 }  // namespace kvscope::ui

@@ -21,12 +21,14 @@
 
 #include <array>
 
+#include <QSharedPointer>
 #include <QWidget>
 
 #include "engine_types.h"
 
 class QCustomPlot;
 class QCPAxis;
+class QCPAxisTicker;
 class QCPGraph;
 
 namespace kvscope::ui {
@@ -79,10 +81,11 @@ class PlotsWidget : public QWidget {
   QCustomPlot* attention_ = nullptr;
   QCPGraph* flat_attention_graph_ = nullptr;     // ms, steps without a cascade pass
   QCPGraph* cascade_attention_graph_ = nullptr;  // ms, steps with one
+  QSharedPointer<QCPAxisTicker> attention_log_ticker_;     // a range of a decade or more
+  QSharedPointer<QCPAxisTicker> attention_linear_ticker_;  // less
   SpecPlots* spec_ = nullptr;
   double last_step_ = -1;
   double max_seqs_seen_ = 1;
-  double max_tokens_seen_ = 1;
 };
 
 }  // namespace kvscope::ui

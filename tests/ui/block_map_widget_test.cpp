@@ -140,6 +140,18 @@ class BlockMapWidgetTest : public QObject {
     QToolTip::hideText();
   }
 
+  // A block held but not yet written (contiguous mode reserves a request's
+  // whole length) says so: its tooltip read as any used block's.
+  void tooltipSaysAHeldEmptyBlockIsReserved() {
+    auto s = std::make_shared<EngineSnapshot>(*test::makeSnapshot(3, 3, 1));
+    BlockMapWidget w;
+    w.setSnapshot(s);
+    QVERIFY2(!w.tooltipFor(3).contains(QStringLiteral("reserved")), qPrintable(w.tooltipFor(3)));
+    s->blocks[3].fill = 0;
+    w.setSnapshot(s);
+    QVERIFY2(w.tooltipFor(3).contains(QStringLiteral("reserved, nothing written yet")), qPrintable(w.tooltipFor(3)));
+  }
+
   // One block table serves every tensor-parallel rank: the tooltip says a
   // block holds each rank's KV heads, and which are copies; not at tp = 1.
   void tooltipSaysTheBlockHoldsEveryRanksHeads() {

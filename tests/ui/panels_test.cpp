@@ -317,6 +317,37 @@ class PanelsTest : public QObject {
     QCOMPARE(last_only.numPoints(), 7 + 4);
   }
 
+  // The tokens strip scales to what its window holds (a 500-token prefill
+  // long gone once kept 10-token decode steps on the floor), and the
+  // attention strip labels at least two values when its range spans less
+  // than a decade (its log ticker labelled one, or none).
+  void stripsScaleToTheirWindowAndLabelNarrowRanges() {
+    PlotsWidget plots;
+    plots.resize(500, 900);
+    const auto base = test::makeSnapshot(3, 3, 2);
+    const int last = static_cast<int>(PlotsWidget::kWindowSteps) + 100;
+    for (int step = 1; step <= last; ++step) {
+      auto s = std::make_shared<EngineSnapshot>(*base);
+      s->step = static_cast<uint64_t>(step);
+      s->last_step.step = static_cast<uint64_t>(step - 1);
+      s->last_step.num_prefill_tokens = step == 1 ? 500 : 0;
+      s->last_step.num_decode_tokens = step == 1 ? 0 : 10;
+      s->last_step.step_time_s = 0.02;
+      s->last_step.attention_time_s = (0.15 + 0.01 * (step % 10)) / 1000.0;  // 0.15 to 0.24 ms
+      plots.addSnapshot(s);
+    }
+    QCustomPlot* tokens = nullptr;
+    QCustomPlot* attention = nullptr;
+    for (QCustomPlot* strip : plots.findChildren<QCustomPlot*>(QString(), Qt::FindDirectChildrenOnly)) {
+      if (stripPlotTitle(strip)->text() == QStringLiteral("Tokens / step")) tokens = strip;
+      if (stripPlotTitle(strip)->text() == QStringLiteral("Attention / step")) attention = strip;
+    }
+    QVERIFY(tokens && attention);
+    QVERIFY2(tokens->yAxis->range().upper < 20, qPrintable(QString::number(tokens->yAxis->range().upper)));
+    attention->replot();
+    QVERIFY2(attention->yAxis->tickVector().size() >= 2, qPrintable(QString::number(attention->yAxis->tickVector().size())));
+  }
+
   void plotsStayBounded() {
     PlotsWidget plots;
     plots.resize(500, 600);

@@ -156,7 +156,7 @@ class TraceEventModelTest : public QObject {
     QVERIFY(!model.data(model.index(0, TraceEventModel::Step)).isValid());  // before any step
     QCOMPARE(model.data(model.index(2, TraceEventModel::Step)).toLongLong(), qlonglong{12});
     QCOMPARE(cell(model, 2, TraceEventModel::Type), QStringLiteral("copy_on_write"));
-    QCOMPARE(cell(model, 2, TraceEventModel::Request), QStringLiteral("7.1"));
+    QCOMPARE(cell(model, 2, TraceEventModel::Request), QStringLiteral("7 #2"));  // as the tables name it
     QVERIFY(cell(model, 1, TraceEventModel::Request).isEmpty());
     QCOMPARE(cell(model, 0, TraceEventModel::Details), QStringLiteral("admitted, 40 tokens of prompt"));
     QCOMPARE(cell(model, 2, TraceEventModel::Details), QStringLiteral("copy-on-write block 12 -> 40"));

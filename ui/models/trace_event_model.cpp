@@ -6,6 +6,7 @@
 #include <QColor>
 
 #include "models/marked_row_colors.h"
+#include "models/sequence_label.h"
 
 namespace kvscope::ui {
 
@@ -159,7 +160,10 @@ QVariant TraceEventModel::data(const QModelIndex& index, int role) const {
     case Type: return QString::fromLatin1(engine_event_type_name(e.type));
     case Request:
       if (e.request == 0) return {};
-      return QStringLiteral("%1.%2").arg(e.request).arg(e.index);
+      // Named as the tables name it ("7", "7 #2"): "7.0" read as a decimal.
+      // An event does not say whether its request has siblings, so a first
+      // completion is "7" even where the tables write "7 #1".
+      return sequenceLabel(e.request, e.index, e.index > 0);
     case Details: return describe(e);
     default: return {};
   }
