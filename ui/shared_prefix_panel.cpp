@@ -80,12 +80,16 @@ void SharedPrefixPanel::showAttention() {
                .arg(last_timed_->step)
                .arg(last_timed_->attention_s * 1000.0, 0, 'f', 2);
   else time = tr("attention time not measured");
+  // Its number: after a workload the last step is history, and beside "no
+  // blocks are shared now" its cascade pass read as a contradiction.
+  const QString which = tr("Last step (%1)").arg(st.step);
   if (st.num_cascade_groups == 0) {
-    attention_->setText(tr("Last step: %1 · no cascade pass (each sequence read its whole prefix).").arg(time));
+    attention_->setText(tr("%1: %2 · no cascade pass (each sequence read its whole prefix).").arg(which, time));
     return;
   }
-  attention_->setText(tr("Last step: %1 · cascade: %2 pass(es) for %3 sequences, %4 shared tokens, "
-                         "%5 of K/V not read.")
+  attention_->setText(tr("%1: %2 · cascade: %3 pass(es) for %4 sequences, %5 shared tokens, "
+                         "%6 of K/V not read.")
+                          .arg(which)
                           .arg(time)
                           .arg(st.num_cascade_groups)
                           .arg(st.num_cascade_seqs)

@@ -272,7 +272,9 @@ QVariant SharedPrefixModel::headerData(int section, Qt::Orientation orientation,
   }
   if (role == Qt::ToolTipRole && section == KvNotRead) {
     return tr("K/V the last step did not read thanks to the shared pass: the engine's count for the step, "
-              "shared out over its passes by (sequences - 1) × shared tokens");
+              "shared out over its passes by (sequences - 1) × shared tokens. Less than that ideal when the "
+              "pass is split into pieces for the CPU's threads or the GPU's blocks: each piece reads the "
+              "prefix once for its own sequences");
   }
   if (role != Qt::DisplayRole) return {};
   switch (section) {
