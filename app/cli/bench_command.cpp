@@ -33,6 +33,7 @@
 
 #include "bench_util.h"
 #include "common_options.h"
+#include "file_args.h"
 #include "memory_bandwidth.h"
 
 namespace kvscope::cli {
@@ -231,6 +232,13 @@ nlohmann::ordered_json request_json(const std::vector<int32_t>& prompt, const Be
 }
 
 int run_bench(const BenchOptions& o) {
+  // Before the runs, not after minutes of them: a path that cannot be written.
+  if (!o.out.empty()) {
+    if (Status s = check_output_file(o.out); !s.ok()) {
+      print_error(fmt::format("--out: {}", s.error()));
+      return kExitUsage;
+    }
+  }
   int rc = kExitOk;
   std::unique_ptr<Engine> engine = open_engine(o.engine, rc);
   if (!engine) return rc;

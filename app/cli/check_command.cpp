@@ -7,6 +7,7 @@
 //   kvscope-cli check -p "The capital of France is" --a "cascade=off,concurrency=16" --b "cascade=on,concurrency=16" --json
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -16,6 +17,7 @@
 #include "common_options.h"
 #include "file_args.h"
 #include "kvscope/invariance_check.h"
+#include "kvscope/sampling_params.h"
 #include "kvscope/setting_table.h"
 
 namespace kvscope::cli {
@@ -284,8 +286,17 @@ Command add_check_command(CLI::App& parent) {
   cmd->add_option("-n,--max-tokens", o->max_tokens, "tokens generated per prompt")
       ->check(CLI::Range(1, 1 << 20))
       ->capture_default_str();
+  // Checked as generate checks it, by SamplingParams::validate (CLI11's
+  // NonNegativeNumber printed its range up to DBL_MAX, all 309 digits).
   cmd->add_option("--temp,--temperature", o->temperature, "the checked request's temperature (0: greedy)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(CLI::Validator(
+          [](const std::string& text) -> std::string {
+            SamplingParams p;
+            p.temperature = std::strtof(text.c_str(), nullptr);
+            const Status valid = p.validate();
+            return valid.ok() ? std::string() : valid.error();
+          },
+          "", "temperature"))
       ->capture_default_str();
   cmd->add_option_function<std::string>(
          "--seed", [o](const std::string& text) { o->seed = parse_seed(text); },

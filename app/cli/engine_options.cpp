@@ -26,11 +26,15 @@ void add_engine_options(CLI::App& cmd, EngineOptions& opts) {
     const std::string key = spec.key;
     if (spec.type == SettingType::Bool) {
       const bool on = std::get<bool>(spec.get(opts.defaults));
-      cmd.add_flag_callback(name, [&opts, key] { opts.given[key] = "true"; },
-                            option_help(spec) + (on ? " (the default)" : ""));
+      CLI::Option* positive = cmd.add_flag_callback(name, [&opts, key] { opts.given[key] = "true"; },
+                                                    option_help(spec) + (on ? " (the default)" : ""));
       if (!spec.cli_negation.empty()) {
-        cmd.add_flag_callback("--" + spec.cli_negation, [&opts, key] { opts.given[key] = "false"; },
-                              fmt::format("{} off{}", spec.label, on ? "" : " (the default)"));
+        CLI::Option* negative =
+            cmd.add_flag_callback("--" + spec.cli_negation, [&opts, key] { opts.given[key] = "false"; },
+                                  fmt::format("{} off{}", spec.label, on ? "" : " (the default)"));
+        // Both given is a mistake to say, not settle: the flags' callbacks run
+        // in the order they were defined, so "off" always won, silently.
+        negative->excludes(positive);
       }
       continue;
     }

@@ -53,8 +53,8 @@ std::string plan_text(const KvPlan& p, const EngineConfig& c, int32_t model_cont
   for (const SettingProblem& problem : p.problems) out += fmt::format("KV plan     does not fit: {}\n", problem.message);
   if (!p.ok()) return out;
   const bool pool_caps = c.max_model_len == 0 && p.max_model_len < model_context;
-  out += fmt::format("KV plan     {} blocks of {} tokens ({} each) = {}, {} tokens; max model length {}{}\n",
-                     p.num_blocks, c.block_size, human_bytes(static_cast<uint64_t>(p.bytes_per_block)),
+  out += fmt::format("KV plan     {} block{} of {} tokens ({} each) = {}, {} tokens; max model length {}{}\n",
+                     p.num_blocks, p.num_blocks == 1 ? "" : "s", c.block_size, human_bytes(static_cast<uint64_t>(p.bytes_per_block)),
                      human_bytes(static_cast<uint64_t>(p.pool_bytes)), p.num_blocks * c.block_size, p.max_model_len,
                      pool_caps ? fmt::format(" (what the pool holds; the model's context is {})", model_context)
                                : std::string());

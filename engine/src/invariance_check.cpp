@@ -284,11 +284,18 @@ std::vector<std::string> InvarianceReport::unexercised() const {
       // A group's prefix is whole shared blocks already computed, rounded
       // down to attention tiles (runtime/cascade_plan.h): the block that
       // holds a prompt's last token is never shared.
-      notes.push_back(fmt::format("{}: cascade = {}, but no step ran a cascade pass (sequences running together "
-                                  "must share at least {} computed tokens of whole {}-token blocks: longer prompts "
-                                  "with a common start, of {} tokens or more)",
-                                  name, cascade_mode_name(c.cascade), kAttentionTile, c.block_size,
-                                  (kAttentionTile + c.block_size - 1) / c.block_size * c.block_size + 1));
+      // Sequences share blocks only when paged through the prefix cache
+      // (the checker's runs are separate requests): name that cause first.
+      const std::string why =
+          !c.paged ? std::string("paged attention is off: a contiguous request shares no block")
+          : !c.prefix_caching
+              ? std::string("prefix caching is off: separate requests share no block")
+              : fmt::format("sequences running together must share at least {} computed tokens of whole "
+                            "{}-token blocks: longer prompts with a common start, of {} tokens or more",
+                            kAttentionTile, c.block_size,
+                            (kAttentionTile + c.block_size - 1) / c.block_size * c.block_size + 1);
+      notes.push_back(fmt::format("{}: cascade = {}, but no step ran a cascade pass ({})", name,
+                                  cascade_mode_name(c.cascade), why));
     }
     if (side.concurrency > 1 && side.concurrency != other.concurrency && stats.max_batch_seqs <= 1) {
       notes.push_back(fmt::format("{}: concurrency = {}, but no step ran more than one sequence", name,

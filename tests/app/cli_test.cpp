@@ -68,6 +68,9 @@ TEST(CliUsage, BadArgumentsExitWithTwo) {
       {"generate", "-p", ""},
       {"bench", "--repeats", "0"},
       {"bench", "--concurrency", "0"},
+      {"generate", "--paging", "--no-paging", "-p", "x"},  // both: "off" used to win silently
+      {"check", "-p", "x", "--temp", "-1"},
+      {"bench", "--out", "/nonexistent-dir/b.json"},  // refused before the runs
   };
   for (const auto& args : cases) {
     auto r = run_cli(args);

@@ -178,6 +178,29 @@ TEST(InvarianceReport, NamesWhatASideAskedForButNeverDid) {
   EXPECT_EQ(notes[0].rfind("b: prefix caching is on, but no prompt token came from the cache", 0), 0u) << notes[0];
 }
 
+// A cascade that could not run says why: no shared blocks without paging or
+// without the prefix cache, and only then the prefix length it needs.
+TEST(InvarianceReport, AnIdleCascadeNamesItsCause) {
+  InvarianceReport r;
+  r.a.config.cascade = CascadeMode::On;
+  r.b.config.cascade = CascadeMode::Off;
+  r.a.config.paged = false;
+  std::vector<std::string> notes = r.unexercised();
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].find("(paged attention is off: a contiguous request shares no block)"), std::string::npos)
+      << notes[0];
+  r.a.config.paged = true;
+  r.a.config.prefix_caching = r.b.config.prefix_caching = false;
+  notes = r.unexercised();
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].find("(prefix caching is off: separate requests share no block)"), std::string::npos)
+      << notes[0];
+  r.a.config.prefix_caching = r.b.config.prefix_caching = true;
+  notes = r.unexercised();
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].find("must share at least"), std::string::npos) << notes[0];
+}
+
 TEST(CompareRuns, IdenticalRunsAreIdenticalWithNoLogitDifference) {
   const GenerationRecord a = record({1, 2, 0}, {{0, 1, 0}, {0, 0, 1}, {1, 0, 0}});
   const PromptVerdict v = compare_runs(a, a);
