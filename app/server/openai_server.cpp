@@ -11,8 +11,11 @@
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
+#include <memory>
+#include <optional>
 #include <random>
 #include <regex>
+#include <string>
 #include <string_view>
 #include <sys/socket.h>
 #include <thread>
@@ -53,6 +56,38 @@ void send_error(Response& res, const ApiError& e) {
 }
 
 void send_json(Response& res, const Json& j) { res.set_content(dump(j), "application/json"); }
+
+// Sends `e` and ends the connection after it. httplib closes a connection
+// only when the request asks it to, whatever the response's Connection
+// header says, but it does close one whose content provider fails: this
+// provider writes the whole body, then fails.
+void send_error_and_close(Response& res, const ApiError& e) {
+  res.status = e.status;
+  auto body = std::make_shared<std::string>(e.body());
+  res.set_header("Connection", "close");
+  res.set_content_provider(body->size(), "application/json",
+                           [body](size_t offset, size_t length, httplib::DataSink& sink) {
+                             sink.write(body->data() + offset, length);
+                             return false;
+                           });
+}
+
+// A request body the server will not read, because its size is known only
+// once it has been read: chunked (411) or compressed (415). httplib holds
+// only a Content-Length to the body limit, so a chunked body was read whole
+// and a gzip one expanded whole (a 40 KB gzip took 2.8 GB). Methods without a
+// body are not asked.
+std::optional<ApiError> unread_body_refusal(const Request& req) {
+  if (req.method == "GET" || req.method == "HEAD" || req.method == "OPTIONS") return std::nullopt;
+  if (req.has_header("Transfer-Encoding")) return length_required();
+  std::string encoding = req.get_header_value("Content-Encoding");
+  encoding.erase(0, encoding.find_first_not_of(" \t"));
+  encoding.erase(encoding.find_last_not_of(" \t") + 1);
+  std::string lower = encoding;
+  for (char& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  if (!lower.empty() && lower != "identity") return encoded_body_refused(encoding);
+  return std::nullopt;
+}
 
 // Compares in time independent of where the strings differ, so that the key
 // cannot be guessed a byte at a time from response times.
@@ -144,7 +179,8 @@ struct OpenAiServer::Impl {
         return HandlerResponse::Handled;
       }
       res.set_header("Access-Control-Allow-Origin", origin);
-      res.set_header("Vary", "Origin");
+      // The preflight's allowed headers echo the request's (below).
+      res.set_header("Vary", req.method == "OPTIONS" ? "Origin, Access-Control-Request-Headers" : "Origin");
       if (req.method == "OPTIONS") {  // the preflight
         res.status = 204;
         res.set_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
@@ -161,19 +197,10 @@ struct OpenAiServer::Impl {
       send_error(res, invalid_api_key());
       return HandlerResponse::Handled;
     }
-    // httplib holds only a Content-Length to the body limit: a chunked body
-    // was read whole, and a gzip one expanded whole, whatever its size (a
-    // 40 KB gzip of 40 MiB took 2.8 GB). Refused here, before the body is read.
-    // The body stays unread, so the connection cannot carry another request.
-    if (req.has_header("Transfer-Encoding")) {
-      send_error(res, length_required());
-      res.set_header("Connection", "close");
-      return HandlerResponse::Handled;
-    }
-    const std::string encoding = req.get_header_value("Content-Encoding");
-    if (!encoding.empty() && encoding != "identity") {
-      send_error(res, encoded_body_refused(encoding));
-      res.set_header("Connection", "close");
+    // Refused before the body is read; the body then stays unread, so the
+    // connection cannot carry another request and is closed.
+    if (std::optional<ApiError> refusal = unread_body_refusal(req)) {
+      send_error_and_close(res, *refusal);
       return HandlerResponse::Handled;
     }
     return HandlerResponse::Unhandled;
@@ -182,7 +209,7 @@ struct OpenAiServer::Impl {
   // httplib's own errors (no route, a body over the limit, a malformed
   // request) come here with an empty body; the server's have one already.
   HandlerResponse on_error(const Request& req, Response& res) {
-    if (!res.body.empty()) return HandlerResponse::Unhandled;
+    if (!res.body.empty() || res.content_length_ > 0) return HandlerResponse::Unhandled;
     if (res.status == 404) {
       const std::string allowed = methods_of(req.path);
       if (allowed.empty()) {
@@ -234,6 +261,17 @@ struct OpenAiServer::Impl {
 
   void install_routes() {
     http.set_pre_routing_handler([this](const Request& req, Response& res) { return before_routing(req, res); });
+    // A client that waits for "100 Continue" before sending its body (curl
+    // does, for a chunked upload) hears the refusal instead: httplib asks
+    // this before the pre-routing handler, and would otherwise invite the
+    // body. (The key and origin checks come after, in before_routing.)
+    http.set_expect_100_continue_handler([](const Request& req, Response& res) {
+      if (std::optional<ApiError> refusal = unread_body_refusal(req)) {
+        send_error_and_close(res, *refusal);
+        return refusal->status;
+      }
+      return 100;
+    });
     http.set_error_handler(httplib::Server::HandlerWithResponse(
         [this](const Request& req, Response& res) { return on_error(req, res); }));
     http.set_exception_handler([](const Request&, Response& res, std::exception_ptr thrown) {

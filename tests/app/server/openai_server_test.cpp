@@ -12,7 +12,11 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
+#include <thread>
+
+#include <fmt/format.h>
 
 #include "openai_server_fixture.h"
 #include "support/tiny_model.h"
@@ -21,34 +25,39 @@
 namespace kvscope {
 namespace {
 
-// Sends `request` as bytes on a new connection to the loopback port and
-// returns the response: its head and Content-Length bytes of body (or what
-// came before the server closed or went quiet for 2 s).
-std::string exchange_raw(int port, const std::string& request) {
+// What came back for a request sent as bytes: the response (its head and
+// Content-Length bytes of body), and whether the server then closed the
+// connection (rather than keeping it open for 2 s).
+struct RawExchange {
+  std::string reply;
+  bool closed = false;
+};
+
+// Sends `request` on a new connection to the loopback port, then `more`
+// 300 ms later (the body of a request the server may have refused by then).
+RawExchange exchange_raw(int port, const std::string& request, const std::string& more = "") {
+  RawExchange out;
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return "socket() failed";
+  if (fd < 0) return out;
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(static_cast<uint16_t>(port));
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  std::string reply;
   if (::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) == 0 &&
       ::send(fd, request.data(), request.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(request.size())) {
+    if (!more.empty()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      ::send(fd, more.data(), more.size(), MSG_NOSIGNAL);
+    }
     timeval quiet{2, 0};
     ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &quiet, sizeof(quiet));
     char buffer[4096];
-    for (ssize_t n; (n = ::recv(fd, buffer, sizeof(buffer), 0)) > 0;) {
-      reply.append(buffer, static_cast<size_t>(n));
-      const size_t body = reply.find("\r\n\r\n");
-      const size_t length = reply.find("Content-Length: ");
-      if (body != std::string::npos && length != std::string::npos && length < body &&
-          reply.size() >= body + 4 + std::stoul(reply.substr(length + 16))) {
-        break;
-      }
-    }
+    ssize_t n = 0;
+    while ((n = ::recv(fd, buffer, sizeof(buffer), 0)) > 0) out.reply.append(buffer, static_cast<size_t>(n));
+    out.closed = n == 0;
   }
   ::close(fd);
-  return reply;
+  return out;
 }
 
 using nlohmann::json;
@@ -366,12 +375,32 @@ TEST(OpenAiServerLimits, ApiKeyBodyLimitAndOrigins) {
   // A body whose size is known only once read is refused before it is: sent
   // in chunks, or compressed (a small gzip can expand to gigabytes).
   // Only the head of a chunked request is sent: the answer must come before
-  // any of its body is read.
+  // any of its body is read, and the connection then closes (what follows
+  // on it is body, not a request).
   const std::string head = "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer sekrit\r\n"
                            "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n";
-  const std::string chunked = exchange_raw(port, head);
-  EXPECT_EQ(chunked.rfind("HTTP/1.1 411", 0), 0u) << chunked;
-  EXPECT_NE(chunked.find("\"length_required\""), std::string::npos) << chunked;
+  const RawExchange chunked = exchange_raw(port, head);
+  EXPECT_EQ(chunked.reply.rfind("HTTP/1.1 411", 0), 0u) << chunked.reply;
+  EXPECT_NE(chunked.reply.find("\"length_required\""), std::string::npos) << chunked.reply;
+  EXPECT_TRUE(chunked.closed);
+  // A compressed body that arrives after the refusal is not run as a request.
+  const std::string inner = "GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer sekrit\r\n\r\n";
+  const RawExchange smuggled = exchange_raw(
+      port,
+      fmt::format("POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer sekrit\r\n"
+                  "Content-Type: application/json\r\nContent-Encoding: GZIP\r\nContent-Length: {}\r\n\r\n",
+                  inner.size()),
+      inner);
+  EXPECT_EQ(smuggled.reply.rfind("HTTP/1.1 415", 0), 0u) << smuggled.reply;
+  EXPECT_EQ(smuggled.reply.find("HTTP/1.1 200"), std::string::npos) << smuggled.reply;
+  EXPECT_TRUE(smuggled.closed);
+  // curl waits for "100 Continue" before a chunked body: it hears 411 instead.
+  const RawExchange expecting = exchange_raw(port, head.substr(0, head.size() - 2) + "Expect: 100-continue\r\n\r\n");
+  EXPECT_EQ(expecting.reply.rfind("HTTP/1.1 411", 0), 0u) << expecting.reply;
+  // A GET is not asked about a body: a client's default header does not refuse it.
+  const RawExchange get = exchange_raw(
+      port, "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Encoding: gzip\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(get.reply.rfind("HTTP/1.1 200", 0), 0u) << get.reply;
   httplib::Headers gzipped = key;
   gzipped.emplace("Content-Encoding", "gzip");
   const Reply compressed = http_post(port, "/v1/completions", body, gzipped);
