@@ -19,8 +19,12 @@ namespace kvscope::ui {
 ServerDialog::ServerDialog(QWidget* parent) : QDialog(parent) {
   setWindowTitle(tr("Server"));
   setObjectName(QStringLiteral("serverDialog"));
-  // Each path on one line: word wrap breaks after a slash ("/v1/" above "completions").
-  const auto path = [](const char* p) { return QStringLiteral("<span style=\"white-space:nowrap\">%1</span>").arg(QLatin1String(p)); };
+  // Each path on one line: word wrap breaks at a slash ("/v1/" above
+  // "completions"), and Qt's rich text ignores white-space:nowrap on a span;
+  // a word joiner (U+2060) on each side of a slash forbids the break.
+  const auto path = [](const char* p) {
+    return QString::fromLatin1(p).replace(QLatin1Char('/'), QStringLiteral("\u2060/\u2060"));
+  };
   auto* intro = new QLabel(tr("Serve the loaded model over an OpenAI-compatible API (%1, %2, %3, %4). Its requests "
                               "join the chat's batch: the block map, plots and trace show them, and the Sequences "
                               "table tags them <i>server</i>.")

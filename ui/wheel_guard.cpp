@@ -31,9 +31,10 @@ QWidget* inertPlot(QObject* watched) {
   return plot && !plot->interactions().testFlag(QCP::iRangeZoom) ? plot : nullptr;
 }
 
+// The scrolled area `w` sits in, within its own window.
 QAbstractScrollArea* scrolledAreaOf(QWidget* w) {
-  for (QWidget* p = w->parentWidget(); p; p = p->parentWidget()) {
-    if (auto* area = qobject_cast<QAbstractScrollArea*>(p)) return area;
+  for (QWidget* p = w; !p->isWindow() && p->parentWidget(); p = p->parentWidget()) {
+    if (auto* area = qobject_cast<QAbstractScrollArea*>(p->parentWidget())) return area;
   }
   return nullptr;
 }
@@ -59,7 +60,8 @@ bool WheelGuard::eventFilter(QObject* watched, QEvent* event) {
   if (event->type() != QEvent::Wheel) return false;
   if (QWidget* plot = inertPlot(watched)) {
     QAbstractScrollArea* area = scrolledAreaOf(plot);
-    if (!area) return false;
+    // (A plot that is the area's viewport itself would get the event back.)
+    if (!area || area->viewport() == plot) return false;
     // Given to the area's viewport directly: the plot would not pass it up.
     const auto* wheel = static_cast<QWheelEvent*>(event);
     QWheelEvent moved(area->viewport()->mapFromGlobal(wheel->globalPosition()), wheel->globalPosition(),

@@ -324,19 +324,18 @@ class GgufParser {
     file_.data_offset_ = data_offset;
     if (file_.tensors_.empty()) return true;  // a file with no tensors may end unpadded
     if (data_offset > file_.size_) {
-      return fail(fmt::format("the file looks truncated (an incomplete download or copy?): the data section "
-                              "would start at offset {}, past the end of the file ({} bytes)",
+      return fail(fmt::format("the file is shorter than its header says (cut short, as by an incomplete download "
+                              "or copy, or corrupt): the data section would start at offset {}, past the end of "
+                              "the file ({} bytes)",
                               data_offset, file_.size_));
     }
     const uint64_t data_bytes = file_.size_ - data_offset;
     for (GgufTensorInfo& t : file_.tensors_) {
       if (t.offset > data_bytes || t.num_bytes > data_bytes - t.offset) {
-        // A tensor that starts in the file and ends past it: the file was cut
-        // short, the likeliest cause being a download or copy that stopped.
-        const char* why = t.offset <= data_bytes ? "the file looks truncated (an incomplete download or copy?): " : "";
-        return fail(fmt::format("{}tensor '{}': {} bytes at data offset {} run past the end of the file (the data "
-                                "section holds {} bytes from file offset {})",
-                                why, t.name, t.num_bytes, t.offset, data_bytes, data_offset));
+        return fail(fmt::format("the file is shorter than its tensor table says (cut short, as by an incomplete "
+                                "download or copy, or corrupt): tensor '{}': {} bytes at data offset {} run past "
+                                "the end of the file (the data section holds {} bytes from file offset {})",
+                                t.name, t.num_bytes, t.offset, data_bytes, data_offset));
       }
       t.data = file_.data_ + data_offset + t.offset;
     }
