@@ -171,13 +171,8 @@ int run_chat(const ChatOptions& options) {
     }
     history.push_back({"assistant", reply.text});
     if (reply.text.empty() || reply.text.back() != '\n') write_stdout("\n");
-    // Said whether or not stderr is a terminal (unlike the stats line): the
-    // model no longer sees what was dropped.
-    if (reply.stats.num_context_shifts > 0) {
-      fmt::print(stderr, "kvscope-cli: note: the context was full: {} shift{}, {} tokens dropped from its middle in all\n",
-                 reply.stats.num_context_shifts, reply.stats.num_context_shifts == 1 ? "" : "s",
-                 reply.stats.num_dropped_tokens);
-    }
+    // Said whether or not stderr is a terminal (unlike the stats line).
+    print_context_notes(reply.stats, reply.finish);
     print_stats(reply);
     if (reply.quit) break;
   }

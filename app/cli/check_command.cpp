@@ -195,6 +195,13 @@ int run_check(const CheckOptions& o) {
     print_error("no prompts: give --prompts FILE (prompts separated by blank lines) or -p TEXT");
     return kExitUsage;
   }
+  // An empty -p is a usage error, as generate's is, not a failed run.
+  for (const std::string& p : prompts) {
+    if (p.find_first_not_of(" \t\r\n") == std::string::npos) {
+      print_error("a prompt is empty: give it some text");
+      return kExitUsage;
+    }
+  }
 
   Result<EngineConfig> base = engine_config_from(o.engine);
   if (!base.ok()) {

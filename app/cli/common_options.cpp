@@ -67,6 +67,19 @@ std::string human_bytes(uint64_t bytes) {
 
 void print_error(std::string_view message) { fmt::print(stderr, "kvscope-cli: error: {}\n", message); }
 
+void print_context_notes(const RequestStats& stats, FinishReason finish) {
+  if (stats.num_context_shifts > 0) {
+    fmt::print(stderr, "kvscope-cli: note: the context was full: {} shift{}, {} tokens dropped from its middle in all\n",
+               stats.num_context_shifts, stats.num_context_shifts == 1 ? "" : "s", stats.num_dropped_tokens);
+  }
+  if (finish == FinishReason::ContextFull) {
+    fmt::print(stderr,
+               "kvscope-cli: note: the reply stopped where the context was full ({} tokens); --ctx raises the "
+               "limit, --context-overflow shift goes on past it\n",
+               stats.num_context_tokens);
+  }
+}
+
 void write_stdout(std::string_view text) {
   std::fwrite(text.data(), 1, text.size(), stdout);
   std::fflush(stdout);

@@ -46,6 +46,11 @@ std::string human_bytes(uint64_t bytes);
 // Prints "kvscope-cli: error: <message>" on stderr.
 void print_error(std::string_view message);
 
+// Notes on stderr when a reply met the end of its context: the context
+// shifted (tokens dropped from its middle), or it stopped there. A streamed
+// reply otherwise just ends, and the model silently forgets what a shift dropped.
+void print_context_notes(const RequestStats& stats, FinishReason finish);
+
 // Writes text to stdout at once (streamed replies).
 void write_stdout(std::string_view text);
 

@@ -162,8 +162,9 @@ int run_generate(const GenerateOptions& o) {
   }
   if (o.json) {
     write_stdout(dump_json(outcome_json(submitted, out, engine->warnings())) + "\n");
-  } else if (!out.text.empty() && out.text.back() != '\n') {
-    write_stdout("\n");
+  } else {
+    if (!out.text.empty() && out.text.back() != '\n') write_stdout("\n");
+    print_context_notes(out.stats, out.finish);  // --json has them in "context" and "finish_reason"
   }
   return kExitOk;
 }
