@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <tuple>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -93,6 +94,15 @@ void print_text_report(const InvarianceReport& report, const std::string& model)
                          token_label(v.token_b, v.token_text_b), logit_diff_text(v.max_logit_diff));
       out += fmt::format("  a: '{}' ({})\n", escaped(v.text_a), v.finish_a);
       out += fmt::format("  b: '{}' ({})\n", escaped(v.text_b), v.finish_b);
+      // One side ran out of room where the other went on: the settings hold
+      // different contexts, which is not a numerical difference.
+      for (const auto& [name, token, finish] : {std::tuple{"a", v.token_a, v.finish_a}, std::tuple{"b", v.token_b, v.finish_b}}) {
+        if (token < 0 && finish == "context_full") {
+          out += fmt::format("  ({} stopped where its context was full: the two settings hold different contexts; "
+                             "the tokens before agree)\n",
+                             name);
+        }
+      }
     }
   }
   // What each side's runs did: the setting under test must have engaged for

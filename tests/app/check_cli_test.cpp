@@ -99,6 +99,18 @@ TEST_F(CheckCli, OtherWeightsDivergeWithExitThree) {
   EXPECT_THAT(r.out, HasSubstr("0 of 2 prompts identical; the outputs DIVERGE"));
 }
 
+// A side whose context is too short for the reply stops where the other
+// goes on: still a divergence (exit 3), and the report says it is one of room,
+// not of numbers.
+TEST_F(CheckCli, ASideThatRanOutOfContextIsSaidToHaveStoppedThere) {
+  const test::CliResult r = run_cli({"check", "--model", model_, "-p", "Hi", "-n", "8", "--threads", "1", "--a",
+                                     "max_model_len=6", "--b", ""});
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("(context_full)"));
+  EXPECT_THAT(r.out, HasSubstr("(a stopped where its context was full: the two settings hold different contexts"));
+  EXPECT_THAT(r.out, Not(HasSubstr("(b stopped where")));
+}
+
 TEST_F(CheckCli, JsonCarriesTheVerdicts) {
   const test::CliResult r = run_cli(args({"--a", "paged=on", "--b", "kv_mode=contiguous", "--json"}));
   ASSERT_EQ(r.exit_code, 0) << r.err;
