@@ -97,6 +97,9 @@ QCustomPlot* makeStripPlot(QWidget* parent, const QString& title, double window_
   header->addElement(0, 1, plot->legend);
   header->setColumnStretchFactor(0, 1.0);
   header->setColumnStretchFactor(1, 0.01);  // the legend as wide as its items; the title centred in the rest
+  // A taller strip gives its height to the axes, not to the title row: at
+  // equal stretch the row took half of it, and the legend's box grew with it.
+  plot->plotLayout()->setRowStretchFactor(0, 0.001);
   plot->legend->setVisible(true);
   QFont legend_font = font;
   legend_font.setPointSizeF(legend_font.pointSizeF() * 0.85);

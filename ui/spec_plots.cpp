@@ -131,6 +131,11 @@ SpecPlots::Series& SpecPlots::seriesFor(kvscope::SpecMethod method) {
   series.graph = acceptance_->addGraph();
   series.graph->setName(QString::fromStdString(name));
   series.graph->setPen(QPen(kSeriesColors[static_cast<size_t>(series_order_.size()) % kSeriesColors.size()], 1.5));
+  // A point per verifying step, held until the next: verifications can be
+  // rare (a paused method verifies seldom), and a slope drawn between two of
+  // them read as a gradual trend.
+  series.graph->setLineStyle(QCPGraph::lsStepLeft);
+  series.graph->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, 4));
   series_order_ << QString::fromStdString(name);
   return series;
 }

@@ -291,6 +291,16 @@ class PanelsTest : public QObject {
       QVERIFY2(box.right() <= strip->width(), qPrintable(stripPlotTitle(strip)->text()));
       QVERIFY(box.top() < strip->axisRect()->rect().top());
     }
+    // A strip made taller gives the height to its axes: the legend's box
+    // stays its own size (at equal stretch the title row took half).
+    QCustomPlot* strip = strips.front();
+    strip->setMinimumHeight(420);
+    plots.resize(plots.width(), 1400);
+    QTRY_VERIFY(strip->height() >= 420);
+    strip->replot();
+    const int legend_height = strip->legend->outerRect().height();
+    QVERIFY2(legend_height <= 2 * strip->legend->minimumOuterSizeHint().height(),
+             qPrintable(QStringLiteral("legend %1 px in a %2 px strip").arg(legend_height).arg(strip->height())));
   }
 
   void plotsShowEveryStepOfASnapshot() {
