@@ -255,7 +255,21 @@ void BlockMapWidget::paintEvent(QPaintEvent* event) {
       const QColor ink = contrastRatio(style.fill, Qt::white) >= contrastRatio(style.fill, Qt::black)
                              ? QColor(Qt::white) : QColor(Qt::black);
       p.setPen(ink);
-      p.drawText(r, Qt::AlignCenter, QString::number(position));
+      // Three digits and more were cut at the cell's edges ("110" as "11("):
+      // such a number is drawn smaller, to fit the cell.
+      const QString label = QString::number(position);
+      const int room = r.width() - 2;
+      const int advance = p.fontMetrics().horizontalAdvance(label);
+      if (advance > room && room > 0) {
+        p.save();
+        QFont smaller = p.font();
+        smaller.setPixelSize(std::max(5, smaller.pixelSize() * room / advance));
+        p.setFont(smaller);
+        p.drawText(r, Qt::AlignCenter, label);
+        p.restore();
+      } else {
+        p.drawText(r, Qt::AlignCenter, label);
+      }
     }
   }
 }
