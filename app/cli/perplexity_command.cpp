@@ -25,6 +25,8 @@
 #include "bench_util.h"
 #include "common_options.h"
 #include "file_args.h"
+#include "kvscope/kv_plan.h"
+#include "kvscope/setting_table.h"
 #include "logprobs.h"
 
 namespace kvscope::cli {
@@ -66,8 +68,18 @@ int run_perplexity(const PerplexityOptions& o) {
   std::unique_ptr<Engine> engine = open_engine(o.engine, rc);
   if (!engine) return rc;
   if (o.window > engine->config().max_model_len) {
-    print_error(fmt::format("--window {} does not fit the context of {} tokens (--ctx)", o.window,
-                            engine->config().max_model_len));
+    // Name what set the limit: --ctx when given, else the KV pool when it
+    // holds less than the model's context, else the model itself.
+    const ModelInfo info = engine->model_info();
+    std::string why = "--ctx";
+    if (!o.engine.given.count("max_model_len")) {
+      const SettingSpec* pool = find_setting(pool_sizing_setting(engine->config(), info.backend == "cuda"));
+      why = engine->config().max_model_len < info.context_length && pool != nullptr
+                ? fmt::format("the KV pool holds no more; raise --{}", pool->cli_option())
+                : std::string("the model's context");
+    }
+    print_error(fmt::format("--window {} does not fit the context of {} tokens ({})", o.window,
+                            engine->config().max_model_len, why));
     return kExitUsage;
   }
 
@@ -87,8 +99,10 @@ int run_perplexity(const PerplexityOptions& o) {
   // choice: every scored token sees more than half a window of context).
   const int32_t first = o.window / 2;
   if (!o.json) {
-    fmt::print(stderr, "perplexity: {} windows of {} tokens, {} tokens scored in each, from {} ({} tokens)\n",
-               num_windows, o.window, o.window - first - 1, o.file, tokens.size());
+    fmt::print(stderr,
+               "perplexity: {} window{} of {} tokens, {} tokens scored in each, from {} ({} tokens); the running "
+               "perplexity over the windows so far, as each ends (--json also gives each window's own):\n",
+               num_windows, num_windows == 1 ? "" : "s", o.window, o.window - first - 1, o.file, tokens.size());
   }
 
   std::vector<WindowScore> scores(static_cast<size_t>(num_windows));

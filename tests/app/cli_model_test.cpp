@@ -185,7 +185,11 @@ TEST(CliPerplexity, RefusesWhatItCannotScore) {
   EXPECT_THAT(r.err, HasSubstr("fewer than one window of 128"));
   r = run_cli({"perplexity", "--model", model, "-f", short_text, "--window", "4096", "--ctx", "1024"});
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_THAT(r.err, HasSubstr("does not fit the context of 1024"));
+  EXPECT_THAT(r.err, HasSubstr("does not fit the context of 1024 tokens (--ctx)"));
+  // A context the KV pool caps names the pool's setting, not --ctx.
+  r = run_cli({"perplexity", "--model", model, "-f", short_text, "--window", "100", "--kv-budget", "1M"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("(the KV pool holds no more; raise --kv-budget)"));
   r = run_cli({"perplexity", "--model", model, "-f", ::testing::TempDir() + "no-such-file.txt"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.err, HasSubstr("--file"));
