@@ -48,6 +48,27 @@ void append(std::string& out, uint32_t cp) {
   }
 }
 
+size_t maximal_subpart(std::string_view s, size_t pos) {
+  const auto lead = static_cast<unsigned char>(s[pos]);
+  const size_t n = sequence_length(lead);
+  size_t k = 1;
+  while (k < n && pos + k < s.size()) {
+    const auto c = static_cast<unsigned char>(s[pos + k]);
+    // The second byte's range rules out overlong forms (E0, F0), surrogates
+    // (ED) and values past U+10FFFF (F4) before the character is complete.
+    unsigned char lo = 0x80, hi = 0xBF;
+    if (k == 1) {
+      if (lead == 0xE0) lo = 0xA0;
+      if (lead == 0xED) hi = 0x9F;
+      if (lead == 0xF0) lo = 0x90;
+      if (lead == 0xF4) hi = 0x8F;
+    }
+    if (c < lo || c > hi) break;
+    ++k;
+  }
+  return k;
+}
+
 std::string sanitize(std::string_view s) {
   std::string out;
   out.reserve(s.size());
@@ -55,6 +76,7 @@ std::string sanitize(std::string_view s) {
     size_t len = 1;
     if (decode_one(s, pos, &len) < 0) {
       append(out, 0xFFFD);
+      len = maximal_subpart(s, pos);
     } else {
       out.append(s.substr(pos, len));
     }

@@ -16,7 +16,12 @@ size_t sequence_length(unsigned char lead);
 int32_t decode_one(std::string_view s, size_t pos, size_t* len);
 // Appends code point cp as UTF-8.
 void append(std::string& out, uint32_t cp);
-// Copies s, replacing every malformed byte with U+FFFD.
+// The bytes at s[pos] that begin a character and could still have gone on
+// to complete it (at least 1): what one U+FFFD replaces (Unicode's
+// "substitution of maximal subparts", Python's and browsers' rule).
+size_t maximal_subpart(std::string_view s, size_t pos);
+// Copies s, replacing each maximal subpart of a malformed sequence with one
+// U+FFFD: a character cut after 2 of its 4 bytes is one U+FFFD, not two.
 std::string sanitize(std::string_view s);
 // Bytes at the end of s that begin a character still waiting for its
 // continuation bytes (0 when s ends on a boundary or in invalid bytes).

@@ -56,13 +56,28 @@ TEST(StreamingDetokenizer, FlushReplacesIncompleteBytes) {
   EXPECT_EQ(detok.push(0xF0), "");  // ids 0..255 are the byte tokens
   EXPECT_EQ(detok.push(0x9F), "");
   EXPECT_EQ(detok.num_pending_bytes(), 2u);
-  EXPECT_EQ(detok.flush(), kReplacement + kReplacement);
+  EXPECT_EQ(detok.flush(), kReplacement);  // one character cut short: one U+FFFD
   EXPECT_EQ(detok.num_pending_bytes(), 0u);
   // A stray continuation byte can never complete: out at once.
   EXPECT_EQ(detok.push(0x80), kReplacement);
   // An interrupted character is replaced and the text goes on.
   EXPECT_EQ(detok.push(0xE2), "");
   EXPECT_EQ(detok.push('a'), kReplacement + "a");
+}
+
+// One U+FFFD per maximal subpart, as Python's errors='replace' and browsers
+// decode: a server reply cut mid-emoji ended in one U+FFFD per byte.
+TEST(Utf8Sanitize, OneReplacementPerMaximalSubpart) {
+  const std::string r = kReplacement;
+  EXPECT_EQ(utf8::sanitize("a\xF0\x9F"), "a" + r);          // 2 of an emoji's 4 bytes
+  EXPECT_EQ(utf8::sanitize("\xF0\x9F\x98z"), r + "z");     // 3 of 4, then text
+  EXPECT_EQ(utf8::sanitize("\xE0\x80"), r + r);             // overlong: not a start of anything
+  EXPECT_EQ(utf8::sanitize("\xED\xA0\x80"), r + r + r);     // a surrogate's bytes
+  EXPECT_EQ(utf8::sanitize("\xF4\x90\x80\x80"), r + r + r + r);  // past U+10FFFF
+  EXPECT_EQ(utf8::sanitize("\xC0\xAF"), r + r);             // overlong lead
+  EXPECT_EQ(utf8::sanitize("\x80\x80"), r + r);             // stray continuations
+  EXPECT_EQ(utf8::sanitize("\xE2\x82"), r);                 // 2 of a euro sign's 3
+  EXPECT_EQ(utf8::sanitize("\xE2\x82\xAC"), "\xE2\x82\xAC"); // whole: kept
 }
 
 TEST(StreamingDetokenizer, ControlTokensHiddenUnlessAsked) {
