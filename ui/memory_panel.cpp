@@ -13,6 +13,7 @@
 #include <QVBoxLayout>
 
 #include "block_cell_style.h"
+#include "kvscope/kv_plan.h"
 #include "models/rank_text.h"
 #include "palette_colors.h"
 #include "unseen_updates.h"
@@ -257,6 +258,22 @@ void MemoryPanel::refreshBreakdown() {
   if (m.kv_pool_derived) note = tr("<br><i>KV pool not reported by the engine: computed from its blocks.</i>");
   if (snapshot_) {
     note += tr("<br>KV waste (reserved but unwritten): %1 %").arg(snapshot_->kv.waste_percent(), 0, 'f', 1);
+  }
+  if (has_model_ && m.workspace_bytes > 0 && info_.vocab_size > 0) {
+    // What the workspace holds, so that a setting that moves it is seen to:
+    // speculation multiplies the logits rows (60 -> 108 MiB went unexplained).
+    const int64_t sampled = max_logits_rows(config_);
+    const int64_t scored = max_scored_rows(config_, info_.vocab_size);
+    const QString why = config_.spec != SpecMethod::Off
+                            ? tr("%1 sequences × (1 + %2 draft tokens)").arg(config_.max_seqs).arg(config_.spec_k)
+                            : tr("one per sequence");
+    note += tr("<br>Workspace: activations for %1 tokens a step, and %2 of logits: %3 rows to sample from (%4) "
+               "and %5 for scoring prompts")
+                .arg(config_.max_batched_tokens)
+                .arg(mib(logits_buffer_floats(config_, info_.vocab_size) * static_cast<int64_t>(sizeof(float))))
+                .arg(sampled)
+                .arg(why)
+                .arg(scored);
   }
   breakdown_table_->setText(QStringLiteral("<table cellspacing=2>%1</table>%2").arg(rows, note));
   // Per rank: the snapshot's figures follow a reconfigure; before any, the model's.

@@ -147,6 +147,30 @@ class PanelsTest : public QObject {
     QVERIFY(!header->toolTip().contains(QStringLiteral("GPU memory")));
   }
 
+  // The breakdown says what the workspace holds, and speculation's extra
+  // logits rows show there (a jump from 60 to 108 MiB went unexplained).
+  void memoryPanelSaysWhatTheWorkspaceHolds() {
+    MemoryPanel panel;
+    EngineConfig config;
+    config.model_path = "SmolLM2-135M-Instruct.Q4_1.gguf";
+    config.max_seqs = 64;
+    ModelInfo info = smolInfo();
+    info.workspace_bytes = size_t{60} << 20;
+    panel.setModel(info, config);
+    QLabel* breakdown = nullptr;
+    for (QLabel* label : panel.findChildren<QLabel*>()) {
+      if (label->text().contains(QStringLiteral("Workspace:"))) breakdown = label;
+    }
+    QVERIFY(breakdown);
+    QVERIFY2(breakdown->text().contains(QStringLiteral("64 rows to sample from (one per sequence)")),
+             qPrintable(breakdown->text()));
+    config.spec = SpecMethod::EarlyExit;
+    config.spec_k = 4;
+    panel.setModel(info, config);
+    QVERIFY2(breakdown->text().contains(QStringLiteral("rows to sample from (64 sequences × (1 + 4 draft tokens))")),
+             qPrintable(breakdown->text()));
+  }
+
   // tp = 2: one row per rank (query heads, KV heads, weights, KV, workspace), from the
   // snapshot; at tp = 1 no table; at tp = 4 the copied KV head is named.
   void memoryPanelShowsPerRankRowsUnderTensorParallelism() {
