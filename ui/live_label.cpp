@@ -33,7 +33,28 @@ void LiveLabel::setText(const QString& text) {
   }
   if (wrap_ && width() > 0 && heightForWidth(width()) != lines_before) relayout = true;
   if (relayout) updateGeometry();
+  updateElidedToolTip();
   update();
+}
+
+void LiveLabel::setElided(bool on) {
+  if (elide_ == on) return;
+  elide_ = on;
+  updateGeometry();  // the minimum width changes
+  updateElidedToolTip();
+  update();
+}
+
+QString LiveLabel::shownText() const {
+  // Whole when its (rounded) width fits: the size hint gives exactly that,
+  // and elidedText's fractional widths would cut a text the hint made room for.
+  const int room = contentsRect().width();
+  if (!elide_ || textWidth() <= room) return text_;
+  return fontMetrics().elidedText(text_, Qt::ElideRight, room);
+}
+
+void LiveLabel::updateElidedToolTip() {
+  if (elide_) setToolTip(shownText() == text_ ? QString() : text_);
 }
 
 void LiveLabel::setWordWrap(bool on) {
@@ -53,7 +74,7 @@ QSize LiveLabel::sizeHint() const {
 
 QSize LiveLabel::minimumSizeHint() const {
   const QMargins m = contentsMargins();
-  if (!wrap_) return sizeHint();
+  if (!wrap_ && !elide_) return sizeHint();
   return {fontMetrics().averageCharWidth() * 8 + m.left() + m.right(), fontMetrics().height() + m.top() + m.bottom()};
 }
 
@@ -67,7 +88,12 @@ int LiveLabel::heightForWidth(int width) const {
 
 void LiveLabel::paintEvent(QPaintEvent*) {
   QPainter p(this);
-  style()->drawItemText(&p, contentsRect(), textFlags(), palette(), isEnabled(), text_, foregroundRole());
+  style()->drawItemText(&p, contentsRect(), textFlags(), palette(), isEnabled(), shownText(), foregroundRole());
+}
+
+void LiveLabel::resizeEvent(QResizeEvent* event) {
+  QWidget::resizeEvent(event);
+  updateElidedToolTip();  // what fits changed
 }
 
 void LiveLabel::changeEvent(QEvent* event) {

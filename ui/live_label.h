@@ -2,11 +2,15 @@
 // summary over the block map, the step counter in the status bar). A QLabel
 // invalidates its window's layout on every setText, and with a snapshot 20
 // times a second the main window was laid out again 20 times a second, its
-// docks and word-wrapped rich text with it (tests/ui/live_label_test.cpp
-// counts the layout requests). A LiveLabel repaints itself, and asks for a
+// docks and word-wrapped rich text with it. A LiveLabel repaints itself, and asks for a
 // new layout only when the text needs more room than its size hint gave:
 // wider (the hint only grows, so the status bar does not jitter as digits
-// change) or, word-wrapped, more or fewer lines at its width.
+// change) or, word-wrapped, more or fewer lines at its width. Elided, it
+// draws the start of a text too wide for its room and "…", the whole text
+// then its tooltip, and may shrink to a few characters: the status bar's
+// model summary, which a 1024-px window cut mid-word into the step counter.
+// Tests: tests/ui/unseen_updates_test.cpp (layout requests),
+// tests/ui/live_label_test.cpp (elision).
 #pragma once
 
 #include <QString>
@@ -23,6 +27,10 @@ class LiveLabel : public QWidget {
   void setText(const QString& text);
   // Wraps at word boundaries to the widget's width (height for width).
   void setWordWrap(bool on);
+  // One line, ending in "…" where the room is narrower than the text.
+  void setElided(bool on);
+  // What is drawn at the current width (elided: maybe the start and "…").
+  QString shownText() const;
 
   QSize sizeHint() const override;
   QSize minimumSizeHint() const override;
@@ -32,13 +40,17 @@ class LiveLabel : public QWidget {
  protected:
   void paintEvent(QPaintEvent* event) override;
   void changeEvent(QEvent* event) override;
+  void resizeEvent(QResizeEvent* event) override;
 
  private:
   int textFlags() const;
   int textWidth() const;  // unwrapped
 
   QString text_;
+  void updateElidedToolTip();
+
   bool wrap_ = false;
+  bool elide_ = false;
   int widest_ = 0;  // the widest unwrapped text so far (the hint's width)
 };
 

@@ -30,7 +30,6 @@
 #include <QVBoxLayout>
 
 #include "block_map_widget.h"
-#include "elided_label.h"
 #include "live_label.h"
 #include "chat_widget.h"
 #include "conversation_list_widget.h"
@@ -90,7 +89,9 @@ MainWindow::MainWindow(QWidget* parent, const QString& chat_store_path)
   resize(fittedWindowSize(QSize(kDesignedWidth, 920), screen() ? screen()->availableGeometry() : QRect()));
   createDocks();
   createActions();
-  model_label_ = new ElidedLabel(tr("no model"), this);
+  model_label_ = new LiveLabel(this);
+  model_label_->setElided(true);  // a narrow window shows its start and "…", not a cut word
+  model_label_->setText(tr("no model"));
   step_label_ = new LiveLabel(this);
   statusBar()->addWidget(model_label_, 1);
   statusBar()->addPermanentWidget(step_label_);

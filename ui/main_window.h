@@ -32,7 +32,6 @@ class BlockTableModel;
 class ChatStore;
 class ChatWidget;
 class ConversationListWidget;
-class ElidedLabel;
 class InvariancePanel;
 class LiveLabel;
 class MemoryPanel;
@@ -166,7 +165,7 @@ class MainWindow : public QMainWindow {
   MemoryPanel* memory_panel_ = nullptr;
   SharedPrefixPanel* shared_prefixes_ = nullptr;
   InvariancePanel* invariance_panel_ = nullptr;
-  ElidedLabel* model_label_ = nullptr;
+  LiveLabel* model_label_ = nullptr;
   LiveLabel* step_label_ = nullptr;
   QAction* draft_tint_action_ = nullptr;  // View > Tint accepted draft tokens
   SpecPauseNotices spec_pauses_;
