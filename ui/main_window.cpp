@@ -4,8 +4,6 @@
 // delete, export, saving a reply on close) are main_window_conversations.cpp.
 #include "main_window.h"
 
-#include <algorithm>
-
 #include <QAction>
 #include <QApplication>
 #include <QDateTime>
@@ -283,13 +281,8 @@ void MainWindow::createDocks() {
   list_dock->setObjectName(QStringLiteral("conversations_dock"));
   list_dock->setWidget(conversations_);
   addDockWidget(Qt::LeftDockWidgetArea, list_dock);
-  // The chat keeps its share of the window (440 of 1500 px), the
-  // inspector takes what the list leaves: fixed at 240 + 820 px, a window
-  // 942 px wide (a 1024 x 640 screen) left the chat 150.
-  const double scale = std::min(1.0, static_cast<double>(width()) / kDesignedWidth);
-  const int list_width = std::max(static_cast<int>(240 * scale), list_dock->minimumSizeHint().width());
-  const int chat_width = static_cast<int>(440 * scale);
-  resizeDocks({list_dock, map_dock}, {list_width, std::max(width() - list_width - chat_width, 0)}, Qt::Horizontal);
+  const DockWidths widths = dockWidths(width(), kDesignedWidth, list_dock->minimumSizeHint().width());
+  resizeDocks({list_dock, map_dock}, {widths.list, widths.inspector}, Qt::Horizontal);
   resizeDocks({map_dock, table_dock, plots_dock}, {300, 200, 380}, Qt::Vertical);
 }
 

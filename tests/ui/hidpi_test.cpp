@@ -71,6 +71,20 @@ class HiDpiTest : public QObject {
     QVERIFY(w.width() < 1500 && w.height() < 920);  // the offscreen screen is far smaller
   }
 
+  // The docks' widths follow the window's: at 942 px (a 1024 x 640 screen)
+  // the chat keeps a quarter and more (the fixed 240 + 820 left it 150 px);
+  // at the designed 1500 nothing changes but the list's minimum; the
+  // inspector never goes negative.
+  void theChatKeepsItsShareOfANarrowWindow() {
+    const DockWidths narrow = dockWidths(942, 1500, 256);
+    QCOMPARE(narrow.list, 256);
+    QVERIFY2((942 - narrow.list - narrow.inspector) * 4 >= 942, qPrintable(QString::number(narrow.inspector)));
+    const DockWidths designed = dockWidths(1500, 1500, 200);
+    QCOMPARE(designed.list, 240);
+    QCOMPARE(designed.inspector, 820);
+    QCOMPARE(dockWidths(300, 1500, 256).inspector, 0);
+  }
+
   void blockMapCellsAreSharp() {
     BlockMapWidget w;
     w.resize(400, 300);
