@@ -25,6 +25,7 @@
 #include "chat_widget.h"
 #include "conversation_list_widget.h"
 #include "invariance_panel.h"
+#include "live_label.h"
 #include "main_window.h"
 #include "models/block_table_model.h"
 #include "models/chat_store.h"
@@ -107,6 +108,32 @@ class MainWindowTest : public QObject {
     window.onReconfigured(info);
     QVERIFY2(window.statusBar()->currentMessage().contains(QStringLiteral("above the model's trained context")),
              qPrintable(window.statusBar()->currentMessage()));
+  }
+
+  // The status bar names the KV mode and whether prefix caching is in force:
+  // contiguous KV hashes no prefix, so it says so instead of "on".
+  void theStatusBarSaysContiguousModeHasNoPrefixCache() {
+    ui::MainWindow window;
+    window.setPersistSettings(false);
+    kvscope::ModelInfo info;
+    info.name = "tiny";
+    info.num_kv_blocks = 8;
+    info.block_size = 16;
+    kvscope::EngineConfig config;
+    config.model_path = "/models/tiny.gguf";
+    const auto summary = [&window] {
+      for (ui::LiveLabel* label : window.statusBar()->findChildren<ui::LiveLabel*>()) {
+        if (label->text().contains(QStringLiteral("KV blocks"))) return label->text();
+      }
+      return QString();
+    };
+    window.loadEngine(config);
+    window.onModelLoaded(info);
+    QVERIFY2(summary().contains(QStringLiteral("paged · prefix caching on")), qPrintable(summary()));
+    config.paged = false;
+    window.loadEngine(config);
+    window.onReconfigured(info);
+    QVERIFY2(summary().contains(QStringLiteral("contiguous · no prefix caching (contiguous)")), qPrintable(summary()));
   }
 
   // Ctrl+N puts the cursor in the new chat's message box: what was typed

@@ -232,6 +232,11 @@ TEST(KvPlan, WarnsWhenThePoolIsSmall) {
   c.max_model_len = 1000;  // a pool that holds a whole request is no note, however small
   c.num_blocks = 250;
   EXPECT_TRUE(plan_kv(smollm2(), c, 0).warnings.empty());
+  c.max_model_len = 0;
+  c.num_blocks = 1;  // one block, not "1 blocks"
+  const KvPlan one = plan_kv(smollm2(), c, 0);
+  ASSERT_EQ(one.warnings.size(), 1u);
+  EXPECT_NE(one.warnings[0].find("(1 block of 4)"), std::string::npos) << one.warnings[0];
 }
 
 TEST(KvPlan, UnknownShapeIsAProblemNotACrash) {
