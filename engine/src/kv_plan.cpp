@@ -204,11 +204,21 @@ KvPlan plan_kv(const ModelShape& m, const EngineConfig& c, int64_t machine_memor
     }
     return p;
   }
-  if (machine_memory_bytes > 0 && p.pool_bytes + p.swap_bytes > machine_memory_bytes / 10 * 9) {
-    const std::string what = p.swap_bytes > 0 ? "KV pool plus swap space" : "KV pool";
-    p.problems.push_back({p.swap_bytes > p.pool_bytes ? "swap_space" : pool_field,
-                          fmt::format("a {} of {} does not fit in this machine's {} of memory; lower it", what,
-                                      mib(p.pool_bytes + p.swap_bytes), mib(machine_memory_bytes))});
+  // On the CPU the pool, the swap space and the workspace all live in this
+  // machine's memory (the weights are mapped from the file and can be paged
+  // out); the largest of the three is the setting to lower.
+  const int64_t host_bytes = p.pool_bytes + p.swap_bytes + p.workspace_bytes;
+  if (machine_memory_bytes > 0 && host_bytes > machine_memory_bytes / 10 * 9) {
+    std::string field = pool_field;
+    if (p.swap_bytes > p.pool_bytes && p.swap_bytes >= p.workspace_bytes) field = "swap_space";
+    if (p.workspace_bytes > p.pool_bytes && p.workspace_bytes > p.swap_bytes) field = "max_batched_tokens";
+    const std::string parts =
+        p.swap_bytes > 0 ? fmt::format("a KV pool of {}, a swap space of {} and a workspace of {}", mib(p.pool_bytes),
+                                       mib(p.swap_bytes), mib(p.workspace_bytes))
+                         : fmt::format("a KV pool of {} and a workspace of {}", mib(p.pool_bytes),
+                                       mib(p.workspace_bytes));
+    p.problems.push_back({field, fmt::format("{} ({} in all) do not fit in this machine's {} of memory; lower {}",
+                                             parts, mib(host_bytes), mib(machine_memory_bytes), field)});
   }
   return p;
 }

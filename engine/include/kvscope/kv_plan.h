@@ -74,9 +74,10 @@ struct KvPlan {
   bool ok() const { return problems.empty(); }
 };
 
-// machine_memory_bytes: the memory the pools must fit in (pages are committed
-// lazily, so an oversized pool would otherwise fail later as an out-of-memory
-// kill mid-generation); 0 skips that check. The config's own ranges are
+// machine_memory_bytes: the memory the pools and, on the CPU, the workspace
+// must fit in (pages are committed lazily, so an oversized pool or a huge
+// max_batched_tokens would otherwise fail later as an out-of-memory kill
+// mid-generation); 0 skips that check. The config's own ranges are
 // validate()'s business; plan_kv assumes they hold.
 //
 // device: the GPU the pool lives on (the CUDA backend), else null. Then the

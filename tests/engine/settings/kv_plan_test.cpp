@@ -99,7 +99,7 @@ TEST(KvPlan, SaysWhyItDoesNotFit) {
   p = plan_kv(smollm2(), big, int64_t{16} << 30);
   ASSERT_EQ(p.problems.size(), 1u);
   EXPECT_EQ(p.problems[0].field, "num_blocks");
-  EXPECT_NE(p.problems[0].message.find("does not fit in this machine's 16384 MiB"), std::string::npos)
+  EXPECT_NE(p.problems[0].message.find("do not fit in this machine's 16384 MiB"), std::string::npos)
       << p.problems[0].message;
   EXPECT_TRUE(plan_kv(smollm2(), big, 0).ok()) << "0: memory not checked";
 
@@ -109,6 +109,16 @@ TEST(KvPlan, SaysWhyItDoesNotFit) {
   p = plan_kv(smollm2(), swap, int64_t{16} << 30);
   ASSERT_EQ(p.problems.size(), 1u);
   EXPECT_EQ(p.problems[0].field, "swap_space") << "the swap pool is the larger part";
+
+  // The workspace counts on the CPU: a million batched tokens planned 33 GiB
+  // of activations, passed the check, and the engine was killed for memory.
+  EngineConfig wide = config();
+  wide.max_batched_tokens = 1 << 20;
+  p = plan_kv(smollm2(), wide, int64_t{24} << 30);
+  ASSERT_EQ(p.problems.size(), 1u);
+  EXPECT_EQ(p.problems[0].field, "max_batched_tokens");
+  EXPECT_NE(p.problems[0].message.find("lower max_batched_tokens"), std::string::npos) << p.problems[0].message;
+  EXPECT_TRUE(plan_kv(smollm2(), config(), int64_t{24} << 30).ok()) << "the default workspace fits";
 }
 
 // On a GPU (the CUDA backend) with gpu_memory_percent, the pool gets that
