@@ -239,8 +239,20 @@ int run_model_info(const ModelInfoOptions& o) {
     split.model_path = *path;
     ranks = tensor_parallel_memory(split, plan->num_blocks);
   }
+  // The KV figures for the cache type in force (the plan has its bytes per
+  // token; the file summary's are for f32), the same in text and JSON.
+  const bool planned = plan && plan->ok() && plan->kv_bytes_per_token > 0;
+  const KvCacheType kv_type = planned ? config->kv_cache_type : KvCacheType::F32;
+  const uint64_t kv_bytes_per_token =
+      planned ? static_cast<uint64_t>(plan->kv_bytes_per_token) : summary->kv_bytes_per_token;
   if (o.json) {
     nlohmann::ordered_json j = summary_json(*summary);
+    j["kv_cache_type"] = kv_cache_type_name(kv_type);
+    j["kv_bytes_per_token"] = kv_bytes_per_token;
+    if (summary->config) {
+      j["memory_bytes_full_context"] =
+          summary->weight_bytes + kv_bytes_per_token * static_cast<uint64_t>(summary->config->context_length);
+    }
     j["kv_plan"] = plan ? plan_json(*plan, *config) : nlohmann::ordered_json(nullptr);
     j["backend"] = backend.ok() ? nlohmann::ordered_json{{"kind", backend_kind_name(backend->kind)},
                                                           {"reason", backend->reason}}
@@ -251,10 +263,7 @@ int run_model_info(const ModelInfoOptions& o) {
                                          : nlohmann::ordered_json{{"error", ranks->error()}};
     write_stdout(dump_json(j) + "\n");
   } else {
-    // The KV figures for the cache type in force (the plan has its bytes per token).
-    const bool planned = plan && plan->ok() && plan->kv_bytes_per_token > 0;
-    std::string text = summary_text(*summary, kv_cache_type_name(planned ? config->kv_cache_type : KvCacheType::F32),
-                                    planned ? static_cast<uint64_t>(plan->kv_bytes_per_token) : summary->kv_bytes_per_token);
+    std::string text = summary_text(*summary, kv_cache_type_name(kv_type), kv_bytes_per_token);
     // The plan goes right after the memory lines, before the metadata.
     if (plan) text.insert(text.find("\nmetadata ("), plan_text(*plan, *config, summary->config->context_length));
     if (ranks) {
@@ -272,14 +281,18 @@ int run_model_info(const ModelInfoOptions& o) {
     }
     write_stdout(text);
   }
-  return kExitOk;
+  // Everything is printed either way; the exit status lets a script ask
+  // "would these settings run?" as generate would answer it (exit 1).
+  return plan && !plan->ok() ? kExitRuntime : kExitOk;
 }
 
 }  // namespace
 
 Command add_model_info_command(CLI::App& parent) {
   auto o = std::make_shared<ModelInfoOptions>();
-  CLI::App* cmd = parent.add_subcommand("model-info", "Show what a GGUF model file holds");
+  CLI::App* cmd = parent.add_subcommand(
+      "model-info", "Show what a GGUF model file holds and the KV plan for the options given (exit 1: the plan does "
+                    "not fit)");
   add_engine_options(*cmd, o->engine);
   cmd->add_flag("--json", o->json, "print a JSON object");
   return {cmd, [o] { return run_model_info(*o); }};

@@ -122,8 +122,16 @@ TEST(CliSettings, ModelInfoShowsThePlanForTheOptionsGiven) {
   const test::CliResult f16 = test::run_cli({"model-info", "--model", model, "--kv-cache-type", "f16"});
   ASSERT_EQ(f16.exit_code, 0) << f16.err;
   EXPECT_THAT(f16.out, HasSubstr("KV cache    256 B per token (f16 K and V), 128.0 KiB at 512 tokens"));
+  // The JSON's top-level KV figures are the text's, for the type in force.
+  const test::CliResult f16_json = test::run_cli({"model-info", "--model", model, "--kv-cache-type", "f16", "--json"});
+  ASSERT_EQ(f16_json.exit_code, 0) << f16_json.err;
+  const nlohmann::json j = nlohmann::json::parse(f16_json.out);
+  EXPECT_EQ(j["kv_cache_type"], "f16");
+  EXPECT_EQ(j["kv_bytes_per_token"], 256);
+  EXPECT_EQ(j["kv_plan"]["kv_bytes_per_token"], 256);
+  EXPECT_EQ(j["memory_bytes_full_context"], j["weight_bytes"].get<int64_t>() + 256 * 512);
   const test::CliResult tiny = test::run_cli({"model-info", "--model", model, "--kv-budget", "1", "--json"});
-  ASSERT_EQ(tiny.exit_code, 0) << tiny.err;
+  EXPECT_EQ(tiny.exit_code, 1) << "a plan that does not fit fails as generate would, after printing it";
   EXPECT_THAT(tiny.out, HasSubstr("\"ok\": false"));
   EXPECT_THAT(tiny.out, HasSubstr("holds no block"));
 }
