@@ -4,12 +4,10 @@
 // Ctrl-C while a reply streams stops that reply (the history keeps what was
 // produced); Ctrl-C at the prompt, or twice during a reply, quits.
 //
-// The engine is stepped on this thread; the SIGINT handler only bumps an
-// atomic counter, which the step loop reads between steps. Non-interactive
+// The engine is stepped on this thread; SIGINT only bumps a counter
+// (sigint_counter.h), which the step loop reads between steps. Non-interactive
 // use (tests): printf 'Hello\n/exit\n' | kvscope-cli chat --temp 0 -n 40
-#include <atomic>
 #include <chrono>
-#include <csignal>
 #include <iostream>
 
 #include <CLI/CLI.hpp>
@@ -17,34 +15,10 @@
 #include <unistd.h>
 
 #include "common_options.h"
+#include "sigint_counter.h"
 
 namespace kvscope::cli {
 namespace {
-
-// Lock-free, so touching it from a signal handler is async-signal-safe.
-std::atomic<int> g_num_interrupts{0};
-static_assert(std::atomic<int>::is_always_lock_free);
-
-extern "C" void on_sigint(int) { g_num_interrupts.fetch_add(1, std::memory_order_relaxed); }
-
-// Installs on_sigint for the chat's lifetime. No SA_RESTART: a Ctrl-C at the
-// prompt must interrupt the blocking read so that the loop can quit.
-class SigintGuard {
- public:
-  SigintGuard() {
-    struct sigaction sa {};
-    sa.sa_handler = on_sigint;
-    sigemptyset(&sa.sa_mask);
-    sa.sa_flags = 0;
-    sigaction(SIGINT, &sa, &previous_);
-  }
-  ~SigintGuard() { sigaction(SIGINT, &previous_, nullptr); }
-  SigintGuard(const SigintGuard&) = delete;
-  SigintGuard& operator=(const SigintGuard&) = delete;
-
- private:
-  struct sigaction previous_ {};
-};
 
 struct ChatOptions {
   EngineOptions engine;
@@ -84,10 +58,10 @@ Reply stream_reply(Engine& engine, const std::vector<ChatMessage>& history, cons
   }
   reply.submitted = true;
   for (const std::string& w : submitted.warnings) fmt::print(stderr, "kvscope-cli: warning: {}\n", w);
-  int seen = g_num_interrupts.load();
+  int seen = SigintCounter::count();
   int num_pressed = 0;
   while (engine.has_work()) {
-    if (const int now = g_num_interrupts.load(); now != seen) {
+    if (const int now = SigintCounter::count(); now != seen) {
       num_pressed += now - seen;
       seen = now;
       engine.cancel(*id);
@@ -131,7 +105,7 @@ int run_chat(const ChatOptions& options) {
   }
   // On stderr also when piped: a log of a scripted chat says what sampled it.
   fmt::print(stderr, "sampling: {}\n", defaults);
-  SigintGuard guard;
+  SigintCounter interrupts;
   std::vector<ChatMessage> history;
   if (!o.system.empty()) history.push_back({"system", o.system});
   const size_t num_fixed = history.size();
@@ -139,9 +113,9 @@ int run_chat(const ChatOptions& options) {
   std::string line;
   while (true) {
     if (interactive) write_stdout("> ");
-    const int seen = g_num_interrupts.load();
+    const int seen = SigintCounter::count();
     const bool got_line = static_cast<bool>(std::getline(std::cin, line));
-    if (g_num_interrupts.load() != seen || !got_line) {  // Ctrl-C at the prompt, or end of input
+    if (SigintCounter::count() != seen || !got_line) {  // Ctrl-C at the prompt, or end of input
       if (interactive) write_stdout("\n");
       break;
     }

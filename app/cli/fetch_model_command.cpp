@@ -9,28 +9,22 @@
 // Exit codes: 0 installed (or already there), 1 failed, 130 interrupted.
 #include <unistd.h>
 
-#include <atomic>
 #include <chrono>
-#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <optional>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "common_options.h"
+#include "sigint_counter.h"
 #include "fetch/model_dir.h"
 #include "fetch/model_fetch.h"
 
 namespace kvscope::cli {
 namespace {
-
-constexpr int kExitInterrupted = 130;  // 128 + SIGINT, as shells report it
-
-std::atomic<bool> g_interrupted{false};
-
-void on_sigint(int) { g_interrupted.store(true); }
 
 struct FetchModelOptions {
   bool quiet = false;
@@ -98,14 +92,16 @@ int run_fetch_model(const FetchModelOptions& o) {
   callbacks.progress = [&line](fetch::FetchStage stage, uint64_t done, uint64_t total) {
     line.update(stage, done, total);
   };
-  callbacks.cancelled = [] { return g_interrupted.load(); };
-
   // Ctrl+C cancels the transfer cleanly (the .part stays for the next run)
   // instead of killing the process mid-write.
-  g_interrupted.store(false);
-  auto* previous = std::signal(SIGINT, &on_sigint);
-  const fetch::FetchResult result = fetch::fetch_model(source, dir, callbacks);
-  std::signal(SIGINT, previous);
+  std::optional<fetch::FetchResult> fetched;
+  {
+    SigintCounter interrupts;
+    const int seen = SigintCounter::count();
+    callbacks.cancelled = [seen] { return SigintCounter::count() != seen; };
+    fetched = fetch::fetch_model(source, dir, callbacks);
+  }
+  const fetch::FetchResult& result = *fetched;
   line.finish();
 
   if (result.status.failure == fetch::FetchFailure::kCancelled) {
