@@ -234,7 +234,7 @@ nlohmann::ordered_json request_json(const std::vector<int32_t>& prompt, const Be
 int run_bench(const BenchOptions& o) {
   // Before the runs, not after minutes of them: a path that cannot be written.
   if (!o.out.empty()) {
-    if (Status s = check_output_file(o.out); !s.ok()) {
+    if (Status s = check_output_file(o.out, model_files_given(o.engine)); !s.ok()) {
       print_error(fmt::format("--out: {}", s.error()));
       return kExitUsage;
     }

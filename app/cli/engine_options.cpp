@@ -78,6 +78,14 @@ Result<EngineConfig> engine_config_from(const EngineOptions& opts) {
   return config;
 }
 
+std::vector<InputFile> model_files_given(const EngineOptions& opts) {
+  std::vector<InputFile> files;
+  for (const auto& [key, what] : {std::pair{"model_path", "the model"}, {"spec_draft_model", "the draft model"}}) {
+    if (auto it = opts.given.find(key); it != opts.given.end()) files.push_back({what, it->second});
+  }
+  return files;
+}
+
 std::unique_ptr<Engine> open_engine(const EngineOptions& opts, int& exit_code) {
   Result<EngineConfig> config = engine_config_from(opts);
   if (!config.ok()) {

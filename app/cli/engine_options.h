@@ -7,7 +7,9 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "file_args.h"
 #include "kvscope/engine.h"
 
 namespace CLI {
@@ -34,6 +36,10 @@ void add_engine_options(CLI::App& cmd, EngineOptions& opts);
 // starting with the option it is about ("--block-size: block size = 0 is out
 // of range [1, 2048]"). The model path is resolved later (open_engine).
 Result<EngineConfig> engine_config_from(const EngineOptions& opts);
+
+// The model files the options name (--model, --spec-draft-model), for
+// check_output_file to refuse as an output.
+std::vector<InputFile> model_files_given(const EngineOptions& opts);
 
 // Validates the options and loads the model; prints the engine's warnings
 // ("kvscope-cli: warning: ..."). On failure prints the reason and sets

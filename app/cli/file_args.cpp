@@ -6,6 +6,10 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <string_view>
+
+#include <fcntl.h>
+#include <unistd.h>
 
 #include <fmt/format.h>
 
@@ -33,7 +37,40 @@ Result<std::string> read_file_arg(const std::string& path, int64_t max_bytes) {
   return buffer.str();
 }
 
-Status check_output_file(const std::string& path) {
+namespace {
+
+bool starts_with_gguf_magic(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  char magic[4] = {};
+  return in.read(magic, sizeof magic) && std::string_view(magic, sizeof magic) == "GGUF";
+}
+
+// access(2)'s answer in words, or empty when `path` may be written.
+std::string write_refusal(const fs::path& path) {
+  if (access(path.c_str(), W_OK) == 0) return {};
+  return std::strerror(errno);
+}
+
+// Why the file `path` cannot be opened for writing, or empty: tried, since
+// permissions do not tell (root passes access(2), yet cannot create a file in
+// /proc). A new file is created and removed again; an existing regular file
+// is opened to append, which changes nothing. Devices and pipes are not
+// opened here (a pipe with no reader would block).
+std::string open_refusal(const fs::path& path, bool exists) {
+  std::error_code ec;
+  if (exists && !fs::is_regular_file(path, ec)) return write_refusal(path);
+  const int fd = exists ? open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC)
+                        : open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) return std::strerror(errno);
+  close(fd);
+  if (!exists) unlink(path.c_str());
+  return {};
+}
+
+}  // namespace
+
+Status check_output_file(const std::string& path, const std::vector<InputFile>& inputs) {
+  if (path.empty()) return Error{"an empty path: give a file name"};
   std::error_code ec;
   if (fs::is_directory(path, ec)) {
     return Error{fmt::format("'{}' is a directory, not a file", path)};
@@ -41,6 +78,33 @@ Status check_output_file(const std::string& path) {
   const fs::path parent = fs::path(path).parent_path();
   if (!parent.empty() && !fs::is_directory(parent, ec)) {
     return Error{fmt::format("the folder of '{}' does not exist", path)};
+  }
+  if (fs::exists(path, ec)) {
+    for (const InputFile& input : inputs) {
+      if (!input.path.empty() && fs::equivalent(path, input.path, ec)) {
+        return Error{fmt::format("'{}' is {} this command reads; choose another path", path, input.what)};
+      }
+    }
+    if (starts_with_gguf_magic(path)) {
+      return Error{fmt::format("'{}' is a GGUF model file; choose another path", path)};
+    }
+  }
+  if (std::string why = open_refusal(path, fs::exists(path, ec)); !why.empty()) {
+    return Error{fmt::format("cannot write '{}': {}", path, why)};
+  }
+  return Status::success();
+}
+
+Status prepare_output_dir(const std::string& dir) {
+  if (dir.empty()) return Error{"an empty path: give a folder name"};
+  std::error_code ec;
+  if (fs::exists(dir, ec) && !fs::is_directory(dir, ec)) {
+    return Error{fmt::format("'{}' is a file, not a folder", dir)};
+  }
+  fs::create_directories(dir, ec);
+  if (ec) return Error{fmt::format("cannot create the folder '{}': {}", dir, ec.message())};
+  if (std::string why = write_refusal(dir); !why.empty()) {
+    return Error{fmt::format("cannot write in '{}': {}", dir, why)};
   }
   return Status::success();
 }

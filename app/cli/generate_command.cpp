@@ -17,6 +17,7 @@
 #include "kvscope/chrome_trace.h"
 #include "common_options.h"
 #include "file_args.h"
+#include "sigint_counter.h"
 
 namespace kvscope::cli {
 namespace {
@@ -29,7 +30,8 @@ struct GenerateOptions {
   std::string system;
   bool chat = false;
   bool json = false;
-  std::string trace;  // Chrome-trace JSON of the engine's events, when set
+  std::string trace;  // Chrome-trace JSON of the engine's events, when given
+  CLI::Option* trace_option = nullptr;
   CLI::Option* prompt_option = nullptr;  // given at all (an empty --prompt is an error, not stdin)
 };
 
@@ -109,8 +111,11 @@ int run_generate(const GenerateOptions& o) {
     print_error("the prompt is empty (give --prompt TEXT, --prompt-file FILE or text on stdin)");
     return kExitUsage;
   }
-  if (!o.trace.empty()) {
-    if (Status s = check_output_file(o.trace); !s.ok()) {
+  const bool tracing = o.trace_option->count() > 0;
+  if (tracing) {
+    std::vector<InputFile> inputs = model_files_given(o.engine);
+    inputs.push_back({"the prompt file", o.prompt_file});
+    if (Status s = check_output_file(o.trace, inputs); !s.ok()) {
       print_error(fmt::format("--trace: {}", s.error()));
       return kExitUsage;
     }
@@ -139,7 +144,7 @@ int run_generate(const GenerateOptions& o) {
       out.stats = ev.stats;
     }
   };
-  engine->set_tracing(!o.trace.empty());
+  engine->set_tracing(tracing);
   SubmittedPrompt submitted;
   auto id = engine->submit(std::move(request), &submitted);
   if (!id.ok()) {
@@ -147,26 +152,41 @@ int run_generate(const GenerateOptions& o) {
     return kExitRuntime;
   }
   for (const std::string& w : submitted.warnings) fmt::print(stderr, "kvscope-cli: warning: {}\n", w);
-  engine->run_until_idle();
-  if (!o.trace.empty()) {
-    if (Status s = write_chrome_trace(engine->take_events(), o.trace); !s.ok()) {
-      print_error(s.error());
-      return kExitRuntime;
+  // Ctrl-C stops the reply, not the program: what was generated is printed
+  // (finish reason "cancelled") and the trace written, then exit 130.
+  bool interrupted = false;
+  {
+    SigintCounter interrupts;
+    const int seen = SigintCounter::count();
+    while (engine->has_work()) {
+      if (!interrupted && SigintCounter::count() != seen) {
+        interrupted = true;
+        engine->cancel(*id);
+      }
+      engine->step();
     }
   }
 
+  // The result first, the trace after: a trace that cannot be written must
+  // not cost the reply it describes.
+  int exit_code = interrupted ? kExitInterrupted : kExitOk;
   if (out.finish == FinishReason::Error) {
     if (stream) write_stdout("\n");
     print_error(out.error.empty() ? "generation failed" : out.error);
-    return kExitRuntime;
-  }
-  if (o.json) {
+    exit_code = kExitRuntime;
+  } else if (o.json) {
     write_stdout(dump_json(outcome_json(submitted, out, engine->warnings())) + "\n");
   } else {
     if (!out.text.empty() && out.text.back() != '\n') write_stdout("\n");
     print_context_notes(out.stats, out.finish);  // --json has them in "context" and "finish_reason"
   }
-  return kExitOk;
+  if (tracing) {
+    if (Status s = write_chrome_trace(engine->take_events(), o.trace); !s.ok()) {
+      print_error(s.error());
+      exit_code = kExitRuntime;
+    }
+  }
+  return exit_code;
 }
 
 }  // namespace
@@ -181,7 +201,8 @@ Command add_generate_command(CLI::App& parent) {
   auto* chat = cmd->add_flag("--chat", o->chat, "render the prompt as a user message with the model's chat template");
   cmd->add_option("--system", o->system, "system message (with --chat)")->needs(chat);
   cmd->add_flag("--json", o->json, "print one JSON object instead of streaming text");
-  cmd->add_option("--trace", o->trace, "write the engine's events as Chrome-trace JSON (open in Perfetto)");
+  o->trace_option =
+      cmd->add_option("--trace", o->trace, "write the engine's events as Chrome-trace JSON (open in Perfetto)");
   add_engine_options(*cmd, o->engine);
   add_sampling_options(*cmd, o->sampling);
   return {cmd, [o] { return run_generate(*o); }};

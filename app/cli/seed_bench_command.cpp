@@ -12,8 +12,10 @@
 // of tokens (workload.h). Longer than ~300 lines because the four tables, their
 // goals and three output formats belong together; the runs live in workload.cpp.
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -25,6 +27,7 @@
 
 #include "bench_util.h"
 #include "common_options.h"
+#include "file_args.h"
 #include "kvscope/backend_choice.h"
 #include "kvscope/setting_table.h"
 #include "workload.h"
@@ -457,7 +460,7 @@ std::string render_csv(const std::vector<RunRecord>& runs) {
 bool write_file(const std::filesystem::path& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary);
   out << text;
-  if (!out) print_error(fmt::format("cannot write '{}'", path.string()));
+  if (!out) print_error(fmt::format("cannot write '{}': {}", path.string(), std::strerror(errno)));
   return static_cast<bool>(out);
 }
 
@@ -471,6 +474,13 @@ std::string utc_now() {
 }
 
 int run_seed_bench(const SeedBenchOptions& o) {
+  // Before minutes of runs, not after them: a folder that cannot be written.
+  if (!o.out_dir.empty()) {
+    if (Status s = prepare_output_dir(o.out_dir); !s.ok()) {
+      print_error(fmt::format("--out-dir: {}", s.error()));
+      return kExitUsage;
+    }
+  }
   const std::optional<std::string> path = resolve_model_path(o.model);
   if (!path) return kExitRuntime;
   auto summary = inspect_model_file(*path);
@@ -553,8 +563,6 @@ int run_seed_bench(const SeedBenchOptions& o) {
   write_stdout(fmt::format("## kvscope bench-seeds: {} on {} ({} threads{})\n{}", summary->config->name, where,
                            o.threads, o.quick ? ", quick" : "", md));
   if (!o.out_dir.empty()) {
-    std::error_code ec;
-    std::filesystem::create_directories(o.out_dir, ec);
     const std::filesystem::path dir(o.out_dir);
     if (!write_file(dir / "seeds.json", dump_json(result) + "\n") || !write_file(dir / "seeds.csv", render_csv(runs)) ||
         !write_file(dir / "seeds.md", md)) {

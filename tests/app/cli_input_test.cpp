@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 
 #include "app/cli_runner.h"
@@ -21,6 +22,7 @@ namespace {
 namespace fs = std::filesystem;
 using test::run_cli;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 class CliInput : public ::testing::Test {
  protected:
@@ -184,6 +186,72 @@ TEST_F(CliInput, DirectoryGivenAsAFileSaysSo) {
   const test::CliResult model = run_cli({"generate", "--model", dir, "-p", "hi"});
   EXPECT_EQ(model.exit_code, 1);
   EXPECT_THAT(model.err, HasSubstr("not a Hugging Face model directory (it has no config.json)"));
+}
+
+// An output path is never a file the command reads nor any GGUF file: a
+// slip of --trace overwrote the model with a 2 KB trace. An empty path is
+// refused rather than taken as "no trace", and bench-seeds checks its
+// --out-dir before minutes of runs.
+TEST_F(CliInput, OutputPathsNeverOverwriteAModel) {
+  const std::string copy = base_ + ".copy.gguf";
+  fs::copy_file(gguf_, copy, fs::copy_options::overwrite_existing);
+  const auto size = fs::file_size(copy);
+  const test::CliResult self = run_cli({"generate", "--model", copy, "-p", "hi", "-n", "1", "--trace", copy});
+  EXPECT_EQ(self.exit_code, 2);
+  EXPECT_THAT(self.err, HasSubstr("--trace: '" + copy + "' is the model this command reads"));
+  const test::CliResult other = run_cli({"generate", "--model", gguf_, "-p", "hi", "-n", "1", "--trace", copy});
+  EXPECT_EQ(other.exit_code, 2);
+  EXPECT_THAT(other.err, HasSubstr("is a GGUF model file"));
+  const test::CliResult bench = run_cli({"bench", "--model", gguf_, "--out", copy});
+  EXPECT_EQ(bench.exit_code, 2);
+  EXPECT_THAT(bench.err, HasSubstr("--out: '" + copy + "' is a GGUF model file"));
+  EXPECT_EQ(fs::file_size(copy), size) << "the model is untouched";
+  fs::remove(copy);
+
+  const test::CliResult empty = run_cli({"generate", "--model", gguf_, "-p", "hi", "-n", "1", "--trace", ""});
+  EXPECT_EQ(empty.exit_code, 2);
+  EXPECT_THAT(empty.err, HasSubstr("--trace: an empty path"));
+
+  const test::CliResult seeds = run_cli({"bench-seeds", "--model", gguf_, "--quick", "--out-dir", gguf_});
+  EXPECT_EQ(seeds.exit_code, 2);
+  EXPECT_THAT(seeds.err, HasSubstr("--out-dir: '" + gguf_ + "' is a file, not a folder"));
+  EXPECT_THAT(seeds.err, Not(HasSubstr("bench-seeds [1/"))) << "refused before any run";
+}
+
+// A trace that cannot be written (a full disk: /dev/full) costs the trace,
+// not the reply it describes: the JSON is printed, then the error, exit 1.
+TEST_F(CliInput, ATraceThatCannotBeWrittenKeepsTheResult) {
+  const test::CliResult r =
+      run_cli({"generate", "--model", gguf_, "-p", "hi", "-n", "3", "--ignore-eos", "--json", "--trace", "/dev/full"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("/dev/full"));
+  ASSERT_FALSE(r.out.empty()) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["num_generated_tokens"], 3);
+}
+
+// Ctrl-C stops generate's reply, not the program: the text so far ends with
+// a newline, the trace is written, and the exit status is 130. The signal is
+// sent once the reply streams (the handler is in place by then).
+TEST_F(CliInput, CtrlCStopsTheReplyAndStillWritesTheTrace) {
+  const std::string trace = base_ + ".interrupted.json", out = base_ + ".interrupted.out";
+  const std::string script =
+      test::shell_quote(KVSCOPE_CLI_PATH) + " generate --model " + test::shell_quote(gguf_) +
+      " -p 'Once upon a time' -n 1000000 --ignore-eos --context-overflow shift --trace " +
+      test::shell_quote(trace) + " >" + test::shell_quote(out) +
+      " & pid=$!; i=0; while [ ! -s " + test::shell_quote(out) +
+      " ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done; kill -INT $pid; wait $pid; echo $?";
+  const test::CliResult r = test::run_program("/bin/sh", {"-c", script});
+  EXPECT_EQ(r.out, "130\n") << r.err;
+  std::ifstream trace_file(trace);
+  ASSERT_TRUE(trace_file.good()) << "the trace was written";
+  const nlohmann::json events = nlohmann::json::parse(trace_file);
+  EXPECT_FALSE(events.empty());
+  std::ifstream out_file(out, std::ios::binary);
+  const std::string text((std::istreambuf_iterator<char>(out_file)), std::istreambuf_iterator<char>());
+  EXPECT_FALSE(text.empty());
+  EXPECT_EQ(text.back(), '\n');
+  fs::remove(trace);
+  fs::remove(out);
 }
 
 // A file far larger than any prompt (a model file given by mistake) is
