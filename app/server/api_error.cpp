@@ -85,6 +85,10 @@ ApiError form_too_large(size_t form_limit_bytes) {
 
 ApiError engine_error(std::string message) { return {500, std::move(message), "server_error", "", ""}; }
 
+ApiError server_stopping() {
+  return {503, "the server is stopping: send the request to its next run", "server_error", "", "server_stopping"};
+}
+
 ApiError error_for_status(int status) {
   std::string what;
   switch (status) {

@@ -49,6 +49,8 @@ ApiError encoded_body_refused(const std::string& encoding);
 ApiError form_too_large(size_t form_limit_bytes);
 // 500: the engine failed while generating.
 ApiError engine_error(std::string message);
+// 503: a generation request that arrived while the server was stopping.
+ApiError server_stopping();
 // A generic error for `status` (httplib's own errors: 400 for a malformed
 // request line, 405, 414, ...), with the status's reason phrase.
 ApiError error_for_status(int status);

@@ -182,9 +182,11 @@ void GenerationJob::cancel() {
   for (RequestId id : ids) driver_.cancel(id);
 }
 
-void JobRegistry::add(const std::shared_ptr<GenerationJob>& job) {
+bool JobRegistry::add(const std::shared_ptr<GenerationJob>& job) {
   std::lock_guard lock(mutex_);
+  if (closed_) return false;
   jobs_.push_back(job);
+  return true;
 }
 
 void JobRegistry::remove(const std::shared_ptr<GenerationJob>& job) {
@@ -200,10 +202,11 @@ bool JobRegistry::wait_empty(std::chrono::milliseconds timeout) {
   return emptied_.wait_for(lock, timeout, [this] { return jobs_.empty(); });
 }
 
-void JobRegistry::cancel_all() {
+void JobRegistry::close_and_cancel_all() {
   std::vector<std::shared_ptr<GenerationJob>> jobs;
   {
     std::lock_guard lock(mutex_);
+    closed_ = true;
     jobs = jobs_;
   }
   for (const auto& job : jobs) job->cancel();

@@ -120,9 +120,12 @@ class GenerationJob {
 // The jobs a server is answering, so that stopping it can cancel them all.
 class JobRegistry {
  public:
-  void add(const std::shared_ptr<GenerationJob>& job);
+  // False once close_and_cancel_all ran: the job is not taken (the caller
+  // cancels it and answers 503), so that none starts after the server
+  // began to stop and is then cut off without an error.
+  bool add(const std::shared_ptr<GenerationJob>& job);
   void remove(const std::shared_ptr<GenerationJob>& job);
-  void cancel_all();
+  void close_and_cancel_all();
   // Waits up to `timeout` for every job to be removed; false if some remain.
   bool wait_empty(std::chrono::milliseconds timeout);
   size_t size() const;
@@ -131,6 +134,7 @@ class JobRegistry {
   mutable std::mutex mutex_;
   std::condition_variable emptied_;
   std::vector<std::shared_ptr<GenerationJob>> jobs_;
+  bool closed_ = false;
 };
 
 }  // namespace kvscope::server

@@ -253,6 +253,13 @@ void respond_generation(EngineDriver& driver, const ParsedRequest& request, cons
   }
   auto state = std::make_shared<ResponseState>();
   state->job = std::get<std::shared_ptr<GenerationJob>>(std::move(started));
+  if (!registry.add(state->job)) {
+    state->job->cancel();
+    const ApiError e = server_stopping();
+    res.status = e.status;
+    res.set_content(e.body(), "application/json");
+    return;
+  }
   state->ctx = context;
   state->include_usage = request.include_usage;
   state->n = request.n;
@@ -268,7 +275,6 @@ void respond_generation(EngineDriver& driver, const ParsedRequest& request, cons
   int64_t num_prompt_tokens = 0;
   for (const auto& p : state->job->prompt_tokens()) num_prompt_tokens += static_cast<int64_t>(p.size());
   metrics->on_request_started(request.endpoint == Endpoint::kChatCompletions, num_prompt_tokens);
-  registry.add(state->job);
 
   // Runs when the response is destroyed, however it ended: a client that
   // left before every choice finished gets its requests cancelled here.

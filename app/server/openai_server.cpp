@@ -397,8 +397,9 @@ void OpenAiServer::stop() {
   if (!m.started) return;
   // Cancelled requests end at the engine's next step; their clients then get
   // an error event (streams) or body and the end of the response, if that
-  // comes within a second, before the connections close.
-  m.jobs.cancel_all();
+  // comes within a second, before the connections close. A request arriving
+  // from now on is answered 503 instead of being started and cut off.
+  m.jobs.close_and_cancel_all();
   m.jobs.wait_empty(std::chrono::seconds(1));
   m.http.stop();
   if (m.listener.joinable()) m.listener.join();

@@ -476,6 +476,76 @@ TEST(OpenAiServerLifecycle, StopRightAfterStartAlwaysReturns) {
   loop.stop();
 }
 
+// Stopping cancels the requests running, and answers the ones that arrive
+// while it waits for them 503: none is started and then cut off without an
+// error. Before, requests arriving in that second were accepted and their
+// streams broke off mid-body (no error event, no [DONE]).
+TEST(OpenAiServerLifecycle, RequestsDuringStopGetAnErrorNotACutOffStream) {
+  const std::string path = test::tiny_model_temp_path("openai_server_stop_arrivals");
+  // Large enough that a request outlasts stop()'s one-second wait.
+  test::TinyModelSpec spec;
+  spec.layers = 4;
+  spec.hidden = 256;
+  spec.ffn = 1024;
+  spec.head_dim = 64;
+  spec.context_length = 4096;
+  ASSERT_TRUE(test::write_tiny_gguf(spec, path).ok());
+  EngineConfig c;
+  c.model_path = path;
+  c.num_threads = 1;
+  c.num_blocks = 1024;
+  auto engine = Engine::create(c);
+  std::filesystem::remove(path);
+  ASSERT_TRUE(engine.ok()) << engine.error();
+  server::StepLoop loop(*engine.value());
+  server::ServerOptions options;
+  options.host = "127.0.0.1";
+  options.port = 0;
+  server::OpenAiServer server(loop, options);
+  ASSERT_TRUE(server.start().ok());
+  const int port = server.port();
+  // Long prompts: each one's prefill is a long step, during which requests
+  // keep arriving (the window in which they were accepted and then cut off).
+  std::string prompt;
+  for (int i = 0; i < 500; ++i) prompt += "word ";
+  const nlohmann::json body = {{"model", server.model_id()}, {"prompt", prompt}, {"max_tokens", 1500},
+                               {"temperature", 0}, {"ignore_eos", true}, {"stream", true}};
+  // A new request every 20 ms, each on its own connection, from before the
+  // stop until well after it (those after it find no server: status 0).
+  constexpr int kRequests = 60;
+  std::vector<test::Reply> replies(kRequests);
+  std::vector<std::thread> clients;
+  std::thread stopper([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    server.stop();
+  });
+  for (int k = 0; k < kRequests; ++k) {
+    clients.emplace_back([&, k] { replies[static_cast<size_t>(k)] = test::http_post(port, "/v1/completions", body); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  stopper.join();
+  for (std::thread& t : clients) t.join();
+  loop.stop();
+  int num_refused = 0;
+  for (const test::Reply& r : replies) {
+    if (r.status == 0) {
+      // After the server stopped listening; a response broken off reads as
+      // a failed read, not as a failed connection.
+      EXPECT_EQ(r.error, httplib::to_string(httplib::Error::Connection)) << "a response cut off";
+      continue;
+    }
+    if (r.status == 503) {
+      EXPECT_EQ(r.json["error"]["code"], "server_stopping") << r.body;
+      ++num_refused;
+      continue;
+    }
+    ASSERT_EQ(r.status, 200) << r.body;
+    const test::SseStream stream = test::parse_sse(r.body);
+    EXPECT_TRUE(stream.done) << "a stream cut off without [DONE]: " << r.body.substr(r.body.size() > 300 ? r.body.size() - 300 : 0);
+  }
+  RecordProperty("refused", num_refused);
+}
+
 // A request without max_tokens may run to the end of the context. With a
 // pool smaller than the model's context (512 tokens here; Gemma 3's 32k at
 // the default budget), that context is the pool's: the request is served,
