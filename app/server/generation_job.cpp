@@ -23,6 +23,7 @@ namespace {
 // `param`: the one a client would change.
 std::string refused_field(const std::string& error, bool chat) {
   if (error.find("lower max tokens") != std::string::npos) return "max_tokens";  // the pool holds the prompt
+  if (error.find("max_seqs") != std::string::npos) return "n";  // more choices than sequences at once
   if (error.find("tools") != std::string::npos) return "tools";  // the chat template cannot offer them
   return chat ? "messages" : "prompt";
 }
@@ -69,7 +70,8 @@ GenerationJob::Start GenerationJob::start(EngineDriver& driver, const ParsedRequ
     Result<RequestId> id = driver.submit(std::move(r), &submitted);
     if (!id.ok()) {
       job->cancel();
-      const bool too_long = id.error().find("context holds") != std::string::npos;
+      const bool too_long = id.error().find("context holds") != std::string::npos ||
+                            id.error().find("the prompt needs") != std::string::npos;
       return invalid_request(num_prompts > 1 ? "prompt[" + std::to_string(p) + "]: " + id.error() : id.error(),
                              refused_field(id.error(), chat), too_long ? "context_length_exceeded" : "");
     }

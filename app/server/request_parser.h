@@ -77,8 +77,9 @@ inline constexpr int32_t kMaxChatTopLogprobs = 20;
 inline constexpr int32_t kMaxCompletionLogprobs = 5;
 
 // seed 0 means "pick a random seed" to the engine (SamplingParams::seed) but
-// is an ordinary seed to OpenAI clients: the request's 0 becomes this one.
-inline constexpr uint64_t kSeedForZero = 0x9e3779b97f4a7c15ull;
+// is an ordinary seed to OpenAI clients: the request's 0 becomes the
+// engine's stand-in for it.
+inline constexpr uint64_t kSeedForZero = kSeedStandingForZero;
 
 using ParseResult = std::variant<ParsedRequest, ApiError>;
 

@@ -238,6 +238,12 @@ Result<RequestId> Engine::submit(GenerationRequest request, SubmittedPrompt* sub
   Impl& m = *impl_;
   if (Status s = request.sampling.validate(); !s.ok()) return Error{s.error()};
   if (request.n < 1 || request.n > 64) return Error{fmt::format("n = {} is out of range [1, 64]", request.n)};
+  // Each choice is a sequence of its own, all running together once forked.
+  if (request.n > m.config.max_seqs) {
+    return Error{fmt::format("n = {} choices run as {} sequences at once, more than max_seqs = {}; raise max_seqs "
+                             "or lower n",
+                             request.n, request.n, m.config.max_seqs)};
+  }
   if (request.first_scored_position < 1) {
     return Error{fmt::format("first_scored_position = {} must be >= 1 (position 0 has nothing before it)",
                              request.first_scored_position)};
@@ -303,6 +309,15 @@ Result<RequestId> Engine::submit(GenerationRequest request, SubmittedPrompt* sub
     // The setting that sized the pool is the one to raise (kv_budget in words).
     const std::string_view sizing = pool_sizing_setting(m.config, m.device.has_value());
     const std::string_view pool_setting = sizing == "kv_budget" ? "the KV budget" : sizing;
+    // A prompt that does not fit with one reply token: fewer max tokens cannot help.
+    const int32_t prompt_and_one = std::min(static_cast<int32_t>(seq->tokens.size()) + 1, seq->max_total_tokens);
+    const int32_t need_prompt = seq->table.num_blocks_needed(prompt_and_one);
+    if (need_prompt > m.info.num_kv_blocks) {
+      return Error{fmt::format("the prompt needs {} KV block{} ({} tokens with the first reply token) but the pool "
+                               "has only {}; raise {} or shorten the prompt",
+                               need_prompt, need_prompt == 1 ? "" : "s", prompt_and_one, m.info.num_kv_blocks,
+                               pool_setting)};
+    }
     return Error{fmt::format("the request needs {} KV block{} ({} tokens) but the pool has only {}; raise {} or "
                              "lower max tokens",
                              need, need == 1 ? "" : "s", seq->max_total_tokens, m.info.num_kv_blocks, pool_setting)};

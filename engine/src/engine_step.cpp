@@ -101,8 +101,10 @@ std::vector<Sequence*> Engine::Impl::fork_siblings(Sequence& s) {
   std::vector<Sequence*> siblings;
   SamplingParams params = s.sampler.params();
   for (int32_t i = 1; i <= s.num_forks_pending; ++i) {
-    // Each sibling draws from its own stream: the request's seed plus its index.
+    // Each sibling draws from its own stream: the request's seed plus its
+    // index (seed 2^64 - 1, a client's -1, wraps to 0, which means random).
     params.seed = s.sampler.seed() + static_cast<uint64_t>(i);
+    if (params.seed == 0) params.seed = kSeedStandingForZero;
     std::vector<int32_t> tokens(s.tokens.begin(), s.tokens.begin() + s.num_prompt_tokens);
     auto child = std::make_unique<Sequence>(s.id, i, std::move(tokens), params, s.on_event, *tokenizer,
                                             config.block_size);

@@ -15,6 +15,12 @@ namespace kvscope {
 
 class Grammar;  // kvscope/json_constraint.h
 
+// SamplingParams::seed 0 means "pick a random seed"; where a seed must be
+// an ordinary number that happens to be 0 (an OpenAI client's seed 0, or a
+// parallel-sampling sibling whose seed + index wraps around to 0), this one
+// is drawn with instead, so the text stays reproducible.
+inline constexpr uint64_t kSeedStandingForZero = 0x9e3779b97f4a7c15ull;
+
 struct SamplingParams {
   float temperature = 0.8f;         // 0: greedy (argmax, ties -> lowest id)
   int32_t top_k = 40;               // keep the k most likely tokens; 0: off

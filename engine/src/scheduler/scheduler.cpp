@@ -131,8 +131,14 @@ void Scheduler::propose_drafts(std::vector<ScheduledSequence>& out, int32_t& bud
   propose_time_s_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
+bool Scheduler::has_slots_for(const Sequence& s) const {
+  int32_t taken = static_cast<int32_t>(running_.size());
+  for (const auto& r : running_) taken += r->num_forks_pending;
+  return taken + 1 + s.num_forks_pending <= config_.max_seqs;
+}
+
 void Scheduler::swap_in(std::vector<ScheduledSequence>& out, int32_t& budget) {
-  while (!swapped_.empty() && static_cast<int32_t>(running_.size()) < config_.max_seqs) {
+  while (!swapped_.empty() && has_slots_for(*swapped_.front())) {
     Sequence& s = *swapped_.front();
     // Room for its blocks plus the next rows, so it does not bounce straight back out.
     const int32_t rows = rows_for(s, budget);
@@ -154,7 +160,7 @@ void Scheduler::admit(std::vector<ScheduledSequence>& out, int32_t& budget) {
   const bool is_static = config_.policy == SchedulingPolicy::Static;
   if (is_static && !running_.empty()) return;  // a static batch runs to the end
   const bool contiguous = kv_.config().contiguous;
-  while (!waiting_.empty() && static_cast<int32_t>(running_.size()) < config_.max_seqs &&
+  while (!waiting_.empty() && has_slots_for(*waiting_.front()) &&
          (budget > 0 || is_static)) {
     Sequence& s = *waiting_.front();
     // A prompt to score waits for a step with scoring room: admitted now it

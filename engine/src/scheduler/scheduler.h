@@ -117,6 +117,10 @@ class Scheduler {
   // rows left and scored_budget_ rows to score; a caller that schedules
   // them takes its rows to score out of scored_budget_.
   int32_t rows_for(const Sequence& s, int32_t budget) const;
+  // Whether `s` may join the running sequences under max_seqs, counting the
+  // parallel-sampling siblings each will fork at its first token (n > 1):
+  // they run beside it, so they take their slots from admission on.
+  bool has_slots_for(const Sequence& s) const;
   void preempt(Sequence& victim);
   void release_blocks(Sequence& s);
   // The recompute half of preemption: blocks released, tokens to compute again.

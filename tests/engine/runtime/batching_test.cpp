@@ -198,6 +198,85 @@ TEST_F(Batching, ParallelSamplingSharesThePromptAndCopiesOnWrite) {
   EXPECT_EQ((*engine)->kv_stats().num_used_blocks, 0);
 }
 
+// max_seqs bounds the sequences a step runs, a request's n > 1 completions
+// included: they fork from it at its first token, so admission counts them
+// from the start (16 completions of n = 16 once ran under max_seqs = 2). A
+// request of more completions than max_seqs is refused with the setting named.
+TEST_F(Batching, ParallelSamplingStaysWithinMaxSeqs) {
+  EngineConfig c = config();
+  c.max_seqs = 4;
+  c.record_snapshots = true;
+  auto engine = Engine::create(c);
+  ASSERT_TRUE(engine.ok());
+  GenerationRequest too_many;
+  too_many.prompt_tokens = prompts(1)[0];
+  too_many.n = 5;
+  const auto refused = (*engine)->submit(std::move(too_many));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().find("more than max_seqs = 4"), std::string::npos) << refused.error();
+
+  const auto ps = prompts(6);
+  Outcome o;
+  for (const auto& p : ps) {
+    GenerationRequest r;
+    r.prompt_tokens = p;
+    r.n = 3;
+    r.sampling.temperature = 0.0f;
+    r.sampling.max_tokens = kMaxTokens;
+    r.sampling.ignore_eos = true;
+    r.on_event = [&o](const TokenEvent& ev) {
+      if (ev.token >= 0) o.tokens[{ev.id, ev.index}].push_back(ev.token);
+    };
+    o.ids.push_back(*(*engine)->submit(std::move(r)));
+  }
+  int32_t most = 0;
+  while ((*engine)->has_work()) {
+    (*engine)->step();
+    most = std::max(most, (*engine)->snapshot()->last_step.num_seqs);
+  }
+  EXPECT_LE(most, 4);
+  EXPECT_EQ(most, 3) << "one request's three completions at a time: a second would make six";
+  for (int32_t index = 0; index < 3; ++index) {
+    EXPECT_EQ(in_order(o, index), std::vector<std::vector<int32_t>>(reference().begin(), reference().begin() + 6))
+        << "greedy completion " << index;
+  }
+}
+
+// Choice i of n draws with seed + i; a seed of 2^64 - 1 (a client's -1)
+// made choice 1's wrap to 0, which the engine reads as "random", so that
+// choice differed on every run. It now draws with the stand-in for 0.
+TEST_F(Batching, ASiblingSeedThatWrapsToZeroStaysReproducible) {
+  auto run_once = [&] {
+    auto engine = Engine::create(config());
+    EXPECT_TRUE(engine.ok());
+    std::map<int32_t, std::vector<int32_t>> tokens;
+    std::map<int32_t, uint64_t> seeds;
+    GenerationRequest r;
+    r.prompt_tokens = prompts(1)[0];
+    r.n = 3;
+    r.sampling.temperature = 1.0f;
+    r.sampling.top_k = 0;
+    r.sampling.top_p = 1.0f;
+    r.sampling.min_p = 0.0f;
+    r.sampling.seed = ~uint64_t{0};
+    r.sampling.max_tokens = kMaxTokens;
+    r.sampling.ignore_eos = true;
+    r.on_event = [&](const TokenEvent& ev) {
+      if (ev.token >= 0) tokens[ev.index].push_back(ev.token);
+      if (ev.finish != FinishReason::None) seeds[ev.index] = ev.stats.seed;
+    };
+    EXPECT_TRUE((*engine)->submit(std::move(r)).ok());
+    (*engine)->run_until_idle();
+    return std::pair{tokens, seeds};
+  };
+  const auto [first, first_seeds] = run_once();
+  const auto [second, second_seeds] = run_once();
+  EXPECT_EQ(first_seeds.at(0), ~uint64_t{0});
+  EXPECT_EQ(first_seeds.at(1), kSeedStandingForZero);
+  EXPECT_EQ(first_seeds.at(2), 1u);
+  EXPECT_EQ(first, second);
+}
+
 TEST_F(Batching, CancelFreesEverything) {
   auto engine = Engine::create(config());
   ASSERT_TRUE(engine.ok());

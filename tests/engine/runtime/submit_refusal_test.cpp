@@ -68,6 +68,11 @@ TEST_F(SubmitRefusal, ALongRequestNamesTheSettingThatSizedThePool) {
   c.max_model_len = 64;
   EXPECT_EQ(refusal(c, 3, 4), "the request needs 2 KV blocks (7 tokens) but the pool has only 1; raise num_blocks "
                               "or lower max tokens");
+  // A prompt the pool cannot hold with one reply token: fewer max tokens
+  // would not help, so the message does not suggest it.
+  c.num_blocks = 3;
+  EXPECT_EQ(refusal(c, 20, 2), "the prompt needs 6 KV blocks (21 tokens with the first reply token) but the pool "
+                               "has only 3; raise num_blocks or shorten the prompt");
 }
 
 TEST_F(SubmitRefusal, AnUnbuildableTokenizerNamesTheModelFile) {
