@@ -299,6 +299,16 @@ void InvariancePanel::onFinished(quint64 job_id, const InvarianceOutcome& outcom
                  QStringLiteral("\n") + tr("B: %1.").arg(runStatsText(report.stats_b));
   for (const std::string& note : report.unexercised())
     text += QStringLiteral("\n") + tr("Note: %1.").arg(QString::fromStdString(note));
+  int different_prompts = 0;
+  for (const PromptVerdict& v : report.prompts) different_prompts += !v.same_prompt;
+  if (different_prompts > 0)
+    text += QStringLiteral("\n") + tr("Note: %1 prompt(s) ran as different tokens under A and B (their settings cut "
+                                       "the prompt differently): those outputs are of different inputs.")
+                                        .arg(different_prompts);
+  for (const auto& [name, stats] : {std::pair{"A", &report.stats_a}, std::pair{"B", &report.stats_b}}) {
+    for (const std::string& w : stats->warnings)
+      text += QStringLiteral("\n") + tr("%1: warning: %2").arg(QLatin1String(name), QString::fromStdString(w));
+  }
   status_->setText(text);
   // Show the first divergent prompt, or the first one.
   int row = 0;

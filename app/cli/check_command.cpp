@@ -77,6 +77,11 @@ void print_text_report(const InvarianceReport& report, const std::string& model)
   for (size_t i = 0; i < total; ++i) {
     const PromptVerdict& v = report.prompts[i];
     out += fmt::format("[{}/{}] '{}'\n", i + 1, total, escaped(v.prompt, 70));
+    if (!v.same_prompt) {
+      out += fmt::format("  the sides ran different prompt tokens (a: {}, b: {}): their settings cut the prompt "
+                         "differently (see the warnings below), so the outputs are of different inputs\n",
+                         v.num_prompt_tokens, v.num_prompt_tokens_b);
+    }
     if (v.ended_at_once()) {
       // Identical, but over one position: worth saying, not a full check.
       out += fmt::format("  identical, but both ended at once ({}): only the first position's logits were compared "
@@ -118,9 +123,19 @@ void print_text_report(const InvarianceReport& report, const std::string& model)
       line += fmt::format(", {} of {} draft tokens accepted in {} of {} decoding steps", s.num_accepted_draft_tokens,
                           s.num_draft_tokens, s.num_spec_steps, s.num_decode_steps);
     }
+    if (s.num_preemptions > 0) {
+      line += fmt::format(", {} preemption{} ({} block{} swapped out)", s.num_preemptions,
+                          s.num_preemptions == 1 ? "" : "s", s.num_swapped_out_blocks,
+                          s.num_swapped_out_blocks == 1 ? "" : "s");
+    }
     return line + "\n";
   };
   out += "\nruns\n" + runs("a", report.stats_a) + runs("b", report.stats_b);
+  // What generate would have printed on stderr for each side: a setting
+  // adjusted, a prompt cut to fit.
+  for (const auto& [name, stats] : {std::pair{"a", &report.stats_a}, std::pair{"b", &report.stats_b}}) {
+    for (const std::string& w : stats->warnings) out += fmt::format("{}: warning: {}\n", name, w);
+  }
   for (const std::string& note : report.unexercised()) out += fmt::format("note: {}\n", note);
   out += fmt::format("\n{} of {} prompts identical{}\n", report.num_identical(), total,
                      report.all_identical() ? "" : "; the outputs DIVERGE");
@@ -144,7 +159,11 @@ nlohmann::ordered_json stats_json(const InvarianceRunStats& s) {
           {"num_decode_steps", s.num_decode_steps},
           {"num_spec_steps", s.num_spec_steps},
           {"num_draft_tokens", s.num_draft_tokens},
-          {"num_accepted_draft_tokens", s.num_accepted_draft_tokens}};
+          {"num_accepted_draft_tokens", s.num_accepted_draft_tokens},
+          {"max_checked_batch_seqs", s.max_checked_batch_seqs},
+          {"num_preemptions", s.num_preemptions},
+          {"num_swapped_out_blocks", s.num_swapped_out_blocks},
+          {"warnings", s.warnings}};
 }
 
 void print_json_report(const InvarianceReport& report, const CheckOptions& o, const std::string& model) {
@@ -164,6 +183,8 @@ void print_json_report(const InvarianceReport& report, const CheckOptions& o, co
         {"max_logit_diff", std::isinf(v.max_logit_diff) ? nlohmann::ordered_json(nullptr)
                                                         : nlohmann::ordered_json(v.max_logit_diff)},
         {"num_prompt_tokens", v.num_prompt_tokens},
+        {"num_prompt_tokens_b", v.num_prompt_tokens_b},
+        {"same_prompt", v.same_prompt},
         {"tokens_a", v.tokens_a},
         {"tokens_b", v.tokens_b},
         {"text_a", v.text_a},

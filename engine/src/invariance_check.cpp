@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "kernels/cpu/paged_attention.h"
+#include "runtime/cascade_plan.h"
 #include "kvscope/engine.h"
 #include "kvscope/request.h"
 #include "kvscope/setting_table.h"
@@ -97,12 +98,15 @@ bool picks_raw_argmax(const SamplingParams& p) {
 }
 
 // One engine step, counted into `stats`.
-void step_counted(Engine& engine, InvarianceRunStats& stats) {
+// `checked_running`: the checked request had not finished before this step,
+// so it was one of the step's sequences.
+void step_counted(Engine& engine, InvarianceRunStats& stats, bool checked_running) {
   engine.step();
   const StepStats step = engine.last_step_stats();
   if (step.num_seqs == 0) return;
   ++stats.num_steps;
   stats.max_batch_seqs = std::max(stats.max_batch_seqs, step.num_seqs);
+  if (checked_running) stats.max_checked_batch_seqs = std::max(stats.max_checked_batch_seqs, step.num_seqs);
   if (step.num_prefill_tokens > 0 && step.num_decode_tokens > 0) ++stats.num_mixed_steps;
   if (step.num_cascade_groups > 0) ++stats.num_cascade_steps;
   if (step.graph_replayed) ++stats.num_graph_steps;
@@ -114,7 +118,8 @@ void step_counted(Engine& engine, InvarianceRunStats& stats) {
 
 struct PromptRun {
   GenerationRecord record;
-  int32_t num_prompt_tokens = 0;
+  std::vector<int32_t> prompt_tokens;  // as submitted (after any cut to fit)
+  std::vector<std::string> warnings;   // the request's own (SubmittedPrompt::warnings)
 };
 
 // Runs one prompt (plus its companions) to idle on `engine`.
@@ -151,13 +156,14 @@ Result<PromptRun> run_prompt(Engine& engine, const InvarianceSide& side, const s
   SubmittedPrompt submitted;
   Result<RequestId> id = engine.submit(std::move(checked), &submitted);
   if (!id.ok()) return Error{id.error()};
-  run.num_prompt_tokens = static_cast<int32_t>(submitted.tokens.size());
+  run.prompt_tokens = std::move(submitted.tokens);
+  run.warnings = std::move(submitted.warnings);
 
   // Prefill first, alone: the companions then find the prompt's blocks in
   // the prefix cache and their prefill shares steps with its decode.
   while (engine.has_work() && rec.logits.empty() && !checked_finished) {
     if (!keep_going()) return Error{"cancelled"};
-    step_counted(engine, stats);
+    step_counted(engine, stats, true);
   }
   for (int32_t i = 1; i < side.concurrency && !checked_finished; ++i) {
     GenerationRequest companion;
@@ -171,7 +177,7 @@ Result<PromptRun> run_prompt(Engine& engine, const InvarianceSide& side, const s
   }
   while (engine.has_work()) {
     if (!keep_going()) return Error{"cancelled"};
-    step_counted(engine, stats);
+    step_counted(engine, stats, !checked_finished);
   }
   if (!error.empty()) return Error{error};
   if (!checked_finished) return Error{"the engine stopped before the request finished"};
@@ -286,20 +292,48 @@ std::vector<std::string> InvarianceReport::unexercised() const {
       // holds a prompt's last token is never shared.
       // Sequences share blocks only when paged through the prefix cache
       // (the checker's runs are separate requests): name that cause first.
-      const std::string why =
-          !c.paged ? std::string("paged attention is off: a contiguous request shares no block")
-          : !c.prefix_caching
-              ? std::string("prefix caching is off: separate requests share no block")
-              : fmt::format("sequences running together must share at least {} computed tokens of whole "
-                            "{}-token blocks: longer prompts with a common start, of {} tokens or more",
-                            kAttentionTile, c.block_size,
-                            (kAttentionTile + c.block_size - 1) / c.block_size * c.block_size + 1);
+      // auto also needs enough sequences sharing enough (cascade_plan.h).
+      const bool is_auto = c.cascade == CascadeMode::Auto;
+      const int32_t min_seqs = is_auto ? kAutoCascadeMinSeqs : 2;
+      const int32_t min_shared = is_auto ? std::max(kAutoCascadeMinSharedTokens, kAttentionTile) : kAttentionTile;
+      std::string why;
+      if (!c.paged) {
+        why = "paged attention is off: a contiguous request shares no block";
+      } else if (!c.prefix_caching) {
+        why = "prefix caching is off: separate requests share no block";
+      } else if (side.concurrency < min_seqs) {
+        why = is_auto ? fmt::format("auto groups at least {} sequences sharing a prefix; concurrency = {} runs "
+                                    "fewer: set concurrency={} or more",
+                                    min_seqs, side.concurrency, min_seqs)
+                      : fmt::format("concurrency = {}: one sequence has no other to share a prefix with; set "
+                                    "concurrency=2 or more",
+                                    side.concurrency);
+      } else {
+        why = fmt::format("sequences running together must share at least {} computed tokens of whole "
+                          "{}-token blocks: longer prompts with a common start, of {} tokens or more",
+                          min_shared, c.block_size,
+                          (min_shared + c.block_size - 1) / c.block_size * c.block_size + 1);
+      }
       notes.push_back(fmt::format("{}: cascade = {}, but no step ran a cascade pass ({})", name,
                                   cascade_mode_name(c.cascade), why));
     }
-    if (side.concurrency > 1 && side.concurrency != other.concurrency && stats.max_batch_seqs <= 1) {
-      notes.push_back(fmt::format("{}: concurrency = {}, but no step ran more than one sequence", name,
-                                  side.concurrency));
+    if (side.concurrency > 1 && side.concurrency != other.concurrency && stats.max_checked_batch_seqs <= 1) {
+      notes.push_back(fmt::format("{}: concurrency = {}, but no step ran the checked request beside another "
+                                  "sequence{}",
+                                  name, side.concurrency,
+                                  c.policy == SchedulingPolicy::Static
+                                      ? " (policy = static runs a batch to its end before admitting more)"
+                                      : ""));
+    }
+    if (c.preemption != o.preemption && stats.num_preemptions == 0) {
+      notes.push_back(fmt::format("{}: preemption = {}, but no sequence was preempted (the KV pool never ran "
+                                  "out: fewer num_blocks and more concurrency make it)",
+                                  name, preemption_mode_name(c.preemption)));
+    } else if (c.preemption == PreemptionMode::Swap && o.preemption != PreemptionMode::Swap &&
+               stats.num_preemptions > 0 && stats.num_swapped_out_blocks == 0) {
+      notes.push_back(fmt::format("{}: preemption = swap, but every preemption recomputed (the swap space holds "
+                                  "no block: raise swap_space)",
+                                  name));
     }
     if (c.spec != SpecMethod::Off && c.spec != o.spec) {
       if (stats.num_draft_tokens == 0) {
@@ -432,7 +466,17 @@ Result<InvarianceReport> check_invariance(const InvarianceSide& a, const Invaria
       ++done;
       if (!keep_going()) return Error{"cancelled"};
     }
-    stats[s].num_prefix_hit_tokens = (*engine)->kv_stats().num_prefix_hit_tokens;
+    const KvStats kv = (*engine)->kv_stats();
+    stats[s].num_prefix_hit_tokens = kv.num_prefix_hit_tokens;
+    stats[s].num_preemptions = kv.num_preemptions;
+    stats[s].num_swapped_out_blocks = kv.num_swapped_out_blocks;
+    std::vector<std::string>& warnings = stats[s].warnings;
+    warnings = (*engine)->warnings();
+    for (size_t i = 0; i < runs[s].size(); ++i) {
+      for (const std::string& w : runs[s][i].warnings) {
+        warnings.push_back(prompts.size() > 1 ? fmt::format("prompt {}: {}", i + 1, w) : w);
+      }
+    }
   }
 
   InvarianceReport report;
@@ -443,7 +487,9 @@ Result<InvarianceReport> check_invariance(const InvarianceSide& a, const Invaria
   for (size_t i = 0; i < prompts.size(); ++i) {
     PromptVerdict v = compare_runs(runs[0][i].record, runs[1][i].record);
     v.prompt = prompts[i];
-    v.num_prompt_tokens = runs[0][i].num_prompt_tokens;
+    v.num_prompt_tokens = static_cast<int32_t>(runs[0][i].prompt_tokens.size());
+    v.num_prompt_tokens_b = static_cast<int32_t>(runs[1][i].prompt_tokens.size());
+    v.same_prompt = runs[0][i].prompt_tokens == runs[1][i].prompt_tokens;
     report.prompts.push_back(std::move(v));
   }
   return report;

@@ -125,7 +125,13 @@ struct PromptVerdict {
   // position up to and including first_divergence (all common positions when
   // identical); 0 means bitwise equal there. +inf when only one side is NaN.
   float max_logit_diff = 0.0f;
-  int32_t num_prompt_tokens = 0;   // as run (BOS included when added)
+  int32_t num_prompt_tokens = 0;   // as run on side a (BOS included when added)
+  int32_t num_prompt_tokens_b = 0; // as run on side b
+  // Both sides ran the same prompt ids. Not so when their settings cut the
+  // prompt differently (max_model_len, context_overflow, context_keep):
+  // then the outputs are of different inputs, and each side's warnings say
+  // what was cut.
+  bool same_prompt = true;
   std::vector<int32_t> tokens_a, tokens_b;
   std::string text_a, text_b;
   std::string finish_a, finish_b;  // finish_reason_name() of each run
@@ -140,6 +146,10 @@ struct PromptVerdict {
 struct InvarianceRunStats {
   int64_t num_steps = 0;               // engine steps that ran work
   int32_t max_batch_seqs = 0;          // most sequences in one step
+  // Most sequences in one step while the checked request was running: under
+  // policy = static the companions run only after it, so batching was not
+  // exercised however large max_batch_seqs is.
+  int32_t max_checked_batch_seqs = 0;
   int64_t num_mixed_steps = 0;         // steps with both prefill and decode rows
   int64_t num_cascade_steps = 0;       // steps with at least one cascade attention pass
   int64_t num_graph_steps = 0;         // steps the GPU replayed as a captured graph (gpu_graphs)
@@ -148,6 +158,12 @@ struct InvarianceRunStats {
   int64_t num_spec_steps = 0;          // steps that verified at least one draft token
   int64_t num_draft_tokens = 0;        // speculative draft tokens verified
   int64_t num_accepted_draft_tokens = 0;  // of those, accepted
+  int64_t num_preemptions = 0;         // sequences preempted (recompute or swap)
+  int64_t num_swapped_out_blocks = 0;  // blocks copied to the swap pool
+  // What the side's engine and its requests warned about, as generate
+  // prints them: a setting adjusted at load (threads above the cores), a
+  // prompt cut to fit ("prompt 2: ..." when there are several prompts).
+  std::vector<std::string> warnings;
 };
 
 struct InvarianceReport {
@@ -160,7 +176,8 @@ struct InvarianceReport {
   // in it, one sentence each ("b: cascade = on, but no step ran a cascade
   // pass: ..."): an "identical" verdict then says nothing about that setting.
   // Cascade passes, steps of several sequences (concurrency), speculative
-  // drafts, prefix-cache hits. Empty when every difference was exercised.
+  // drafts, prefix-cache hits, preemptions. Empty when every difference was
+  // exercised.
   std::vector<std::string> unexercised() const;
 };
 

@@ -154,13 +154,15 @@ TEST(InvarianceReport, NamesWhatASideAskedForButNeverDid) {
   r.b.config.spec = SpecMethod::Ngram;
   r.a.config.prefix_caching = r.b.config.prefix_caching = true;
   r.stats_b.max_batch_seqs = 1;
+  r.stats_b.max_checked_batch_seqs = 1;
   std::vector<std::string> notes = r.unexercised();
   ASSERT_EQ(notes.size(), 3u);
   EXPECT_EQ(notes[0].rfind("b: cascade = on, but no step ran a cascade pass", 0), 0u) << notes[0];
-  EXPECT_EQ(notes[1], "b: concurrency = 8, but no step ran more than one sequence");
+  EXPECT_EQ(notes[1], "b: concurrency = 8, but no step ran the checked request beside another sequence");
   EXPECT_EQ(notes[2], "b: spec = ngram, but no draft token was verified");
   r.stats_b.num_cascade_steps = 3;
   r.stats_b.max_batch_seqs = 8;
+  r.stats_b.max_checked_batch_seqs = 8;
   r.stats_b.num_draft_tokens = 12;
   r.stats_b.num_spec_steps = 3;
   r.stats_b.num_decode_steps = 12;
@@ -198,7 +200,62 @@ TEST(InvarianceReport, AnIdleCascadeNamesItsCause) {
   r.a.config.prefix_caching = r.b.config.prefix_caching = true;
   notes = r.unexercised();
   ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].find("(concurrency = 1: one sequence has no other to share a prefix with"), std::string::npos)
+      << notes[0];
+  r.a.concurrency = 8;
+  r.stats_a.max_checked_batch_seqs = 8;
+  notes = r.unexercised();
+  ASSERT_EQ(notes.size(), 1u);
   EXPECT_NE(notes[0].find("must share at least"), std::string::npos) << notes[0];
+}
+
+// Under policy = static the companions run after the checked request, in
+// steps of several sequences that never include it: concurrency was not
+// exercised however large the batches were. Preemption the sides differ in
+// must have happened; swap that always fell back to recompute is named.
+TEST(InvarianceReport, BatchingAndPreemptionMustHappenToCount) {
+  InvarianceReport r;
+  r.b.concurrency = 4;
+  r.b.config.policy = SchedulingPolicy::Static;
+  r.stats_b.max_batch_seqs = 3;
+  r.stats_b.max_checked_batch_seqs = 1;
+  std::vector<std::string> notes = r.unexercised();
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_EQ(notes[0], "b: concurrency = 4, but no step ran the checked request beside another sequence (policy = "
+                      "static runs a batch to its end before admitting more)");
+
+  InvarianceReport p;
+  p.a.config.preemption = PreemptionMode::Swap;
+  p.b.config.preemption = PreemptionMode::Recompute;
+  notes = p.unexercised();
+  ASSERT_EQ(notes.size(), 2u);
+  EXPECT_EQ(notes[0].rfind("a: preemption = swap, but no sequence was preempted", 0), 0u) << notes[0];
+  EXPECT_EQ(notes[1].rfind("b: preemption = recompute, but no sequence was preempted", 0), 0u) << notes[1];
+  p.stats_a.num_preemptions = p.stats_b.num_preemptions = 2;
+  notes = p.unexercised();
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_EQ(notes[0].rfind("a: preemption = swap, but every preemption recomputed", 0), 0u) << notes[0];
+  p.stats_a.num_swapped_out_blocks = 3;
+  EXPECT_TRUE(p.unexercised().empty());
+}
+
+// cascade = auto groups at least four sequences: with fewer the note names
+// that, not the prompt's length.
+TEST(InvarianceReport, AnIdleAutoCascadeNamesTooFewSequences) {
+  InvarianceReport r;
+  r.a.config.cascade = CascadeMode::Off;
+  r.b.config.cascade = CascadeMode::Auto;
+  r.b.concurrency = 3;
+  std::vector<std::string> notes = r.unexercised();
+  ASSERT_EQ(notes.size(), 2u);  // and concurrency 3 that never batched
+  EXPECT_NE(notes[0].find("auto groups at least 4 sequences sharing a prefix; concurrency = 3 runs fewer"),
+            std::string::npos)
+      << notes[0];
+  r.b.concurrency = 4;
+  r.stats_b.max_checked_batch_seqs = 4;
+  notes = r.unexercised();
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].find("share at least 128 computed tokens"), std::string::npos) << notes[0];
 }
 
 TEST(CompareRuns, IdenticalRunsAreIdenticalWithNoLogitDifference) {
@@ -478,6 +535,30 @@ TEST_F(InvarianceCheck, ProgressCountsRunsAndCanCancel) {
   ASSERT_FALSE(during_load.ok());
   EXPECT_EQ(during_load.error(), "cancelled");
   EXPECT_EQ(calls, 2);
+}
+
+// Settings that cut the prompt differently run different inputs: the
+// verdict says so and each side's warnings say what was cut (before, the
+// check called such runs identical with nothing to show why the logits
+// differed).
+TEST_F(InvarianceCheck, PromptsCutDifferentlyAreFlaggedWithTheWarnings) {
+  auto a = parse_invariance_side("max_model_len=32,context_overflow=truncate_middle,context_keep=4", base());
+  auto b = parse_invariance_side("max_model_len=32,context_overflow=shift,context_keep=4", base());
+  ASSERT_TRUE(a.ok() && b.ok());
+  InvarianceOptions options;
+  options.max_tokens = 4;
+  auto report = check_invariance(*a, *b, {prompts()[2]}, options);
+  ASSERT_TRUE(report.ok()) << report.error();
+  const PromptVerdict& v = report->prompts[0];
+  EXPECT_FALSE(v.same_prompt);
+  EXPECT_NE(v.num_prompt_tokens, v.num_prompt_tokens_b);
+  ASSERT_FALSE(report->stats_a.warnings.empty());
+  EXPECT_NE(report->stats_a.warnings.back().find("from its middle were dropped"), std::string::npos);
+  ASSERT_FALSE(report->stats_b.warnings.empty());
+
+  auto same = check_invariance(*a, *a, {prompts()[2]}, options);
+  ASSERT_TRUE(same.ok());
+  EXPECT_TRUE(same->prompts[0].same_prompt);
 }
 
 TEST_F(InvarianceCheck, ErrorsNameTheSide) {
