@@ -134,11 +134,14 @@ void ConversationListWidget::deleteCurrent(bool confirm) {
   const qint64 id = currentConversation();
   if (id < 0 || !store_) return;
   if (confirm) {
-    const auto answer =
-        QMessageBox::question(this, tr("Delete conversation"),
-                              tr("Delete “%1” and all its messages?").arg(list_->currentItem()->text()),
-                              QMessageBox::Yes | QMessageBox::Cancel, QMessageBox::Cancel);
-    if (answer != QMessageBox::Yes) return;
+    // Plain text: a title is the user's words, never markup ("<b>x</b>"
+    // showed as a bold x).
+    QMessageBox box(QMessageBox::Question, tr("Delete conversation"),
+                    tr("Delete “%1” and all its messages?").arg(list_->currentItem()->text()),
+                    QMessageBox::Yes | QMessageBox::Cancel, this);
+    box.setTextFormat(Qt::PlainText);
+    box.setDefaultButton(QMessageBox::Cancel);
+    if (box.exec() != QMessageBox::Yes) return;
   }
   if (!store_->delete_conversation(id)) {
     emit storeError(store_->lastError());

@@ -24,6 +24,7 @@
 #include <QSettings>
 #include <QStatusBar>
 #include <QTableView>
+#include <QTimer>
 #include <QToolBar>
 #include <QVBoxLayout>
 
@@ -99,14 +100,19 @@ MainWindow::MainWindow(QWidget* parent, const QString& chat_store_path)
   statusBar()->addPermanentWidget(server_label);
   connect(server_dialog_, &ServerDialog::summaryChanged, server_label, &QLabel::setText);
 
+  // Startup messages wait for the event loop: shown before the window is,
+  // a status-bar message does not hide the model summary beside it, and the
+  // two were drawn over each other.
   for (const QString& p : problems) qWarning("kvscope: saved settings: %s", qPrintable(p));
-  if (!problems.isEmpty())
-    statusBar()->showMessage(tr("Some saved settings were unusable and were reset: %1").arg(problems.join(QStringLiteral("; "))),
-                             15000);
+  if (!problems.isEmpty()) {
+    const QString message =
+        tr("Some saved settings were unusable and were reset: %1").arg(problems.join(QStringLiteral("; ")));
+    QTimer::singleShot(0, this, [this, message] { statusBar()->showMessage(message, 15000); });
+  }
   conversations_->setStore(store_.get());
   if (!store_->is_open()) {
     qWarning("kvscope: conversations are not saved: %s", qPrintable(store_->lastError()));
-    reportStoreError(store_->lastError());
+    QTimer::singleShot(0, this, [this, error = store_->lastError()] { reportStoreError(error); });
   }
   connect(chat_, &ChatWidget::userTurnAdded, this, &MainWindow::onUserTurnAdded);
   connect(chat_, &ChatWidget::turnsRemoved, this, &MainWindow::onTurnsRemoved);
@@ -125,6 +131,7 @@ MainWindow::~MainWindow() = default;
 void MainWindow::showErrorBox(const QString& title, const QString& message) {
   // Non-modal: the engine keeps streaming while the box is up.
   auto* box = new QMessageBox(QMessageBox::Critical, title, message, QMessageBox::Ok, this);
+  box->setTextFormat(Qt::PlainText);  // engine messages quote paths and text, never markup
   box->setAttribute(Qt::WA_DeleteOnClose);
   box->open();
 }

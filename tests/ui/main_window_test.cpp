@@ -245,6 +245,13 @@ class MainWindowTest : public QObject {
     ui::MainWindow window(nullptr, dir.path());  // a directory: cannot be a database
     QVERIFY(!window.chatStore()->is_open());
     QVERIFY(!window.conversationList()->searchField()->isEnabled());
+    // The startup message takes the model summary's place in the status bar;
+    // shown before the window was, it was drawn over it.
+    window.show();
+    QTRY_VERIFY(window.statusBar()->currentMessage().contains(QStringLiteral("Conversations are not saved")));
+    for (const ui::LiveLabel* label : window.statusBar()->findChildren<ui::LiveLabel*>()) {
+      if (label->text() == QStringLiteral("no model")) QVERIFY(!label->isVisible());
+    }
     ui::ChatWidget* chat = window.chat();
     markLoaded(chat);
     chatOnce(chat, QStringLiteral("hello"), 7, QStringLiteral("hi"));
