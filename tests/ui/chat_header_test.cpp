@@ -124,6 +124,15 @@ class ChatHeaderTest : public QObject {
     QCOMPARE(sampling.top_p, 0.9f);
     QCOMPARE(sampling.repetition_penalty, 1.1f);
     QCOMPARE(sampling.repeat_last_n, 64);
+
+    // Penalties no model file recommends, and a fixed seed, are named when on.
+    QVERIFY(!chat.headerText().contains(QStringLiteral("frequency penalty")));
+    mine.sampling.frequency_penalty = 2.0f;
+    mine.sampling.presence_penalty = 0.5f;
+    mine.sampling.seed = 42;
+    chat.setConversationSettings(mine);
+    QVERIFY2(chat.headerText().contains(QStringLiteral("presence penalty 0.5, frequency penalty 2, seed 42")),
+             qPrintable(chat.headerText()));
   }
 };
 

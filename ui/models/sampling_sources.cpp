@@ -106,6 +106,14 @@ QStringList samplingSummary(const ConversationSettings& settings, const kvscope:
     }
     if (!values.isEmpty()) entries << QStringLiteral("%1: %2").arg(name, values.join(QStringLiteral(", ")));
   }
+  // Values no model file recommends, shown when they are not off: a reply
+  // shaped by a frequency penalty of 2 must say so too.
+  const kvscope::SamplingParams& s = settings.sampling;
+  QStringList others;
+  if (s.presence_penalty != 0.0f) others << "presence penalty " + number(s.presence_penalty);
+  if (s.frequency_penalty != 0.0f) others << "frequency penalty " + number(s.frequency_penalty);
+  if (s.seed != 0) others << QStringLiteral("seed %1").arg(s.seed);
+  if (!others.isEmpty()) entries << others.join(QStringLiteral(", "));
   return entries;
 }
 

@@ -32,7 +32,8 @@ SamplingSource samplingSourceOf(const ConversationSettings& settings, const QStr
 // The header's sampling part for settings already resolved with `defaults`
 // (ConversationSettings::withDefaults): one "source: values" entry per source
 // that supplies a value, in the order conversation, model file, kvscope
-// defaults; values of top-k, top-p and min-p are left out when greedy.
+// defaults; values of top-k, top-p and min-p are left out when greedy. Then
+// the presence and frequency penalties and the seed, when not off.
 // Plain text (callers escape it for rich text).
 QStringList samplingSummary(const ConversationSettings& settings, const kvscope::SamplingDefaults& defaults);
 
