@@ -55,6 +55,11 @@ QList<EngineProblem> engineConfigProblems(const kvscope::EngineConfig& config, b
     if (!QFileInfo::exists(path))
       problems.append({QStringLiteral("model_path"), QStringLiteral("no such model file or folder: %1").arg(path)});
   }
+  if (check_model_file && config.spec == kvscope::SpecMethod::Draft && !config.spec_draft_model.empty()) {
+    const QString path = QString::fromStdString(config.spec_draft_model);
+    if (!QFileInfo::exists(path))
+      problems.append({QStringLiteral("spec_draft_model"), QStringLiteral("no such draft model file: %1").arg(path)});
+  }
   return problems;
 }
 

@@ -33,8 +33,8 @@ struct EngineProblem {
   QString message;
 };
 
-// EngineConfig::validate() plus, when check_model_file, a model path that
-// exists; empty when all pass.
+// EngineConfig::validate() plus, when check_model_file, a model path (and
+// with spec = draft a draft model path) that exists; empty when all pass.
 QList<EngineProblem> engineConfigProblems(const kvscope::EngineConfig& config, bool check_model_file);
 
 // Reads the stored settings over EngineConfig's defaults (model_path included;

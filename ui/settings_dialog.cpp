@@ -177,6 +177,7 @@ void SettingsDialog::addSettingRow(QFormLayout* form, const kvscope::SettingSpec
   const QString unit = spec.unit.empty() ? QString() : QStringLiteral(" ") + qs(spec.unit);
   QString help = qs(spec.help);
   QWidget* control = nullptr;
+  QWidget* field = nullptr;  // what the form row holds: the control, or a row around it
   QString row_label = tr("%1:").arg(qs(spec.label));
   switch (spec.type) {
     case kvscope::SettingType::Int:
@@ -223,19 +224,31 @@ void SettingsDialog::addSettingRow(QFormLayout* form, const kvscope::SettingSpec
       auto* edit = new QLineEdit(parent);
       connect(edit, &QLineEdit::textChanged, this, &SettingsDialog::revalidate);
       control = edit;
+      // A path is picked, not typed: a Browse… button beside it.
+      auto* browse = new QPushButton(tr("Browse…"), parent);
+      browse->setObjectName(QStringLiteral("browse_") + key);
+      browse->setAccessibleName(tr("Browse for %1").arg(qs(spec.label)));
+      connect(browse, &QPushButton::clicked, this, [this, edit, label = qs(spec.label)] { browseFile(edit, tr("Choose the %1").arg(label.toLower())); });
+      browse_buttons_.insert(key, browse);
+      field = new QWidget(parent);
+      auto* row = new QHBoxLayout(field);
+      row->setContentsMargins(0, 0, 0, 0);
+      row->addWidget(edit, 1);
+      row->addWidget(browse);
       break;
     }
   }
+  if (!field) field = control;
   control->setObjectName(key);
   control->setAccessibleName(qs(spec.label));
   control->setToolTip(help);
   control->setAccessibleDescription(help);
   if (row_label.isEmpty()) {
-    form->addRow(control);
+    form->addRow(field);
   } else {
     auto* label = new QLabel(row_label, parent);
     label->setBuddy(control);
-    form->addRow(label, control);
+    form->addRow(label, field);
   }
   controls_.insert(key, control);
   addMessageLabel(form, control, key, qs(spec.label));
@@ -300,10 +313,13 @@ bool SettingsDialog::engineChanged() const { return !kvscope::same_settings(conf
 bool SettingsDialog::chatDefaultsChanged() const { return chat_given_ && !(chatDefaults() == *chat_given_); }
 
 void SettingsDialog::browseModel() {
-  auto* path = static_cast<QLineEdit*>(controls_.value(QStringLiteral("model_path")));
+  browseFile(static_cast<QLineEdit*>(controls_.value(QStringLiteral("model_path"))), tr("Choose a model"));
+}
+
+void SettingsDialog::browseFile(QLineEdit* path, const QString& title) {
   const QString current = path->text().trimmed();
   const QString start = current.isEmpty() ? QString() : QFileInfo(current).absolutePath();
-  const QString chosen = QFileDialog::getOpenFileName(this, tr("Choose a model"), start,
+  const QString chosen = QFileDialog::getOpenFileName(this, title, start,
                                                       tr("GGUF models (*.gguf);;All files (*)"));
   if (!chosen.isEmpty()) path->setText(chosen);
 }
@@ -318,7 +334,9 @@ void SettingsDialog::revalidate() {
   if (loading_ || !buttons_) return;
   const kvscope::EngineConfig c = config();
   for (const kvscope::SettingSpec& spec : kvscope::engine_settings()) {
-    if (spec.applies) controls_.value(qs(spec.key))->setEnabled(spec.applies(c));
+    if (!spec.applies) continue;
+    controls_.value(qs(spec.key))->setEnabled(spec.applies(c));
+    if (QPushButton* browse = browse_buttons_.value(qs(spec.key))) browse->setEnabled(spec.applies(c));
   }
   QList<EngineProblem> problems = engineConfigProblems(c, /*check_model_file=*/true);
   // The memory plan only once the settings are valid on their own (it assumes

@@ -33,6 +33,7 @@ class QDialogButtonBox;
 class QFormLayout;
 class QLabel;
 class QLineEdit;
+class QPushButton;
 class QTabWidget;
 
 namespace kvscope::ui {
@@ -84,6 +85,8 @@ class SettingsDialog : public QDialog {
   void setControlValue(const kvscope::SettingSpec& spec, const kvscope::SettingValue& value);
   void loadConfig(const kvscope::EngineConfig& config);
   void browseModel();
+  // A file dialog titled `title` for `path`, starting at its folder.
+  void browseFile(QLineEdit* path, const QString& title);
   void revalidate();
 
   kvscope::EngineConfig given_;
@@ -93,6 +96,7 @@ class SettingsDialog : public QDialog {
   QString problem_;
   bool loading_ = true;              // no revalidate() while controls are built and filled
   QMap<QString, QWidget*> controls_;  // setting key -> its control
+  QMap<QString, QPushButton*> browse_buttons_;  // path setting key -> its Browse… button
   QMap<QString, QLabel*> messages_;   // setting key -> the message label under its control
 
   QTabWidget* tabs_ = nullptr;

@@ -36,9 +36,7 @@ std::string early_exit_problem(const EngineConfig& config, int32_t num_layers) {
   if (config.spec == SpecMethod::EarlyExit && (config.tp > 1 || config.tp_reduce != TpReduce::Fast)) {
     return "spec = early_exit drafts with the model's own runner, which needs tp = 1 and tp_reduce = fast";
   }
-  if (config.spec != SpecMethod::EarlyExit || config.spec_early_exit_layer <= num_layers) return {};
-  return fmt::format("spec_early_exit_layer = {} is more than the model's {} layers; choose 1 to {} (0: half)",
-                     config.spec_early_exit_layer, num_layers, num_layers);
+  return early_exit_layer_problem(config, num_layers);
 }
 
 Result<LoadedModel> load_draft_model(const std::string& draft_path, const std::string& model_path,

@@ -63,8 +63,17 @@ const char* pool_sizing_setting(const EngineConfig& c, bool on_gpu) {
   return on_gpu && c.gpu_memory_percent > 0 ? "gpu_memory_percent" : "kv_budget";
 }
 
+std::string early_exit_layer_problem(const EngineConfig& config, int32_t num_layers) {
+  if (config.spec != SpecMethod::EarlyExit || config.spec_early_exit_layer <= num_layers) return {};
+  return fmt::format("the early-exit layer {} is more than the model's {} layers; choose 1 to {} (0: half)",
+                     config.spec_early_exit_layer, num_layers, num_layers);
+}
+
 KvPlan plan_kv(const ModelShape& m, const EngineConfig& c, int64_t machine_memory_bytes, const DeviceMemory* device) {
   KvPlan p;
+  if (std::string why = early_exit_layer_problem(c, m.num_layers); !why.empty() && m.num_layers > 0) {
+    p.problems.push_back({"spec_early_exit_layer", std::move(why)});
+  }
   p.max_model_len = c.max_model_len > 0 ? c.max_model_len : m.context_length;
   if (m.context_length > 0 && c.max_model_len > m.context_length) {
     p.warnings.push_back(fmt::format("max model length {} is above the model's trained context of {} tokens: "

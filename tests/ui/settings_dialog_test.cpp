@@ -220,6 +220,39 @@ class SettingsDialogTest : public QObject {
     QVERIFY2(dialog.isValid(), qPrintable(dialog.problem()));
   }
 
+  // Speculation's model-dependent values are checked in the dialog, beside
+  // their fields, not after OK (which closed the dialog, lost the edits and
+  // named the internal key): an early-exit layer past the loaded model's
+  // layers, a draft model that does not exist. The draft model has a
+  // Browse… button, enabled with its field.
+  void speculationProblemsShowBeforeOk() {
+    EngineConfig c;
+    c.model_path = model_.toStdString();
+    SettingsDialog dialog(c, ConversationSettings(), {}, nullptr);
+    dialog.setModelShape(model_, kvscope::test::smollm2_shape());  // 30 layers
+    auto* spec = child<QComboBox>(&dialog, "spec");
+    spec->setCurrentIndex(spec->findData(QStringLiteral("early_exit")));
+    child<QSpinBox>(&dialog, "spec_early_exit_layer")->setValue(31);
+    QVERIFY(!okButton(&dialog)->isEnabled());
+    auto* layer_message = child<QLabel>(&dialog, "spec_early_exit_layer_message");
+    QVERIFY2(layer_message->text().contains(QStringLiteral("the early-exit layer 31 is more than the model's 30 "
+                                                           "layers")),
+             qPrintable(layer_message->text()));
+    child<QSpinBox>(&dialog, "spec_early_exit_layer")->setValue(30);
+    QVERIFY2(dialog.isValid(), qPrintable(dialog.problem()));
+
+    auto* browse = child<QPushButton>(&dialog, "browse_spec_draft_model");
+    QVERIFY(!browse->isEnabled());  // early exit needs no draft model
+    spec->setCurrentIndex(spec->findData(QStringLiteral("draft")));
+    QVERIFY(browse->isEnabled());
+    child<QLineEdit>(&dialog, "spec_draft_model")->setText(dir_.filePath(QStringLiteral("no-draft.gguf")));
+    QVERIFY(!okButton(&dialog)->isEnabled());
+    QVERIFY2(child<QLabel>(&dialog, "spec_draft_model_message")->text().contains(QStringLiteral("no such draft model")),
+             qPrintable(dialog.problem()));
+    child<QLineEdit>(&dialog, "spec_draft_model")->setText(model_);
+    QVERIFY2(dialog.isValid(), qPrintable(dialog.problem()));
+  }
+
   // Every row away from its default, and Bytes values that are not whole
   // MiB (or below the box's 1 MiB) come back exactly while untouched.
   void unusualConfigRoundTrips() {

@@ -98,6 +98,11 @@ struct DeviceMemory {
 KvPlan plan_kv(const ModelShape& model, const EngineConfig& config, int64_t machine_memory_bytes,
                const DeviceMemory* device = nullptr);
 
+// With spec = early_exit, why spec_early_exit_layer does not fit a model of
+// `num_layers` layers, or "": plan_kv reports it (so model-info and the
+// settings dialog say it before a load) and Engine::create refuses it.
+std::string early_exit_layer_problem(const EngineConfig& config, int32_t num_layers);
+
 // The setting that sizes the pool, the one a message about its size names:
 // "num_blocks" when set, else "gpu_memory_percent" when it applies (a pool
 // planned on a GPU), else "kv_budget".
