@@ -146,7 +146,7 @@ int run_chat(const ChatOptions& options) {
     history.push_back({"assistant", reply.text});
     if (reply.text.empty() || reply.text.back() != '\n') write_stdout("\n");
     // Said whether or not stderr is a terminal (unlike the stats line).
-    print_context_notes(reply.stats, reply.finish);
+    print_context_notes(*engine, reply.stats, reply.finish);
     print_stats(reply);
     if (reply.quit) break;
   }

@@ -67,17 +67,26 @@ std::string human_bytes(uint64_t bytes) {
 
 void print_error(std::string_view message) { fmt::print(stderr, "kvscope-cli: error: {}\n", message); }
 
-void print_context_notes(const RequestStats& stats, FinishReason finish) {
+void print_context_notes(const Engine& engine, const RequestStats& stats, FinishReason finish) {
   if (stats.num_context_shifts > 0) {
     fmt::print(stderr, "kvscope-cli: note: the context was full: {} shift{}, {} tokens dropped from its middle in all\n",
                stats.num_context_shifts, stats.num_context_shifts == 1 ? "" : "s", stats.num_dropped_tokens);
   }
-  if (finish == FinishReason::ContextFull) {
-    fmt::print(stderr,
-               "kvscope-cli: note: the reply stopped where the context was full ({} tokens); --ctx raises the "
-               "limit, --context-overflow shift goes on past it\n",
-               stats.num_context_tokens);
-  }
+  if (finish != FinishReason::ContextFull) return;
+  // What to change depends on what set the limit: the KV pool when it holds
+  // less than the context asked for, else --ctx (or the model's context).
+  const ModelInfo& info = engine.model_info();
+  const int64_t pool_tokens = int64_t{info.num_kv_blocks} * info.block_size;
+  const std::string raise =
+      pool_tokens <= info.max_model_len
+          ? fmt::format("the KV pool holds {} tokens ({} blocks of {}): --kv-budget or --num-blocks raises it",
+                        pool_tokens, info.num_kv_blocks, info.block_size)
+          : fmt::format("--ctx raises the limit (the model's context is {})", info.context_length);
+  const std::string shift = engine.config().context_overflow == ContextOverflow::Shift
+                                ? "; shift had nothing to drop (see the warning at load)"
+                                : ", --context-overflow shift goes on past it";
+  fmt::print(stderr, "kvscope-cli: note: the reply stopped where the context was full ({} tokens); {}{}\n",
+             stats.num_context_tokens, raise, shift);
 }
 
 void write_stdout(std::string_view text) {

@@ -49,7 +49,9 @@ void print_error(std::string_view message);
 // Notes on stderr when a reply met the end of its context: the context
 // shifted (tokens dropped from its middle), or it stopped there. A streamed
 // reply otherwise just ends, and the model silently forgets what a shift dropped.
-void print_context_notes(const RequestStats& stats, FinishReason finish);
+// `engine` says what set the limit (the KV pool or --ctx) and whether shift
+// was already on.
+void print_context_notes(const Engine& engine, const RequestStats& stats, FinishReason finish);
 
 // Writes text to stdout at once (streamed replies).
 void write_stdout(std::string_view text);

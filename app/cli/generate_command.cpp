@@ -178,7 +178,7 @@ int run_generate(const GenerateOptions& o) {
     write_stdout(dump_json(outcome_json(submitted, out, engine->warnings())) + "\n");
   } else {
     if (!out.text.empty() && out.text.back() != '\n') write_stdout("\n");
-    print_context_notes(out.stats, out.finish);  // --json has them in "context" and "finish_reason"
+    print_context_notes(*engine, out.stats, out.finish);  // --json has them in "context" and "finish_reason"
   }
   if (tracing) {
     if (Status s = write_chrome_trace(engine->take_events(), o.trace); !s.ok()) {

@@ -188,6 +188,20 @@ TEST_F(CliInput, DirectoryGivenAsAFileSaysSo) {
   EXPECT_THAT(model.err, HasSubstr("not a Hugging Face model directory (it has no config.json)"));
 }
 
+// A reply stopped by a full context names what to change: the KV pool when
+// it set the limit (--ctx would not help), else --ctx; shift is suggested
+// only when it is not already on.
+TEST_F(CliInput, AFullContextNoteNamesWhatSetTheLimit) {
+  const test::CliResult pool =
+      run_cli({"generate", "--model", gguf_, "-p", "hi", "-n", "100", "--ignore-eos", "--num-blocks", "2"});
+  ASSERT_EQ(pool.exit_code, 0) << pool.err;
+  EXPECT_THAT(pool.err, HasSubstr("the KV pool holds 32 tokens (2 blocks of 16): --kv-budget or --num-blocks "
+                                  "raises it, --context-overflow shift goes on past it"));
+  const test::CliResult ctx = run_cli({"generate", "--model", gguf_, "-p", "hi", "-n", "100", "--ignore-eos", "--ctx", "48"});
+  ASSERT_EQ(ctx.exit_code, 0) << ctx.err;
+  EXPECT_THAT(ctx.err, HasSubstr("--ctx raises the limit (the model's context is 512)"));
+}
+
 // An output path is never a file the command reads nor any GGUF file: a
 // slip of --trace overwrote the model with a 2 KB trace. An empty path is
 // refused rather than taken as "no trace", and bench-seeds checks its
