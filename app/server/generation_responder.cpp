@@ -97,7 +97,8 @@ std::vector<TokenLogprob> echoed_prompt_logprobs(ResponseState& s, size_t i) {
   size_t offset = 0;
   for (size_t k = 0; k < lps.size(); ++k) {
     const std::string& bytes = lps[k].bytes;
-    lps[k].text_offset = static_cast<int64_t>(std::min(offset, text.size()));
+    lps[k].text_offset =
+        static_cast<int64_t>(utf8_chars_started(std::string_view(text).substr(0, std::min(offset, text.size()))));
     if (offset <= text.size() && text.compare(offset, bytes.size(), bytes) == 0) {
       offset += bytes.size();
     } else if (offset == 0 && !bytes.empty() && bytes[0] == ' ' && text.compare(0, bytes.size() - 1, bytes, 1) == 0) {
@@ -167,7 +168,7 @@ bool stream_step(ResponseState& s, httplib::DataSink& sink) {
         const std::string& prompt = s.echo[i / static_cast<size_t>(s.n)];
         out += sse_event(stream_chunk(s.ctx, static_cast<int32_t>(i), prompt, std::nullopt, {}, FinishReason::None,
                                       s.include_usage));
-        s.logprob_offset[i] = prompt.size();
+        s.logprob_offset[i] = utf8_chars_started(prompt);
       }
     }
   }
@@ -182,14 +183,14 @@ bool stream_step(ResponseState& s, httplib::DataSink& sink) {
       const std::string& prompt = s.echo[i / static_cast<size_t>(s.n)];
       out += sse_event(stream_chunk(s.ctx, ev.choice, prompt, std::nullopt, echoed_prompt_logprobs(s, i),
                                     FinishReason::None, s.include_usage));
-      s.logprob_offset[i] = prompt.size();
+      s.logprob_offset[i] = utf8_chars_started(prompt);
     }
     std::vector<TokenLogprob> logprobs;
     if (ev.logprob) logprobs.push_back(*ev.logprob);
     if (!ev.text.empty() || !logprobs.empty()) {
       out += sse_event(stream_chunk(s.ctx, ev.choice, ev.text, std::nullopt, logprobs, FinishReason::None,
                                     s.include_usage, s.logprob_offset[i]));
-      for (const TokenLogprob& lp : logprobs) s.logprob_offset[i] += lp.bytes.size();
+      for (const TokenLogprob& lp : logprobs) s.logprob_offset[i] += utf8_chars_started(lp.bytes);
     }
     if (s.record(ev) && !finish_reason_json(ev.finish).is_null()) {
       out += sse_event(stream_chunk(s.ctx, ev.choice, "", std::nullopt, {}, ev.finish, s.include_usage));
@@ -227,7 +228,7 @@ bool collect_step(ResponseState& s, httplib::DataSink& sink) {
         const std::string& prompt = s.echo[i / static_cast<size_t>(s.n)];
         ChoiceResult& c = s.choices[i];
         c.text.insert(0, prompt);
-        offsets[i] = prompt.size();
+        offsets[i] = utf8_chars_started(prompt);
         if (s.ctx.logprobs) {
           std::vector<TokenLogprob> prompt_entries = echoed_prompt_logprobs(s, i);
           c.logprobs.insert(c.logprobs.begin(), prompt_entries.begin(), prompt_entries.end());

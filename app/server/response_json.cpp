@@ -1,6 +1,9 @@
 // OpenAI response objects (see response_json.h).
 #include "response_json.h"
 
+#include <algorithm>
+#include <string_view>
+
 #include <fmt/format.h>
 
 namespace kvscope::server {
@@ -43,6 +46,16 @@ std::string completion_token(const std::string& bytes) {
   }
 }
 
+}  // namespace
+
+size_t utf8_chars_started(std::string_view bytes) {
+  return static_cast<size_t>(std::count_if(bytes.begin(), bytes.end(), [](char c) {
+    return (static_cast<unsigned char>(c) & 0xC0) != 0x80;  // not a continuation byte
+  }));
+}
+
+namespace {
+
 // completions: {"tokens", "token_logprobs", "top_logprobs": [{token: logprob}], "text_offset"}
 Json completion_logprobs(const std::vector<TokenLogprob>& lps, size_t text_offset) {
   Json tokens = Json::array(), token_logprobs = Json::array(), top = Json::array(), offsets = Json::array();
@@ -66,7 +79,7 @@ Json completion_logprobs(const std::vector<TokenLogprob>& lps, size_t text_offse
       offsets.push_back(lp.text_offset);
     } else {
       offsets.push_back(text_offset);
-      text_offset += lp.bytes.size();
+      text_offset += utf8_chars_started(lp.bytes);
     }
   }
   return {{"tokens", tokens}, {"token_logprobs", token_logprobs}, {"top_logprobs", top}, {"text_offset", offsets}};

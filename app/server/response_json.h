@@ -45,14 +45,22 @@ struct Usage {
   int64_t cached_prompt_tokens = 0;  // usage.prompt_tokens_details.cached_tokens
 };
 
+// Characters (Unicode code points) that begin in `bytes`: completions
+// logprobs' text_offset counts characters, as OpenAI's and vLLM's do
+// (clients slice Python strings by it), not UTF-8 bytes. A token that ends
+// inside a character counts that character, so offsets summed over tokens
+// are those of their concatenated text.
+size_t utf8_chars_started(std::string_view bytes);
+
 // "stop" / "length"; null while running (and for Cancelled / Error, which never reach a client as a finish).
 nlohmann::ordered_json finish_reason_json(FinishReason reason);
 
 nlohmann::ordered_json usage_json(const Usage& usage);
 
 // The whole response of a request that did not stream. `text_offset_base`:
-// with echo, where the completion starts in each choice's text (completions
-// logprobs' text_offset counts from the start of the text).
+// with echo, where the completion starts in each choice's text, in
+// characters (completions logprobs' text_offset counts from the start of
+// the text).
 nlohmann::ordered_json full_response(const ResponseContext& ctx, const std::vector<ChoiceResult>& choices, const Usage& usage,
                              const std::vector<size_t>& text_offset_base = {});
 

@@ -132,6 +132,36 @@ TEST_F(OpenAiServerTest, EchoedTextPromptEntriesLieInTheText) {
   }
 }
 
+// text_offset counts characters, as OpenAI's and vLLM's do (a client slices
+// its string by it), not UTF-8 bytes: in "é你好 world" the space-led token
+// starts at character 3, byte 8.
+TEST_F(OpenAiServerTest, TextOffsetCountsCharactersNotBytes) {
+  const std::string text = "\u00e9\u4f60\u597d world";
+  const Reply r = post("/v1/completions", completion(text, {{"max_tokens", 2}, {"logprobs", 0}, {"echo", true}}));
+  ASSERT_EQ(r.status, 200) << r.body;
+  const std::string all = r.json["choices"][0]["text"];
+  // Byte index where each character starts, and one past the end.
+  std::vector<size_t> starts;
+  for (size_t b = 0; b < all.size(); ++b) {
+    if ((static_cast<unsigned char>(all[b]) & 0xC0) != 0x80) starts.push_back(b);
+  }
+  starts.push_back(all.size());
+  const json& lps = r.json["choices"][0]["logprobs"];
+  bool saw_space = false;
+  for (size_t k = 0; k < lps["tokens"].size(); ++k) {
+    const std::string token = lps["tokens"][k];
+    const size_t at = lps["text_offset"][k];
+    ASSERT_LT(at, starts.size()) << k;
+    if (token.rfind("bytes:", 0) == 0) continue;  // part of a character
+    EXPECT_EQ(all.compare(starts[at], token.size(), token), 0) << "token " << k << " '" << token << "' at " << at;
+    if (!saw_space && token.rfind(' ', 0) == 0) {  // the echo's first space-led token: " world" or " w"
+      EXPECT_EQ(at, 3u) << token;
+      saw_space = true;
+    }
+  }
+  EXPECT_TRUE(saw_space) << r.body;
+}
+
 // A vocabulary that asks for BOS: the engine puts it before the text, so it
 // is the first entry (unscored) but takes no room in the echoed text.
 TEST(OpenAiServerBos, TheAddedBosIsTheFirstEntryAndNotInTheText) {

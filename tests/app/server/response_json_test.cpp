@@ -122,7 +122,9 @@ TEST(ResponseJson, LogprobsInEachEndpointsShape) {
   const auto text = full_response(context(Endpoint::kCompletions, true), {c}, {}, {5});
   const auto& lps = text["choices"][0]["logprobs"];
   EXPECT_EQ(lps["tokens"], (std::vector<std::string>{"ab", "ab"}));
-  EXPECT_EQ(lps["text_offset"], (std::vector<int>{5, 7}));  // after an echoed prompt of 5 bytes
+  EXPECT_EQ(lps["text_offset"], (std::vector<int>{5, 7}));  // after an echoed prompt of 5 characters
+  EXPECT_EQ(utf8_chars_started("\xc3\xa9\xe4\xbd\xa0"), 2u);  // é你: characters, not bytes
+  EXPECT_EQ(utf8_chars_started("\xa9"), 0u);  // the end of a character begins none
   EXPECT_FLOAT_EQ(lps["top_logprobs"][0]["c"].get<float>(), -1.5f);
   EXPECT_EQ(text["object"], "text_completion");
   EXPECT_EQ(text["choices"][0]["text"], "ab");
