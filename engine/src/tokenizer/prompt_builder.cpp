@@ -38,8 +38,13 @@ Result<SubmittedPrompt> build_prompt(const GenerationRequest& request, const Tok
   }
   const std::string& text = rendered.text;
   // BOS once: a template that writes BOS's text (Gemma's "<bos>") already
-  // gives its id below, as does raw text that starts with it.
-  if (tokenizer.add_bos() && tokenizer.bos_id() >= 0 && !chat_template.renders_bos(text)) {
+  // gives its id below, as does raw text that starts with it. A message
+  // that starts with that text does not: a message is plain text, so with a
+  // template that puts it first, BOS still has to be added.
+  const bool message_first = !rendered.message_ranges.empty() && rendered.message_ranges.front().begin == 0 &&
+                             rendered.message_ranges.front().end > 0;
+  const bool text_gives_bos = chat_template.renders_bos(text) && !message_first;
+  if (tokenizer.add_bos() && tokenizer.bos_id() >= 0 && !text_gives_bos) {
     out.tokens.push_back(tokenizer.bos_id());
   }
   EncodeIssues issues;

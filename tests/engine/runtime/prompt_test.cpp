@@ -136,6 +136,23 @@ TEST_P(PromptTiny, BosOnceForRawTextAndMessages) {
   EXPECT_EQ(run(*no_bos, text_request("Hello")).prompt.tokens, no_bos->tokenize("Hello", true));
 }
 
+// A template that puts the message first: a message starting with BOS's
+// text is plain text, so the BOS the vocabulary asks for is still added
+// (it was taken as the template's own BOS, and the prompt had none).
+TEST(PromptBos, AMessageStartingWithBosTextStillGetsBos) {
+  test::TinyModelSpec spec;
+  spec.add_bos = true;
+  spec.gguf_str["tokenizer.chat_template"] = "{% for m in messages %}{{ m['content'] }}\n{% endfor %}";
+  const std::string path = test::tiny_model_temp_path("prompt_message_first");
+  ASSERT_TRUE(test::write_tiny_gguf(spec, path).ok());
+  auto engine = create_engine(path);
+  fs::remove(path);
+  ASSERT_NE(engine, nullptr);
+  GenerationRequest chat;
+  chat.messages = {{"user", "<|endoftext|>Hello"}};
+  expect_bos_once(run(*engine, chat).prompt.tokens, test::kTinyEndOfText);
+}
+
 TEST_P(PromptTiny, OnePromptFormOnly) {
   auto engine = create_engine(model_path(false));
   ASSERT_NE(engine, nullptr);
