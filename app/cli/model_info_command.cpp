@@ -100,6 +100,14 @@ std::string count_text(int64_t n) {
   return fmt::format("{}", n);
 }
 
+// The key present with a non-empty string (metadata values are shown as
+// `string "..."`); an empty template is none, as the loader takes it.
+bool has_chat_template(const ModelFileSummary& s) {
+  return std::any_of(s.metadata.begin(), s.metadata.end(), [](const auto& kv) {
+    return kv.first == "tokenizer.chat_template" && kv.second != "string \"\"";
+  });
+}
+
 nlohmann::ordered_json summary_json(const ModelFileSummary& s) {
   nlohmann::ordered_json metadata = nlohmann::ordered_json::array();
   for (const auto& [key, value] : s.metadata) metadata.push_back({{"key", key}, {"value", value}});
@@ -129,6 +137,7 @@ nlohmann::ordered_json summary_json(const ModelFileSummary& s) {
       {"file_size", s.file_size},
       {"config", config},
       {"config_error", s.config_error},
+      {"has_chat_template", s.gguf_version > 0 ? nlohmann::ordered_json(has_chat_template(s)) : nullptr},
       {"num_parameters", s.num_parameters},
       {"weight_bytes", s.weight_bytes},
       {"kv_bytes_per_token", s.kv_bytes_per_token},
@@ -156,6 +165,13 @@ std::string summary_text(const ModelFileSummary& s, std::string_view kv_type, ui
                        c.num_heads, c.num_kv_heads, c.head_dim, c.vocab_size, c.context_length);
   } else {
     out += fmt::format("model       not runnable by kvscope: {}\n", s.config_error);
+  }
+  // Chat prompts are rendered with the file's template, or without one in
+  // a built-in format: say which, as nothing else does before a chat.
+  if (s.gguf_version > 0 && s.config) {
+    out += has_chat_template(s) ? "chat        the file's chat template (Jinja)\n"
+                                : "chat        no chat template in the file: chat prompts use a built-in format "
+                                  "(ChatML, Gemma, Llama 2, Llama 3 or Mistral, picked by its special tokens)\n";
   }
   out += fmt::format("parameters  {} ({} tensors)\n", count_text(s.num_parameters), s.tensors.size());
   out += fmt::format("weights     {}\n", human_bytes(s.weight_bytes));

@@ -202,6 +202,26 @@ TEST_F(CliInput, AFullContextNoteNamesWhatSetTheLimit) {
   EXPECT_THAT(ctx.err, HasSubstr("--ctx raises the limit (the model's context is 512)"));
 }
 
+// model-info says whether chat prompts use the file's template or, with
+// none in the file, a built-in format (nothing else says so before a chat).
+TEST_F(CliInput, ModelInfoSaysWhichChatFormatApplies) {
+  const test::CliResult with = run_cli({"model-info", "--model", gguf_});
+  ASSERT_EQ(with.exit_code, 0) << with.err;
+  EXPECT_THAT(with.out, HasSubstr("chat        the file's chat template (Jinja)"));
+  EXPECT_EQ(nlohmann::json::parse(run_cli({"model-info", "--model", gguf_, "--json"}).out)["has_chat_template"], true);
+
+  test::TinyModelSpec spec;
+  spec.gguf_str["tokenizer.chat_template"] = "";
+  const std::string none = base_ + ".no_template.gguf";
+  ASSERT_TRUE(test::write_tiny_gguf(spec, none).ok());
+  const test::CliResult without = run_cli({"model-info", "--model", none});
+  const test::CliResult without_json = run_cli({"model-info", "--model", none, "--json"});
+  fs::remove(none);
+  ASSERT_EQ(without.exit_code, 0) << without.err;
+  EXPECT_THAT(without.out, HasSubstr("chat        no chat template in the file: chat prompts use a built-in format"));
+  EXPECT_EQ(nlohmann::json::parse(without_json.out)["has_chat_template"], false);
+}
+
 // An output path is never a file the command reads nor any GGUF file: a
 // slip of --trace overwrote the model with a 2 KB trace. An empty path is
 // refused rather than taken as "no trace", and bench-seeds checks its

@@ -238,7 +238,10 @@ RenderedPrompt ChatTemplate::render_prompt(const std::vector<ChatMessage>& messa
     Result<RenderedPrompt> rendered =
         render_model_template(*model_template_, messages, add_generation_prompt, bos_text_, eos_text_, {});
     if (rendered) return std::move(rendered).value();
-    warning = "the model's chat template refused this conversation (" + rendered.error() + "); rendered it in the built-in " +
+    // Either the template raised (Gemma 2's on a system message) or it
+    // needs what this interpreter lacks: "could not render" covers both.
+    warning = "the model's chat template could not render this conversation (" + rendered.error() +
+              "); rendered it in the built-in " +
               std::string(family_name()) + " format instead";
   }
   RenderedPrompt fallback = render_family(messages, add_generation_prompt);
@@ -257,7 +260,7 @@ Result<RenderedPrompt> ChatTemplate::render_with_tools(const std::vector<ChatMes
   // that silently lost them would make the model answer without them.
   Result<RenderedPrompt> rendered = render_model_template(*model_template_, messages, /*add_generation_prompt=*/true,
                                                           bos_text_, eos_text_, {}, tools_json);
-  if (!rendered) return Error{"the model's chat template refused this conversation with tools: " + rendered.error()};
+  if (!rendered) return Error{"the model's chat template could not render this conversation with tools: " + rendered.error()};
   return rendered;
 }
 
