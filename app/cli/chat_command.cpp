@@ -2,7 +2,8 @@
 // hands the engine the whole history as messages; the engine renders the
 // model's chat template and tokenises. Commands: /reset, /exit (and end of input).
 // Ctrl-C while a reply streams stops that reply (the history keeps what was
-// produced); Ctrl-C at the prompt, or twice during a reply, quits.
+// produced); Ctrl-C at the prompt, or twice during a reply, quits. A message
+// that starts with "/" is written "//..." (one slash is dropped).
 //
 // The engine is stepped on this thread; SIGINT only bumps a counter
 // (sigint_counter.h), which the step loop reads between steps. Non-interactive
@@ -119,7 +120,7 @@ int run_chat(const ChatOptions& options) {
       if (interactive) write_stdout("\n");
       break;
     }
-    const std::string input = trim(line);
+    std::string input = trim(line);
     if (input.empty()) continue;
     if (input == "/exit" || input == "/quit") break;
     if (input == "/reset") {
@@ -128,11 +129,15 @@ int run_chat(const ChatOptions& options) {
       continue;
     }
     if (input == "/help" || input == "/?") {
-      fmt::print(stderr, "/reset clears the history, /exit (or Ctrl-D) quits; Ctrl-C stops a reply\n");
+      fmt::print(stderr, "/reset clears the history, /exit (or Ctrl-D) quits; Ctrl-C stops a reply; a message "
+                         "that starts with / is sent as //...\n");
       continue;
     }
-    if (input.front() == '/') {
-      fmt::print(stderr, "unknown command {}: /reset clears the history, /exit quits, /help says so\n", input);
+    if (input.starts_with("//")) {
+      input.erase(0, 1);  // "//etc/hosts is what?" sends "/etc/hosts is what?"
+    } else if (input.front() == '/') {
+      fmt::print(stderr, "unknown command {}: /reset clears the history, /exit quits, /help says so (to send a "
+                         "message that starts with /, write //)\n", input);
       continue;
     }
     history.push_back({"user", input});

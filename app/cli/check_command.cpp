@@ -38,24 +38,9 @@ struct CheckOptions {
   bool json = false;
 };
 
-// Text for one terminal line: newlines, tabs, quotes and control bytes escaped.
+// Text for one terminal line, in single quotes: escape_line with the quote escaped.
 std::string escaped(std::string_view text, size_t max_chars = std::string::npos) {
-  std::string out;
-  for (char c : text) {
-    const auto u = static_cast<unsigned char>(c);
-    if (c == '\n') out += "\\n";
-    else if (c == '\t') out += "\\t";
-    else if (c == '\r') out += "\\r";
-    else if (c == '\\') out += "\\\\";
-    else if (c == '\'') out += "\\'";
-    else if (u < 0x20 || u == 0x7f) out += fmt::format("\\x{:02x}", u);
-    else out += c;
-    if (out.size() >= max_chars) {
-      out += "...";
-      break;
-    }
-  }
-  return out;
+  return escape_line(text, max_chars, '\'');
 }
 
 std::string token_label(int32_t token, const std::string& text) {

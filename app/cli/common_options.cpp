@@ -65,6 +65,25 @@ std::string human_bytes(uint64_t bytes) {
   return u == 0 ? fmt::format("{} B", bytes) : fmt::format("{:.1f} {}", v, units[u]);
 }
 
+std::string escape_line(std::string_view text, size_t max_chars, char quote) {
+  std::string out;
+  for (char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '\n') out += "\\n";
+    else if (c == '\t') out += "\\t";
+    else if (c == '\r') out += "\\r";
+    else if (c == '\\') out += "\\\\";
+    else if (quote != '\0' && c == quote) out += std::string("\\") + quote;
+    else if (u < 0x20 || u == 0x7f) out += fmt::format("\\x{:02x}", u);
+    else out += c;
+    if (out.size() >= max_chars) {
+      out += "...";
+      break;
+    }
+  }
+  return out;
+}
+
 void print_error(std::string_view message) { fmt::print(stderr, "kvscope-cli: error: {}\n", message); }
 
 void print_context_notes(const Engine& engine, const RequestStats& stats, FinishReason finish) {

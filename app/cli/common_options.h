@@ -49,6 +49,11 @@ void print_error(std::string_view message);
 // Notes on stderr when a reply met the end of its context: the context
 // shifted (tokens dropped from its middle), or it stopped there. A streamed
 // reply otherwise just ends, and the model silently forgets what a shift dropped.
+// Text for one terminal line: newlines, tabs, backslashes and control bytes
+// escaped (\n, \t, \\, \x01), and `quote` when given; cut with "..." past
+// max_chars.
+std::string escape_line(std::string_view text, size_t max_chars = std::string::npos, char quote = '\0');
+
 // `engine` says what set the limit (the KV pool or --ctx) and whether shift
 // was already on.
 void print_context_notes(const Engine& engine, const RequestStats& stats, FinishReason finish);

@@ -28,6 +28,7 @@ struct GenerateOptions {
   std::string prompt;
   std::string prompt_file;
   std::string system;
+  CLI::Option* system_option = nullptr;  // given at all: --system "" is an empty system message, not none
   bool chat = false;
   bool json = false;
   std::string trace;  // Chrome-trace JSON of the engine's events, when given
@@ -127,7 +128,7 @@ int run_generate(const GenerateOptions& o) {
   Outcome out;
   GenerationRequest request;
   if (o.chat) {
-    if (!o.system.empty()) request.messages.push_back({"system", o.system});
+    if (o.system_option->count() > 0) request.messages.push_back({"system", o.system});
     request.messages.push_back({"user", *text});
   } else {
     request.prompt = *text;
@@ -199,7 +200,10 @@ Command add_generate_command(CLI::App& parent) {
                                      "prompt text, as --prompt or alone (else --prompt-file, else stdin)");
   cmd->add_option("-f,--prompt-file", o->prompt_file, "read the prompt from a file")->excludes(o->prompt_option);
   auto* chat = cmd->add_flag("--chat", o->chat, "render the prompt as a user message with the model's chat template");
-  cmd->add_option("--system", o->system, "system message (with --chat)")->needs(chat);
+  o->system_option = cmd->add_option("--system", o->system,
+                                     "system message (with --chat; \"\" sends an empty one, which keeps a "
+                                     "template's default system message out)")
+                         ->needs(chat);
   cmd->add_flag("--json", o->json, "print one JSON object instead of streaming text");
   o->trace_option =
       cmd->add_option("--trace", o->trace, "write the engine's events as Chrome-trace JSON (open in Perfetto)");

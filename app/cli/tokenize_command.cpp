@@ -71,7 +71,9 @@ int run_tokenize(const TokenizeOptions& o) {
     write_stdout(dump_json(j) + "\n");
   } else if (o.pieces) {
     std::string out;
-    for (int32_t id : ids) out += fmt::format("{}\t{}\n", id, tok.piece(id));
+    // Escaped, so that a piece holding a newline or a tab (SentencePiece
+    // vocabularies keep them raw) stays on its own line and column.
+    for (int32_t id : ids) out += fmt::format("{}\t{}\n", id, escape_line(tok.piece(id)));
     write_stdout(out);
   } else {
     write_stdout(fmt::format("{}\n", fmt::join(ids, " ")));
@@ -91,7 +93,8 @@ Command add_tokenize_command(CLI::App& parent) {
   cmd->add_option("-f,--file", o->file, "read the text from a file")->excludes(o->text_option);
   cmd->add_flag("--parse-special", o->parse_special, "turn control tokens written as text into their ids");
   cmd->add_flag("--add-bos", o->add_bos, "start with BOS when the vocabulary asks for it");
-  cmd->add_flag("--pieces", o->pieces, "print one 'id<TAB>piece' line per token");
+  cmd->add_flag("--pieces", o->pieces,
+                "print one 'id<TAB>piece' line per token (newlines, tabs, backslashes and control bytes escaped)");
   cmd->add_flag("--json", o->json, "print a JSON object");
   return {cmd, [o] { return run_tokenize(*o); }};
 }

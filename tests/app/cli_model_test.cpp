@@ -20,6 +20,7 @@ namespace {
 
 using test::run_cli;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 #define REQUIRE_MODEL(path)                                              \
   const std::string path = test::default_model_path();                   \
@@ -103,6 +104,46 @@ TEST(CliGenerate, StreamedTextEqualsJsonText) {
   std::string text = parse_json(json.out)["text"].get<std::string>();
   if (text.empty() || text.back() != '\n') text += '\n';  // the CLI ends the stream with a newline
   EXPECT_EQ(streamed.out, text);
+}
+
+// SentencePiece vocabularies keep newline and tab pieces raw: --pieces
+// escapes them, so each token is one line ("\n" as two characters).
+TEST(CliTokenize, PiecesAreOneLinePerToken) {
+  const std::string gemma = test::gemma_model_path();
+  KVSCOPE_REQUIRE_DATA(!gemma.empty(), test::TestData::kGemmaModel);
+  const auto ids = run_cli({"tokenize", "--model", gemma, "--json", "a\nb\tc"});
+  ASSERT_EQ(ids.exit_code, 0) << ids.err;
+  const size_t num_tokens = parse_json(ids.out)["num_tokens"];
+  const auto pieces = run_cli({"tokenize", "--model", gemma, "--pieces", "a\nb\tc"});
+  ASSERT_EQ(pieces.exit_code, 0) << pieces.err;
+  EXPECT_EQ(static_cast<size_t>(std::count(pieces.out.begin(), pieces.out.end(), '\n')), num_tokens) << pieces.out;
+  EXPECT_THAT(pieces.out, HasSubstr("\t\\n\n"));  // the newline piece, escaped
+}
+
+// --system "" sends an empty system message: SmolLM2's template then writes
+// no default one ("You are a helpful AI assistant named SmolLM..."), so the
+// prompt is shorter than with no --system at all (it was ignored).
+TEST(CliGenerate, AnEmptySystemMessageIsSent) {
+  REQUIRE_MODEL(model);
+  auto ids = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = {"generate", "--model", model, "--chat", "-n", "1", "--json", "Hi"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const auto r = run_cli(args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return parse_json(r.out)["num_prompt_tokens"].get<int>();
+  };
+  EXPECT_LT(ids({"--system", ""}), ids({}));
+}
+
+// A message that starts with "/" is written "//": one slash is dropped and
+// the rest is sent, not taken for an unknown command.
+TEST(CliChat, ADoubleSlashSendsAMessageStartingWithSlash) {
+  REQUIRE_MODEL(model);
+  auto r = run_cli({"chat", "--model", model, "--temp", "0", "-n", "4"}, "//etc/hosts is what?\n/bogus\n/exit\n");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("unknown command /bogus"));
+  EXPECT_THAT(r.err, Not(HasSubstr("unknown command //etc")));
+  EXPECT_FALSE(r.out.empty()) << "a reply was generated";
 }
 
 TEST(CliChat, PipedConversation) {
