@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <map>
@@ -361,6 +362,10 @@ Result<std::vector<EngineEvent>> parse_chrome_trace(const std::string& json_text
 }
 
 Result<std::vector<EngineEvent>> read_chrome_trace(const std::string& path) {
+  // An ifstream opens a directory without complaint and reads nothing,
+  // which would be reported as "not JSON".
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) return Error{fmt::format("{} is a directory, not a trace file", path)};
   std::ifstream in(path, std::ios::binary);
   if (!in) return Error{fmt::format("cannot open trace {}: {}", path, std::strerror(errno))};
   std::ostringstream text;

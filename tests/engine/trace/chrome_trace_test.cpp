@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <map>
@@ -281,6 +282,13 @@ TEST(ChromeTrace, ReadingBadInputGivesErrors) {
   auto missing = read_chrome_trace(temp_path("does_not_exist.json"));
   ASSERT_FALSE(missing.ok());
   EXPECT_NE(missing.error().find("cannot open"), std::string::npos) << missing.error();
+  // A directory opens as an empty stream: it was called "not JSON".
+  const std::string dir = temp_path("a_directory.json");
+  std::filesystem::create_directories(dir);
+  auto directory = read_chrome_trace(dir);
+  std::filesystem::remove(dir);
+  ASSERT_FALSE(directory.ok());
+  EXPECT_NE(directory.error().find("is a directory, not a trace file"), std::string::npos) << directory.error();
 
   const std::string garbage = temp_path("garbage.json");
   std::ofstream(garbage) << "\x01\x02 this is not { json";
