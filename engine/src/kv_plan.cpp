@@ -166,6 +166,13 @@ KvPlan plan_kv(const ModelShape& m, const EngineConfig& c, int64_t machine_memor
   p.num_swap_blocks = std::min<int64_t>(p.num_swap_blocks, std::numeric_limits<int32_t>::max());
   p.pool_bytes = p.num_blocks * p.bytes_per_block;
   p.swap_bytes = p.num_swap_blocks * p.bytes_per_block;
+  if (c.preemption == PreemptionMode::Swap && p.num_swap_blocks == 0) {
+    // Swap then always falls back to recompute: say so rather than let the
+    // setting look in force.
+    p.warnings.push_back(fmt::format("preemption = swap, but a swap space of {} bytes holds no block of {} bytes: "
+                                     "every preemption recomputes; raise swap_space",
+                                     c.swap_space_bytes, p.bytes_per_block));
+  }
   // Left to the model (max_model_len 0), the context is what one sequence
   // can fill: the trained context, or the pool when it holds less (Gemma 3's
   // 32k context at the default budget). Otherwise a request without a

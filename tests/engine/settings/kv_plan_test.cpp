@@ -110,6 +110,13 @@ TEST(KvPlan, SaysWhyItDoesNotFit) {
   ASSERT_EQ(p.problems.size(), 1u);
   EXPECT_EQ(p.problems[0].field, "swap_space") << "the swap pool is the larger part";
 
+  // Less swap space than a block: swap cannot happen, and the plan says so.
+  swap.swap_space_bytes = 46080 * 16 - 1;
+  p = plan_kv(smollm2(), swap, 0);
+  EXPECT_EQ(p.num_swap_blocks, 0);
+  ASSERT_EQ(p.warnings.size(), 1u);
+  EXPECT_NE(p.warnings[0].find("every preemption recomputes; raise swap_space"), std::string::npos) << p.warnings[0];
+
   // The workspace counts on the CPU: a million batched tokens planned 33 GiB
   // of activations, passed the check, and the engine was killed for memory.
   EngineConfig wide = config();
