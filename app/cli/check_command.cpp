@@ -205,7 +205,13 @@ int run_check(const CheckOptions& o) {
       print_error(fmt::format("--prompts: {}", file.error()));
       return kExitUsage;
     }
-    for (std::string& p : split_prompt_blocks(*file)) prompts.push_back(std::move(p));
+    std::vector<std::string> blocks = split_prompt_blocks(*file);
+    if (blocks.empty()) {
+      print_error(fmt::format("--prompts: '{}' holds no prompt (prompts are blocks of text separated by blank lines)",
+                              o.prompts_file));
+      return kExitUsage;
+    }
+    for (std::string& p : blocks) prompts.push_back(std::move(p));
   }
   if (prompts.empty()) {
     print_error("no prompts: give --prompts FILE (prompts separated by blank lines) or -p TEXT");

@@ -245,6 +245,7 @@ Result<InvarianceSide> parse_invariance_side(std::string_view spec, const Engine
   if (side.spec.empty()) return side;
   for (const std::string& raw : split(side.spec, ',')) {
     const std::string item = trim(raw);
+    if (item.empty()) continue;  // "block_size=8," or ",,": a comma too many says nothing
     const size_t eq = item.find('=');
     if (eq == std::string::npos || eq == 0) return Error{fmt::format("'{}' is not key=value", item)};
     const std::string key = trim(std::string_view(item).substr(0, eq));

@@ -6,6 +6,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 
@@ -155,6 +156,13 @@ TEST_F(CheckCli, BadInputIsAUsageError) {
     EXPECT_EQ(r.exit_code, 2) << c.message << "\n" << r.err;
     EXPECT_THAT(r.err, HasSubstr(c.message));
   }
+  // A prompts file of blank lines names the file, not "give --prompts".
+  const std::string blank = model_ + ".blank.txt";
+  std::ofstream(blank) << "\n  \n";
+  const test::CliResult r = run_cli({"check", "--model", model_, "--prompts", blank, "--a", "", "--b", ""});
+  std::remove(blank.c_str());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("holds no prompt (prompts are blocks of text separated by blank lines)"));
 }
 
 // A bad key is a usage error even where the model is missing (checked first).

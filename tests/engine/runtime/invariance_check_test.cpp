@@ -51,6 +51,10 @@ TEST(InvarianceSide, EmptySpecIsTheBase) {
   ASSERT_TRUE(side.ok()) << side.error();
   EXPECT_TRUE(same_settings(side->config, base));
   EXPECT_EQ(side->concurrency, 1);
+  // A trailing or doubled comma is no item (it was "'' is not key=value").
+  auto trailing = parse_invariance_side("block_size=8,,", base);
+  ASSERT_TRUE(trailing.ok()) << trailing.error();
+  EXPECT_EQ(trailing->config.block_size, 8);
 }
 
 TEST(InvarianceSide, AliasesMapOntoTableRows) {
