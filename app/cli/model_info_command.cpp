@@ -235,6 +235,14 @@ int run_model_info(const ModelInfoOptions& o) {
         return kExitRuntime;
       }
       const ModelShape d = draft->config->shape();
+      // What Engine::create checks in full (token by token); the sizes
+      // alone already tell most mismatches, before any load.
+      if (d.vocab_size != shape.vocab_size) {
+        print_error(fmt::format("the draft model {} has {} logits but the model {} has {}; a draft model needs the "
+                                "same vocabulary",
+                                config->spec_draft_model, d.vocab_size, *path, shape.vocab_size));
+        return kExitRuntime;
+      }
       shape.draft_num_layers = d.num_layers;
       shape.draft_num_kv_heads = d.num_kv_heads;
       shape.draft_head_dim = d.head_dim;

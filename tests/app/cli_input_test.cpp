@@ -202,6 +202,22 @@ TEST_F(CliInput, AFullContextNoteNamesWhatSetTheLimit) {
   EXPECT_THAT(ctx.err, HasSubstr("--ctx raises the limit (the model's context is 512)"));
 }
 
+// model-info plans a draft model only if its vocabulary can be the model's,
+// as generate would refuse it (it printed a full plan for Gemma's 262k
+// vocabulary beside SmolLM2's 49k).
+TEST_F(CliInput, ModelInfoRefusesADraftOfAnotherVocabulary) {
+  test::TinyModelSpec spec;
+  spec.vocab = 320;
+  const std::string other = base_ + ".vocab320.gguf";
+  ASSERT_TRUE(test::write_tiny_gguf(spec, other).ok());
+  const test::CliResult r = run_cli({"model-info", "--model", gguf_, "--spec", "draft", "--spec-draft-model", other});
+  const test::CliResult same = run_cli({"model-info", "--model", gguf_, "--spec", "draft", "--spec-draft-model", gguf_});
+  fs::remove(other);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("has 320 logits but the model"));
+  EXPECT_EQ(same.exit_code, 0) << same.err;
+}
+
 // model-info says whether chat prompts use the file's template or, with
 // none in the file, a built-in format (nothing else says so before a chat).
 TEST_F(CliInput, ModelInfoSaysWhichChatFormatApplies) {
