@@ -293,6 +293,30 @@ void MainWindow::createDocks() {
   resizeDocks({map_dock, table_dock, plots_dock}, {300, 200, 380}, Qt::Vertical);
 }
 
+namespace {
+// QSettings keys of the window's layout, and the version of the dock
+// arrangement saveState() records: bump it when docks are added or renamed.
+constexpr char kLayoutGeometryKey[] = "window/geometry";
+constexpr char kLayoutStateKey[] = "window/dock_state";
+constexpr int kLayoutVersion = 1;
+}  // namespace
+
+bool MainWindow::restoreLayout() {
+  QSettings settings;
+  const QByteArray geometry = settings.value(QLatin1String(kLayoutGeometryKey)).toByteArray();
+  const QByteArray state = settings.value(QLatin1String(kLayoutStateKey)).toByteArray();
+  if (geometry.isEmpty() || state.isEmpty()) return false;
+  // A state of another version (docks added or renamed since) is refused by
+  // Qt, and the designed layout stays.
+  return restoreGeometry(geometry) && restoreState(state, kLayoutVersion);
+}
+
+void MainWindow::saveLayout() const {
+  QSettings settings;
+  settings.setValue(QLatin1String(kLayoutGeometryKey), saveGeometry());
+  settings.setValue(QLatin1String(kLayoutStateKey), saveState(kLayoutVersion));
+}
+
 void MainWindow::loadEngine(const kvscope::EngineConfig& config) {
   requested_config_ = config;
   if (!model_info_.name.empty() && config.model_path == config_.model_path) {

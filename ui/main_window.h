@@ -87,6 +87,12 @@ class MainWindow : public QMainWindow {
   // Off: engine settings and chat defaults changed in this session are not
   // saved (the app was started with --settings FILE, a state for this run).
   void setPersistSettings(bool on) { persist_settings_ = on; }
+  // The window's size and place and its docks' arrangement (sizes, which
+  // tab is raised, floating or closed) as the last session left them, saved
+  // on close while settings persist. main() restores it unless the run has
+  // a state of its own (--settings, a screenshot, a measurement); false when
+  // nothing usable was saved.
+  bool restoreLayout();
   // Settings for new conversations (also applied to the chat shown if it is empty).
   void setChatDefaults(const ConversationSettings& defaults);
   const ConversationSettings& chatDefaults() const { return chat_defaults_; }
@@ -119,6 +125,7 @@ class MainWindow : public QMainWindow {
   void workloadStopRequested();
 
  private:
+  void saveLayout() const;  // restoreLayout()'s counterpart, on close
   void createActions();
   void createDocks();
   // A non-modal error box (the engine keeps streaming while it is up).

@@ -145,6 +145,7 @@ void MainWindow::closeEvent(QCloseEvent* event) {
   constexpr int kCloseWaitMs = 3000;
   if (!chat_->busy() || closing_) {
     if (closing_ && chat_->busy()) saveReply(chat_->activeRequest(), chat_->replySoFar());
+    if (persist_settings_) saveLayout();
     QMainWindow::closeEvent(event);
     return;
   }

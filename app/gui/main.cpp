@@ -245,6 +245,9 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "kvscope: --measure-frames: no model at %s\n", config.model_path.c_str());
     return 1;
   }
+  // The layout the user left, unless this run is a state of its own: a
+  // settings file, a screenshot or a measurement must not depend on it.
+  if (!parser.isSet(settings_opt) && !parser.isSet(shot_opt) && !parser.isSet(frames_opt)) window.restoreLayout();
   window.show();
   if (!settings_problems.isEmpty()) {
     window.statusBar()->showMessage(

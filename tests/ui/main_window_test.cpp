@@ -9,6 +9,7 @@
 #include <QAbstractButton>
 #include <QAbstractSpinBox>
 #include <QComboBox>
+#include <QDockWidget>
 #include <QLabel>
 #include <QSlider>
 #include <QLineEdit>
@@ -488,6 +489,36 @@ class MainWindowTest : public QObject {
                qPrintable(QStringLiteral("the chat column needs %1 px").arg(window.chat()->minimumSizeHint().width())));
     }
     QVERIFY(!window.showPanel(QStringLiteral("nonsense")));
+  }
+
+  // The window's size and its docks' arrangement come back as they were
+  // left (they reset to the designed layout on every start). Closing saves
+  // them; restoreLayout(), which main() calls, applies them.
+  void layoutComesBackAfterClose() {
+    QTemporaryDir dir;
+    QSize size;
+    {
+      ui::MainWindow first(nullptr, dir.filePath(QStringLiteral("chats.sqlite")));
+      first.show();
+      QVERIFY(QTest::qWaitForWindowExposed(&first));
+      first.resize(1100, 700);
+      QVERIFY(first.showPanel(QStringLiteral("trace")));
+      auto* prefixes = first.findChild<QDockWidget*>(QStringLiteral("shared_prefixes_dock"));
+      QVERIFY(prefixes);
+      prefixes->close();
+      QTRY_COMPARE(first.size(), QSize(1100, 700));
+      size = first.size();
+      QVERIFY(first.close());
+    }
+    ui::MainWindow second(nullptr, dir.filePath(QStringLiteral("chats.sqlite")));
+    QVERIFY(second.restoreLayout());
+    second.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&second));
+    QCOMPARE(second.size(), size);
+    QVERIFY(second.findChild<QDockWidget*>(QStringLiteral("shared_prefixes_dock"))->isHidden());
+    // Of the tabbed docks, the one raised is the one drawn.
+    QVERIFY(!second.findChild<QDockWidget*>(QStringLiteral("trace_dock"))->visibleRegion().isEmpty());
+    QVERIFY(second.findChild<QDockWidget*>(QStringLiteral("plots_dock"))->visibleRegion().isEmpty());
   }
 
   void everyControlHasAnAccessibleName() {
