@@ -158,6 +158,9 @@ void MainWindow::createActions() {
   connect(workload, &QAction::triggered, this, &MainWindow::showWorkloadDialog);
   auto* stop_workload = new QAction(tr("S&top workload"), this);
   stop_workload->setToolTip(tr("Cancel the synthetic requests, running or still to arrive"));
+  stop_workload->setObjectName(QStringLiteral("stop_workload"));
+  stop_workload->setEnabled(false);  // until a workload runs (onWorkloadActive)
+  stop_workload_ = stop_workload;
   connect(stop_workload, &QAction::triggered, this, &MainWindow::workloadStopRequested);
   auto* server = new QAction(tr("Ser&ver…"), this);
   server->setToolTip(tr("Serve the loaded model over an OpenAI-compatible HTTP API"));
@@ -315,6 +318,12 @@ void MainWindow::saveLayout() const {
   QSettings settings;
   settings.setValue(QLatin1String(kLayoutGeometryKey), saveGeometry());
   settings.setValue(QLatin1String(kLayoutStateKey), saveState(kLayoutVersion));
+}
+
+void MainWindow::onWorkloadActive(bool active) {
+  stop_workload_->setEnabled(active);
+  stop_workload_->setToolTip(active ? tr("Cancel the synthetic requests, running or still to arrive")
+                                    : tr("No workload is running (Engine › Workload… starts one)"));
 }
 
 void MainWindow::loadEngine(const kvscope::EngineConfig& config) {

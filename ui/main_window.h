@@ -103,6 +103,8 @@ class MainWindow : public QMainWindow {
   void showWorkloadDialog();
   void showServerDialog();
   void onLoadProgress(double fraction, const QString& stage);
+  // Stop workload is enabled while a workload has requests running or to come.
+  void onWorkloadActive(bool active);
   void onModelLoaded(const kvscope::ModelInfo& info);
   void onReconfigured(const kvscope::ModelInfo& info);
   // `previous_kept`: the model loaded before still runs (a bad file lost nothing).
@@ -194,6 +196,7 @@ class MainWindow : public QMainWindow {
   // closes once that reply has ended and been saved (or after kCloseWaitMs).
   bool closing_ = false;
   bool untitled_ = false;         // conversation_id_ still has the default title and no message
+  QAction* stop_workload_ = nullptr;
 };
 
 }  // namespace kvscope::ui

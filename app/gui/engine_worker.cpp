@@ -96,6 +96,7 @@ void EngineWorker::loadModel(const kvscope::EngineConfig& config) {
   pending_finish_.clear();
   pending_workload_.clear();
   workload_ids_.clear();
+  updateWorkloadActive();
   std::unique_ptr<Engine> old;  // destroyed after the lock: that joins its threads
   {
     std::lock_guard lock(engine_mutex_);
@@ -200,6 +201,7 @@ void EngineWorker::startWorkload(const kvscope::ui::WorkloadSpec& spec) {
     auto id = engine_->submit(std::move(leader));
     if (!id.ok()) {
       pending_workload_.clear();
+      updateWorkloadActive();
       emit error(tr("Workload request 1 of %1: %2").arg(spec.num_requests).arg(QString::fromStdString(id.error())));
       return;
     }
@@ -207,7 +209,15 @@ void EngineWorker::startWorkload(const kvscope::ui::WorkloadSpec& spec) {
     workload_leader_ = *id;
     emit requestStarted(*id, false);
   }
+  updateWorkloadActive();
   scheduleStep();
+}
+
+void EngineWorker::updateWorkloadActive() {
+  const bool active = !pending_workload_.empty() || !workload_ids_.empty();
+  if (active == workload_active_) return;
+  workload_active_ = active;
+  emit workloadActive(active);
 }
 
 void EngineWorker::stopWorkload() {
@@ -215,6 +225,7 @@ void EngineWorker::stopWorkload() {
   if (engine_) {
     for (RequestId id : workload_ids_) engine_->cancel(id);
   }
+  updateWorkloadActive();  // inactive now if nothing had arrived yet; else once the cancelled ones end
   scheduleStep();
 }
 
@@ -240,6 +251,7 @@ void EngineWorker::submitPendingWorkload() {
     workload_ids_.insert(*id);
     emit requestStarted(*id, false);
   }
+  updateWorkloadActive();
 }
 
 void EngineWorker::onTokenEvent(const kvscope::TokenEvent& ev) {
@@ -263,7 +275,10 @@ void EngineWorker::onTokenEvent(const kvscope::TokenEvent& ev) {
   if (ev.finish == FinishReason::None) return;
   // Workload requests report their first completion's end only (they have one).
   if (chat == chat_requests_.end() && ev.index != 0) return;
-  if (chat == chat_requests_.end()) workload_ids_.erase(ev.id);
+  if (chat == chat_requests_.end()) {
+    workload_ids_.erase(ev.id);
+    updateWorkloadActive();
+  }
   pending_finish_.emplace_back(ev.id, ui::FinishInfo{ev.index, ev.finish, ev.stats, ev.error});
   if (chat != chat_requests_.end() && --chat->second <= 0) chat_requests_.erase(chat);
 }

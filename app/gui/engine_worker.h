@@ -99,6 +99,10 @@ class EngineWorker : public QObject {
   // Once per completion; FinishInfo::index says which.
   void finished(quint64 request_id, const kvscope::ui::FinishInfo& info);
   void snapshot(const kvscope::ui::SnapshotPtr& snapshot);
+  // A workload has requests running or still to arrive (true), or none
+  // left (false: all finished, stopped, or a model load ended it). Emitted
+  // on changes only.
+  void workloadActive(bool active);
   void idle();
   void error(const QString& message);
   // Not an error: the request runs, but a person should know (the prompt had
@@ -114,6 +118,7 @@ class EngineWorker : public QObject {
   void publishTokenBytes();
   void onTokenEvent(const kvscope::TokenEvent& ev);  // on this thread, inside step()
   void submitPendingWorkload();
+  void updateWorkloadActive();  // emits workloadActive() when it changed
 
   std::unique_ptr<kvscope::Engine> engine_;
   std::atomic<bool> stop_{false};
@@ -132,6 +137,7 @@ class EngineWorker : public QObject {
   };
   std::vector<PendingWorkloadRequest> pending_workload_;  // last to arrive first
   std::set<RequestId> workload_ids_;                     // submitted, not finished
+  bool workload_active_ = false;  // what workloadActive() last said
   RequestId workload_leader_ = 0;        // the workload's first request
   bool workload_leader_ready_ = false;   // it has a token (or ended): the others may come
   QElapsedTimer workload_clock_;

@@ -41,6 +41,7 @@ void connectWindowToEngine(kvscope::ui::MainWindow& window, EngineHost& host) {
   QObject::connect(worker, &W::loadFailed, &window, &MainWindow::onLoadFailed);
   QObject::connect(worker, &W::snapshot, &window, &MainWindow::onSnapshot);
   QObject::connect(worker, &W::error, &window, &MainWindow::onError);
+  QObject::connect(worker, &W::workloadActive, &window, &MainWindow::onWorkloadActive);
   QObject::connect(worker, &W::warning, &window,
                    [&window](const QString& message) { window.statusBar()->showMessage(message, 15000); });
   QObject::connect(worker, &W::requestStarted, chat, &ChatWidget::onRequestStarted);

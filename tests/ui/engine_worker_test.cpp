@@ -222,6 +222,7 @@ class EngineWorkerTest : public QObject {
     EngineWorker* w = host.worker();
     QSignalSpy started(w, &EngineWorker::requestStarted);
     QSignalSpy finished(w, &EngineWorker::finished);
+    QSignalSpy active(w, &EngineWorker::workloadActive);
     QVERIFY(loadAndWait(host, smallConfig(model_)));
     // 64 requests at 10/s would take ~6 s to arrive: stop them after the first few.
     ui::WorkloadSpec spec{64, 32, 400, 16};
@@ -236,6 +237,10 @@ class EngineWorkerTest : public QObject {
     QCOMPARE(started.count(), total);  // no more arrive after the stop
     for (const auto& args : finished)
       QCOMPARE(args.at(1).value<ui::FinishInfo>().reason, FinishReason::Cancelled);
+    // What enables Stop workload: on at the start, off once all have ended.
+    QTRY_COMPARE(active.count(), 2);
+    QCOMPARE(active.at(0).at(0).toBool(), true);
+    QCOMPARE(active.at(1).at(0).toBool(), false);
   }
 
   void shutdownWhileGeneratingIsQuick() {

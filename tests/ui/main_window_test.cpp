@@ -7,6 +7,7 @@
 //   ctest --test-dir build-gui -R main_window_test
 #include <QJsonDocument>
 #include <QAbstractButton>
+#include <QAction>
 #include <QAbstractSpinBox>
 #include <QComboBox>
 #include <QDockWidget>
@@ -519,6 +520,19 @@ class MainWindowTest : public QObject {
     // Of the tabbed docks, the one raised is the one drawn.
     QVERIFY(!second.findChild<QDockWidget*>(QStringLiteral("trace_dock"))->visibleRegion().isEmpty());
     QVERIFY(second.findChild<QDockWidget*>(QStringLiteral("plots_dock"))->visibleRegion().isEmpty());
+  }
+
+  // Stop workload does something only while a workload runs: it is
+  // disabled until the worker says one does (it clicked to no effect).
+  void stopWorkloadIsEnabledOnlyWhileOneRuns() {
+    ui::MainWindow window;
+    auto* stop = window.findChild<QAction*>(QStringLiteral("stop_workload"));
+    QVERIFY(stop);
+    QVERIFY(!stop->isEnabled());
+    window.onWorkloadActive(true);
+    QVERIFY(stop->isEnabled());
+    window.onWorkloadActive(false);
+    QVERIFY(!stop->isEnabled());
   }
 
   void everyControlHasAnAccessibleName() {
