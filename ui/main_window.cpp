@@ -78,7 +78,12 @@ MainWindow::MainWindow(QWidget* parent, const QString& chat_store_path)
   QSettings settings;
   QStringList problems;
   config_ = loadEngineConfig(settings, &problems);
+  const qsizetype engine_problems = problems.size();
   chat_defaults_ = loadChatDefaults(settings, &problems);
+  // "Reset" means reset: the chat defaults as used are written back, so an
+  // unusable value is not reported again on every start (the engine's are
+  // written back once a model loads with them).
+  if (problems.size() > engine_problems) saveChatDefaults(settings, chat_defaults_);
   setAcceptDrops(true);
   chat_ = new ChatWidget(this);
   chat_->setConversationSettings(chat_defaults_);

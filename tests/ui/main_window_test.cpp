@@ -20,6 +20,7 @@
 #include <QTableView>
 #include <QTextBrowser>
 #include <QTemporaryDir>
+#include <QSettings>
 #include <QStatusBar>
 #include <QtTest>
 
@@ -31,6 +32,7 @@
 #include "main_window.h"
 #include "models/block_table_model.h"
 #include "models/chat_store.h"
+#include "models/conversation_settings.h"
 #include "test_snapshots.h"
 
 using namespace kvscope;
@@ -520,6 +522,23 @@ class MainWindowTest : public QObject {
     // Of the tabbed docks, the one raised is the one drawn.
     QVERIFY(!second.findChild<QDockWidget*>(QStringLiteral("trace_dock"))->visibleRegion().isEmpty());
     QVERIFY(second.findChild<QDockWidget*>(QStringLiteral("plots_dock"))->visibleRegion().isEmpty());
+  }
+
+  // An unusable chat default is reported once and written back as the
+  // default it fell back to (it stayed in the file and was "reset" on every
+  // start).
+  void anUnusableChatDefaultIsWrittenBack() {
+    {
+      QSettings settings;
+      settings.setValue(QStringLiteral("chat/max_tokens"), QStringLiteral("zzz"));
+    }
+    { ui::MainWindow window; }
+    QSettings settings;
+    bool ok = false;
+    const int saved = settings.value(QStringLiteral("chat/max_tokens")).toInt(&ok);
+    QVERIFY2(ok, qPrintable(settings.value(QStringLiteral("chat/max_tokens")).toString()));
+    QCOMPARE(saved, ui::ConversationSettings().sampling.max_tokens);
+    settings.remove(QStringLiteral("chat"));
   }
 
   // Stop workload does something only while a workload runs: it is
