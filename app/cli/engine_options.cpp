@@ -78,6 +78,19 @@ Result<EngineConfig> engine_config_from(const EngineOptions& opts) {
   return config;
 }
 
+std::vector<std::string> ignored_options(const EngineOptions& opts, const EngineConfig& config) {
+  std::vector<std::string> out;
+  for (const auto& [key, text] : opts.given) {
+    const SettingSpec* spec = find_setting(key);
+    if (spec && spec->applies && !spec->applies(config)) {
+      out.push_back(fmt::format("--{} has no effect with these settings (as the settings dialog greys it out): "
+                                "ignored",
+                                spec->cli_option()));
+    }
+  }
+  return out;
+}
+
 std::vector<InputFile> model_files_given(const EngineOptions& opts) {
   std::vector<InputFile> files;
   for (const auto& [key, what] : {std::pair{"model_path", "the model"}, {"spec_draft_model", "the draft model"}}) {
@@ -101,6 +114,7 @@ std::unique_ptr<Engine> open_engine(const EngineOptions& opts, int& exit_code) {
     return nullptr;
   }
   config->model_path = *path;
+  for (const std::string& w : ignored_options(opts, *config)) fmt::print(stderr, "kvscope-cli: warning: {}\n", w);
   auto engine = Engine::create(*config);
   if (!engine.ok()) {
     print_error(engine.error());

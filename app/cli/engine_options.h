@@ -37,6 +37,11 @@ void add_engine_options(CLI::App& cmd, EngineOptions& opts);
 // of range [1, 2048]"). The model path is resolved later (open_engine).
 Result<EngineConfig> engine_config_from(const EngineOptions& opts);
 
+// The options given that do not apply under `config` (SettingSpec::applies:
+// --spec-k without --spec, --swap-space with preemption = recompute, a GPU
+// option where no GPU runs), one warning each: they were silently ignored.
+std::vector<std::string> ignored_options(const EngineOptions& opts, const EngineConfig& config);
+
 // The model files the options name (--model, --spec-draft-model), for
 // check_output_file to refuse as an output.
 std::vector<InputFile> model_files_given(const EngineOptions& opts);

@@ -218,6 +218,21 @@ TEST_F(CliInput, ModelInfoRefusesADraftOfAnotherVocabulary) {
   EXPECT_EQ(same.exit_code, 0) << same.err;
 }
 
+// An option that does not apply under the other settings is said to be
+// ignored (--spec-k without --spec, --swap-space under recompute), not
+// silently dropped; one that applies is not.
+TEST_F(CliInput, OptionsWithoutEffectAreSaidToBeIgnored) {
+  const test::CliResult r = run_cli({"generate", "--model", gguf_, "-p", "hi", "-n", "1", "--spec-k", "4",
+                                     "--swap-space", "64M", "--preemption", "recompute"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("warning: --spec-k has no effect with these settings"));
+  EXPECT_THAT(r.err, HasSubstr("warning: --swap-space has no effect with these settings"));
+  const test::CliResult on = run_cli({"generate", "--model", gguf_, "-p", "hi", "-n", "1", "--spec", "ngram",
+                                      "--spec-k", "4"});
+  ASSERT_EQ(on.exit_code, 0) << on.err;
+  EXPECT_THAT(on.err, Not(HasSubstr("has no effect")));
+}
+
 // model-info says whether chat prompts use the file's template or, with
 // none in the file, a built-in format (nothing else says so before a chat).
 TEST_F(CliInput, ModelInfoSaysWhichChatFormatApplies) {
