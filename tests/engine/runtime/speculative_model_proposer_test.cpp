@@ -337,7 +337,7 @@ TEST_F(SpeculativeModelProposer, UnusableDraftsAreRefusedWithTheReason) {
 
   auto deep = Engine::create(early_exit(4));
   ASSERT_FALSE(deep.ok());
-  EXPECT_NE(deep.error().find("spec_early_exit_layer = 4"), std::string::npos) << deep.error();
+  EXPECT_NE(deep.error().find("the early-exit layer 4"), std::string::npos) << deep.error();
   EXPECT_NE(deep.error().find("3 layers"), std::string::npos) << deep.error();
 }
 
