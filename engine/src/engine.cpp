@@ -236,12 +236,6 @@ Result<RequestId> Engine::submit(GenerationRequest request, SubmittedPrompt* sub
   Impl& m = *impl_;
   if (Status s = request.sampling.validate(); !s.ok()) return Error{s.error()};
   if (request.n < 1 || request.n > 64) return Error{fmt::format("n = {} is out of range [1, 64]", request.n)};
-  // Each choice is a sequence of its own, all running together once forked.
-  if (request.n > m.config.max_seqs) {
-    return Error{fmt::format("n = {} choices run as {} sequences at once, more than max_seqs = {}; raise max_seqs "
-                             "or lower n",
-                             request.n, request.n, m.config.max_seqs)};
-  }
   if (request.first_scored_position < 1) {
     return Error{fmt::format("first_scored_position = {} must be >= 1 (position 0 has nothing before it)",
                              request.first_scored_position)};
@@ -255,6 +249,12 @@ Result<RequestId> Engine::submit(GenerationRequest request, SubmittedPrompt* sub
   // Under the inbox lock: reconfigure() changes the limits and block size
   // under it, so a request is checked and built against one consistent config.
   std::lock_guard lock(m.inbox_mutex);
+  // Each choice is a sequence of its own, all running together once forked.
+  if (request.n > m.config.max_seqs) {
+    return Error{fmt::format("n = {} needs as many sequences at once, more than max_seqs = {}; raise max_seqs or "
+                             "lower n",
+                             request.n, m.config.max_seqs)};
+  }
   const int32_t max_len = m.config.max_model_len;
   int32_t num_truncated = 0;
   // A prompt to score is scored whole: its scores would be of another text.

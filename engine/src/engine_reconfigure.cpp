@@ -20,6 +20,13 @@ std::string why_it_does_not_fit(const Sequence& s, const EngineConfig& c, int32_
     return fmt::format("after reconfiguring, the request has {} tokens but the max model length is {}",
                        num_tokens, c.max_model_len);
   }
+  // Its parallel-sampling siblings still to fork run beside it: with more
+  // than max_seqs it could never be admitted, and would hold the queue.
+  if (1 + s.num_forks_pending > c.max_seqs) {
+    return fmt::format("after reconfiguring, the request's {} choices need {} sequences at once, more than max_seqs "
+                       "= {}",
+                       1 + s.num_forks_pending, 1 + s.num_forks_pending, c.max_seqs);
+  }
   const int32_t need = s.table.num_blocks_needed(s.max_total_tokens);
   if (need > num_blocks) {
     return fmt::format("after reconfiguring, the request needs {} KV blocks ({} tokens) but the pool has only {}",

@@ -213,7 +213,8 @@ TEST_F(Batching, ParallelSamplingStaysWithinMaxSeqs) {
   too_many.n = 5;
   const auto refused = (*engine)->submit(std::move(too_many));
   ASSERT_FALSE(refused.ok());
-  EXPECT_NE(refused.error().find("more than max_seqs = 4"), std::string::npos) << refused.error();
+  EXPECT_NE(refused.error().find("n = 5 needs as many sequences at once, more than max_seqs = 4"), std::string::npos)
+      << refused.error();
 
   const auto ps = prompts(6);
   Outcome o;

@@ -318,6 +318,35 @@ TEST_F(Reconfigure, ASmallerPoolShortensAnUnsetContext) {
   EXPECT_EQ(got[2].tokens, std::vector<int32_t>(want[2].tokens.begin(), want[2].tokens.begin() + 13));
 }
 
+// A request of n = 4 not yet forked, when max_seqs drops to 2: it could
+// never be admitted again (its siblings count from admission on) and would
+// hold the queue, so it finishes with an error naming max_seqs.
+TEST_F(Reconfigure, ARequestOfMoreChoicesThanMaxSeqsFinishesWithAnError) {
+  auto engine = Engine::create(config());
+  ASSERT_TRUE(engine.ok());
+  FinishReason finish = FinishReason::None;
+  std::string error;
+  GenerationRequest r;
+  r.prompt_tokens = prompts(1)[0];
+  r.n = 4;
+  r.sampling.temperature = 0.0f;
+  r.sampling.max_tokens = 4;
+  r.on_event = [&](const TokenEvent& ev) {
+    if (ev.index == 0 && ev.finish != FinishReason::None) {
+      finish = ev.finish;
+      error = ev.error;
+    }
+  };
+  ASSERT_TRUE((*engine)->submit(std::move(r)).ok());
+  EngineConfig fewer = config();
+  fewer.max_seqs = 2;
+  ASSERT_TRUE((*engine)->reconfigure(fewer).ok());
+  for (int i = 0; i < 100 && (*engine)->has_work(); ++i) (*engine)->step();
+  EXPECT_FALSE((*engine)->has_work()) << "the queue is not held";
+  EXPECT_EQ(finish, FinishReason::Error);
+  EXPECT_NE(error.find("more than max_seqs = 2"), std::string::npos) << error;
+}
+
 TEST_F(Reconfigure, InvalidConfigChangesNothing) {
   const auto ps = prompts();
   auto engine = Engine::create(config());
