@@ -79,17 +79,22 @@ Status check_output_file(const std::string& path, const std::vector<InputFile>& 
   if (!parent.empty() && !fs::is_directory(parent, ec)) {
     return Error{fmt::format("the folder of '{}' does not exist", path)};
   }
-  if (fs::exists(path, ec)) {
+  // A link to a file not there yet is written through, creating its target.
+  if (fs::is_symlink(path, ec) && !fs::exists(path, ec)) return Status::success();
+  const bool exists = fs::exists(path, ec);
+  if (exists) {
     for (const InputFile& input : inputs) {
       if (!input.path.empty() && fs::equivalent(path, input.path, ec)) {
         return Error{fmt::format("'{}' is {} this command reads; choose another path", path, input.what)};
       }
     }
-    if (starts_with_gguf_magic(path)) {
+    // Regular files only: reading a pipe or a terminal (/dev/stdout) to
+    // look for the magic would block.
+    if (fs::is_regular_file(path, ec) && starts_with_gguf_magic(path)) {
       return Error{fmt::format("'{}' is a GGUF model file; choose another path", path)};
     }
   }
-  if (std::string why = open_refusal(path, fs::exists(path, ec)); !why.empty()) {
+  if (std::string why = open_refusal(path, exists); !why.empty()) {
     return Error{fmt::format("cannot write '{}': {}", path, why)};
   }
   return Status::success();

@@ -4,6 +4,8 @@
 // clearly: --seed -1 (random, like 0; the seed used is printed), a bad seed,
 // a directory given as --prompt-file, tokenize --file or --trace, a directory
 // that is not a model given as --model, text with no token. Label: unit.
+#include <sys/stat.h>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -272,6 +274,16 @@ TEST_F(CliInput, OutputPathsNeverOverwriteAModel) {
   EXPECT_THAT(bench.err, HasSubstr("--out: '" + copy + "' is a GGUF model file"));
   EXPECT_EQ(fs::file_size(copy), size) << "the model is untouched";
   fs::remove(copy);
+
+  // A pipe is written, not read for a model's magic (which would block).
+  const std::string fifo = base_ + ".fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const test::CliResult piped = test::run_program(
+      "/bin/sh", {"-c", "cat " + test::shell_quote(fifo) + " >/dev/null & " + test::shell_quote(KVSCOPE_CLI_PATH) +
+                            " generate --model " + test::shell_quote(gguf_) + " -p hi -n 1 --trace " +
+                            test::shell_quote(fifo) + "; echo rc=$?; wait"});
+  fs::remove(fifo);
+  EXPECT_THAT(piped.out, HasSubstr("rc=0")) << piped.err;
 
   const test::CliResult empty = run_cli({"generate", "--model", gguf_, "-p", "hi", "-n", "1", "--trace", ""});
   EXPECT_EQ(empty.exit_code, 2);
