@@ -214,6 +214,16 @@ void JobRegistry::close_and_cancel_all() {
   for (const auto& job : jobs) job->cancel();
 }
 
+bool JobRegistry::closed() const {
+  std::lock_guard lock(mutex_);
+  return closed_;
+}
+
+void JobRegistry::reopen() {
+  std::lock_guard lock(mutex_);
+  closed_ = false;
+}
+
 size_t JobRegistry::size() const {
   std::lock_guard lock(mutex_);
   return jobs_.size();

@@ -126,6 +126,8 @@ class JobRegistry {
   bool add(const std::shared_ptr<GenerationJob>& job);
   void remove(const std::shared_ptr<GenerationJob>& job);
   void close_and_cancel_all();
+  bool closed() const;
+  void reopen();  // takes jobs again (a server started after a stop)
   // Waits up to `timeout` for every job to be removed; false if some remain.
   bool wait_empty(std::chrono::milliseconds timeout);
   size_t size() const;

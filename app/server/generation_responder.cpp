@@ -94,11 +94,15 @@ std::vector<TokenLogprob> echoed_prompt_logprobs(ResponseState& s, size_t i) {
   const size_t prompt = i / static_cast<size_t>(s.n);
   std::vector<TokenLogprob> lps = s.job->prompt_logprobs(static_cast<int32_t>(prompt));
   const std::string& text = s.echo[prompt];
-  size_t offset = 0;
+  size_t offset = 0;       // in bytes, to compare with the text
+  size_t counted = 0;      // bytes of the text whose characters `chars` counts
+  size_t chars = 0;        // characters before min(offset, text size): the entry's text_offset
   for (size_t k = 0; k < lps.size(); ++k) {
     const std::string& bytes = lps[k].bytes;
-    lps[k].text_offset =
-        static_cast<int64_t>(utf8_chars_started(std::string_view(text).substr(0, std::min(offset, text.size()))));
+    const size_t at = std::min(offset, text.size());
+    chars += utf8_chars_started(std::string_view(text).substr(counted, at - counted));  // only the new bytes
+    counted = at;
+    lps[k].text_offset = static_cast<int64_t>(chars);
     if (offset <= text.size() && text.compare(offset, bytes.size(), bytes) == 0) {
       offset += bytes.size();
     } else if (offset == 0 && !bytes.empty() && bytes[0] == ' ' && text.compare(0, bytes.size() - 1, bytes, 1) == 0) {
@@ -246,6 +250,14 @@ bool collect_step(ResponseState& s, httplib::DataSink& sink) {
 
 void respond_generation(EngineDriver& driver, const ParsedRequest& request, const ResponseContext& context,
                         JobRegistry& registry, const std::shared_ptr<ServerMetrics>& metrics, httplib::Response& res) {
+  // Stopping: refused before anything is submitted (and counted). A request
+  // that passes here as the stop begins is caught by registry.add below.
+  if (registry.closed()) {
+    const ApiError e = server_stopping();
+    res.status = e.status;
+    res.set_content(e.body(), "application/json");
+    return;
+  }
   GenerationJob::Start started = GenerationJob::start(driver, request, metrics);
   if (const ApiError* e = std::get_if<ApiError>(&started)) {
     res.status = e->status;

@@ -330,6 +330,7 @@ Status OpenAiServer::start() {
     max_model_len = e.config().max_model_len;
   });
   if (!read) return Error{"the engine has stopped"};
+  m.jobs.reopen();  // a server started again after stop() takes requests again
   m.model_id = m.options.model_id.empty() ? model_id_from_path(info.path) : m.options.model_id;
   m.context_length = max_model_len;
   // The chat's defaults (the model file's recommended sampling over
