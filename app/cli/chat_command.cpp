@@ -25,6 +25,7 @@ struct ChatOptions {
   EngineOptions engine;
   SamplingParams sampling;
   std::string system;
+  bool system_given = false;
   const CLI::App* cmd = nullptr;  // to tell which sampling options were typed
 };
 
@@ -108,7 +109,9 @@ int run_chat(const ChatOptions& options) {
   fmt::print(stderr, "sampling: {}\n", defaults);
   SigintCounter interrupts;
   std::vector<ChatMessage> history;
-  if (!o.system.empty()) history.push_back({"system", o.system});
+  // Given at all: --system "" is an empty system message (which keeps a
+  // template's default one out), as generate --chat sends it.
+  if (o.system_given) history.push_back({"system", o.system});
   const size_t num_fixed = history.size();
 
   std::string line;
@@ -163,7 +166,13 @@ int run_chat(const ChatOptions& options) {
 Command add_chat_command(CLI::App& parent) {
   auto o = std::make_shared<ChatOptions>();
   CLI::App* cmd = parent.add_subcommand("chat", "Chat with the model in the terminal");
-  cmd->add_option("--system", o->system, "system message");
+  cmd->add_option_function<std::string>(
+      "--system",
+      [o](const std::string& text) {
+        o->system = text;
+        o->system_given = true;
+      },
+      "system message (\"\" sends an empty one, which keeps a template's default system message out)");
   add_engine_options(*cmd, o->engine);
   add_sampling_options(*cmd, o->sampling, /*defaults_from_model=*/true);
   o->cmd = cmd;

@@ -154,14 +154,15 @@ int run_generate(const GenerateOptions& o) {
   }
   for (const std::string& w : submitted.warnings) fmt::print(stderr, "kvscope-cli: warning: {}\n", w);
   // Ctrl-C stops the reply, not the program: what was generated is printed
-  // (finish reason "cancelled") and the trace written, then exit 130.
-  bool interrupted = false;
+  // (finish reason "cancelled") and the trace written, then exit 130. A
+  // second Ctrl-C (a long prompt step has not ended yet) quits at once.
   {
-    SigintCounter interrupts;
+    SigintCounter interrupts(/*second_press_quits=*/true);
     const int seen = SigintCounter::count();
+    bool cancelled = false;
     while (engine->has_work()) {
-      if (!interrupted && SigintCounter::count() != seen) {
-        interrupted = true;
+      if (!cancelled && SigintCounter::count() != seen) {
+        cancelled = true;
         engine->cancel(*id);
       }
       engine->step();
@@ -170,7 +171,7 @@ int run_generate(const GenerateOptions& o) {
 
   // The result first, the trace after: a trace that cannot be written must
   // not cost the reply it describes.
-  int exit_code = interrupted ? kExitInterrupted : kExitOk;
+  int exit_code = out.finish == FinishReason::Cancelled ? kExitInterrupted : kExitOk;
   if (out.finish == FinishReason::Error) {
     if (stream) write_stdout("\n");
     print_error(out.error.empty() ? "generation failed" : out.error);

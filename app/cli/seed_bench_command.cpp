@@ -12,10 +12,8 @@
 // of tokens (workload.h). Longer than ~300 lines because the four tables, their
 // goals and three output formats belong together; the runs live in workload.cpp.
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <cstdio>
-#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -460,7 +458,7 @@ std::string render_csv(const std::vector<RunRecord>& runs) {
 bool write_file(const std::filesystem::path& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary);
   out << text;
-  if (!out) print_error(fmt::format("cannot write '{}': {}", path.string(), std::strerror(errno)));
+  if (!out) print_error(fmt::format("cannot write '{}' (is the disk full?)", path.string()));
   return static_cast<bool>(out);
 }
 

@@ -17,7 +17,10 @@ inline constexpr int kExitInterrupted = 130;
 
 class SigintCounter {
  public:
-  SigintCounter();  // installs the handler
+  // Installs the handler. `second_press_quits`: the second Ctrl-C while it
+  // lives ends the program at once, as Ctrl-C would have (for a loop that
+  // may sit in one long engine step before it reads the count).
+  explicit SigintCounter(bool second_press_quits = false);
   ~SigintCounter();  // puts the previous one back
   SigintCounter(const SigintCounter&) = delete;
   SigintCounter& operator=(const SigintCounter&) = delete;
