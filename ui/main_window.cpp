@@ -82,8 +82,15 @@ MainWindow::MainWindow(QWidget* parent, const QString& chat_store_path)
   chat_defaults_ = loadChatDefaults(settings, &problems);
   // "Reset" means reset: the chat defaults as used are written back, so an
   // unusable value is not reported again on every start (the engine's are
-  // written back once a model loads with them).
-  if (problems.size() > engine_problems) saveChatDefaults(settings, chat_defaults_);
+  // written back once a model loads with them). Once the event loop runs:
+  // main() turns persistence off first for a --settings run.
+  if (problems.size() > engine_problems) {
+    QTimer::singleShot(0, this, [this] {
+      if (!persist_settings_) return;
+      QSettings later;
+      saveChatDefaults(later, chat_defaults_);
+    });
+  }
   setAcceptDrops(true);
   chat_ = new ChatWidget(this);
   chat_->setConversationSettings(chat_defaults_);

@@ -532,7 +532,10 @@ class MainWindowTest : public QObject {
       QSettings settings;
       settings.setValue(QStringLiteral("chat/max_tokens"), QStringLiteral("zzz"));
     }
-    { ui::MainWindow window; }
+    {
+      ui::MainWindow window;
+      QTest::qWait(20);  // written once the event loop runs
+    }
     QSettings settings;
     bool ok = false;
     const int saved = settings.value(QStringLiteral("chat/max_tokens")).toInt(&ok);
