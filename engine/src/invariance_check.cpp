@@ -332,8 +332,8 @@ std::vector<std::string> InvarianceReport::unexercised() const {
                                   name, preemption_mode_name(c.preemption)));
     } else if (c.preemption == PreemptionMode::Swap && o.preemption != PreemptionMode::Swap &&
                stats.num_preemptions > 0 && stats.num_swapped_out_blocks == 0) {
-      notes.push_back(fmt::format("{}: preemption = swap, but every preemption recomputed (the swap space holds "
-                                  "no block: raise swap_space)",
+      notes.push_back(fmt::format("{}: preemption = swap, but every preemption recomputed (the swap space never "
+                                  "had room for the sequence's blocks: raise swap_space)",
                                   name));
     }
     if (c.spec != SpecMethod::Off && c.spec != o.spec) {
