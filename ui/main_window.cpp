@@ -284,6 +284,11 @@ void MainWindow::createDocks() {
     auto* dock = new QDockWidget(title, this);
     dock->setObjectName(name);
     dock->setWidget(w);
+    // Qt keeps a tabbed dock whose tab is not selected "visible", moved off
+    // screen, so Tab walked into its controls (and Space changed what
+    // nobody could see). Its content is disabled while it is not shown,
+    // which takes it out of the focus chain.
+    connect(dock, &QDockWidget::visibilityChanged, w, [w](bool visible) { w->setEnabled(visible); });
     addDockWidget(Qt::RightDockWidgetArea, dock);
     return dock;
   };

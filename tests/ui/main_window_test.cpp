@@ -524,6 +524,34 @@ class MainWindowTest : public QObject {
     QVERIFY(second.findChild<QDockWidget*>(QStringLiteral("plots_dock"))->visibleRegion().isEmpty());
   }
 
+  // A tabbed dock whose tab is not selected stays "visible" to Qt, off
+  // screen: its controls were in the Tab chain. They are disabled until
+  // their tab is selected.
+  void tabsNotShownAreOutOfTheFocusChain() {
+    ui::MainWindow window;
+    window.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&window));
+    QVERIFY(window.showPanel(QStringLiteral("plots")));
+    auto* trace = window.findChild<QDockWidget*>(QStringLiteral("trace_dock"));
+    auto* plots = window.findChild<QDockWidget*>(QStringLiteral("plots_dock"));
+    QTRY_VERIFY(!trace->widget()->isEnabled());
+    QVERIFY(plots->widget()->isEnabled());
+    QVERIFY(window.showPanel(QStringLiteral("trace")));
+    QTRY_VERIFY(trace->widget()->isEnabled());
+    QTRY_VERIFY(!plots->widget()->isEnabled());
+    // Walking the whole Tab chain from the chat never lands in a disabled dock.
+    QWidget* start = window.chat()->input();
+    start->setFocus();
+    QWidget* w = start;
+    for (int i = 0; i < 200; ++i) {
+      w = w->nextInFocusChain();
+      if (w == start) break;
+      if (w->focusPolicy() & Qt::TabFocus && w->isEnabled() && w->isVisible()) {
+        QVERIFY2(!plots->isAncestorOf(w), qPrintable(w->objectName()));
+      }
+    }
+  }
+
   // An unusable chat default is reported once and written back as the
   // default it fell back to (it stayed in the file and was "reset" on every
   // start).
