@@ -45,7 +45,7 @@ using HandlerResponse = httplib::Server::HandlerResponse;
 constexpr const char* kChatPath = R"((/v1)?/chat/completions)";
 constexpr const char* kCompletionsPath = R"((/v1)?/completions)";
 constexpr const char* kModelsPath = R"((/v1)?/models)";
-constexpr const char* kModelPath = R"(/v1/models/(.+))";
+constexpr const char* kModelPath = R"((/v1)?/models/(.+))";  // without /v1 too, as /models is
 constexpr const char* kHealthPath = "/health";
 constexpr const char* kMetricsPath = "/metrics";
 constexpr const char* kSnapshotPath = "/v1/engine/snapshot";
@@ -254,7 +254,8 @@ struct OpenAiServer::Impl {
     for (const auto& [method, pattern] : {std::pair{"POST", kChatPath}, {"POST", kCompletionsPath},
                                           {"GET", kModelsPath}, {"GET", kModelPath}, {"GET", kHealthPath},
                                           {"GET", kMetricsPath}, {"GET", kSnapshotPath}}) {
-      if (std::regex_match(path, std::regex(pattern))) return method;
+      // httplib answers HEAD on every GET route: the Allow header says so.
+      if (std::regex_match(path, std::regex(pattern))) return std::string(method) == "GET" ? "GET, HEAD" : method;
     }
     return "";
   }
@@ -292,7 +293,7 @@ struct OpenAiServer::Impl {
       send_json(res, {{"object", "list"}, {"data", Json::array({model_json()})}});
     });
     http.Get(kModelPath, [this](const Request& req, Response& res) {
-      if (req.matches[1] != model_id) return send_error(res, model_not_found(req.matches[1]));
+      if (req.matches[2] != model_id) return send_error(res, model_not_found(req.matches[2]));
       send_json(res, model_json());
     });
     http.Get(kHealthPath, [](const Request&, Response& res) { send_json(res, {{"status", "ok"}}); });

@@ -238,6 +238,7 @@ TEST_F(OpenAiServerTest, ModelsHealthMetricsAndSnapshot) {
   EXPECT_EQ(models.json["data"][0]["context_length"], 512);
   EXPECT_EQ(http_get(server_->port(), "/v1/models/tiny").json["id"], "tiny");
   EXPECT_EQ(http_get(server_->port(), "/v1/models/other").status, 404);
+  EXPECT_EQ(http_get(server_->port(), "/models/tiny").json["id"], "tiny") << "as /models is, without /v1";
   EXPECT_EQ(http_get(server_->port(), "/health").json["status"], "ok");
 
   ASSERT_EQ(post("/v1/completions", completion("Hi", {{"max_tokens", 2}})).status, 200);
@@ -311,7 +312,7 @@ TEST_F(OpenAiServerTest, ErrorsHaveOpenAisShapeAndStatus) {
   EXPECT_EQ(get_chat.header("Allow"), "POST");
   const Reply post_models = http_post(port, "/v1/models", std::string("{}"));
   expect_error(post_models, 405, "", "method_not_allowed");
-  EXPECT_EQ(post_models.header("Allow"), "GET");
+  EXPECT_EQ(post_models.header("Allow"), "GET, HEAD");
   // The tiny model's template offers no tools: the refusal names them.
   const json tools = json::array({{{"type", "function"}, {"function", {{"name", "f"}}}}});
   expect_error(post("/v1/chat/completions", chat("x", {{"tools", tools}})), 400, "tools", "");
