@@ -22,10 +22,15 @@ std::string describe(const EncodeIssues& issues) {
   }
   const int32_t num_missing = issues.num_replaced + issues.num_dropped;
   if (num_missing > 0) {
-    std::string what = fmt::format("{} character{} no token in this vocabulary", num_missing,
-                                   num_missing == 1 ? " has" : "s have");
+    // They are characters, or with invalid UTF-8 stray bytes: the count
+    // does not tell which, so the sentence names both.
+    std::string what = fmt::format("{} {} no token in this vocabulary", num_missing,
+                                   num_missing == 1 ? "character or stray byte has" : "characters or stray bytes have");
     if (issues.first_byte >= 0) what += fmt::format(" (the first starts with byte 0x{:02X})", issues.first_byte);
-    if (issues.num_replaced > 0) what += fmt::format("; {} became U+FFFD or the unknown token", issues.num_replaced);
+    if (issues.num_replaced > 0) {
+      what += fmt::format("; {} became U+FFFD's token (or the unknown token where there is none)",
+                          issues.num_replaced);
+    }
     if (issues.num_dropped > 0) what += fmt::format("; {} left out (nothing to stand for them)", issues.num_dropped);
     parts.push_back(std::move(what));
   }

@@ -84,6 +84,10 @@ TEST(UnspellableTextBpe, MissingByteBecomesReplacementNotTheUnknownControlToken)
   EXPECT_EQ(invalid.num_replaced, 1);
   EXPECT_NE(describe(invalid).find("not valid UTF-8"), std::string::npos) << describe(invalid);
   EXPECT_NE(describe(invalid).find("0xFF"), std::string::npos) << describe(invalid);
+  // A stray byte is not a character: the sentence says both can be meant.
+  EXPECT_EQ(describe(invalid), "the text has 1 byte that is not valid UTF-8; 1 character or stray byte has no token "
+                               "in this vocabulary (the first starts with byte 0xFF); 1 became U+FFFD's token (or "
+                               "the unknown token where there is none)");
 }
 
 TEST(UnspellableTextBpe, MalformedByteWithASymbolKeepsIt) {
