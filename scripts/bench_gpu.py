@@ -94,6 +94,11 @@ def end_to_end(args, concurrency, gpu_sampling, gpu_graphs=True, gpu_overlap=Tru
     return run_json(cmd, what)
 
 
+def on_off(value):
+    """A GPU setting in the table: None (the CPU ran the model) is n/a."""
+    return "n/a" if value is None else ("on" if value else "off")
+
+
 def row_of(record):
     steps = record.get("steps", {})
     return {
@@ -107,7 +112,10 @@ def row_of(record):
         "graph_steps": steps.get("graph_steps"),
         "steps": steps.get("count"),
         "tokens_per_s": record["tokens_per_s_median"],
+        # Per request (its prompt over its own time to first token, which at
+        # several sequences includes the others' prefill), and the run's in all.
         "prefill_tok_s": record["prefill_tok_s_median"],
+        "prefill_tok_s_in_all": record.get("prefill_tok_s_in_all_median"),
         "decode_tok_s_per_sequence": record["decode_tok_s_median"],
         "step_s_median": steps.get("step_s_median"),
         "forward_share": steps.get("forward_share"),
@@ -146,23 +154,28 @@ def markdown(record):
         for p in k["prefill_attention"]:
             lines.append(f"prefill attention, {p['rows']} rows: {p['tflops']:.2f} TFLOP/s")
     lines.append(f"GPU matmul: {record.get('gpu_matmul')}")
+    if str(record.get("device", "")).startswith("CPU"):
+        lines.append("(The CPU ran the model: the GPU settings below are as given, and did nothing.)")
     lines.append("| sequences | device sampling | CUDA graphs | overlapped launches | attention timed | norm fusion | "
                  "tok/s in all | "
-                 "prefill tok/s | "
+                 "prefill tok/s per request | prefill tok/s in all | "
                  "decode tok/s per sequence | median step ms | steps replayed | forward | sample | other | "
                  "device busy | device idle per step us |")
-    lines.append("| --: | --- | --- | --- | --- | --- | --: | --: | --: | --: | --: | --: | --: | --: | --: | --: |")
+    lines.append("| --: | --- | --- | --- | --- | --- | --: | --: | --: | --: | --: | --: | --: | --: | --: | --: "
+                 "| --: |")
     for r in record["table"]:
         step_ms = (r["step_s_median"] or 0.0) * 1e3
         replayed = f"{r['graph_steps']} / {r['steps']}" if r.get("graph_steps") is not None else "-"
         busy = f"{r['device_share']:.1%}" if r.get("device_share") is not None else "-"
         idle = f"{r['device_idle_s_median'] * 1e6:,.0f}" if r.get("device_idle_s_median") is not None else "-"
-        lines.append(f"| {r['concurrency']} | {'on' if r['gpu_sampling'] else 'off'} | "
-                     f"{'on' if r.get('gpu_graphs') else 'off'} | {'on' if r.get('gpu_overlap_launches') else 'off'} | "
-                     f"{'on' if r.get('gpu_attention_timing') else 'off'} | "
+        in_all = f"{r['prefill_tok_s_in_all']:,.0f}" if r.get("prefill_tok_s_in_all") is not None else "-"
+        lines.append(f"| {r['concurrency']} | {on_off(r['gpu_sampling'])} | "
+                     f"{on_off(r.get('gpu_graphs'))} | {on_off(r.get('gpu_overlap_launches'))} | "
+                     f"{on_off(r.get('gpu_attention_timing'))} | "
                      f"{r.get('gpu_norm_fusion') or '-'} | "
                      f"{r['tokens_per_s']:,.0f} | "
-                     f"{r['prefill_tok_s']:,.0f} | {r['decode_tok_s_per_sequence']:,.0f} | {step_ms:.2f} | {replayed} | "
+                     f"{r['prefill_tok_s']:,.0f} | {in_all} | {r['decode_tok_s_per_sequence']:,.0f} | {step_ms:.2f} | "
+                     f"{replayed} | "
                      f"{r['forward_share']:.1%} | {r['sample_share']:.1%} | {r['other_share']:.1%} | "
                      f"{busy} | {idle} |")
     return "\n".join(lines)

@@ -9,7 +9,7 @@
 // its own prompt, and adds the aggregate figure (generated tokens of all N over
 // the run's wall time) and each request's time to first token (median, p90):
 // what the OpenAI-compatible server is compared with at the same number of
-// clients, so the difference is the server's overhead.
+// clients (scripts/dev/bench_server.py).
 //
 // Every run (the warm-up too) gets a fresh prompt whose first token no earlier
 // run started with. Prefix-cache blocks are found by a hash chained from the
@@ -63,6 +63,7 @@ struct BenchRun {
   int32_t num_cached_prompt_tokens = 0;  // from the prefix cache; must be 0 for an honest prefill figure
   int32_t num_draft_tokens = 0;          // speculative decoding: proposed
   int32_t num_accepted_tokens = 0;       // and accepted
+  int32_t num_preemptions = 0;           // times the request was preempted (a slow request's reason)
 };
 
 // One prompt of exactly `n` ids per sequence: a first token, then the
@@ -161,6 +162,7 @@ Result<BatchResult> run_batch(Engine& engine, const std::vector<std::vector<int3
     run.num_cached_prompt_tokens = s.num_cached_prompt_tokens;
     run.num_draft_tokens = s.num_draft_tokens;
     run.num_accepted_tokens = s.num_accepted_tokens;
+    run.num_preemptions = s.num_preemptions;
     batch.requests.push_back(run);
   }
   return batch;
@@ -228,10 +230,13 @@ nlohmann::ordered_json request_json(const std::vector<int32_t>& prompt, const Be
           {"total_s", run.total_s},
           {"generated_tokens", run.num_generated},
           {"draft_tokens", run.num_draft_tokens},
-          {"accepted_draft_tokens", run.num_accepted_tokens}};
+          {"accepted_draft_tokens", run.num_accepted_tokens},
+          {"preemptions", run.num_preemptions}};
 }
 
+
 int run_bench(const BenchOptions& o) {
+  const std::string started_at = utc_now();
   // Before the runs, not after minutes of them: a path that cannot be written.
   if (!o.out.empty()) {
     if (Status s = check_output_file(o.out, model_files_given(o.engine)); !s.ok()) {
@@ -264,6 +269,11 @@ int run_bench(const BenchOptions& o) {
   std::vector<BenchRun> requests;  // every measured request, all runs
   std::vector<StepStats> steps;    // every step of the measured runs
   std::vector<double> run_tok_s;   // aggregate generated tok/s of each run
+  // Each run's prompt tokens over the time until its last first token: with
+  // several sequences at once, the machine's prefill rate (a request's own
+  // figure counts the others' prefill in its time to first token).
+  std::vector<double> run_prefill_tok_s;
+  int64_t num_preemptions = 0;
   nlohmann::ordered_json runs_json = nlohmann::ordered_json::array();
   int64_t num_cached_prompt_tokens = 0;
   for (int32_t r = 0; r < o.repeats; ++r) {
@@ -275,16 +285,22 @@ int run_bench(const BenchOptions& o) {
     }
     steps.insert(steps.end(), batch->steps.begin(), batch->steps.end());
     int64_t generated = 0;
+    int64_t prompt_tokens = 0;
+    double last_first_token_s = 0.0;
     nlohmann::ordered_json requests_json = nlohmann::ordered_json::array();
     for (size_t k = 0; k < width; ++k) {
       const BenchRun& run = batch->requests[k];
       generated += run.num_generated;
+      prompt_tokens += static_cast<int64_t>(batch_prompts[k].size());
+      last_first_token_s = std::max(last_first_token_s, run.time_to_first_token_s);
+      num_preemptions += run.num_preemptions;
       num_cached_prompt_tokens += run.num_cached_prompt_tokens;
       requests_json.push_back(request_json(batch_prompts[k], run));
       requests.push_back(run);
     }
     const double tok_s = batch->wall_s > 0 ? static_cast<double>(generated) / batch->wall_s : 0.0;
     run_tok_s.push_back(tok_s);
+    if (last_first_token_s > 0) run_prefill_tok_s.push_back(static_cast<double>(prompt_tokens) / last_first_token_s);
     if (width == 1) {
       // One sequence: the run is the request (the record's shape before --concurrency).
       fmt::print(stderr, "run {}/{}: prefill {:.1f} tok/s, decode {:.1f} tok/s\n", r + 1, o.repeats,
@@ -296,6 +312,9 @@ int run_bench(const BenchOptions& o) {
       runs_json.push_back({{"wall_s", batch->wall_s},
                            {"generated_tokens", generated},
                            {"tokens_per_s", tok_s},
+                           {"prefill_tok_s_in_all", last_first_token_s > 0 ? static_cast<double>(prompt_tokens) /
+                                                                                 last_first_token_s
+                                                                           : 0.0},
                            {"requests", requests_json}});
     }
   }
@@ -314,15 +333,20 @@ int run_bench(const BenchOptions& o) {
     ttft.push_back(r.time_to_first_token_s);
   }
   const ModelInfo& info = engine->model_info();
-  // The floor: decode reads every weight once per token. Measured from the
-  // caches (the model fits in this CPU's L3 after the first pass, as in decode)
-  // and from DRAM (1 GiB buffer).
+  // A bandwidth probe: decode reads every weight once per token, so the read
+  // bandwidth over the weights' size estimates a ceiling on decode tok/s.
+  // Measured over a model-sized buffer and a 1 GiB one; on some CPUs the
+  // model stays in cache between tokens and decode beats the estimate, which
+  // is then no bound (the record says "estimate").
   const double cache_gbs = measure_read_bandwidth(info.weight_bytes, engine->config().num_threads, 5);
   const double dram_gbs = measure_read_bandwidth(size_t{1} << 30, engine->config().num_threads, 3);
   const double weight_gb = static_cast<double>(info.weight_bytes) / 1e9;
   const auto loadavg_after = load_average();
+  const bool on_gpu = info.backend == "cuda";
   const nlohmann::ordered_json result = {
       {"engine", "kvscope"},
+      {"version", KVSCOPE_VERSION},
+      {"started_at", started_at},
       {"model", info.name},
       {"model_path", info.path},
       {"cpu", cpu_json(cpu, engine->config().num_threads)},
@@ -330,6 +354,9 @@ int run_bench(const BenchOptions& o) {
       // What ran the model (on a GPU the cpu entry is only the host).
       {"backend", info.backend},
       {"device", info.device_name},
+      // The GPU settings as given (scripts/bench_gpu.py checks they reach the
+      // record, on the CPU too); in effect only where a GPU ran the model.
+      {"gpu_settings_in_effect", on_gpu},
       {"gpu_sampling", engine->config().gpu_sampling},
       {"gpu_graphs", engine->config().gpu_graphs},
       {"gpu_overlap_launches", engine->config().gpu_overlap_launches},
@@ -351,9 +378,21 @@ int run_bench(const BenchOptions& o) {
       {"prefill_prompts", "fresh per sequence (warm-up included): distinct first tokens, so no prefix-cache block "
                           "matches"},
       {"prefill_cached_prompt_tokens", num_cached_prompt_tokens},
+      // Sequences preempted for want of KV blocks (each request's count is in
+      // its run): a run that preempted measured recomputation too.
+      {"num_preemptions", num_preemptions},
+      // What each figure divides (the same words as `bench --help`).
+      {"definitions",
+       {{"prefill_tok_s", "per request: its prompt tokens over its time to first token (with several sequences at "
+                          "once, that time includes the others' prefill)"},
+        {"prefill_tok_s_in_all", "per run: all its prompt tokens over the time to its last first token"},
+        {"decode_tok_s", "per request: its generated tokens after the first over the time from its first token to "
+                         "its last"},
+        {"tokens_per_s", "per run: all generated tokens over the run's wall time, submit to idle"}}},
       // Per request: with several sequences at once these share the steps, so
-      // they are each request's view, and tokens_per_s_median is the machine's.
+      // they are each request's view, and the "in all" figures are the machine's.
       {"prefill_tok_s_median", median(prefill)},
+      {"prefill_tok_s_in_all_median", median(run_prefill_tok_s)},
       {"decode_tok_s_median", median(decode)},
       {"time_to_first_token_s_median", median(ttft)},
       {"time_to_first_token_s_p90", percentile(ttft, 0.9)},
@@ -365,7 +404,9 @@ int run_bench(const BenchOptions& o) {
       {"loadavg_after", loadavg_after ? nlohmann::ordered_json(*loadavg_after) : nlohmann::ordered_json()},
       {"weight_bytes", info.weight_bytes},
       {"read_bandwidth_gb_s", {{"model_sized_buffer", cache_gbs}, {"one_gib_buffer", dram_gbs}}},
-      {"decode_floor_tok_s", {{"model_sized_buffer", cache_gbs / weight_gb}, {"one_gib_buffer", dram_gbs / weight_gb}}},
+      // Named a floor in records before 2026-11-27: it estimates a ceiling, and is none where the weights stay in cache.
+      {"decode_ceiling_estimate_tok_s",
+       {{"model_sized_buffer", cache_gbs / weight_gb}, {"one_gib_buffer", dram_gbs / weight_gb}}},
       {"block_size", info.block_size},
   };
   const std::string text = dump_json(result) + "\n";
@@ -386,7 +427,17 @@ int run_bench(const BenchOptions& o) {
 Command add_bench_command(CLI::App& parent) {
   auto o = std::make_shared<BenchOptions>();
   o->engine.defaults.num_threads = 2;
-  CLI::App* cmd = parent.add_subcommand("bench", "Measure prefill and decode speed in-process, one or --concurrency sequences at once (JSON)");
+  CLI::App* cmd = parent.add_subcommand(
+      "bench", "Measure prefill and decode speed in-process, one or --concurrency sequences at once (JSON)");
+  cmd->footer(
+      "Figures, medians over --repeats runs (the record's \"definitions\" says the same):\n"
+      "  prefill_tok_s          per request: its prompt tokens / its time to first token (with several\n"
+      "                         sequences that time includes the others' prefill)\n"
+      "  prefill_tok_s_in_all   per run: all prompt tokens / the time to the last first token\n"
+      "  decode_tok_s           per request: tokens after the first / the time from the first to the last\n"
+      "  tokens_per_s           per run: all generated tokens / the run's wall time\n"
+      "Every run's prompts start with tokens no earlier run began with, so no prefill is a prefix-cache hit\n"
+      "(a run that got one fails the command).");
   cmd->add_option("--prompt-tokens", o->prompt_tokens, "prompt length in tokens")
       ->check(CLI::Range(1, 1 << 20))->capture_default_str();
   cmd->add_option("--gen-tokens", o->gen_tokens, "tokens to generate per run")

@@ -1,6 +1,7 @@
 #include "bench_util.h"
 
 #include <algorithm>
+#include <ctime>
 #include <fstream>
 
 namespace kvscope::cli {
@@ -20,6 +21,15 @@ std::optional<std::vector<double>> load_average() {
   double a = 0, b = 0, c = 0;
   if (!(in >> a >> b >> c)) return std::nullopt;
   return std::vector<double>{a, b, c};
+}
+
+std::string utc_now() {
+  const std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
 }
 
 double median(std::vector<double> v) {

@@ -22,5 +22,7 @@ nlohmann::ordered_json cpu_json(const CpuDescription& cpu, int threads);
 std::optional<std::vector<double>> load_average();
 // Median of v (mean of the middle two for an even count); 0 when empty.
 double median(std::vector<double> v);
+// Now, as an ISO 8601 UTC time ("2026-11-27T09:12:00Z"): when a record was made.
+std::string utc_now();
 
 }  // namespace kvscope::cli

@@ -84,6 +84,13 @@ TEST_F(BenchRecord, NamesTheBackendAndSplitsTheStepTime) {
     EXPECT_EQ(j["device"].get<std::string>().rfind("CPU (", 0), 0u) << j["device"];
     EXPECT_EQ(j["gpu_sampling"], gpu_sampling);
     EXPECT_EQ(j["gpu_matmul"], "f32");
+    EXPECT_EQ(j["gpu_settings_in_effect"], false) << "the CPU ran it: the GPU settings did nothing";
+    // At 3 sequences a request's prefill rate counts the others' prefill; the
+    // run's rate in all is at least as high.
+    EXPECT_GE(j["prefill_tok_s_in_all_median"].get<double>(), j["prefill_tok_s_median"].get<double>() * 0.999);
+    EXPECT_EQ(j["num_preemptions"], 0);
+    EXPECT_TRUE(j["definitions"].contains("decode_tok_s"));
+    EXPECT_FALSE(j["version"].get<std::string>().empty());
     const auto& steps = j["steps"];
     ASSERT_TRUE(steps.is_object()) << r.out;
     EXPECT_GE(steps["count"].get<int>(), 2 * 5);  // at least a prefill and 4 decodes per run
