@@ -462,15 +462,6 @@ bool write_file(const std::filesystem::path& path, const std::string& text) {
   return static_cast<bool>(out);
 }
 
-std::string utc_now() {
-  const std::time_t t = std::time(nullptr);
-  char buf[32];
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
 int run_seed_bench(const SeedBenchOptions& o) {
   // Before minutes of runs, not after them: a folder that cannot be written.
   if (!o.out_dir.empty()) {
@@ -558,12 +549,16 @@ int run_seed_bench(const SeedBenchOptions& o) {
   const std::string where = ran_on->kind == BackendKind::Cuda
                                 ? fmt::format("{}; host {}", ran_on->reason, cpu_summary(cpu))
                                 : cpu_summary(cpu);
-  write_stdout(fmt::format("## kvscope bench-seeds: {} on {} ({} threads{})\n{}", summary->config->name, where,
-                           o.threads, o.quick ? ", quick" : "", md));
+  // The heading names the machine: seeds.md carries it too (it had only the
+  // tables, so a copied file did not say where its figures came from).
+  const std::string heading = fmt::format("## kvscope bench-seeds: {} on {} ({} threads{}), {}\n", summary->config->name,
+                                          where, o.threads, o.quick ? ", quick" : "", started);
+  write_stdout(heading + md);
   if (!o.out_dir.empty()) {
     const std::filesystem::path dir(o.out_dir);
+    // seeds.csv stays plain rows for spreadsheets; seeds.json has the machine.
     if (!write_file(dir / "seeds.json", dump_json(result) + "\n") || !write_file(dir / "seeds.csv", render_csv(runs)) ||
-        !write_file(dir / "seeds.md", md)) {
+        !write_file(dir / "seeds.md", heading + md)) {
       return kExitRuntime;
     }
   }

@@ -92,6 +92,8 @@ TEST(CliSeedBench, QuickTableTwoWritesEveryOutput) {
   const std::string csv = read_text(dir / "seeds.csv");
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 7);  // header + one row per run
   EXPECT_THAT(read_text(dir / "seeds.md"), HasSubstr("Table 3"));
+  // The machine, as on stdout: a copied seeds.md says where it ran.
+  EXPECT_THAT(read_text(dir / "seeds.md"), HasSubstr("## kvscope bench-seeds: "));
   fs::remove_all(dir);
 }
 
