@@ -11,8 +11,10 @@ three engines on the same model, threads and machine:
   python3 scripts/dev/bench_server.py --threads 2 \\
       --out docs/benchmarks/$(date +%F)_smollm2_cpu2t_server_vs_llamacpp.json
 
-server vs bench at the same N is the server's overhead; server vs llama is the
-comparison with llama.cpp. Every request: --prompt-tokens prompt tokens, greedy,
+server vs bench at the same N compares the served engine with the same engine
+in-process (bench runs once per round in a fresh process, so it is the noisier
+and colder of the two: not a measure of the server's overhead); server vs
+llama is the comparison with llama.cpp. Every request: --prompt-tokens prompt tokens, greedy,
 EOS ignored, --gen-tokens generated (--gen-tokens-at-64 at 64 clients and more,
 to keep the run bounded; llama.cpp's server answers one request at a time). The
 servers get random prompt token ids, no two sharing a first token across the

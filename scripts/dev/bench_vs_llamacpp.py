@@ -74,7 +74,8 @@ def main():
         "llama.cpp": {"prefill_tok_s": l_pre, "decode_tok_s": l_dec,
                       "version": rounds[0]["llama.cpp"].get("version")},
         "ratio_kvscope_over_llamacpp": {"prefill": k_pre / l_pre, "decode": k_dec / l_dec},
-        "decode_floor_tok_s": rounds[0]["kvscope"].get("decode_floor_tok_s"),
+        # A bandwidth probe's estimate, not a bound (named decode_floor_tok_s before 2026-11-27).
+        "decode_ceiling_estimate_tok_s": rounds[0]["kvscope"].get("decode_ceiling_estimate_tok_s"),
         "weight_bytes": rounds[0]["kvscope"].get("weight_bytes"),
     }
     text = json.dumps({"summary": summary, "rounds": rounds}, indent=1) + "\n"
