@@ -59,6 +59,11 @@ ApiError payload_too_large(size_t limit_bytes) {
           "invalid_request_error", "", "request_too_large"};
 }
 
+ApiError length_missing() {
+  return {411, "the request has no Content-Length: send the JSON body with one (curl -d '...' sets it)",
+          "invalid_request_error", "", "length_required"};
+}
+
 ApiError length_required() {
   return {411,
           "the request body was sent in chunks (Transfer-Encoding: chunked); send it with a Content-Length, which "

@@ -42,6 +42,8 @@ ApiError payload_too_large(size_t limit_bytes);
 // A body whose size the server cannot check before reading it all: sent in
 // chunks (411) or compressed (415, naming the encoding).
 ApiError length_required();
+// 411 too: a body method with neither Content-Length nor chunks.
+ApiError length_missing();
 ApiError encoded_body_refused(const std::string& encoding);
 // 413: a body sent as a form (Content-Type application/x-www-form-urlencoded,
 // what curl -d sends unless told otherwise) over the HTTP library's own cap

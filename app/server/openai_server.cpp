@@ -80,6 +80,9 @@ void send_error_and_close(Response& res, const ApiError& e) {
 std::optional<ApiError> unread_body_refusal(const Request& req) {
   if (req.method == "GET" || req.method == "HEAD" || req.method == "OPTIONS") return std::nullopt;
   if (req.has_header("Transfer-Encoding")) return length_required();
+  // Neither length nor chunks (curl -X POST without -d): httplib would wait
+  // for a body until its read timeout (5 s), then call the request malformed.
+  if (!req.has_header("Content-Length")) return length_missing();
   std::string encoding = req.get_header_value("Content-Encoding");
   encoding.erase(0, encoding.find_first_not_of(" \t"));
   encoding.erase(encoding.find_last_not_of(" \t") + 1);

@@ -398,6 +398,14 @@ TEST(OpenAiServerLimits, ApiKeyBodyLimitAndOrigins) {
   // curl waits for "100 Continue" before a chunked body: it hears 411 instead.
   const RawExchange expecting = exchange_raw(port, head.substr(0, head.size() - 2) + "Expect: 100-continue\r\n\r\n");
   EXPECT_EQ(expecting.reply.rfind("HTTP/1.1 411", 0), 0u) << expecting.reply;
+  // A POST with neither a length nor chunks (curl -X POST without -d) is
+  // answered at once, not after httplib's 5 s wait for a body.
+  const auto started = std::chrono::steady_clock::now();
+  const RawExchange no_length = exchange_raw(
+      port, "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer sekrit\r\n\r\n");
+  EXPECT_EQ(no_length.reply.rfind("HTTP/1.1 411", 0), 0u) << no_length.reply;
+  EXPECT_NE(no_length.reply.find("no Content-Length"), std::string::npos) << no_length.reply;
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(3));
   // A GET is not asked about a body: a client's default header does not refuse it.
   const RawExchange get = exchange_raw(
       port, "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Encoding: gzip\r\nConnection: close\r\n\r\n");
