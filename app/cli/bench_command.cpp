@@ -168,6 +168,12 @@ Result<BatchResult> run_batch(Engine& engine, const std::vector<std::vector<int3
   return batch;
 }
 
+// The median, or null where nothing was measured (a 0 would read as a
+// measured speed of 0: decode with --gen-tokens 1, graph steps on the CPU).
+nlohmann::ordered_json median_or_null(const std::vector<double>& v) {
+  return v.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(median(v));
+}
+
 // The value below which `fraction` of v lies (nearest rank); 0 when empty.
 double percentile(std::vector<double> v, double fraction) {
   if (v.empty()) return 0;
@@ -204,7 +210,7 @@ nlohmann::ordered_json step_breakdown_json(const std::vector<StepStats>& steps) 
                               {"backend_draws", drawn},
                               // Steps replayed as a CUDA graph (gpu_graphs), and their median.
                               {"graph_steps", graphed},
-                              {"graph_step_s_median", median(graphed_step_s)}};
+                              {"graph_step_s_median", median_or_null(graphed_step_s)}};
   if (device > 0.0) {
     // A GPU's own time (first kernel to last copy back) as a share of the
     // steps, and the median step's rest: the time the device sat with nothing
@@ -329,7 +335,7 @@ int run_bench(const BenchOptions& o) {
   std::vector<double> prefill, decode, ttft;
   for (const BenchRun& r : requests) {
     prefill.push_back(r.prefill_tok_s);
-    decode.push_back(r.decode_tok_s);
+    if (r.num_generated > 1) decode.push_back(r.decode_tok_s);  // one token has no decode to time
     ttft.push_back(r.time_to_first_token_s);
   }
   const ModelInfo& info = engine->model_info();
@@ -392,8 +398,8 @@ int run_bench(const BenchOptions& o) {
       // Per request: with several sequences at once these share the steps, so
       // they are each request's view, and the "in all" figures are the machine's.
       {"prefill_tok_s_median", median(prefill)},
-      {"prefill_tok_s_in_all_median", median(run_prefill_tok_s)},
-      {"decode_tok_s_median", median(decode)},
+      {"prefill_tok_s_in_all_median", median_or_null(run_prefill_tok_s)},
+      {"decode_tok_s_median", median_or_null(decode)},
       {"time_to_first_token_s_median", median(ttft)},
       {"time_to_first_token_s_p90", percentile(ttft, 0.9)},
       // Generated tokens of all the run's sequences over its wall time (submit to idle).

@@ -103,6 +103,8 @@ TEST_F(BenchRecord, NamesTheBackendAndSplitsTheStepTime) {
     // The CPU backend has no device time of its own: no device share is claimed.
     EXPECT_FALSE(steps.contains("device_share")) << steps;
     EXPECT_FALSE(steps.contains("device_idle_s_median")) << steps;
+    // No step was a graph replay: no median of them, rather than a 0 s one.
+    EXPECT_TRUE(steps["graph_step_s_median"].is_null()) << steps;
     // 3 sequences x 5 tokens x 2 runs, each drawn by the backend or by the engine.
     EXPECT_EQ(steps["backend_draws"].get<int>(), gpu_sampling ? 30 : 0);
   }
