@@ -336,7 +336,8 @@ std::string render_tables(const std::vector<RunRecord>& runs, int32_t only, int3
 }
 
 // The goals. A goal whose runs did not happen (--only, --quick) is
-// judged at the nearest batch size that ran, and says so.
+// measured at the nearest batch size that ran, and says so, but not judged
+// ("passed" null): 4 requests say little of a goal set at 64.
 json evaluate_goals(const std::vector<RunRecord>& runs) {
   auto find = [&](int32_t table, const std::string& mode, int32_t n) -> const RunRecord* {
     for (const RunRecord& r : runs) {
@@ -355,11 +356,11 @@ json evaluate_goals(const std::vector<RunRecord>& runs) {
   };
   json goals = json::array();
   auto add = [&](const std::string& name, std::optional<double> value, double target, bool higher_better,
-                 const std::string& detail) {
+                 const std::string& detail, bool at_the_goals_size = true) {
     json g = {{"goal", name}, {"target", target}, {"value", nullptr}, {"passed", nullptr}, {"detail", detail}};
     if (value) {
       g["value"] = *value;
-      g["passed"] = higher_better ? *value >= target : *value < target;
+      if (at_the_goals_size) g["passed"] = higher_better ? *value >= target : *value < target;
     }
     goals.push_back(g);
   };
@@ -370,7 +371,8 @@ json evaluate_goals(const std::vector<RunRecord>& runs) {
     if (one && many && n > 1 && one->metrics.decode_tok_s > 0) v = many->metrics.decode_tok_s / one->metrics.decode_tok_s;
     add("aggregate decode throughput at 32 requests >= 4x one request", v, 4.0, true,
         v ? fmt::format("decode tok/s at {} requests / at 1 (paged, block 16){}", n, n == 32 ? "" : "; 32 did not run")
-          : "needs table 2 at 1 and 32 requests");
+          : "needs table 2 at 1 and 32 requests",
+        n == 32);
   }
   {
     const int32_t n = largest(2, "paged16", 64);
@@ -385,7 +387,7 @@ json evaluate_goals(const std::vector<RunRecord>& runs) {
                               paged->metrics.throughput_tok_s / big->metrics.throughput_tok_s);
       }
     }
-    add("paged >= 3x contiguous throughput at 64 requests under the same KV budget", v, 3.0, true, detail);
+    add("paged >= 3x contiguous throughput at 64 requests under the same KV budget", v, 3.0, true, detail, n == 64);
   }
   {
     const int32_t n = largest(2, "paged16", 64);
@@ -404,7 +406,7 @@ json evaluate_goals(const std::vector<RunRecord>& runs) {
                               r.metrics.mean_waste_percent);
       }
     }
-    add("KV waste < 2% at block 16", v, 2.0, false, detail);
+    add("KV waste < 2% at block 16", v, 2.0, false, detail, n == 64);
   }
   {
     const RunRecord *off = nullptr, *on = nullptr;
