@@ -5,6 +5,9 @@
 // disables OK and shows a message right under its control; fixing it enables
 // OK again; a setting that does not apply (swap space without swap, the KV
 // budget with a block count) is disabled; every control has an accessible name.
+// One file past 600 lines on purpose: every test drives the one dialog the
+// setting table builds, through the same helpers (child, setControl,
+// makeApply), and a split would copy them.
 //   ctest --test-dir build -R settings_dialog_test
 #include <limits>
 

@@ -1,0 +1,123 @@
+// What MainWindow keeps and enables beyond one session's inspector (label
+// `ui`, offscreen, no engine): the window's layout restored after close, the
+// controls of a dock tab not shown out of the Tab chain, an unusable chat
+// default written back once, Stop workload enabled only while one runs.
+// Split from main_window_test.cpp, which tests the inspector and the chat.
+#include <QAction>
+#include <QDockWidget>
+#include <QPlainTextEdit>
+#include <QSettings>
+#include <QStandardPaths>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include "chat_widget.h"
+#include "engine_types.h"
+#include "main_window.h"
+#include "models/conversation_settings.h"
+
+using namespace kvscope;
+
+class MainWindowStateTest : public QObject {
+  Q_OBJECT
+ private slots:
+  void initTestCase() {
+    QStandardPaths::setTestModeEnabled(true);  // QSettings go to a test location
+    QApplication::setOrganizationName(QStringLiteral("kvscope-test"));
+    ui::registerEngineMetaTypes();
+  }
+
+  // The window's size and its docks' arrangement come back as they were
+  // left (they reset to the designed layout on every start). Closing saves
+  // them; restoreLayout(), which main() calls, applies them.
+  void layoutComesBackAfterClose() {
+    QTemporaryDir dir;
+    QSize size;
+    {
+      ui::MainWindow first(nullptr, dir.filePath(QStringLiteral("chats.sqlite")));
+      first.show();
+      QVERIFY(QTest::qWaitForWindowExposed(&first));
+      first.resize(1100, 700);
+      QVERIFY(first.showPanel(QStringLiteral("trace")));
+      auto* prefixes = first.findChild<QDockWidget*>(QStringLiteral("shared_prefixes_dock"));
+      QVERIFY(prefixes);
+      prefixes->close();
+      QTRY_COMPARE(first.size(), QSize(1100, 700));
+      size = first.size();
+      QVERIFY(first.close());
+    }
+    ui::MainWindow second(nullptr, dir.filePath(QStringLiteral("chats.sqlite")));
+    QVERIFY(second.restoreLayout());
+    second.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&second));
+    QCOMPARE(second.size(), size);
+    QVERIFY(second.findChild<QDockWidget*>(QStringLiteral("shared_prefixes_dock"))->isHidden());
+    // Of the tabbed docks, the one raised is the one drawn.
+    QVERIFY(!second.findChild<QDockWidget*>(QStringLiteral("trace_dock"))->visibleRegion().isEmpty());
+    QVERIFY(second.findChild<QDockWidget*>(QStringLiteral("plots_dock"))->visibleRegion().isEmpty());
+  }
+
+  // A tabbed dock whose tab is not selected stays "visible" to Qt, off
+  // screen: its controls were in the Tab chain. They are disabled until
+  // their tab is selected.
+  void tabsNotShownAreOutOfTheFocusChain() {
+    ui::MainWindow window;
+    window.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&window));
+    QVERIFY(window.showPanel(QStringLiteral("plots")));
+    auto* trace = window.findChild<QDockWidget*>(QStringLiteral("trace_dock"));
+    auto* plots = window.findChild<QDockWidget*>(QStringLiteral("plots_dock"));
+    QTRY_VERIFY(!trace->widget()->isEnabled());
+    QVERIFY(plots->widget()->isEnabled());
+    QVERIFY(window.showPanel(QStringLiteral("trace")));
+    QTRY_VERIFY(trace->widget()->isEnabled());
+    QTRY_VERIFY(!plots->widget()->isEnabled());
+    // Walking the whole Tab chain from the chat never lands in a disabled dock.
+    QWidget* start = window.chat()->input();
+    start->setFocus();
+    QWidget* w = start;
+    for (int i = 0; i < 200; ++i) {
+      w = w->nextInFocusChain();
+      if (w == start) break;
+      if (w->focusPolicy() & Qt::TabFocus && w->isEnabled() && w->isVisible()) {
+        QVERIFY2(!plots->isAncestorOf(w), qPrintable(w->objectName()));
+      }
+    }
+  }
+
+  // An unusable chat default is reported once and written back as the
+  // default it fell back to (it stayed in the file and was "reset" on every
+  // start).
+  void anUnusableChatDefaultIsWrittenBack() {
+    {
+      QSettings settings;
+      settings.setValue(QStringLiteral("chat/max_tokens"), QStringLiteral("zzz"));
+    }
+    {
+      ui::MainWindow window;
+      QTest::qWait(20);  // written once the event loop runs
+    }
+    QSettings settings;
+    bool ok = false;
+    const int saved = settings.value(QStringLiteral("chat/max_tokens")).toInt(&ok);
+    QVERIFY2(ok, qPrintable(settings.value(QStringLiteral("chat/max_tokens")).toString()));
+    QCOMPARE(saved, ui::ConversationSettings().sampling.max_tokens);
+    settings.remove(QStringLiteral("chat"));
+  }
+
+  // Stop workload does something only while a workload runs: it is
+  // disabled until the worker says one does (it clicked to no effect).
+  void stopWorkloadIsEnabledOnlyWhileOneRuns() {
+    ui::MainWindow window;
+    auto* stop = window.findChild<QAction*>(QStringLiteral("stop_workload"));
+    QVERIFY(stop);
+    QVERIFY(!stop->isEnabled());
+    window.onWorkloadActive(true);
+    QVERIFY(stop->isEnabled());
+    window.onWorkloadActive(false);
+    QVERIFY(!stop->isEnabled());
+  }
+};
+
+QTEST_MAIN(MainWindowStateTest)
+#include "main_window_state_test.moc"
