@@ -143,7 +143,10 @@ void GenerationJob::on_event(int32_t prompt_index, const TokenEvent& ev) {
   out.stats = ev.stats;
   if (logprobs_ && ev.token >= 0) {
     LogitsRow& row = rows_[static_cast<size_t>(out.choice)];
-    if (row.fresh) out.logprob = make_logprob(row, ev.token);
+    if (row.fresh) {
+      out.logprob = make_logprob(row, ev.token);
+      out.logprob->text_offset = ev.text_offset;  // in the completion; the responder adds an echo's length
+    }
   }
   if (counters_) {
     int32_t& counted = num_counted_[static_cast<size_t>(out.choice)];

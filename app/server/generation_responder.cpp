@@ -26,7 +26,7 @@ struct ResponseState {
   std::vector<std::string> echo;       // [num prompts] with echo: the prompt text
   std::vector<char> echo_pending;      // [num choices] streamed echo with logprobs: not sent yet
   std::vector<ChoiceResult> choices;   // [num choices]
-  std::vector<size_t> logprob_offset;  // [num choices] completions logprobs' next text_offset
+  std::vector<size_t> echo_chars;      // [num choices] characters of the echoed prompt before the completion
   // Chat with tools offered: how the model writes a call, and how much of
   // each choice's text has gone out as content (the rest may be a call).
   ToolCallFormat tool_format = ToolCallFormat::None;
@@ -46,6 +46,16 @@ struct ResponseState {
       if (i % static_cast<size_t>(n) == 0) u.cached_prompt_tokens += choices[i].stats.num_cached_prompt_tokens;
     }
     return u;
+  }
+
+  // The events that arrived within `timeout`, their logprob entries placed
+  // in their choice's text (after the echoed prompt).
+  std::vector<ChoiceEvent> take_events(std::chrono::milliseconds timeout) {
+    std::vector<ChoiceEvent> events = job->wait_events(timeout);
+    for (ChoiceEvent& ev : events) {
+      if (ev.logprob) ev.logprob->text_offset += static_cast<int64_t>(echo_chars[static_cast<size_t>(ev.choice)]);
+    }
+    return events;
   }
 
   // Records `ev` in its choice; true when it finished the choice.
@@ -172,11 +182,10 @@ bool stream_step(ResponseState& s, httplib::DataSink& sink) {
         const std::string& prompt = s.echo[i / static_cast<size_t>(s.n)];
         out += sse_event(stream_chunk(s.ctx, static_cast<int32_t>(i), prompt, std::nullopt, {}, FinishReason::None,
                                       s.include_usage));
-        s.logprob_offset[i] = utf8_chars_started(prompt);
       }
     }
   }
-  for (ChoiceEvent& ev : s.job->wait_events(kPollInterval)) {
+  for (ChoiceEvent& ev : s.take_events(kPollInterval)) {
     if (s.tool_format != ToolCallFormat::None) {
       stream_tool_event(s, ev, out);
       continue;
@@ -187,14 +196,12 @@ bool stream_step(ResponseState& s, httplib::DataSink& sink) {
       const std::string& prompt = s.echo[i / static_cast<size_t>(s.n)];
       out += sse_event(stream_chunk(s.ctx, ev.choice, prompt, std::nullopt, echoed_prompt_logprobs(s, i),
                                     FinishReason::None, s.include_usage));
-      s.logprob_offset[i] = utf8_chars_started(prompt);
     }
     std::vector<TokenLogprob> logprobs;
     if (ev.logprob) logprobs.push_back(*ev.logprob);
     if (!ev.text.empty() || !logprobs.empty()) {
       out += sse_event(stream_chunk(s.ctx, ev.choice, ev.text, std::nullopt, logprobs, FinishReason::None,
-                                    s.include_usage, s.logprob_offset[i]));
-      for (const TokenLogprob& lp : logprobs) s.logprob_offset[i] += utf8_chars_started(lp.bytes);
+                                    s.include_usage));
     }
     if (s.record(ev) && !finish_reason_json(ev.finish).is_null()) {
       out += sse_event(stream_chunk(s.ctx, ev.choice, "", std::nullopt, {}, ev.finish, s.include_usage));
@@ -217,7 +224,7 @@ bool stream_step(ResponseState& s, httplib::DataSink& sink) {
 // One call of the non-streaming provider: collects, and writes the whole
 // response once every choice has finished.
 bool collect_step(ResponseState& s, httplib::DataSink& sink) {
-  for (ChoiceEvent& ev : s.job->wait_events(kPollInterval)) s.record(ev);
+  for (ChoiceEvent& ev : s.take_events(kPollInterval)) s.record(ev);
   if (!s.all_finished()) return sink.is_writable();
   std::string body;
   if (!s.error.empty()) {
@@ -226,20 +233,18 @@ bool collect_step(ResponseState& s, httplib::DataSink& sink) {
     if (s.tool_format != ToolCallFormat::None) {
       for (ChoiceResult& c : s.choices) take_tool_calls(s.tool_format, c);
     }
-    std::vector<size_t> offsets(s.choices.size(), 0);
     if (!s.echo.empty()) {
       for (size_t i = 0; i < s.choices.size(); ++i) {
         const std::string& prompt = s.echo[i / static_cast<size_t>(s.n)];
         ChoiceResult& c = s.choices[i];
         c.text.insert(0, prompt);
-        offsets[i] = utf8_chars_started(prompt);
         if (s.ctx.logprobs) {
           std::vector<TokenLogprob> prompt_entries = echoed_prompt_logprobs(s, i);
           c.logprobs.insert(c.logprobs.begin(), prompt_entries.begin(), prompt_entries.end());
         }
       }
     }
-    body = dump(full_response(s.ctx, s.choices, s.usage(), offsets));
+    body = dump(full_response(s.ctx, s.choices, s.usage()));
   }
   if (!write(sink, body)) return false;
   sink.done();
@@ -277,13 +282,16 @@ void respond_generation(EngineDriver& driver, const ParsedRequest& request, cons
   state->include_usage = request.include_usage;
   state->n = request.n;
   state->choices.resize(static_cast<size_t>(state->job->num_choices()));
-  state->logprob_offset.assign(state->choices.size(), 0);
+  state->echo_chars.assign(state->choices.size(), 0);
   // The request was refused above unless the model's template offers tools.
   if (!request.tools_json.empty() && request.tool_calls_allowed) state->tool_format = driver.engine().tool_call_format();
   state->content_sent.assign(state->choices.size(), 0);
   state->echo_pending.assign(state->choices.size(), 0);
   if (request.echo) {
     for (const ParsedPrompt& p : request.prompts) state->echo.push_back(echo_text(driver, p));
+    for (size_t i = 0; i < state->choices.size(); ++i) {
+      state->echo_chars[i] = utf8_chars_started(state->echo[i / static_cast<size_t>(state->n)]);
+    }
   }
   int64_t num_prompt_tokens = 0;
   for (const auto& p : state->job->prompt_tokens()) num_prompt_tokens += static_cast<int64_t>(p.size());

@@ -34,10 +34,12 @@ struct TokenLogprob {
   // False for the prompt's first token: nothing before it scores it (its
   // logprob and alternatives are null, as OpenAI writes them).
   bool scored = true;
-  // Completions with echo, a prompt token: where its text starts in the
-  // echoed prompt (-1: after the previous entry's bytes, as for generated
-  // tokens). A token the engine added (BOS) is not in that text.
-  int64_t text_offset = -1;
+  // Where its text starts in the choice's text (with echo, the prompt's text
+  // first), in characters: completions' text_offset. A token the engine
+  // added (BOS) is not in that text; a generated token's comes from the
+  // engine (TokenEvent::text_offset), so a hidden token, part of a
+  // character or a U+FFFD sits where the text shows it.
+  int64_t text_offset = 0;
 };
 
 }  // namespace kvscope::server

@@ -57,7 +57,7 @@ size_t utf8_chars_started(std::string_view bytes) {
 namespace {
 
 // completions: {"tokens", "token_logprobs", "top_logprobs": [{token: logprob}], "text_offset"}
-Json completion_logprobs(const std::vector<TokenLogprob>& lps, size_t text_offset) {
+Json completion_logprobs(const std::vector<TokenLogprob>& lps) {
   Json tokens = Json::array(), token_logprobs = Json::array(), top = Json::array(), offsets = Json::array();
   for (const TokenLogprob& lp : lps) {
     tokens.push_back(completion_token(lp.bytes));
@@ -75,19 +75,14 @@ Json completion_logprobs(const std::vector<TokenLogprob>& lps, size_t text_offse
       token_logprobs.push_back(nullptr);
       top.push_back(nullptr);
     }
-    if (lp.text_offset >= 0) {
-      offsets.push_back(lp.text_offset);
-    } else {
-      offsets.push_back(text_offset);
-      text_offset += utf8_chars_started(lp.bytes);
-    }
+    offsets.push_back(lp.text_offset);
   }
   return {{"tokens", tokens}, {"token_logprobs", token_logprobs}, {"top_logprobs", top}, {"text_offset", offsets}};
 }
 
-Json logprobs_json(const ResponseContext& ctx, const std::vector<TokenLogprob>& lps, size_t text_offset) {
+Json logprobs_json(const ResponseContext& ctx, const std::vector<TokenLogprob>& lps) {
   if (!ctx.logprobs) return nullptr;
-  return ctx.endpoint == Endpoint::kChatCompletions ? chat_logprobs(lps) : completion_logprobs(lps, text_offset);
+  return ctx.endpoint == Endpoint::kChatCompletions ? chat_logprobs(lps) : completion_logprobs(lps);
 }
 
 Json header(const ResponseContext& ctx, const char* object) {
@@ -125,14 +120,12 @@ Json usage_json(const Usage& u) {
           {"prompt_tokens_details", {{"cached_tokens", u.cached_prompt_tokens}}}};
 }
 
-Json full_response(const ResponseContext& ctx, const std::vector<ChoiceResult>& choices, const Usage& usage,
-                   const std::vector<size_t>& text_offset_base) {
+Json full_response(const ResponseContext& ctx, const std::vector<ChoiceResult>& choices, const Usage& usage) {
   const bool chat = ctx.endpoint == Endpoint::kChatCompletions;
   Json out = header(ctx, chat ? "chat.completion" : "text_completion");
   Json list = Json::array();
   for (size_t i = 0; i < choices.size(); ++i) {
     const ChoiceResult& c = choices[i];
-    const size_t base = i < text_offset_base.size() ? text_offset_base[i] : 0;
     Json choice = {{"index", i}};
     if (chat) {
       // A turn that only calls tools has content null, as OpenAI's has.
@@ -144,7 +137,7 @@ Json full_response(const ResponseContext& ctx, const std::vector<ChoiceResult>& 
     } else {
       choice["text"] = c.text;
     }
-    choice["logprobs"] = logprobs_json(ctx, c.logprobs, base);
+    choice["logprobs"] = logprobs_json(ctx, c.logprobs);
     choice["finish_reason"] = c.tool_calls.empty() ? finish_reason_json(c.finish) : Json("tool_calls");
     list.push_back(std::move(choice));
   }
@@ -155,7 +148,7 @@ Json full_response(const ResponseContext& ctx, const std::vector<ChoiceResult>& 
 
 Json stream_chunk(const ResponseContext& ctx, int32_t index, const std::string& text,
                   const std::optional<std::string>& role, const std::vector<TokenLogprob>& logprobs,
-                  FinishReason finish, bool include_usage, size_t text_offset) {
+                  FinishReason finish, bool include_usage) {
   const bool chat = ctx.endpoint == Endpoint::kChatCompletions;
   Json out = header(ctx, chat ? "chat.completion.chunk" : "text_completion");
   Json choice = {{"index", index}};
@@ -168,7 +161,7 @@ Json stream_chunk(const ResponseContext& ctx, int32_t index, const std::string& 
   } else {
     choice["text"] = text;
   }
-  choice["logprobs"] = logprobs.empty() ? Json(nullptr) : logprobs_json(ctx, logprobs, text_offset);
+  choice["logprobs"] = logprobs.empty() ? Json(nullptr) : logprobs_json(ctx, logprobs);
   choice["finish_reason"] = finish_reason_json(finish);
   out["choices"] = Json::array({std::move(choice)});
   if (include_usage) out["usage"] = nullptr;

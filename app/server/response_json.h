@@ -57,12 +57,9 @@ nlohmann::ordered_json finish_reason_json(FinishReason reason);
 
 nlohmann::ordered_json usage_json(const Usage& usage);
 
-// The whole response of a request that did not stream. `text_offset_base`:
-// with echo, where the completion starts in each choice's text, in
-// characters (completions logprobs' text_offset counts from the start of
-// the text).
-nlohmann::ordered_json full_response(const ResponseContext& ctx, const std::vector<ChoiceResult>& choices, const Usage& usage,
-                             const std::vector<size_t>& text_offset_base = {});
+// The whole response of a request that did not stream.
+nlohmann::ordered_json full_response(const ResponseContext& ctx, const std::vector<ChoiceResult>& choices,
+                                     const Usage& usage);
 
 // One streamed chunk for choice `index`: chat puts `text` in delta.content
 // (and `role` in delta.role when given), completions in "text". `logprobs`
@@ -70,7 +67,7 @@ nlohmann::ordered_json full_response(const ResponseContext& ctx, const std::vect
 // "usage": null, as OpenAI's do.
 nlohmann::ordered_json stream_chunk(const ResponseContext& ctx, int32_t index, const std::string& text,
                             const std::optional<std::string>& role, const std::vector<TokenLogprob>& logprobs,
-                            FinishReason finish, bool include_usage, size_t text_offset = 0);
+                            FinishReason finish, bool include_usage);
 
 // The streamed end of a reply that called tools: one chunk whose delta
 // carries every call whole (index, id, type, function name and arguments),

@@ -160,6 +160,7 @@ std::pair<int32_t, FinishReason> Engine::Impl::publish_token(Sequence& s, int32_
   ev.from_draft = token == draft_token;
   ev.num_dropped_tokens = std::exchange(s.pending_shift_dropped, 0);
   ev.dropped_from = std::exchange(s.pending_shift_from, 0);
+  ev.text_offset = static_cast<int32_t>(s.detokenizer.num_chars_returned());
   ev.text = s.stop.push(s.detokenizer.push(token));
   if (s.on_event) s.on_event(ev);
   if (s.stop.stopped()) return {token, FinishReason::Stop};

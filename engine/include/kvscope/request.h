@@ -61,6 +61,11 @@ struct TokenEvent {
   int32_t index = 0;         // which of the request's n completions
   int32_t token = -1;        // -1 on an event with no new token (finish, error)
   std::string text;          // newly complete text (whole UTF-8 characters)
+  // Where the token's own text starts in the completion's text, in
+  // characters (code points) of the text before it. A token that ends inside
+  // a character, or shows no text (a hidden control token), sits where the
+  // next character will start. (OpenAI completions' logprobs.text_offset.)
+  int32_t text_offset = 0;
   bool from_draft = false;   // the token was a speculative draft token the model accepted
   FinishReason finish = FinishReason::None;
   std::string error;         // when finish == Error

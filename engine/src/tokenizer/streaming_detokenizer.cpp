@@ -20,18 +20,26 @@ std::string StreamingDetokenizer::push(int32_t id) {
   const size_t hold = utf8::incomplete_tail(pending_);
   std::string ready = utf8::sanitize(std::string_view(pending_).substr(0, pending_.size() - hold));
   pending_.erase(0, pending_.size() - hold);
-  return ready;
+  return counted(std::move(ready));
 }
 
 std::string StreamingDetokenizer::flush() {
   std::string rest = utf8::sanitize(pending_);
   pending_.clear();
-  return rest;
+  return counted(std::move(rest));
 }
 
 void StreamingDetokenizer::reset() {
   pending_.clear();
   at_start_ = true;
+  num_chars_returned_ = 0;
+}
+
+std::string StreamingDetokenizer::counted(std::string text) {
+  // sanitize() made it valid UTF-8: every byte that is not a continuation
+  // byte starts a character.
+  for (const char c : text) num_chars_returned_ += (static_cast<unsigned char>(c) & 0xC0) != 0x80 ? 1 : 0;
+  return text;
 }
 
 }  // namespace kvscope

@@ -26,12 +26,18 @@ class StreamingDetokenizer {
   void reset();
   // Bytes held back waiting for the rest of a character.
   size_t num_pending_bytes() const { return pending_.size(); }
+  // Characters (code points) returned since construction or reset(): where
+  // the next token's text will start in the reply.
+  size_t num_chars_returned() const { return num_chars_returned_; }
 
  private:
   const Tokenizer& tokenizer_;
   bool render_special_;
   bool at_start_ = true;  // no text emitted yet: strip the SentencePiece dummy-prefix space
   std::string pending_;   // bytes not yet returned
+  size_t num_chars_returned_ = 0;
+
+  std::string counted(std::string text);
 };
 
 }  // namespace kvscope

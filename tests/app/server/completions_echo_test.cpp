@@ -132,14 +132,21 @@ TEST_F(OpenAiServerTest, EchoedTextPromptEntriesLieInTheText) {
   }
 }
 
+// Characters (code points) that begin in `text`, which is valid UTF-8.
+size_t num_chars(const std::string& text) {
+  return static_cast<size_t>(
+      std::count_if(text.begin(), text.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
+}
+
 // text_offset counts characters, as OpenAI's and vLLM's do (a client slices
 // its string by it), not UTF-8 bytes: in "é你好 world" the space-led token
 // starts at character 3, byte 8.
 TEST_F(OpenAiServerTest, TextOffsetCountsCharactersNotBytes) {
   const std::string text = "\u00e9\u4f60\u597d world";
-  const Reply r = post("/v1/completions", completion(text, {{"max_tokens", 2}, {"logprobs", 0}, {"echo", true}}));
+  const Reply r = post("/v1/completions", completion(text, {{"max_tokens", 0}, {"logprobs", 0}, {"echo", true}}));
   ASSERT_EQ(r.status, 200) << r.body;
   const std::string all = r.json["choices"][0]["text"];
+  ASSERT_EQ(all, text);
   // Byte index where each character starts, and one past the end.
   std::vector<size_t> starts;
   for (size_t b = 0; b < all.size(); ++b) {
@@ -160,6 +167,44 @@ TEST_F(OpenAiServerTest, TextOffsetCountsCharactersNotBytes) {
     }
   }
   EXPECT_TRUE(saw_space) << r.body;
+}
+
+// A generated token's text_offset is where its text starts in the text as
+// the client reads it: after the echo, and past what the tokens before it
+// showed. Sampled from the random model, a reply has tokens that are part
+// of a character, hidden control tokens and stray bytes (U+FFFD), whose
+// bytes do not read as the text does; each such case once broke the test's
+// first form, which followed tokens' bytes. Streamed, each chunk's entry
+// starts where the chunks before it end; whole, the entries are the same.
+TEST_F(OpenAiServerTest, GeneratedTokensStartWhereTheTextBeforeThemEnds) {
+  const std::string prompt = "\u00e9\u4f60 ok";
+  for (const int seed : {1, 2, 3, 4}) {
+    json extra = {{"max_tokens", 24}, {"logprobs", 0}, {"echo", true}, {"seed", seed}, {"ignore_eos", true},
+                  {"temperature", 1.5}};
+    const Reply whole = post("/v1/completions", completion(prompt, extra));
+    ASSERT_EQ(whole.status, 200) << whole.body;
+    const json& lps = whole.json["choices"][0]["logprobs"];
+    const size_t num_prompt = whole.json["usage"]["prompt_tokens"];
+    ASSERT_EQ(lps["text_offset"].size(), num_prompt + 24) << seed;
+
+    extra["stream"] = true;
+    const test::SseStream sse = parse_sse(post("/v1/completions", completion(prompt, extra)).body);
+    std::string text;
+    json offsets = json::array();
+    for (const json& c : sse.chunks) {
+      if (c["choices"].empty()) continue;
+      const json& lp = c["choices"][0]["logprobs"];
+      if (lp.is_object() && lp["tokens"].size() == 1) {  // a generated token, with the text it completed
+        EXPECT_EQ(lp["text_offset"][0], num_chars(text)) << "seed " << seed << ", after \"" << text << "\"";
+        offsets.push_back(lp["text_offset"][0]);
+      }
+      text += c["choices"][0]["text"].get<std::string>();
+    }
+    EXPECT_EQ(text, whole.json["choices"][0]["text"]) << seed;
+    EXPECT_EQ(offsets, json(std::vector<json>(lps["text_offset"].begin() + static_cast<std::ptrdiff_t>(num_prompt),
+                                               lps["text_offset"].end())))
+        << seed;
+  }
 }
 
 // A vocabulary that asks for BOS: the engine puts it before the text, so it

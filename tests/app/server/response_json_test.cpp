@@ -109,7 +109,10 @@ TEST(ResponseJson, LogprobsInEachEndpointsShape) {
   lp.top_bytes = {"ab", "c"};
   ChoiceResult c;
   c.text = "ab";
-  c.logprobs = {lp, lp};
+  TokenLogprob second = lp;
+  lp.text_offset = 5;  // after an echoed prompt of 5 characters
+  second.text_offset = 7;
+  c.logprobs = {lp, second};
   c.finish = FinishReason::Stop;
   const auto chat = full_response(context(Endpoint::kChatCompletions, true), {c}, {});
   const auto& content = chat["choices"][0]["logprobs"]["content"];
@@ -119,10 +122,10 @@ TEST(ResponseJson, LogprobsInEachEndpointsShape) {
   EXPECT_EQ(content[0]["top_logprobs"][1]["token"], "c");
   EXPECT_FLOAT_EQ(content[0]["top_logprobs"][1]["logprob"].get<float>(), -1.5f);
 
-  const auto text = full_response(context(Endpoint::kCompletions, true), {c}, {}, {5});
+  const auto text = full_response(context(Endpoint::kCompletions, true), {c}, {});
   const auto& lps = text["choices"][0]["logprobs"];
   EXPECT_EQ(lps["tokens"], (std::vector<std::string>{"ab", "ab"}));
-  EXPECT_EQ(lps["text_offset"], (std::vector<int>{5, 7}));  // after an echoed prompt of 5 characters
+  EXPECT_EQ(lps["text_offset"], (std::vector<int>{5, 7}));  // as the entries place them
   EXPECT_EQ(utf8_chars_started("\xc3\xa9\xe4\xbd\xa0"), 2u);  // é你: characters, not bytes
   EXPECT_EQ(utf8_chars_started("\xa9"), 0u);  // the end of a character begins none
   EXPECT_FLOAT_EQ(lps["top_logprobs"][0]["c"].get<float>(), -1.5f);
@@ -144,10 +147,11 @@ TEST(ResponseJson, EchoedPromptEntriesKeepTheirOffsets) {
   word.text_offset = 0;
   generated.bytes = "!";
   generated.logprob = -0.25f;
+  generated.text_offset = 2;
   ChoiceResult c;
   c.text = "Hi!";
   c.logprobs = {bos, word, generated};
-  const auto text = full_response(context(Endpoint::kCompletions, true), {c}, {}, {2});
+  const auto text = full_response(context(Endpoint::kCompletions, true), {c}, {});
   const auto& lps = text["choices"][0]["logprobs"];
   EXPECT_EQ(lps["tokens"], (std::vector<std::string>{"<s>", "Hi", "!"}));
   EXPECT_TRUE(lps["token_logprobs"][0].is_null());

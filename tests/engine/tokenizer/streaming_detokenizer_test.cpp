@@ -80,6 +80,32 @@ TEST(Utf8Sanitize, OneReplacementPerMaximalSubpart) {
   EXPECT_EQ(utf8::sanitize("\xE2\x82\xAC"), "\xE2\x82\xAC"); // whole: kept
 }
 
+// The count of characters returned is where each token's text starts in
+// the reply (the server's text_offset): a partial character, a hidden token
+// and a U+FFFD are placed as the text reads, not as their bytes would be.
+TEST(StreamingDetokenizer, CountsTheCharactersItReturned) {
+  auto tok = create_tokenizer(test::tiny_bpe_vocab());
+  ASSERT_TRUE(tok) << tok.error();
+  StreamingDetokenizer detok(**tok);
+  std::string text;
+  auto push = [&](int32_t id) {
+    const size_t at = detok.num_chars_returned();
+    text += detok.push(id);
+    return at;
+  };
+  EXPECT_EQ(push('a'), 0u);
+  EXPECT_EQ(push(0xC3), 1u);  // the first byte of "é": nothing returned yet
+  EXPECT_EQ(push(0xA9), 1u);  // completes it: "é" starts at 1
+  EXPECT_EQ(push(261), 2u);   // <|im_end|>, hidden
+  EXPECT_EQ(push(0x80), 2u);  // a stray continuation byte: U+FFFD
+  EXPECT_EQ(push('b'), 3u);
+  text += detok.flush();
+  EXPECT_EQ(text, "a\xC3\xA9" + kReplacement + "b");
+  EXPECT_EQ(detok.num_chars_returned(), 4u);
+  detok.reset();
+  EXPECT_EQ(detok.num_chars_returned(), 0u);
+}
+
 TEST(StreamingDetokenizer, ControlTokensHiddenUnlessAsked) {
   auto tok = create_tokenizer(test::tiny_bpe_vocab());
   ASSERT_TRUE(tok) << tok.error();
