@@ -162,16 +162,19 @@ KvPlan plan_kv(const ModelShape& m, const EngineConfig& c, int64_t machine_memor
                                                   c.kv_budget_bytes, p.num_blocks)});
     return p;
   }
-  p.num_swap_blocks = c.preemption == PreemptionMode::Swap ? c.swap_space_bytes / p.bytes_per_block : 0;
+  // A swapped-out block holds the target's K/V only: the draft model's are
+  // dropped on swap-out and recomputed (engine_kv_setup.cpp).
+  const int64_t swap_bytes_per_block = p.bytes_per_block - p.draft_bytes_per_block;
+  p.num_swap_blocks = c.preemption == PreemptionMode::Swap ? c.swap_space_bytes / swap_bytes_per_block : 0;
   p.num_swap_blocks = std::min<int64_t>(p.num_swap_blocks, std::numeric_limits<int32_t>::max());
   p.pool_bytes = p.num_blocks * p.bytes_per_block;
-  p.swap_bytes = p.num_swap_blocks * p.bytes_per_block;
+  p.swap_bytes = p.num_swap_blocks * swap_bytes_per_block;
   if (c.preemption == PreemptionMode::Swap && p.num_swap_blocks == 0) {
     // Swap then always falls back to recompute: say so rather than let the
     // setting look in force.
     p.warnings.push_back(fmt::format("preemption = swap, but a swap space of {} bytes holds no block of {} bytes: "
                                      "every preemption recomputes; raise swap_space",
-                                     c.swap_space_bytes, p.bytes_per_block));
+                                     c.swap_space_bytes, swap_bytes_per_block));
   }
   // Left to the model (max_model_len 0), the context is what one sequence
   // can fill: the trained context, or the pool when it holds less (Gemma 3's

@@ -59,9 +59,11 @@ struct KvPlan {
   // config.num_blocks, else floor(kv_budget / bytes_per_block), or on a
   // device with gpu_memory_percent what that share leaves for the pool.
   int64_t num_blocks = 0;
-  int64_t num_swap_blocks = 0;  // floor(swap_space / bytes_per_block) with preemption = swap, else 0
-  int64_t pool_bytes = 0;       // num_blocks * bytes_per_block
-  int64_t swap_bytes = 0;       // num_swap_blocks * bytes_per_block
+  // With preemption = swap: floor(swap_space / the target's bytes per
+  // block), as a swapped block holds no draft K/V; else 0.
+  int64_t num_swap_blocks = 0;
+  int64_t pool_bytes = 0;  // num_blocks * bytes_per_block
+  int64_t swap_bytes = 0;  // num_swap_blocks * (bytes_per_block - draft_bytes_per_block)
   // The model runners' activations for max_batched_tokens rows, one runner
   // per tensor-parallel rank (RankMemory::workspace_bytes summed over
   // config.tp ranks), plus the logits buffer (logits_buffer_floats): what

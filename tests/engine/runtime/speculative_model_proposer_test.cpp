@@ -379,6 +379,23 @@ TEST_F(SpeculativeModelProposer, TheDraftsKvIsInTheBlockPool) {
   EXPECT_EQ(static_cast<int64_t>(info.kv_pool_bytes), 100 * (target_block + draft_block));
   EXPECT_EQ((*engine)->snapshot()->spec.draft_kv_bytes, 100 * draft_block);
   EXPECT_EQ((*engine)->snapshot()->spec.method, "draft");
+
+  // A swapped-out block keeps the target's K/V only (the draft's are
+  // recomputed): the swap space holds blocks of the target's size, in the
+  // plan as in the engine. It counted the draft's share too, and planned
+  // fewer blocks than fit.
+  c.spec = SpecMethod::Draft;
+  c.preemption = PreemptionMode::Swap;
+  c.swap_space_bytes = 10 * alone.bytes_per_block;
+  const KvPlan swapping = plan_kv(with_draft, c, 0);
+  ASSERT_GT(swapping.draft_bytes_per_block, 0);
+  EXPECT_EQ(swapping.num_swap_blocks, 10);
+  EXPECT_EQ(swapping.swap_bytes, 10 * alone.bytes_per_block);
+  e.preemption = PreemptionMode::Swap;
+  e.swap_space_bytes = 7 * target_block;
+  auto swapped = Engine::create(e);
+  ASSERT_TRUE(swapped.ok()) << swapped.error();
+  EXPECT_EQ(static_cast<int64_t>((*swapped)->model_info().swap_pool_bytes), 7 * target_block);
 }
 
 // Switching the proposer without reloading the model: the draft model is
