@@ -150,9 +150,17 @@ nlohmann::ordered_json summary_json(const ModelFileSummary& s) {
   };
 }
 
+// With spec = draft the draft model's weights and K/V are held beside the
+// model's: the memory figures count them.
+struct DraftMemory {
+  uint64_t weight_bytes = 0;
+  uint64_t kv_bytes_per_token = 0;
+};
+
 // `kv_type` and `kv_bytes_per_token`: the KV cache type in force and its
 // bytes per token (the summary's own figure is for f32).
-std::string summary_text(const ModelFileSummary& s, std::string_view kv_type, uint64_t kv_bytes_per_token) {
+std::string summary_text(const ModelFileSummary& s, std::string_view kv_type, uint64_t kv_bytes_per_token,
+                         const std::optional<DraftMemory>& draft) {
   std::string out =
       s.gguf_version > 0
           ? fmt::format("file        {} (GGUF v{}, {})\n", s.path, s.gguf_version, human_bytes(s.file_size))
@@ -176,12 +184,16 @@ std::string summary_text(const ModelFileSummary& s, std::string_view kv_type, ui
   out += fmt::format("parameters  {} ({} tensors)\n", count_text(s.num_parameters), s.tensors.size());
   out += fmt::format("weights     {}\n", human_bytes(s.weight_bytes));
   if (s.config) {
-    const int64_t ctx = s.config->context_length;
-    const uint64_t full_kv = kv_bytes_per_token * static_cast<uint64_t>(ctx);
-    out += fmt::format("KV cache    {} per token ({} K and V), {} at {} tokens\n", human_bytes(kv_bytes_per_token),
-                       kv_type, human_bytes(full_kv), ctx);
-    out += fmt::format("memory      {} for weights + KV at full context ({} at 4096 tokens)\n",
-                       human_bytes(s.weight_bytes + full_kv), human_bytes(s.weight_bytes + kv_bytes_per_token * 4096));
+    const auto ctx = static_cast<uint64_t>(s.config->context_length);
+    const uint64_t per_token = kv_bytes_per_token + (draft ? draft->kv_bytes_per_token : 0);
+    const uint64_t weights = s.weight_bytes + (draft ? draft->weight_bytes : 0);
+    out += fmt::format("KV cache    {} per token ({} K and V){}, {} at {} tokens\n", human_bytes(kv_bytes_per_token),
+                       kv_type,
+                       draft ? fmt::format(" + {} the draft model's", human_bytes(draft->kv_bytes_per_token)) : "",
+                       human_bytes(per_token * ctx), ctx);
+    out += fmt::format("memory      {} for weights + KV at full context ({} at 4096 tokens){}\n",
+                       human_bytes(weights + per_token * ctx), human_bytes(weights + per_token * 4096),
+                       draft ? ", with the draft model's" : "");
   }
   for (const std::string& w : s.warnings) out += fmt::format("warning     {}\n", w);
 
@@ -222,6 +234,7 @@ int run_model_info(const ModelInfoOptions& o) {
     return kExitRuntime;
   }
   std::optional<KvPlan> plan;
+  std::optional<DraftMemory> draft_memory;
   ModelShape summary_shape;
   if (summary->config) {
     summary_shape = summary->config->shape();
@@ -246,6 +259,7 @@ int run_model_info(const ModelInfoOptions& o) {
       shape.draft_num_layers = d.num_layers;
       shape.draft_num_kv_heads = d.num_kv_heads;
       shape.draft_head_dim = d.head_dim;
+      draft_memory = DraftMemory{draft->weight_bytes, 0};
     }
   }
   // What Engine::create would run the model on (--backend), and why; on a
@@ -269,13 +283,22 @@ int run_model_info(const ModelInfoOptions& o) {
   const KvCacheType kv_type = planned ? config->kv_cache_type : KvCacheType::F32;
   const uint64_t kv_bytes_per_token =
       planned ? static_cast<uint64_t>(plan->kv_bytes_per_token) : summary->kv_bytes_per_token;
+  if (draft_memory && planned) {
+    draft_memory->kv_bytes_per_token = static_cast<uint64_t>(plan->draft_bytes_per_block / config->block_size);
+  }
   if (o.json) {
     nlohmann::ordered_json j = summary_json(*summary);
     j["kv_cache_type"] = kv_cache_type_name(kv_type);
     j["kv_bytes_per_token"] = kv_bytes_per_token;
+    if (draft_memory) {
+      j["draft_weight_bytes"] = draft_memory->weight_bytes;
+      j["draft_kv_bytes_per_token"] = draft_memory->kv_bytes_per_token;
+    }
     if (summary->config) {
-      j["memory_bytes_full_context"] =
-          summary->weight_bytes + kv_bytes_per_token * static_cast<uint64_t>(summary->config->context_length);
+      const uint64_t draft_weights = draft_memory ? draft_memory->weight_bytes : 0;
+      const uint64_t draft_kv = draft_memory ? draft_memory->kv_bytes_per_token : 0;
+      j["memory_bytes_full_context"] = summary->weight_bytes + draft_weights + (kv_bytes_per_token + draft_kv) *
+                                                                                   static_cast<uint64_t>(summary->config->context_length);
     }
     j["kv_plan"] = plan ? plan_json(*plan, *config) : nlohmann::ordered_json(nullptr);
     j["backend"] = backend.ok() ? nlohmann::ordered_json{{"kind", backend_kind_name(backend->kind)},
@@ -287,7 +310,7 @@ int run_model_info(const ModelInfoOptions& o) {
                                          : nlohmann::ordered_json{{"error", ranks->error()}};
     write_stdout(dump_json(j) + "\n");
   } else {
-    std::string text = summary_text(*summary, kv_cache_type_name(kv_type), kv_bytes_per_token);
+    std::string text = summary_text(*summary, kv_cache_type_name(kv_type), kv_bytes_per_token, draft_memory);
     // The plan goes right after the memory lines, before the metadata.
     if (plan) text.insert(text.find("\nmetadata ("), plan_text(*plan, *config, summary->config->context_length));
     if (ranks) {

@@ -214,10 +214,26 @@ TEST_F(CliInput, ModelInfoRefusesADraftOfAnotherVocabulary) {
   ASSERT_TRUE(test::write_tiny_gguf(spec, other).ok());
   const test::CliResult r = run_cli({"model-info", "--model", gguf_, "--spec", "draft", "--spec-draft-model", other});
   const test::CliResult same = run_cli({"model-info", "--model", gguf_, "--spec", "draft", "--spec-draft-model", gguf_});
+  const test::CliResult alone = run_cli({"model-info", "--model", gguf_, "--json"});
+  const test::CliResult with_draft =
+      run_cli({"model-info", "--model", gguf_, "--spec", "draft", "--spec-draft-model", gguf_, "--json"});
   fs::remove(other);
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.err, HasSubstr("has 320 logits but the model"));
-  EXPECT_EQ(same.exit_code, 0) << same.err;
+  ASSERT_EQ(same.exit_code, 0) << same.err;
+  // The memory figures hold the draft model's weights and K/V too (the
+  // plan's blocks did; the per-token and full-context lines left them out).
+  // The tiny model's f32 K and V: 512 bytes a token, its own again as draft.
+  EXPECT_THAT(same.out, HasSubstr("KV cache    512 B per token (f32 K and V) + 512 B the draft model's, 512.0 KiB at 512 tokens"));
+  EXPECT_THAT(same.out, HasSubstr(", with the draft model's"));
+  ASSERT_EQ(alone.exit_code, 0) << alone.err;
+  ASSERT_EQ(with_draft.exit_code, 0) << with_draft.err;
+  const nlohmann::json a = nlohmann::json::parse(alone.out), d = nlohmann::json::parse(with_draft.out);
+  EXPECT_EQ(d["draft_kv_bytes_per_token"], 512);
+  EXPECT_EQ(d["draft_weight_bytes"], a["weight_bytes"]);
+  EXPECT_EQ(d["memory_bytes_full_context"].get<int64_t>(),
+            a["memory_bytes_full_context"].get<int64_t>() + a["weight_bytes"].get<int64_t>() + 512 * 512);
+  EXPECT_FALSE(a.contains("draft_kv_bytes_per_token"));
 }
 
 // An option that does not apply under the other settings is said to be
