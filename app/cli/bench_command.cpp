@@ -227,6 +227,15 @@ std::string setting_text(const EngineConfig& config, std::string_view key) {
   return spec ? spec->format(spec->get(config)) : std::string();
 }
 
+// Every engine setting in force, as the settings file writes them: two
+// records differ in their numbers only where these say why (the KV cache
+// type, the pool, preemption, a draft model...).
+nlohmann::ordered_json engine_settings_json(const EngineConfig& config) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::object();
+  for (const SettingSpec& spec : engine_settings()) out[spec.key] = spec.format(spec.get(config));
+  return out;
+}
+
 nlohmann::ordered_json request_json(const std::vector<int32_t>& prompt, const BenchRun& run) {
   return {{"first_prompt_token", prompt.front()},
           {"cached_prompt_tokens", run.num_cached_prompt_tokens},
@@ -292,12 +301,16 @@ int run_bench(const BenchOptions& o) {
     steps.insert(steps.end(), batch->steps.begin(), batch->steps.end());
     int64_t generated = 0;
     int64_t prompt_tokens = 0;
+    int64_t drafted = 0, accepted = 0, preempted = 0;
     double last_first_token_s = 0.0;
     nlohmann::ordered_json requests_json = nlohmann::ordered_json::array();
     for (size_t k = 0; k < width; ++k) {
       const BenchRun& run = batch->requests[k];
       generated += run.num_generated;
       prompt_tokens += static_cast<int64_t>(batch_prompts[k].size());
+      drafted += run.num_draft_tokens;
+      accepted += run.num_accepted_tokens;
+      preempted += run.num_preemptions;
       last_first_token_s = std::max(last_first_token_s, run.time_to_first_token_s);
       num_preemptions += run.num_preemptions;
       num_cached_prompt_tokens += run.num_cached_prompt_tokens;
@@ -321,6 +334,10 @@ int run_bench(const BenchOptions& o) {
                            {"prefill_tok_s_in_all", last_first_token_s > 0 ? static_cast<double>(prompt_tokens) /
                                                                                  last_first_token_s
                                                                            : 0.0},
+                           // The run's sums of its requests' figures (docs/speculative.md).
+                           {"draft_tokens", drafted},
+                           {"accepted_draft_tokens", accepted},
+                           {"preemptions", preempted},
                            {"requests", requests_json}});
     }
   }
@@ -414,6 +431,14 @@ int run_bench(const BenchOptions& o) {
       {"decode_ceiling_estimate_tok_s",
        {{"model_sized_buffer", cache_gbs / weight_gb}, {"one_gib_buffer", dram_gbs / weight_gb}}},
       {"block_size", info.block_size},
+      // The KV pool as allocated (the settings above ask for it; this is what they made).
+      {"kv_pool",
+       {{"kv_cache_type", setting_text(engine->config(), "kv_cache_type")},
+        {"kv_bytes_per_token", info.kv_bytes_per_token},
+        {"num_blocks", info.num_kv_blocks},
+        {"pool_bytes", info.kv_pool_bytes},
+        {"swap_pool_bytes", info.swap_pool_bytes}}},
+      {"engine_settings", engine_settings_json(engine->config())},
   };
   const std::string text = dump_json(result) + "\n";
   write_stdout(text);

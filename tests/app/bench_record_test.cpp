@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/cli_runner.h"
+#include "kvscope/setting_table.h"
 #include "support/tiny_model.h"
 
 namespace kvscope {
@@ -66,6 +67,44 @@ TEST_F(BenchRecord, NamesTheCpuAndNoPrefillTokenCameFromTheCache) {
   EXPECT_EQ(j["concurrency"], 1) << "one sequence at a time is the default";
   EXPECT_EQ(j["tp"], 1);
   EXPECT_EQ(j["tp_reduce"], "fast");
+}
+
+// Two records differ in their numbers only where their settings say why:
+// every engine setting is in the record, and the KV pool the settings made.
+// (A q8_0 and an f32 record were the same but for the figures; a run of
+// several sequences summed no drafts.)
+TEST_F(BenchRecord, HoldsEverySettingAndThePoolTheyMade) {
+  auto r = run_cli({"bench", "--model", path_, "--threads", "1", "--prompt-tokens", "8", "--gen-tokens", "6",
+                    "--repeats", "1", "--concurrency", "2", "--kv-cache-type", "f16", "--num-blocks", "40",
+                    "--preemption", "swap", "--swap-space", "1M", "--spec", "ngram"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out, nullptr, /*allow_exceptions=*/false);
+  ASSERT_TRUE(j.is_object()) << r.out;
+  const auto& settings = j["engine_settings"];
+  EXPECT_EQ(settings["kv_cache_type"], "f16");
+  EXPECT_EQ(settings["num_blocks"], "40");
+  EXPECT_EQ(settings["preemption"], "swap");
+  EXPECT_EQ(settings["swap_space"], "1M");
+  EXPECT_EQ(settings["spec"], "ngram");
+  EXPECT_EQ(settings.size(), engine_settings().size());
+  // The tiny model's f16 K and V: 2 * 2 layers * 2 KV heads * 16 dims * 2 bytes.
+  const auto& pool = j["kv_pool"];
+  EXPECT_EQ(pool["kv_cache_type"], "f16");
+  EXPECT_EQ(pool["kv_bytes_per_token"], 256);
+  EXPECT_EQ(pool["num_blocks"], 40);
+  EXPECT_EQ(pool["pool_bytes"], 40 * 16 * 256);
+  EXPECT_EQ(pool["swap_pool_bytes"], (1 << 20) / (16 * 256) * (16 * 256));
+  // A run of several sequences sums its requests' drafts and preemptions.
+  const auto& run = j["runs"][0];
+  int64_t drafted = 0, accepted = 0, preempted = 0;
+  for (const auto& q : run["requests"]) {
+    drafted += q["draft_tokens"].get<int64_t>();
+    accepted += q["accepted_draft_tokens"].get<int64_t>();
+    preempted += q["preemptions"].get<int64_t>();
+  }
+  EXPECT_EQ(run["draft_tokens"], drafted);
+  EXPECT_EQ(run["accepted_draft_tokens"], accepted);
+  EXPECT_EQ(run["preemptions"], preempted);
 }
 
 // The record names what ran the model and with which GPU matmul (f32 by
