@@ -299,6 +299,8 @@ void InvariancePanel::onFinished(quint64 job_id, const InvarianceOutcome& outcom
                  QStringLiteral("\n") + tr("B: %1.").arg(runStatsText(report.stats_b));
   for (const std::string& note : report.unexercised())
     text += QStringLiteral("\n") + tr("Note: %1.").arg(QString::fromStdString(note));
+  for (const std::string& note : report.expected_differences())
+    text += QStringLiteral("\n") + tr("Note: %1.").arg(QString::fromStdString(note));
   int different_prompts = 0;
   for (const PromptVerdict& v : report.prompts) different_prompts += !v.same_prompt;
   if (different_prompts > 0)

@@ -122,6 +122,7 @@ void print_text_report(const InvarianceReport& report, const std::string& model)
     for (const std::string& w : stats->warnings) out += fmt::format("{}: warning: {}\n", name, w);
   }
   for (const std::string& note : report.unexercised()) out += fmt::format("note: {}\n", note);
+  for (const std::string& note : report.expected_differences()) out += fmt::format("note: {}\n", note);
   out += fmt::format("\n{} of {} prompts identical{}\n", report.num_identical(), total,
                      report.all_identical() ? "" : "; the outputs DIVERGE");
   write_stdout(out);
@@ -189,6 +190,7 @@ void print_json_report(const InvarianceReport& report, const CheckOptions& o, co
       {"stats_a", stats_json(report.stats_a)},
       {"stats_b", stats_json(report.stats_b)},
       {"unexercised", report.unexercised()},
+      {"expected_differences", report.expected_differences()},
       {"all_identical", report.all_identical()},
       {"num_identical", report.num_identical()},
       {"num_prompts", report.prompts.size()},

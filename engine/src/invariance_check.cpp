@@ -358,6 +358,34 @@ std::vector<std::string> InvarianceReport::unexercised() const {
   return notes;
 }
 
+std::vector<std::string> InvarianceReport::expected_differences() const {
+  std::vector<std::string> notes;
+  const EngineConfig& x = a.config;
+  const EngineConfig& y = b.config;
+  const auto differs = [&](std::string_view key, std::string_view why) {
+    const SettingSpec* row = find_setting(key);
+    const std::string va = row->format(row->get(x)), vb = row->format(row->get(y));
+    if (va != vb) notes.push_back(fmt::format("{} differs (a: {}, b: {}): {}", key, va, vb, why));
+  };
+  differs("model_path", "the sides run different models");
+  differs("kv_cache_type", "the two types store different numbers, so a divergence is expected; invariance holds "
+                           "within one type");
+  differs("gpu_matmul", "on a GPU the two matmuls round differently (about 1e-6), so the logits differ and a near-tie "
+                        "may go either way");
+  differs("gpu_prefill_gemm", "with it on, a prompt row's bits depend on how its prefill is chunked");
+  // fast sums the ranks' partial products in another order than one rank
+  // does; deterministic makes every tp give the same bits.
+  const bool fast_split = (x.tp > 1 && x.tp_reduce == TpReduce::Fast) || (y.tp > 1 && y.tp_reduce == TpReduce::Fast);
+  if (fast_split && (x.tp != y.tp || x.tp_reduce != y.tp_reduce)) {
+    const SettingSpec* reduce = find_setting("tp_reduce");
+    notes.push_back(fmt::format("tensor parallelism differs (a: tp {} {}, b: tp {} {}): tp_reduce = fast adds the "
+                                "ranks' parts in another order, so the logits change by rounding; tp_reduce = "
+                                "deterministic gives every tp the same bits",
+                                x.tp, reduce->format(reduce->get(x)), y.tp, reduce->format(reduce->get(y))));
+  }
+  return notes;
+}
+
 int32_t InvarianceReport::num_identical() const {
   return static_cast<int32_t>(
       std::count_if(prompts.begin(), prompts.end(), [](const PromptVerdict& v) { return v.identical; }));

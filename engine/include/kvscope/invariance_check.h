@@ -179,6 +179,12 @@ struct InvarianceReport {
   // drafts, prefix-cache hits, preemptions. Empty when every difference was
   // exercised.
   std::vector<std::string> unexercised() const;
+  // Settings in which the sides differ that change the numbers by design,
+  // one sentence each ("kv_cache_type differs (a: f32, b: q8_0): ..."): a
+  // divergence there is expected, not a broken invariance. The model, the
+  // KV cache type, the GPU matmul, the cuBLAS prefill GEMM, and tensor
+  // parallelism with tp_reduce = fast. Empty when none differs.
+  std::vector<std::string> expected_differences() const;
 };
 
 // Pure comparison of two runs of one prompt (no engine): fills everything but
