@@ -29,6 +29,16 @@ if [[ -n "$free_kib" && "$free_kib" -lt $((10 * 1024 * 1024)) ]]; then
   echo "test.sh: warning: $((free_kib / 1024 / 1024)) GiB free on $(df -P . | awk 'NR == 2 { print $6 }'); the run needs about 10 GiB" >&2
 fi
 
+# The CUDA step (5) needs nvcc, which Debian's packages here do not bring:
+# say so now, not after an hour of fuzzing, sanitizing and building.
+if [[ "${KVSCOPE_CUDA_BUILD:-1}" != 0 ]]; then
+  nvcc_path="$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)"
+  [[ -x "$nvcc_path" ]] || {
+    echo "test.sh: nvcc not found: install the CUDA toolkit, or run KVSCOPE_CUDA_BUILD=0 scripts/test.sh to leave out the CUDA build" >&2
+    exit 1
+  }
+fi
+
 KVSCOPE_FUZZ=1 scripts/bootstrap.sh
 python3 scripts/fetch_model.py --quiet --gemma
 python3 scripts/fetch_test_data.py --quiet
@@ -54,8 +64,6 @@ if [[ "${KVSCOPE_CUDA_BUILD:-1}" != 0 ]]; then
   # of them only the launchers' precondition checks and the backend's model
   # checks run here (they need no device; the rest of cuda_backend_test
   # skips). The GPU run is scripts/gpu_check.sh.
-  nvcc_path="$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)"
-  [[ -x "$nvcc_path" ]] || { echo "test.sh: nvcc not found (install the CUDA toolkit or set KVSCOPE_CUDA_BUILD=0)" >&2; exit 1; }
   cmake -S . -B build-cuda -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_COMPILER="$nvcc_path" \
     -DKVSCOPE_CUDA=ON -DKVSCOPE_NCCL=ON -DKVSCOPE_GUI=OFF -DKVSCOPE_WERROR=ON -DCMAKE_CUDA_ARCHITECTURES=90 >/dev/null
   cmake --build build-cuda -j"$jobs" --target cuda_kernels_test cuda_gemm_test nccl_communicator_test cuda_backend_test \
