@@ -59,12 +59,24 @@ std::optional<int> intOption(const QCommandLineParser& parser, const QCommandLin
 int main(int argc, char** argv) {
   // --help and --version print and exit: they need no display, so they work
   // over ssh and in scripts (Qt's default platform would abort without one).
+  bool platform_given = !qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM");
   for (int i = 1; i < argc; ++i) {
     const std::string_view arg = argv[i];
     if ((arg == "--help" || arg == "-h" || arg == "--help-all" || arg == "--version" || arg == "-v") &&
-        qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) {
+        !platform_given) {
       qputenv("QT_QPA_PLATFORM", "offscreen");
+      platform_given = true;
     }
+    if (arg == "-platform" || arg == "--platform") platform_given = true;  // Qt's own option
+  }
+  // No display (ssh, a console): Qt would abort with a core dump and advice
+  // to reinstall. Say what to do instead.
+  if (!platform_given && qEnvironmentVariableIsEmpty("DISPLAY") && qEnvironmentVariableIsEmpty("WAYLAND_DISPLAY")) {
+    std::fprintf(stderr,
+                 "kvscope: no display to open a window on ($DISPLAY and $WAYLAND_DISPLAY are unset). In a terminal, "
+                 "chat with kvscope-cli chat; QT_QPA_PLATFORM=offscreen runs the app without a window "
+                 "(with --screenshot).\n");
+    return 1;
   }
   QApplication app(argc, argv);
   QApplication::setOrganizationName(QStringLiteral("kvscope"));
