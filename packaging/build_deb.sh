@@ -17,8 +17,10 @@ export CFLAGS="$(dpkg-buildflags --get CFLAGS) $CPPFLAGS"
 export CXXFLAGS="$(dpkg-buildflags --get CXXFLAGS) $CPPFLAGS"
 export LDFLAGS="$(dpkg-buildflags --get LDFLAGS)"
 
+# The GUI on, always: a package without the desktop app would still be
+# described as holding it (and a cached KVSCOPE_GUI=OFF would stick).
 cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-  -DKVSCOPE_CUDA=OFF -DKVSCOPE_BUILD_TESTS=OFF
+  -DKVSCOPE_CUDA=OFF -DKVSCOPE_BUILD_TESTS=OFF -DKVSCOPE_GUI=ON
 cmake --build "$BUILD_DIR"
 (cd "$BUILD_DIR" && cpack -G DEB)
 
