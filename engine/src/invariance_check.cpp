@@ -370,9 +370,23 @@ std::vector<std::string> InvarianceReport::expected_differences() const {
   differs("model_path", "the sides run different models");
   differs("kv_cache_type", "the two types store different numbers, so a divergence is expected; invariance holds "
                            "within one type");
-  differs("gpu_matmul", "on a GPU the two matmuls round differently (about 1e-6), so the logits differ and a near-tie "
-                        "may go either way");
-  differs("gpu_prefill_gemm", "with it on, a prompt row's bits depend on how its prefill is chunked");
+  if (!stats_a.backend.empty() && !stats_b.backend.empty() && stats_a.backend != stats_b.backend) {
+    notes.push_back(fmt::format("the sides ran on different backends (a: {}, b: {}): their kernels add in other "
+                                "orders, so the logits differ by rounding and a near-tie may go either way",
+                                stats_a.backend, stats_b.backend));
+  }
+  // The GPU settings do nothing on the CPU ("" : not known, as in a report
+  // built by hand).
+  const bool on_gpu = stats_a.backend != "cpu" || stats_b.backend != "cpu";
+  if (on_gpu) {
+    differs("gpu_matmul", "the two matmuls round differently (about 1e-6), so the logits differ and a near-tie may "
+                          "go either way");
+    if (x.gpu_prefill_gemm || y.gpu_prefill_gemm) {
+      notes.push_back(fmt::format("gpu_prefill_gemm is on (a: {}, b: {}): a prompt row's bits then depend on how "
+                                  "its prefill is chunked and batched",
+                                  x.gpu_prefill_gemm, y.gpu_prefill_gemm));
+    }
+  }
   // fast sums the ranks' partial products in another order than one rank
   // does; deterministic makes every tp give the same bits.
   const bool fast_split = (x.tp > 1 && x.tp_reduce == TpReduce::Fast) || (y.tp > 1 && y.tp_reduce == TpReduce::Fast);
@@ -499,6 +513,7 @@ Result<InvarianceReport> check_invariance(const InvarianceSide& a, const Invaria
     stats[s].num_prefix_hit_tokens = kv.num_prefix_hit_tokens;
     stats[s].num_preemptions = kv.num_preemptions;
     stats[s].num_swapped_out_blocks = kv.num_swapped_out_blocks;
+    stats[s].backend = (*engine)->model_info().backend;
     std::vector<std::string>& warnings = stats[s].warnings;
     warnings = (*engine)->warnings();
     for (size_t i = 0; i < runs[s].size(); ++i) {

@@ -98,6 +98,9 @@ TEST_F(CheckCli, OtherWeightsDivergeWithExitThree) {
   EXPECT_THAT(r.out, HasSubstr("DIVERGES at generated token "));
   EXPECT_THAT(r.out, HasSubstr("max logit diff"));
   EXPECT_THAT(r.out, HasSubstr("0 of 2 prompts identical; the outputs DIVERGE"));
+  // Said to be by design, not a broken invariance.
+  EXPECT_THAT(r.out, HasSubstr("note: model_path differs (a: " + model_ + ", b: " + other_ +
+                               "): the sides run different models"));
 }
 
 // A side whose context is too short for the reply stops where the other
@@ -134,6 +137,9 @@ TEST_F(CheckCli, JsonCarriesTheVerdicts) {
   EXPECT_EQ(dj["all_identical"], false);
   EXPECT_GE(dj["prompts"][0]["first_divergence"].get<int>(), 0);
   EXPECT_NE(dj["prompts"][0]["token_a"], dj["prompts"][0]["token_b"]);
+  ASSERT_EQ(dj["expected_differences"].size(), 1u);
+  EXPECT_THAT(dj["expected_differences"][0].get<std::string>(), HasSubstr("the sides run different models"));
+  EXPECT_TRUE(j["expected_differences"].empty()) << "paging keeps the numbers";
 }
 
 TEST_F(CheckCli, BadInputIsAUsageError) {

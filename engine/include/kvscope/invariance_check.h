@@ -160,6 +160,7 @@ struct InvarianceRunStats {
   int64_t num_accepted_draft_tokens = 0;  // of those, accepted
   int64_t num_preemptions = 0;         // sequences preempted (recompute or swap)
   int64_t num_swapped_out_blocks = 0;  // blocks copied to the swap pool
+  std::string backend;                 // what ran the model: "cpu", "cuda" (ModelInfo::backend); "" unknown
   // What the side's engine and its requests warned about, as generate
   // prints them: a setting adjusted at load (threads above the cores), a
   // prompt cut to fit ("prompt 2: ..." when there are several prompts).
@@ -182,8 +183,9 @@ struct InvarianceReport {
   // Settings in which the sides differ that change the numbers by design,
   // one sentence each ("kv_cache_type differs (a: f32, b: q8_0): ..."): a
   // divergence there is expected, not a broken invariance. The model, the
-  // KV cache type, the GPU matmul, the cuBLAS prefill GEMM, and tensor
-  // parallelism with tp_reduce = fast. Empty when none differs.
+  // KV cache type, the backend that ran, on a GPU the matmul and the cuBLAS
+  // prefill GEMM (on at all: its bits follow the chunking), and tensor
+  // parallelism with tp_reduce = fast. Empty when none applies.
   std::vector<std::string> expected_differences() const;
 };
 

@@ -43,10 +43,24 @@ TEST(InvarianceReport, NamesTheSettingsThatChangeTheNumbersByDesign) {
   EXPECT_EQ(notes[0].rfind("tensor parallelism differs (a: tp 1 fast, b: tp 2 fast)", 0), 0u) << notes[0];
 
   r.b.config.tp = 1;
-  r.b.config.gpu_prefill_gemm = true;
+
+  // The GPU's settings: named where a GPU ran, not where the CPU ignored them.
+  r.stats_a.backend = r.stats_b.backend = "cpu";
+  r.b.config.gpu_matmul = GpuMatmul::TensorCores;
+  r.a.config.gpu_prefill_gemm = r.b.config.gpu_prefill_gemm = true;
+  EXPECT_TRUE(r.expected_differences().empty());
+  r.stats_a.backend = r.stats_b.backend = "cuda";
+  notes = r.expected_differences();
+  ASSERT_EQ(notes.size(), 2u);
+  EXPECT_EQ(notes[0].rfind("gpu_matmul differs (a: f32, b: tensor_cores)", 0), 0u) << notes[0];
+  // On on both sides still depends on the chunking, which the sides may differ in.
+  EXPECT_EQ(notes[1].rfind("gpu_prefill_gemm is on (a: true, b: true)", 0), 0u) << notes[1];
+  r.b.config.gpu_matmul = GpuMatmul::F32;
+  r.a.config.gpu_prefill_gemm = r.b.config.gpu_prefill_gemm = false;
+  r.stats_a.backend = "cpu";
   notes = r.expected_differences();
   ASSERT_EQ(notes.size(), 1u);
-  EXPECT_EQ(notes[0].rfind("gpu_prefill_gemm differs (a: false, b: true)", 0), 0u) << notes[0];
+  EXPECT_EQ(notes[0].rfind("the sides ran on different backends (a: cpu, b: cuda)", 0), 0u) << notes[0];
 }
 
 }  // namespace
