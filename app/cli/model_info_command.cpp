@@ -279,11 +279,13 @@ int run_model_info(const ModelInfoOptions& o) {
   }
   // The KV figures for the cache type in force (the plan has its bytes per
   // token; the file summary's are for f32), the same in text and JSON.
-  const bool planned = plan && plan->ok() && plan->kv_bytes_per_token > 0;
+  // A plan that does not fit (the budget too small) has sized its blocks
+  // all the same: its figures serve, when a user most wants them.
+  const bool planned = plan && plan->kv_bytes_per_token > 0;
   const KvCacheType kv_type = planned ? config->kv_cache_type : KvCacheType::F32;
   const uint64_t kv_bytes_per_token =
       planned ? static_cast<uint64_t>(plan->kv_bytes_per_token) : summary->kv_bytes_per_token;
-  if (draft_memory && planned) {
+  if (draft_memory && planned && config->block_size > 0) {
     draft_memory->kv_bytes_per_token = static_cast<uint64_t>(plan->draft_bytes_per_block / config->block_size);
   }
   if (o.json) {

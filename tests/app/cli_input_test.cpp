@@ -234,6 +234,11 @@ TEST_F(CliInput, ModelInfoRefusesADraftOfAnotherVocabulary) {
   EXPECT_EQ(d["memory_bytes_full_context"].get<int64_t>(),
             a["memory_bytes_full_context"].get<int64_t>() + a["weight_bytes"].get<int64_t>() + 512 * 512);
   EXPECT_FALSE(a.contains("draft_kv_bytes_per_token"));
+  // A plan that does not fit still counts the draft: that is when its size is asked.
+  const test::CliResult small = run_cli({"model-info", "--model", gguf_, "--spec", "draft", "--spec-draft-model",
+                                         gguf_, "--kv-budget", "1K"});
+  EXPECT_EQ(small.exit_code, 1) << small.err;
+  EXPECT_THAT(small.out, HasSubstr("KV cache    512 B per token (f32 K and V) + 512 B the draft model's"));
 }
 
 // An option that does not apply under the other settings is said to be
