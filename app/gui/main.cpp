@@ -67,7 +67,9 @@ int main(int argc, char** argv) {
       qputenv("QT_QPA_PLATFORM", "offscreen");
       platform_given = true;
     }
-    if (arg == "-platform" || arg == "--platform") platform_given = true;  // Qt's own option
+    // Qt's own options (QGuiApplication, the xcb plugin): they take a value.
+    if ((arg == "-platform" || arg == "--platform") && i + 1 < argc) platform_given = true;
+    if ((arg == "-display" || arg == "--display") && i + 1 < argc) platform_given = true;
   }
   // No display (ssh, a console): Qt would abort with a core dump and advice
   // to reinstall. Say what to do instead.
