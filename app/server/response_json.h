@@ -47,9 +47,8 @@ struct Usage {
 
 // Characters (Unicode code points) that begin in `bytes`: completions
 // logprobs' text_offset counts characters, as OpenAI's and vLLM's do
-// (clients slice Python strings by it), not UTF-8 bytes. A token that ends
-// inside a character counts that character, so offsets summed over tokens
-// are those of their concatenated text.
+// (clients slice Python strings by it), not UTF-8 bytes. Used on the echoed
+// prompt; a generated token's offset comes from the engine (TokenEvent).
 size_t utf8_chars_started(std::string_view bytes);
 
 // "stop" / "length"; null while running (and for Cancelled / Error, which never reach a client as a finish).
