@@ -81,10 +81,21 @@ int run_fetch_model(const FetchModelOptions& o) {
     const bool present = std::filesystem::file_size(std::filesystem::path(dir) / source.file_name, ec) ==
                              source.file_size &&
                          !ec;
+    // An archive a stopped run kept is only unpacked; a .part is resumed.
+    const std::filesystem::path archive = std::filesystem::path(dir) / fetch::archive_file_name(source);
+    const uint64_t kept = std::filesystem::file_size(archive, ec);
+    const bool archive_kept = !ec && kept == source.archive_size;
+    const uint64_t partial = std::filesystem::file_size(fetch::partial_path(archive.string()), ec);
+    const bool resuming = !ec && partial > 0 && partial < source.archive_size;
     if (present) {
       fmt::print(stderr, "checking the installed {} in {}\n", source.file_name, dir);
+    } else if (archive_kept) {
+      fmt::print(stderr, "unpacking {} from the download kept in {}\n", source.file_name, archive.string());
     } else {
-      fmt::print(stderr, "fetching {} ({}) from {}\n", source.file_name, human_bytes(source.file_size), source.url);
+      fmt::print(stderr, "fetching {} (a {} download{}, {} installed) from {}\n", source.file_name,
+                 human_bytes(source.archive_size),
+                 resuming ? fmt::format(", {} of it kept from before", human_bytes(partial)) : std::string(),
+                 human_bytes(source.file_size), source.url);
     }
   }
   ProgressLine line(o.quiet);

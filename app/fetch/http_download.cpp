@@ -195,10 +195,14 @@ Outcome request(const DownloadSpec& spec, const DownloadCallbacks& callbacks, ui
     return Outcome::kFailed;
   }
   if (rc != CURLE_OK) {
+    // Resuming is promised only where something arrived to resume from.
+    std::error_code ec;
+    const uintmax_t kept = fs::file_size(t.part, ec);
     status = FetchStatus::fail(FetchFailure::kNetwork,
-                               fmt::format("cannot download {}: {}. Check the network connection; the next attempt "
-                                           "resumes where this one stopped",
-                                           spec.url, error_text[0] ? error_text : curl_easy_strerror(rc)));
+                               fmt::format("cannot download {}: {}. Check the network connection{}", spec.url,
+                                           error_text[0] ? error_text : curl_easy_strerror(rc),
+                                           !ec && kept > 0 ? "; the next attempt resumes where this one stopped"
+                                                           : " and try again"));
     return Outcome::kFailed;
   }
   return Outcome::kDone;

