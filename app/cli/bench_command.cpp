@@ -227,15 +227,6 @@ std::string setting_text(const EngineConfig& config, std::string_view key) {
   return spec ? spec->format(spec->get(config)) : std::string();
 }
 
-// Every engine setting in force, as the settings file writes them: two
-// records differ in their numbers only where these say why (the KV cache
-// type, the pool, preemption, a draft model...).
-nlohmann::ordered_json engine_settings_json(const EngineConfig& config) {
-  nlohmann::ordered_json out = nlohmann::ordered_json::object();
-  for (const SettingSpec& spec : engine_settings()) out[spec.key] = spec.format(spec.get(config));
-  return out;
-}
-
 nlohmann::ordered_json request_json(const std::vector<int32_t>& prompt, const BenchRun& run) {
   return {{"first_prompt_token", prompt.front()},
           {"cached_prompt_tokens", run.num_cached_prompt_tokens},
@@ -438,6 +429,8 @@ int run_bench(const BenchOptions& o) {
         {"num_blocks", info.num_kv_blocks},
         {"pool_bytes", info.kv_pool_bytes},
         {"swap_pool_bytes", info.swap_pool_bytes}}},
+      // Two records differ in their numbers only where these say why (the KV
+      // cache type, the pool, preemption, a draft model...).
       {"engine_settings", engine_settings_json(engine->config())},
   };
   const std::string text = dump_json(result) + "\n";

@@ -129,8 +129,7 @@ void print_text_report(const InvarianceReport& report, const std::string& model)
 }
 
 nlohmann::ordered_json side_json(const InvarianceSide& side, const std::string& model) {
-  nlohmann::ordered_json settings = nlohmann::ordered_json::object();
-  for (const SettingSpec& s : engine_settings()) settings[s.key] = s.format(s.get(side.config));
+  nlohmann::ordered_json settings = engine_settings_json(side.config);
   settings["model_path"] = side.config.model_path == kDefaultModelPlaceholder ? model : side.config.model_path;
   return {{"spec", side.spec}, {"concurrency", side.concurrency}, {"settings", settings}};
 }

@@ -15,6 +15,7 @@
 
 #include "fetch/model_dir.h"
 #include "kvscope/sampling_defaults.h"
+#include "kvscope/setting_table.h"
 
 namespace kvscope::cli {
 namespace fs = std::filesystem;
@@ -115,6 +116,12 @@ void write_stdout(std::string_view text) {
 
 std::string dump_json(const nlohmann::ordered_json& j, int indent) {
   return j.dump(indent, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+}
+
+nlohmann::ordered_json engine_settings_json(const EngineConfig& config) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::object();
+  for (const SettingSpec& spec : engine_settings()) out[spec.key] = spec.format(spec.get(config));
+  return out;
 }
 
 uint64_t parse_seed(const std::string& text) {

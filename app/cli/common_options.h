@@ -64,6 +64,10 @@ void write_stdout(std::string_view text);
 // nlohmann::ordered_json -> text; invalid UTF-8 is replaced rather than thrown on.
 std::string dump_json(const nlohmann::ordered_json& j, int indent = 2);
 
+// Every engine setting of `config` as the settings file writes it
+// ({"block_size": "16", "preemption": "swap", ...}): what a record ran with.
+nlohmann::ordered_json engine_settings_json(const EngineConfig& config);
+
 // --seed's text -> SamplingParams::seed: "-1" and "0" give 0 (a random seed,
 // chosen by the engine and reported in RequestStats::seed), else a whole
 // number up to 2^64-1. Throws CLI::ValidationError (a usage error) otherwise.
