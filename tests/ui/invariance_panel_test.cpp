@@ -272,6 +272,15 @@ class InvariancePanelTest : public QObject {
     QVERIFY2(panel.statusText().contains(QStringLiteral("Note: b: cascade = on, but no step ran a cascade pass")),
              qPrintable(panel.statusText()));
 
+    // The sides differ in a setting that changes the numbers by design: said,
+    // so a divergence does not read as a broken invariance.
+    panel.run();
+    InvarianceOutcome by_design = outcomeOf({divergentVerdict()});
+    by_design.report.b.config.kv_cache_type = KvCacheType::Q8_0;
+    panel.onFinished(runs.last().at(0).value<quint64>(), by_design);
+    QVERIFY2(panel.statusText().contains(QStringLiteral("Note: kv_cache_type differs (a: f32, b: q8_0)")),
+             qPrintable(panel.statusText()));
+
     // A failed check says why.
     panel.run();
     InvarianceOutcome failed;
