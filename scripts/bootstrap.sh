@@ -7,8 +7,10 @@ set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build ccache pkg-config git python3 python3-pip python3-venv
-  libsentencepiece-dev libpcre2-dev libcli11-dev nlohmann-json3-dev libfmt-dev libspdlog-dev
+  libsentencepiece-dev libpcre2-dev libcli11-dev nlohmann-json3-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  # the manual pages' test renders them (tests/app/man_page_check.sh)
+  groff-base
   # fetching the default model from the installed programs (app/fetch): HTTP, SHA-256, zip
   libcurl4-openssl-dev libssl-dev libzip-dev
   # kvscope-cli serve (app/server): HTTP server library
