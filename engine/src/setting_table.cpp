@@ -294,6 +294,14 @@ std::vector<SettingSpec> make_table() {
                               "Tokens guessed per step at most: more gains more when guesses hold and costs more "
                               "rows when they fail.");
   spec_k.applies = speculating;
+  // For people studying or debugging a proposer: the pause rule hides how a
+  // failing proposer's guesses fare, step after step.
+  SettingSpec& never_pause = words(add(bool_row("spec_never_pause", &EngineConfig::spec_never_pause)),
+                                   "Speculative decoding", "Guess in every step", "",
+                                   "Never pause a request's guessing, even when its guesses keep failing: slower "
+                                   "then, but every step's guess and acceptance show (for studying or debugging "
+                                   "a proposer); the same text either way.");
+  never_pause.applies = speculating;
   SettingSpec& ngram_min = words(add(int_row("spec_ngram_min", &EngineConfig::spec_ngram_min, 1, 16)),
                                  "Speculative decoding", "N-gram min match", "tokens",
                                  "Shortest run of recent tokens looked up earlier in the text (at most the max "

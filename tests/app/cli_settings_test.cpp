@@ -162,6 +162,28 @@ TEST(CliSettings, ModelInfoShowsEachRankAtTpAboveOne) {
   EXPECT_THAT(refused.out, HasSubstr("ranks       cannot split: "));
 }
 
+// --spec-never-pause: a proposer whose guesses fail keeps guessing in every
+// decode step (the pause rule would stop it), and the text is the same.
+TEST(CliSettings, SpecNeverPauseGuessesInEveryDecodeStep) {
+  const std::vector<std::string> args = {"generate", "--model", tiny_model(), "-p", "hello there", "-n", "24",
+                                         "--temp", "0", "--json", "--spec", "early_exit",
+                                         "--spec-early-exit-layer", "1"};
+  const test::CliResult paused = test::run_cli(args);
+  ASSERT_EQ(paused.exit_code, 0) << paused.err;
+  std::vector<std::string> forced_args = args;
+  forced_args.push_back("--spec-never-pause");
+  const test::CliResult forced = test::run_cli(forced_args);
+  ASSERT_EQ(forced.exit_code, 0) << forced.err;
+  const nlohmann::json p = nlohmann::json::parse(paused.out), f = nlohmann::json::parse(forced.out);
+  ASSERT_GE(p["spec"]["pauses"].get<int>(), 1) << "the random tiny model's early exit must fail and pause: " << paused.out;
+  EXPECT_EQ(f["spec"]["pauses"], 0) << forced.out;
+  // One draft per verifying step: the 23 decode steps at most (fewer when a
+  // draft's tokens are accepted), and more than the paused run's.
+  EXPECT_GT(f["spec"]["drafts"].get<int>(), p["spec"]["drafts"].get<int>()) << forced.out;
+  EXPECT_GE(f["spec"]["drafts"].get<int>() + f["spec"]["accepted_tokens"].get<int>(), 23) << forced.out;
+  EXPECT_EQ(f["generated_ids"], p["generated_ids"]);
+}
+
 // chat: sampling options not typed come from the model file's
 // general.sampling.* keys, else kvscope's chat defaults; typed ones win; the
 // line on stderr says which is which.

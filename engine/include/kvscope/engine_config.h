@@ -179,8 +179,9 @@ struct EngineConfig {
   // spec = early_exit: layers the draft runs (1..the model's layers; 0: half of them, rounded down, at least 1).
   int32_t spec_early_exit_layer = 0;
   bool record_snapshots = false;   // build an EngineSnapshot after every step
-  // Tests and benchmarks: speculate in every decode step, even where the
-  // auto-disable rule (spec/spec_tracker.h) would pause. Not a setting.
+  // Speculate in every decode step, even where the auto-disable rule
+  // (spec/spec_tracker.h) would pause: for benchmarks of the raw cost and
+  // for studying a proposer's acceptance.
   bool spec_never_pause = false;
 
   // Every problem: each setting against its table row's range, then the
