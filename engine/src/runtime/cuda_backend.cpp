@@ -336,7 +336,10 @@ bool CudaBackend::forward(const StepBatch& batch, std::vector<float>& logits, co
   device_time_s_ = 0.0;
   prepare_step(batch);
   const int32_t layers_run = num_layers > 0 ? std::min(num_layers, c.num_layers) : c.num_layers;
-  time_attention_ = attention_sampler_.next(/*whole_model=*/layers_run == c.num_layers);
+  // A pass the caller cut short is a draft (early exit), even one that runs
+  // every layer (spec_early_exit_layer = the model's layers): timing only the
+  // engine's own passes keeps the sampled step the step the inspector shows.
+  time_attention_ = attention_sampler_.next(/*whole_model=*/num_layers <= 0);
   const int32_t num_logits = static_cast<int32_t>(batch.logits_rows.size());
   logits.resize(static_cast<size_t>(num_logits) * c.vocab_size);
   // After the inputs' uploads, which the host queues as it prepares them: the

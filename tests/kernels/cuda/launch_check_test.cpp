@@ -14,6 +14,7 @@
 #include "kernels/cuda/paged_prefill.cuh"
 #include "kernels/cuda/rms_norm.cuh"
 #include "kernels/cuda/rope.cuh"
+#include "kernels/cuda/rope_write_kv.cuh"
 #include "kernels/cuda/sample_tokens.cuh"
 
 namespace kvscope {
@@ -69,6 +70,29 @@ TEST(CudaLaunchCheck, RefusesBadSizes) {
             cudaErrorInvalidValue);  // not whole blocks
   EXPECT_EQ(cuda::dequantize_rows_bf16(TensorType::Q4_1, fake(), 32, -1, 1, bits, nullptr), cudaErrorInvalidValue);
   EXPECT_EQ(cuda::f32_to_bf16(fake(), -1, bits, nullptr), cudaErrorInvalidValue);
+}
+
+// The fused rotary + K/V write: rope's and write_kv's preconditions, and its
+// own, a head of at most 512 (its sine / cosine table holds 256 pairs).
+TEST(CudaLaunchCheck, RopeAndWriteKvPreconditions) {
+  int32_t positions[1] = {0};
+  int64_t slots[1] = {0};
+  const auto launch = [&](int32_t head_dim, int64_t row_stride, KvCacheType type) {
+    const cuda::QkvRows rows{fake(), row_stride, 1, 1, head_dim};
+    return cuda::rope_and_write_kv(rows, 1, positions, 1e4f, RopeStyle::kHalfSplit, nullptr, slots, type, fake(),
+                                   fake(), 1, nullptr);
+  };
+  EXPECT_EQ(launch(514, 3 * 514, KvCacheType::F32), cudaErrorInvalidValue);  // 257 pairs: beyond the table
+  EXPECT_EQ(launch(7, 3 * 7, KvCacheType::F32), cudaErrorInvalidValue);      // odd head_dim
+  EXPECT_EQ(launch(8, 3 * 8 - 1, KvCacheType::F32), cudaErrorInvalidValue);  // stride shorter than the heads
+  EXPECT_EQ(launch(48, 3 * 48, KvCacheType::Q8_0), cudaErrorInvalidValue);   // q8_0 row of 48 elements
+  const cuda::QkvRows rows{fake(), 3 * 8, 1, 1, 8};
+  EXPECT_EQ(cuda::rope_and_write_kv(rows, 0, nullptr, 1e4f, RopeStyle::kHalfSplit, nullptr, nullptr,
+                                    KvCacheType::F32, nullptr, nullptr, 0, nullptr),
+            cudaSuccess);  // no tokens: nothing to do, nothing dereferenced
+  EXPECT_EQ(cuda::rope_and_write_kv(rows, 1, nullptr, 1e4f, RopeStyle::kHalfSplit, nullptr, slots,
+                                    KvCacheType::F32, fake(), fake(), 1, nullptr),
+            cudaErrorInvalidValue);  // no positions
 }
 
 TEST(CudaLaunchCheck, RefusesNullPointers) {
