@@ -64,6 +64,11 @@ ApiError length_missing() {
           "invalid_request_error", "", "length_required"};
 }
 
+ApiError bad_content_length(const std::string& value) {
+  return {400, fmt::format("the request's Content-Length '{}' is not one decimal number of bytes", value),
+          "invalid_request_error", "", "invalid_content_length"};
+}
+
 ApiError length_required() {
   return {411,
           "the request body was sent in chunks (Transfer-Encoding: chunked); send it with a Content-Length, which "

@@ -44,6 +44,9 @@ ApiError payload_too_large(size_t limit_bytes);
 ApiError length_required();
 // 411 too: a body method with neither Content-Length nor chunks.
 ApiError length_missing();
+// 400: a Content-Length that is not one decimal number (several that differ,
+// or none readable): the body's end is unknown (RFC 9112 6.3).
+ApiError bad_content_length(const std::string& value);
 ApiError encoded_body_refused(const std::string& encoding);
 // 413: a body sent as a form (Content-Type application/x-www-form-urlencoded,
 // what curl -d sends unless told otherwise) over the HTTP library's own cap

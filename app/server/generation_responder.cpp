@@ -254,7 +254,8 @@ bool collect_step(ResponseState& s, httplib::DataSink& sink) {
 }  // namespace
 
 void respond_generation(EngineDriver& driver, const ParsedRequest& request, const ResponseContext& context,
-                        JobRegistry& registry, const std::shared_ptr<ServerMetrics>& metrics, httplib::Response& res) {
+                        JobRegistry& registry, const std::shared_ptr<ServerMetrics>& metrics, BodyFraming framing,
+                        httplib::Response& res) {
   // Stopping: refused before anything is submitted (and counted). A request
   // that passes here as the stop begins is caught by registry.add below.
   if (registry.closed()) {
@@ -304,6 +305,26 @@ void respond_generation(EngineDriver& driver, const ParsedRequest& request, cons
     registry.remove(state->job);
     metrics->on_request_ended();
   };
+  if (framing == BodyFraming::kWhole) {
+    // The same steps as below, into one string: the client cannot leave
+    // unnoticed here, so the request runs to its end (or the server's stop).
+    std::string body;
+    bool complete = false;
+    httplib::DataSink sink;
+    sink.write = [&body](const char* data, size_t size) {
+      body.append(data, size);
+      return true;
+    };
+    sink.done = [&complete] { complete = true; };
+    sink.is_writable = [] { return true; };
+    while (!complete && (request.stream ? stream_step(*state, sink) : collect_step(*state, sink))) {
+    }
+    if (!request.stream && !state->error.empty()) res.status = engine_error(state->error).status;
+    if (request.stream) res.set_header("Cache-Control", "no-cache");
+    res.set_content(std::move(body), request.stream ? "text/event-stream" : "application/json");
+    release(true);
+    return;
+  }
   if (request.stream) {
     res.set_header("Cache-Control", "no-cache");
     // Exactly this content type: httplib compresses other text/* types, which would hold chunks back.

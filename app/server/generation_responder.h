@@ -11,6 +11,13 @@
 // Non-streaming responses use the provider for the same reason, so the
 // status line (200) goes out before generation ends; an engine failure after
 // that is reported in the body as an OpenAI error object.
+//
+// An HTTP/1.0 client gets no chunked coding (RFC 9112 6.1: a server must not
+// send it to one): its response, streamed events or JSON, is made whole on
+// the connection's thread and sent with a Content-Length (BodyFraming::kWhole).
+// A body ended by closing the connection would do for a 1.0 client that
+// closes, but httplib 0.11 keeps the connection of one that sent
+// "Connection: Keep-Alive" open, so such a client would wait for the end.
 #pragma once
 
 #include <chrono>
@@ -29,10 +36,15 @@ namespace kvscope::server {
 
 inline constexpr std::chrono::milliseconds kPollInterval{100};
 
+// How the body reaches the client: written as it is made, in chunks
+// (HTTP/1.1), or whole with a Content-Length once complete (HTTP/1.0).
+enum class BodyFraming { kChunked, kWhole };
+
 // `registry` must outlive the response (the server owns it).
 // On an engine refusal (e.g. a prompt longer than the context) `res` gets the
 // 400 error instead.
 void respond_generation(EngineDriver& driver, const ParsedRequest& request, const ResponseContext& context,
-                        JobRegistry& registry, const std::shared_ptr<ServerMetrics>& metrics, httplib::Response& res);
+                        JobRegistry& registry, const std::shared_ptr<ServerMetrics>& metrics, BodyFraming framing,
+                        httplib::Response& res);
 
 }  // namespace kvscope::server

@@ -24,6 +24,7 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
+#include "accepted_connections.h"
 #include "api_error.h"
 #include "generation_responder.h"
 #include "kvscope/sampling_defaults.h"
@@ -72,20 +73,40 @@ void send_error_and_close(Response& res, const ApiError& e) {
                            });
 }
 
-// A request body the server will not read, because its size is known only
-// once it has been read: chunked (411) or compressed (415). httplib holds
+// `text` without the spaces and tabs around it.
+std::string trimmed(std::string text) {
+  text.erase(0, text.find_first_not_of(" \t"));
+  text.erase(text.find_last_not_of(" \t") + 1);
+  return text;
+}
+
+// A request body the server will not read: one whose size is known only
+// once it has been read, chunked (411) or compressed (415); one whose
+// Content-Length is unreadable (400) or over the limit (413). httplib holds
 // only a Content-Length to the body limit, so a chunked body was read whole
 // and a gzip one expanded whole (a 40 KB gzip took 2.8 GB). Methods without a
 // body are not asked.
-std::optional<ApiError> unread_body_refusal(const Request& req) {
+std::optional<ApiError> unread_body_refusal(const Request& req, size_t max_body_bytes) {
   if (req.method == "GET" || req.method == "HEAD" || req.method == "OPTIONS") return std::nullopt;
   if (req.has_header("Transfer-Encoding")) return length_required();
   // Neither length nor chunks (curl -X POST without -d): httplib would wait
   // for a body until its read timeout (5 s), then call the request malformed.
   if (!req.has_header("Content-Length")) return length_missing();
-  std::string encoding = req.get_header_value("Content-Encoding");
-  encoding.erase(0, encoding.find_first_not_of(" \t"));
-  encoding.erase(encoding.find_last_not_of(" \t") + 1);
+  // httplib reads the first Content-Length as a number, whatever it holds
+  // ("abc" as 0) and whatever the others say: a request a proxy in front
+  // may have framed otherwise (RFC 9112 6.3 makes it an error).
+  const std::string length = trimmed(req.get_header_value("Content-Length"));
+  for (size_t i = 1; i < req.get_header_value_count("Content-Length"); ++i) {
+    if (trimmed(req.get_header_value("Content-Length", i)) != length) return bad_content_length(length);
+  }
+  if (length.empty() || length.size() > 18 ||
+      length.find_first_not_of("0123456789") != std::string::npos) {
+    return bad_content_length(length);
+  }
+  // Over the limit: said before the body comes (and instead of inviting it
+  // with 100 Continue), not after it was sent in vain.
+  if (std::stoull(length) > max_body_bytes) return payload_too_large(max_body_bytes);
+  const std::string encoding = trimmed(req.get_header_value("Content-Encoding"));
   std::string lower = encoding;
   for (char& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
   if (!lower.empty() && lower != "identity") return encoded_body_refused(encoding);
@@ -197,12 +218,14 @@ struct OpenAiServer::Impl {
       }
     }
     if (!options.api_key.empty() && req.path != kHealthPath && !authorized(req)) {
+      // A 401 names the scheme that would pass (RFC 9110 11.6.1).
+      res.set_header("WWW-Authenticate", "Bearer");
       send_error(res, invalid_api_key());
       return HandlerResponse::Handled;
     }
     // Refused before the body is read; the body then stays unread, so the
     // connection cannot carry another request and is closed.
-    if (std::optional<ApiError> refusal = unread_body_refusal(req)) {
+    if (std::optional<ApiError> refusal = unread_body_refusal(req, options.max_body_bytes)) {
       send_error_and_close(res, *refusal);
       return HandlerResponse::Handled;
     }
@@ -244,7 +267,8 @@ struct OpenAiServer::Impl {
     ctx.created = static_cast<int64_t>(std::time(nullptr));
     ctx.model = model_id;
     ctx.logprobs = request.logprobs;
-    respond_generation(driver, request, ctx, jobs, metrics, res);
+    const BodyFraming framing = req.version == "HTTP/1.0" ? BodyFraming::kWhole : BodyFraming::kChunked;
+    respond_generation(driver, request, ctx, jobs, metrics, framing, res);
   }
 
   Json model_json() const {
@@ -269,8 +293,8 @@ struct OpenAiServer::Impl {
     // does, for a chunked upload) hears the refusal instead: httplib asks
     // this before the pre-routing handler, and would otherwise invite the
     // body. (The key and origin checks come after, in before_routing.)
-    http.set_expect_100_continue_handler([](const Request& req, Response& res) {
-      if (std::optional<ApiError> refusal = unread_body_refusal(req)) {
+    http.set_expect_100_continue_handler([this](const Request& req, Response& res) {
+      if (std::optional<ApiError> refusal = unread_body_refusal(req, options.max_body_bytes)) {
         send_error_and_close(res, *refusal);
         return refusal->status;
       }
@@ -406,7 +430,16 @@ void OpenAiServer::stop() {
   // from now on is answered 503 instead of being started and cut off.
   m.jobs.close_and_cancel_all();
   m.jobs.wait_empty(std::chrono::seconds(1));
+  // stop() closes the listening socket; the listener thread then joins the
+  // connection threads, which would each wait out an idle keep-alive
+  // connection (accepted_connections.h). Shutting those connections down
+  // until it has returned ends the waits at once (a connection accepted just
+  // before the close included).
   m.http.stop();
+  while (!m.listener_returned) {
+    shut_down_accepted_connections(m.port);
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
   if (m.listener.joinable()) m.listener.join();
   m.started = false;
 }

@@ -154,7 +154,8 @@ TEST(OpenAiServerLifecycle, ARequestAfterTheStopBeganIsRefusedUnsubmitted) {
   server::ResponseContext context;
   context.endpoint = server::Endpoint::kCompletions;
   httplib::Response res;
-  server::respond_generation(loop, std::get<server::ParsedRequest>(parsed), context, registry, metrics, res);
+  server::respond_generation(loop, std::get<server::ParsedRequest>(parsed), context, registry, metrics,
+                             server::BodyFraming::kChunked, res);
   EXPECT_EQ(res.status, 503);
   EXPECT_NE(res.body.find("server_stopping"), std::string::npos) << res.body;
   EXPECT_EQ(registry.size(), 0u);
@@ -165,7 +166,8 @@ TEST(OpenAiServerLifecycle, ARequestAfterTheStopBeganIsRefusedUnsubmitted) {
   registry.reopen();  // a server started again takes requests
   {
     httplib::Response again;  // streamed: its status is written when the body is
-    server::respond_generation(loop, std::get<server::ParsedRequest>(parsed), context, registry, metrics, again);
+    server::respond_generation(loop, std::get<server::ParsedRequest>(parsed), context, registry, metrics,
+                               server::BodyFraming::kChunked, again);
     EXPECT_NE(again.status, 503);
     EXPECT_EQ(registry.size(), 1u);
     EXPECT_EQ(metrics->totals().num_completion_requests, 1);

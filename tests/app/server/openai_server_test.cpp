@@ -5,12 +5,7 @@
 // in OpenAI's format with the right status (400 bad JSON / fields, 401 key,
 // 403 origin, 404 model / route, 411 chunked, 413 body, 415 gzip); at tp = 2
 // the snapshot's per-rank split.
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <sys/time.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
@@ -25,42 +20,9 @@
 namespace kvscope {
 namespace {
 
-// What came back for a request sent as bytes: the response (its head and
-// Content-Length bytes of body), and whether the server then closed the
-// connection (rather than keeping it open for 2 s).
-struct RawExchange {
-  std::string reply;
-  bool closed = false;
-};
-
-// Sends `request` on a new connection to the loopback port, then `more`
-// 300 ms later (the body of a request the server may have refused by then).
-RawExchange exchange_raw(int port, const std::string& request, const std::string& more = "") {
-  RawExchange out;
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return out;
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) == 0 &&
-      ::send(fd, request.data(), request.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(request.size())) {
-    if (!more.empty()) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(300));
-      ::send(fd, more.data(), more.size(), MSG_NOSIGNAL);
-    }
-    timeval quiet{2, 0};
-    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &quiet, sizeof(quiet));
-    char buffer[4096];
-    ssize_t n = 0;
-    while ((n = ::recv(fd, buffer, sizeof(buffer), 0)) > 0) out.reply.append(buffer, static_cast<size_t>(n));
-    out.closed = n == 0;
-  }
-  ::close(fd);
-  return out;
-}
-
 using nlohmann::json;
+using test::exchange_raw;
+using test::RawExchange;
 using test::http_get;
 using test::http_post;
 using test::parse_sse;
@@ -348,6 +310,7 @@ TEST(OpenAiServerLimits, ApiKeyBodyLimitAndOrigins) {
   const Reply no_key = http_post(port, "/v1/completions", body);
   EXPECT_EQ(no_key.status, 401);
   EXPECT_EQ(no_key.json["error"]["code"], "invalid_api_key");
+  EXPECT_EQ(no_key.header("WWW-Authenticate"), "Bearer");
   EXPECT_EQ(http_post(port, "/v1/completions", body, {{"Authorization", "Bearer sekriT"}}).status, 401);
   // The scheme in any case (RFC 9110); the key exactly.
   EXPECT_EQ(http_post(port, "/v1/completions", body, {{"Authorization", "bearer sekrit"}}).status, 200);

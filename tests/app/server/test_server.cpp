@@ -1,7 +1,15 @@
 // Loopback server and HTTP helpers for the server tests (see test_server.h).
 #include "test_server.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
 #include <gtest/gtest.h>
+
+#include <thread>
 
 namespace kvscope::test {
 
@@ -128,6 +136,42 @@ SseStream parse_sse(const std::string& body) {
     }
   }
   return s;
+}
+
+int connect_loopback(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return -1;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+RawExchange exchange_raw(int port, const std::string& request, const std::string& more,
+                         std::chrono::milliseconds quiet) {
+  RawExchange out;
+  const int fd = connect_loopback(port);
+  if (fd < 0) return out;
+  if (::send(fd, request.data(), request.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(request.size())) {
+    if (!more.empty()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      ::send(fd, more.data(), more.size(), MSG_NOSIGNAL);
+    }
+    const auto usec = std::chrono::duration_cast<std::chrono::microseconds>(quiet).count();
+    timeval wait{static_cast<time_t>(usec / 1000000), static_cast<suseconds_t>(usec % 1000000)};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof(wait));
+    char buffer[4096];
+    ssize_t n = 0;
+    while ((n = ::recv(fd, buffer, sizeof(buffer), 0)) > 0) out.reply.append(buffer, static_cast<size_t>(n));
+    out.closed = n == 0;
+  }
+  ::close(fd);
+  return out;
 }
 
 std::vector<std::string> SseStream::texts() const {

@@ -4,6 +4,7 @@
 // JSON, and a reader of server-sent events.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
@@ -54,6 +55,20 @@ Reply http_post(int port, const std::string& path, const nlohmann::json& body, c
 // returning false hangs up (the client disconnects mid-response).
 Reply http_post_streaming(int port, const std::string& path, const nlohmann::json& body,
                           const std::function<bool(const std::string&)>& keep_reading);
+
+// What came back for a request sent as bytes: the response (its head and
+// body, read until the server closed the connection or was quiet for
+// `quiet`), and whether the server closed it.
+struct RawExchange {
+  std::string reply;
+  bool closed = false;
+};
+// Sends `request` on a new connection to the loopback port, then `more`
+// 300 ms later (the body of a request the server may have refused by then).
+RawExchange exchange_raw(int port, const std::string& request, const std::string& more = "",
+                         std::chrono::milliseconds quiet = std::chrono::seconds(2));
+// A connected TCP socket to the loopback port, -1 on failure; the caller closes it.
+int connect_loopback(int port);
 
 // A server-sent-event body: every `data: {...}` chunk parsed, whether
 // `data: [DONE]` ended it, and anything that was not framed as SSE.
