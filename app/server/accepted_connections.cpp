@@ -45,8 +45,12 @@ int shut_down_accepted_connections(int port) {
     char* end = nullptr;
     const long fd = std::strtol(name.c_str(), &end, 10);
     if (end == name.c_str() || *end != '\0') continue;
-    // A descriptor closed (and its number reused) since the listing is
-    // checked again here: only a connection on `port` is shut down.
+    // The listing is a moment old: a descriptor may have been closed and its
+    // number reused since, so it is checked here, just before the shutdown.
+    // Not excluded: a connection closed between the check and the shutdown,
+    // microseconds apart, whose number another thread's new socket takes in
+    // between; that socket would be shut down. It needs that timing, while
+    // the server stops.
     if (is_accepted_connection(static_cast<int>(fd), port) && ::shutdown(static_cast<int>(fd), SHUT_RDWR) == 0) {
       ++count;
     }

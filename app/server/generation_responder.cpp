@@ -321,8 +321,15 @@ void respond_generation(EngineDriver& driver, const ParsedRequest& request, cons
     }
     if (!request.stream && !state->error.empty()) res.status = engine_error(state->error).status;
     if (request.stream) res.set_header("Cache-Control", "no-cache");
-    res.set_content(std::move(body), request.stream ? "text/event-stream" : "application/json");
-    release(true);
+    // Through a provider, so that the job is released (and the server's stop
+    // waits for it) only once the body has been written, not before.
+    auto whole = std::make_shared<std::string>(std::move(body));
+    res.set_content_provider(
+        whole->size(), request.stream ? "text/event-stream" : "application/json",
+        [whole](size_t offset, size_t length, httplib::DataSink& out) {
+          return out.write(whole->data() + offset, length);
+        },
+        release);
     return;
   }
   if (request.stream) {
