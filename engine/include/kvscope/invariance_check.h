@@ -57,9 +57,9 @@ struct InvarianceSide {
 //    (fast) shows the reduction order's drift;
 //  - concurrency=N, 1..256;
 //  - the short aliases invariance_aliases() lists (kv_mode=paged|contiguous,
-//    prefix_cache=on|off, chunk=N).
-// Errors: "unknown setting 'kv_type' (known: threads, ..., concurrency,
-// kv_mode, prefix_cache, chunk)", the row's parse message for a bad value,
+//    prefix_cache=on|off, chunk=N, kv_type=...).
+// Errors: "unknown setting 'bogus' (known: threads, ..., concurrency,
+// kv_mode, prefix_cache, chunk, kv_type)", the row's parse message for a bad value,
 // "concurrency = 0 is out of range [1, 256]", "'x' is not key=value", a
 // key given twice, and the resulting config's validate() problems.
 Result<InvarianceSide> parse_invariance_side(std::string_view spec, const EngineConfig& base);
