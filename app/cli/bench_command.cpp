@@ -221,12 +221,6 @@ nlohmann::ordered_json step_breakdown_json(const std::vector<StepStats>& steps) 
   return j;
 }
 
-// A setting's value as the command line and the settings file write it ("deterministic").
-std::string setting_text(const EngineConfig& config, std::string_view key) {
-  const SettingSpec* spec = find_setting(key);
-  return spec ? spec->format(spec->get(config)) : std::string();
-}
-
 nlohmann::ordered_json request_json(const std::vector<int32_t>& prompt, const BenchRun& run) {
   return {{"first_prompt_token", prompt.front()},
           {"cached_prompt_tokens", run.num_cached_prompt_tokens},

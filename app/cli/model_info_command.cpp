@@ -157,6 +157,15 @@ struct DraftMemory {
   uint64_t kv_bytes_per_token = 0;
 };
 
+// Weights plus K/V for `tokens` tokens, the draft model's included: the
+// memory lines of the text and the JSON.
+uint64_t memory_at(uint64_t weight_bytes, uint64_t kv_bytes_per_token, const std::optional<DraftMemory>& draft,
+                   uint64_t tokens) {
+  const uint64_t weights = weight_bytes + (draft ? draft->weight_bytes : 0);
+  const uint64_t per_token = kv_bytes_per_token + (draft ? draft->kv_bytes_per_token : 0);
+  return weights + per_token * tokens;
+}
+
 // `kv_type` and `kv_bytes_per_token`: the KV cache type in force and its
 // bytes per token (the summary's own figure is for f32).
 std::string summary_text(const ModelFileSummary& s, std::string_view kv_type, uint64_t kv_bytes_per_token,
@@ -186,13 +195,13 @@ std::string summary_text(const ModelFileSummary& s, std::string_view kv_type, ui
   if (s.config) {
     const auto ctx = static_cast<uint64_t>(s.config->context_length);
     const uint64_t per_token = kv_bytes_per_token + (draft ? draft->kv_bytes_per_token : 0);
-    const uint64_t weights = s.weight_bytes + (draft ? draft->weight_bytes : 0);
     out += fmt::format("KV cache    {} per token ({} K and V){}, {} at {} tokens\n", human_bytes(kv_bytes_per_token),
                        kv_type,
                        draft ? fmt::format(" + {} the draft model's", human_bytes(draft->kv_bytes_per_token)) : "",
                        human_bytes(per_token * ctx), ctx);
     out += fmt::format("memory      {} for weights + KV at full context ({} at 4096 tokens){}\n",
-                       human_bytes(weights + per_token * ctx), human_bytes(weights + per_token * 4096),
+                       human_bytes(memory_at(s.weight_bytes, kv_bytes_per_token, draft, ctx)),
+                       human_bytes(memory_at(s.weight_bytes, kv_bytes_per_token, draft, 4096)),
                        draft ? ", with the draft model's" : "");
   }
   for (const std::string& w : s.warnings) out += fmt::format("warning     {}\n", w);
@@ -297,10 +306,9 @@ int run_model_info(const ModelInfoOptions& o) {
       j["draft_kv_bytes_per_token"] = draft_memory->kv_bytes_per_token;
     }
     if (summary->config) {
-      const uint64_t draft_weights = draft_memory ? draft_memory->weight_bytes : 0;
-      const uint64_t draft_kv = draft_memory ? draft_memory->kv_bytes_per_token : 0;
-      j["memory_bytes_full_context"] = summary->weight_bytes + draft_weights + (kv_bytes_per_token + draft_kv) *
-                                                                                   static_cast<uint64_t>(summary->config->context_length);
+      j["memory_bytes_full_context"] =
+          memory_at(summary->weight_bytes, kv_bytes_per_token, draft_memory,
+                    static_cast<uint64_t>(summary->config->context_length));
     }
     j["kv_plan"] = plan ? plan_json(*plan, *config) : nlohmann::ordered_json(nullptr);
     j["backend"] = backend.ok() ? nlohmann::ordered_json{{"kind", backend_kind_name(backend->kind)},

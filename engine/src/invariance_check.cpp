@@ -363,8 +363,7 @@ std::vector<std::string> InvarianceReport::expected_differences() const {
   const EngineConfig& x = a.config;
   const EngineConfig& y = b.config;
   const auto differs = [&](std::string_view key, std::string_view why) {
-    const SettingSpec* row = find_setting(key);
-    const std::string va = row->format(row->get(x)), vb = row->format(row->get(y));
+    const std::string va = setting_text(x, key), vb = setting_text(y, key);
     if (va != vb) notes.push_back(fmt::format("{} differs (a: {}, b: {}): {}", key, va, vb, why));
   };
   differs("model_path", "the sides run different models");
@@ -391,11 +390,10 @@ std::vector<std::string> InvarianceReport::expected_differences() const {
   // does; deterministic makes every tp give the same bits.
   const bool fast_split = (x.tp > 1 && x.tp_reduce == TpReduce::Fast) || (y.tp > 1 && y.tp_reduce == TpReduce::Fast);
   if (fast_split && (x.tp != y.tp || x.tp_reduce != y.tp_reduce)) {
-    const SettingSpec* reduce = find_setting("tp_reduce");
     notes.push_back(fmt::format("tensor parallelism differs (a: tp {} {}, b: tp {} {}): tp_reduce = fast adds the "
                                 "ranks' parts in another order, so the logits change by rounding; tp_reduce = "
                                 "deterministic gives every tp the same bits",
-                                x.tp, reduce->format(reduce->get(x)), y.tp, reduce->format(reduce->get(y))));
+                                x.tp, setting_text(x, "tp_reduce"), y.tp, setting_text(y, "tp_reduce")));
   }
   return notes;
 }

@@ -148,7 +148,8 @@ std::vector<SettingSpec> make_table() {
                                   "CUDA graphs", "",
                                   "On a GPU: a step that has the shape of an earlier one (a batch of decoding "
                                   "chats, every step) replays that step's recorded kernel launches at once instead "
-                                  "of launching ~210 kernels (~270 without norm fusion) one by one; the same kernels, so the same results.");
+                                  "of launching ~210 kernels (~270 without norm fusion) one by one; the same "
+                                  "kernels, so the same results.");
   gpu_graphs.applies = gpu_may_run;
   gpu_graphs.cli_negation = "no-gpu-graphs";
   // The figures are measured (docs/cuda.md), so that the trade is stated,
@@ -436,6 +437,11 @@ Status set_setting(EngineConfig& config, std::string_view key, std::string_view 
   if (!value.ok()) return Error{value.error()};
   spec->set(config, *value);
   return Status::success();
+}
+
+std::string setting_text(const EngineConfig& config, std::string_view key) {
+  const SettingSpec* spec = find_setting(key);
+  return spec ? spec->format(spec->get(config)) : std::string();
 }
 
 std::vector<std::string> changed_settings(const EngineConfig& a, const EngineConfig& b) {

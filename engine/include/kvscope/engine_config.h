@@ -119,8 +119,7 @@ struct EngineConfig {
   // CUDA graph, captured the second time a step of the same shape comes (a
   // decode batch's, every step): the same kernels with the same arguments,
   // so the same bits, with one launch instead of ~210 (~270 without norm
-  // fusion). Off: every kernel
-  // launched one by one. Ignored on the CPU.
+  // fusion). Off: every kernel launched one by one. Ignored on the CPU.
   bool gpu_graphs = true;
   // How the CUDA backend's quantised matmuls multiply (GpuMatmul above;
   // docs/cuda.md has the measurements). Ignored on the CPU.

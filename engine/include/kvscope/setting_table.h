@@ -99,6 +99,9 @@ const SettingSpec* find_setting(std::string_view key);
 
 // Parses `text` for `key` and stores it in `config`; the error names the key.
 Status set_setting(EngineConfig& config, std::string_view key, std::string_view text);
+// `key`'s value in `config` as set_setting reads it back and the settings
+// file writes it ("16", "swap", "512M"); "" when `key` is no setting.
+std::string setting_text(const EngineConfig& config, std::string_view key);
 
 // Whether every user setting of a and b is equal (record_snapshots ignored).
 bool same_settings(const EngineConfig& a, const EngineConfig& b);

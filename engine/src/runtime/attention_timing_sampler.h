@@ -23,9 +23,10 @@ class AttentionTimingSampler {
 
   // Whether the next pass is timed: the first whole-model pass, then one in
   // kInterval. A draft's pass (an early-exit draft on the model's own
-  // backend, even one that runs every layer) is neither timed nor counted: with spec_k + 1 dividing the
-  // interval the drafts would otherwise take every timed turn, and the
-  // engine's step, whose attention the inspector shows, would never be timed.
+  // backend, even one that runs every layer) is neither timed nor counted:
+  // with spec_k + 1 dividing the interval the drafts would otherwise take
+  // every timed turn, and the engine's step, whose attention the inspector
+  // shows, would never be timed.
   bool next(bool whole_model) {
     if (!whole_model) return false;
     const bool timed = enabled_ && since_timed_ >= kInterval - 1;

@@ -100,6 +100,21 @@ TEST(SettingTable, TextFormRoundTripsForEveryRow) {
   }
 }
 
+// setting_text is the value set_setting reads back, for every row.
+TEST(SettingTable, SettingTextIsWhatSetSettingReads) {
+  for (const SettingSpec& s : engine_settings()) {
+    SCOPED_TRACE(s.key);
+    EngineConfig c;
+    s.set(c, other_value(s));
+    const std::string text = setting_text(c, s.key);
+    EXPECT_EQ(text, s.format(other_value(s)));
+    EngineConfig back;
+    ASSERT_TRUE(set_setting(back, s.key, text).ok()) << text;
+    EXPECT_EQ(s.get(back), other_value(s));
+  }
+  EXPECT_EQ(setting_text(EngineConfig{}, "no_such_setting"), "");
+}
+
 TEST(SettingTable, RangesAreEnforcedUnderTheirOwnKey) {
   for (const SettingSpec& s : engine_settings()) {
     if (s.type != SettingType::Int && s.type != SettingType::Bytes) continue;
