@@ -386,13 +386,17 @@ std::vector<std::string> InvarianceReport::expected_differences() const {
                                   x.gpu_prefill_gemm, y.gpu_prefill_gemm));
     }
   }
-  // fast sums the ranks' partial products in another order than one rank
-  // does; deterministic makes every tp give the same bits.
-  const bool fast_split = (x.tp > 1 && x.tp_reduce == TpReduce::Fast) || (y.tp > 1 && y.tp_reduce == TpReduce::Fast);
-  if (fast_split && (x.tp != y.tp || x.tp_reduce != y.tp_reduce)) {
-    notes.push_back(fmt::format("tensor parallelism differs (a: tp {} {}, b: tp {} {}): tp_reduce = fast adds the "
-                                "ranks' parts in another order, so the logits change by rounding; tp_reduce = "
-                                "deterministic gives every tp the same bits",
+  // The order of a layer's sums: fast at tp = 1 is the plain runner's; fast
+  // at tp > 1 adds the ranks' parts after them; deterministic adds fixed
+  // chunks in a fixed order at every tp, which is the same at every tp but
+  // not the plain runner's order (docs/tensor-parallel.md). Sides with the
+  // same order keep the invariance; sides with different ones round apart.
+  const auto sum_order = [](const EngineConfig& c) { return c.tp_reduce == TpReduce::Deterministic ? 0 : c.tp; };
+  if (sum_order(x) != sum_order(y)) {
+    notes.push_back(fmt::format("tensor parallelism differs (a: tp {} {}, b: tp {} {}): the sides add a layer's "
+                                "sums in different orders (tp_reduce = fast at tp 1 is the plain sum, at tp > 1 "
+                                "the ranks' parts are added after it; deterministic adds fixed chunks, the same at "
+                                "every tp), so the logits change by rounding and a near-tie may go either way",
                                 x.tp, setting_text(x, "tp_reduce"), y.tp, setting_text(y, "tp_reduce")));
   }
   return notes;

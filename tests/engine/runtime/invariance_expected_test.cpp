@@ -42,7 +42,20 @@ TEST(InvarianceReport, NamesTheSettingsThatChangeTheNumbersByDesign) {
   ASSERT_EQ(notes.size(), 1u);
   EXPECT_EQ(notes[0].rfind("tensor parallelism differs (a: tp 1 fast, b: tp 2 fast)", 0), 0u) << notes[0];
 
+  // Deterministic adds fixed chunks: the same at every tp, but not the plain
+  // (fast, one rank) sum, so fast vs deterministic differs even at tp 1.
   r.b.config.tp = 1;
+  r.b.config.tp_reduce = TpReduce::Deterministic;
+  notes = r.expected_differences();
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_EQ(notes[0].rfind("tensor parallelism differs (a: tp 1 fast, b: tp 1 deterministic)", 0), 0u) << notes[0];
+  r.a.config.tp = 2;
+  notes = r.expected_differences();
+  ASSERT_EQ(notes.size(), 1u) << "fast tp 2 vs deterministic tp 1";
+  r.b.config.tp_reduce = TpReduce::Fast;
+  r.b.config.tp = 2;
+  EXPECT_TRUE(r.expected_differences().empty()) << "fast at the same tp adds in the same order";
+  r.a.config.tp = r.b.config.tp = 1;
 
   // The GPU's settings: named where a GPU ran, not where the CPU ignored them.
   r.stats_a.backend = r.stats_b.backend = "cpu";
