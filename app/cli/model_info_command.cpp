@@ -339,8 +339,11 @@ int run_model_info(const ModelInfoOptions& o) {
     write_stdout(text);
   }
   // Everything is printed either way; the exit status lets a script ask
-  // "would these settings run?" as generate would answer it (exit 1).
-  return plan && !plan->ok() ? kExitRuntime : kExitOk;
+  // "would these settings run?" as generate would answer it (exit 1): the
+  // pool does not fit, the backend asked for cannot run here, or the model
+  // does not split into --tp ranks.
+  const bool runs = (!plan || plan->ok()) && backend.ok() && (!ranks || ranks->ok());
+  return runs ? kExitOk : kExitRuntime;
 }
 
 }  // namespace
@@ -348,8 +351,8 @@ int run_model_info(const ModelInfoOptions& o) {
 Command add_model_info_command(CLI::App& parent) {
   auto o = std::make_shared<ModelInfoOptions>();
   CLI::App* cmd = parent.add_subcommand(
-      "model-info", "Show what a GGUF model file holds and the KV plan for the options given (exit 1: the plan does "
-                    "not fit)");
+      "model-info", "Show what a GGUF model file holds and the KV plan for the options given (exit 1: generate would "
+                    "refuse these options)");
   add_engine_options(*cmd, o->engine);
   cmd->add_flag("--json", o->json, "print a JSON object");
   return {cmd, [o] { return run_model_info(*o); }};

@@ -157,9 +157,24 @@ TEST(CliSettings, ModelInfoShowsEachRankAtTpAboveOne) {
   EXPECT_THAT(one.out, HasSubstr("\"tensor_parallel\": null"));
   std::remove(path.c_str());
   // The default tiny model's FFN (4 blocks of 32) cannot be cut into 8 chunks.
+  // The plan is still printed, and the exit status is generate's (1).
   const test::CliResult refused = test::run_cli({"model-info", "--model", tiny_model(), "--tp", "2"});
-  ASSERT_EQ(refused.exit_code, 0) << refused.err;
+  EXPECT_EQ(refused.exit_code, 1) << refused.err;
   EXPECT_THAT(refused.out, HasSubstr("ranks       cannot split: "));
+  EXPECT_THAT(refused.out, HasSubstr("KV plan"));
+}
+
+// model-info's exit status is generate's answer to "would these settings
+// run?": a backend that cannot run here is a 1 (it said 0 while generate
+// refused), with the reason in the report.
+TEST(CliSettings, ModelInfoFailsWhereTheBackendCannotRun) {
+  const test::CliResult r = test::run_cli({"model-info", "--model", tiny_model(), "--backend", "cuda", "--json"});
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  const test::CliResult gen =
+      test::run_cli({"generate", "--model", tiny_model(), "--backend", "cuda", "-p", "hi", "-n", "1"});
+  // A CUDA build on a GPU machine runs it; everywhere else both refuse.
+  EXPECT_EQ(r.exit_code, j["backend"].contains("error") ? 1 : 0) << r.out;
+  EXPECT_EQ(r.exit_code, gen.exit_code) << gen.err;
 }
 
 // --spec-never-pause: a proposer whose guesses fail keeps guessing in every
