@@ -247,6 +247,16 @@ int run_bench(const BenchOptions& o) {
   int rc = kExitOk;
   std::unique_ptr<Engine> engine = open_engine(o.engine, rc);
   if (!engine) return rc;
+  // A reply cut short by a full context would time fewer tokens than the
+  // header and the JSON name (a shift instead goes on past it).
+  const int32_t context = engine->model_info().max_model_len;
+  if (engine->config().context_overflow != ContextOverflow::Shift &&
+      int64_t{o.prompt_tokens} + o.gen_tokens > context) {
+    print_error(fmt::format("--prompt-tokens {} + --gen-tokens {} do not fit the context of {} tokens (--ctx, or "
+                            "the model's): lower one of them",
+                            o.prompt_tokens, o.gen_tokens, context));
+    return kExitUsage;
+  }
   const size_t width = static_cast<size_t>(o.concurrency);
   auto prompts = make_prompts(*engine, o.repeats + 1, o.concurrency);  // run 0 is the warm-up
   if (!prompts.ok()) {

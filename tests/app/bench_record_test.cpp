@@ -279,5 +279,26 @@ TEST_F(BenchRecord, TooManyRepeatsForDistinctPromptsIsRefusedWithAReason) {
   EXPECT_NE(r.err.find("--repeats"), std::string::npos) << r.err;
 }
 
+// A run that fills the context would time fewer tokens than the record
+// names (it generated 30 of 40 under the header "40 generated"): refused
+// before the runs; an exact fit runs every token; a shift goes on past it.
+TEST_F(BenchRecord, PromptAndGenerationOverTheContextIsRefused) {
+  auto over = run_cli({"bench", "--model", path_, "--threads", "1", "--prompt-tokens", "20", "--gen-tokens", "40",
+                       "--ctx", "50", "--repeats", "1"});
+  EXPECT_EQ(over.exit_code, 2) << over.err;
+  EXPECT_NE(over.err.find("do not fit the context of 50 tokens"), std::string::npos) << over.err;
+  EXPECT_TRUE(over.out.empty()) << over.out;
+  auto exact = run_cli({"bench", "--model", path_, "--threads", "1", "--prompt-tokens", "20", "--gen-tokens", "30",
+                        "--ctx", "50", "--repeats", "1"});
+  ASSERT_EQ(exact.exit_code, 0) << exact.err;
+  const nlohmann::json j = nlohmann::json::parse(exact.out);
+  EXPECT_EQ(j["runs"][0]["generated_tokens"], 30) << exact.out;
+  auto shift = run_cli({"bench", "--model", path_, "--threads", "1", "--prompt-tokens", "20", "--gen-tokens", "40",
+                        "--ctx", "48", "--block-size", "8", "--context-keep", "8", "--context-overflow", "shift",
+                        "--repeats", "1"});
+  ASSERT_EQ(shift.exit_code, 0) << shift.err;
+  EXPECT_EQ(nlohmann::json::parse(shift.out)["runs"][0]["generated_tokens"], 40) << shift.out;
+}
+
 }  // namespace
 }  // namespace kvscope
