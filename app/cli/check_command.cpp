@@ -5,6 +5,7 @@
 //
 //   kvscope-cli check --prompts prompts.txt --a "block_size=16" --b "block_size=1,concurrency=8"
 //   kvscope-cli check -p "The capital of France is" --a "cascade=off,concurrency=16" --b "cascade=on,concurrency=16" --json
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -16,6 +17,7 @@
 #include <unistd.h>
 
 #include "common_options.h"
+#include "engine_options.h"
 #include "file_args.h"
 #include "kvscope/invariance_check.h"
 #include "kvscope/sampling_params.h"
@@ -63,9 +65,14 @@ void print_text_report(const InvarianceReport& report, const std::string& model)
     const PromptVerdict& v = report.prompts[i];
     out += fmt::format("[{}/{}] '{}'\n", i + 1, total, escaped(v.prompt, 70));
     if (!v.same_prompt) {
-      out += fmt::format("  the sides ran different prompt tokens (a: {}, b: {}): their settings cut the prompt "
-                         "differently (see the warnings below), so the outputs are of different inputs\n",
-                         v.num_prompt_tokens, v.num_prompt_tokens_b);
+      // Two models tokenize on their own; one model's prompt differs only
+      // where a side's context settings cut it (its warning says so).
+      const bool two_models = report.a.config.model_path != report.b.config.model_path;
+      out += fmt::format("  the sides ran different prompt tokens (a: {}, b: {}): {}, so the outputs are of "
+                         "different inputs\n",
+                         v.num_prompt_tokens, v.num_prompt_tokens_b,
+                         two_models ? "the two models tokenize the prompt differently"
+                                    : "their settings cut the prompt differently (see the warnings below)");
     }
     if (v.ended_at_once()) {
       // Identical, but over one position: worth saying, not a full check.
@@ -240,6 +247,15 @@ int run_check(const CheckOptions& o) {
   if (!b.ok()) {
     print_error(fmt::format("--b: {}", b.error()));
     return kExitUsage;
+  }
+
+  // An option neither side can use is said, as generate says it (a side
+  // whose own settings make it apply, spec = ngram for --spec-k, uses it).
+  const std::vector<std::string> ignored_by_b = ignored_options(o.engine, b->config);
+  for (const std::string& w : ignored_options(o.engine, a->config)) {
+    if (std::find(ignored_by_b.begin(), ignored_by_b.end(), w) != ignored_by_b.end()) {
+      fmt::print(stderr, "kvscope-cli: warning: {}\n", w);
+    }
   }
 
   InvarianceOptions options;

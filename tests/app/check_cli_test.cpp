@@ -103,6 +103,34 @@ TEST_F(CheckCli, OtherWeightsDivergeWithExitThree) {
                                "): the sides run different models"));
 }
 
+// Two models that tokenize a prompt differently (here one adds BOS) are
+// said to, not to have cut the prompt by their settings.
+TEST_F(CheckCli, ModelsThatTokenizeDifferentlyAreSaidTo) {
+  const std::string bos = test::tiny_model_temp_path("check_cli_bos");
+  test::TinyModelSpec spec;
+  spec.matrix_type = TensorType::Q8_0;
+  spec.seed = 3;
+  spec.add_bos = true;
+  ASSERT_TRUE(test::write_tiny_gguf(spec, bos).ok());
+  const test::CliResult r = run_cli(args({"--a", "", "--b", "model_path=" + bos}));
+  fs::remove(bos);
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("the sides ran different prompt tokens"));
+  EXPECT_THAT(r.out, HasSubstr("the two models tokenize the prompt differently"));
+  EXPECT_THAT(r.out, Not(HasSubstr("cut the prompt differently")));
+}
+
+// An option no side can use is said, as generate says it; one a side's
+// own settings make useful (spec = ngram for --spec-k) is not.
+TEST_F(CheckCli, AnOptionNeitherSideUsesIsSaid) {
+  const test::CliResult unused = run_cli(args({"--spec-k", "8", "--a", "", "--b", "block_size=8"}));
+  EXPECT_EQ(unused.exit_code, 0) << unused.err;
+  EXPECT_THAT(unused.err, HasSubstr("warning: --spec-k has no effect with these settings"));
+  const test::CliResult used = run_cli(args({"--spec-k", "8", "--a", "", "--b", "spec=ngram"}));
+  EXPECT_EQ(used.exit_code, 0) << used.err;
+  EXPECT_THAT(used.err, Not(HasSubstr("--spec-k has no effect")));
+}
+
 // A side whose context is too short for the reply stops where the other
 // goes on: still a divergence (exit 3), and the report says it is one of room,
 // not of numbers.
