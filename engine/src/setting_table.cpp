@@ -382,6 +382,11 @@ Result<SettingValue> SettingSpec::parse(std::string_view raw) const {
       const long long v = std::strtoll(text.c_str(), &end, 10);
       if (text.empty() || *end != '\0') return Error{fmt::format("{}: '{}' is not a whole number", key, text)};
       if (errno == ERANGE) return Error{fmt::format("{}: '{}' is too large", key, text)};
+      // Past int32 the row saturates, and validate() would quote the
+      // saturated number, not the one typed: say the typed one here.
+      if (v < std::numeric_limits<int32_t>::min() || v > std::numeric_limits<int32_t>::max()) {
+        if (std::optional<SettingProblem> p = check(SettingValue(int64_t{v}))) return Error{p->message};
+      }
       return SettingValue(int64_t{v});
     }
     case SettingType::Bytes: {

@@ -277,6 +277,15 @@ TEST(SettingTable, ParsesWhatPeopleType) {
   EXPECT_EQ(bogus.error(), "preemption: 'later' is not one of recompute, swap");
   EXPECT_FALSE(find_setting("threads")->parse("1e3").ok());
   EXPECT_FALSE(find_setting("threads")->parse("99999999999999999999").ok());
+  // Past int32 the row would saturate: the error quotes the number typed,
+  // not 2147483647 (and -2147483648 below).
+  Result<SettingValue> huge = find_setting("num_blocks")->parse("99999999999");
+  ASSERT_FALSE(huge.ok());
+  EXPECT_NE(huge.error().find("= 99999999999 is out of range"), std::string::npos) << huge.error();
+  Result<SettingValue> below = find_setting("block_size")->parse("-99999999999");
+  ASSERT_FALSE(below.ok());
+  EXPECT_NE(below.error().find("= -99999999999 is out of range"), std::string::npos) << below.error();
+  EXPECT_TRUE(find_setting("num_blocks")->parse("2147483647").ok()) << "validate() says int32 values are out of range";
 }
 
 TEST(ByteSize, ParseAndFormat) {
