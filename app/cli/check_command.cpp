@@ -95,9 +95,11 @@ void print_text_report(const InvarianceReport& report, const std::string& model)
       // different contexts, which is not a numerical difference.
       for (const auto& [name, token, finish] : {std::tuple{"a", v.token_a, v.finish_a}, std::tuple{"b", v.token_b, v.finish_b}}) {
         if (token < 0 && finish == "context_full") {
-          out += fmt::format("  ({} stopped where its context was full: the two settings hold different contexts; "
-                             "the tokens before agree)\n",
-                             name);
+          // Equal contexts part where the other side shifted past the end.
+          const bool same_length = report.a.config.max_model_len == report.b.config.max_model_len;
+          out += fmt::format("  ({} stopped where its context was full: {}; the tokens before agree)\n", name,
+                             same_length ? "the other side's context_overflow went on past it"
+                                         : "the two settings hold different contexts");
         }
       }
     }

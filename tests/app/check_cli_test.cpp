@@ -141,6 +141,13 @@ TEST_F(CheckCli, ASideThatRanOutOfContextIsSaidToHaveStoppedThere) {
   EXPECT_THAT(r.out, HasSubstr("(context_full)"));
   EXPECT_THAT(r.out, HasSubstr("(a stopped where its context was full: the two settings hold different contexts"));
   EXPECT_THAT(r.out, Not(HasSubstr("(b stopped where")));
+  // The same context on both sides: the other side shifted past its end.
+  const test::CliResult shifted =
+      run_cli({"check", "--model", model_, "-p", "Hi", "-n", "24", "--threads", "1", "--a",
+               "max_model_len=16,block_size=4", "--b", "max_model_len=16,block_size=4,context_overflow=shift,context_keep=4"});
+  EXPECT_EQ(shifted.exit_code, 3) << shifted.err;
+  EXPECT_THAT(shifted.out, HasSubstr("(a stopped where its context was full: the other side's context_overflow went "
+                                     "on past it"));
 }
 
 TEST_F(CheckCli, JsonCarriesTheVerdicts) {
