@@ -30,6 +30,7 @@
 #include "models/draft_spans.h"
 #include "models/markdown_code_blocks.h"
 #include "models/message_stats.h"
+#include "models/user_message_markdown.h"
 #include "models/sampling_sources.h"
 #include "palette_colors.h"
 
@@ -404,6 +405,7 @@ QString ChatWidget::markdownForTurn(int index) const {
   QStringList head{QStringLiteral("**%1**").arg(roleTitle(t.role))};
   QString body = t.content.isEmpty() ? tr("*(no text)*") : t.content;
   if (t.role == "user") {
+    if (!t.content.isEmpty()) body = userMessageMarkdown(t.content);
     if (!busy()) head << link(tr("Edit"), QStringLiteral("edit/%1").arg(index));
     if (index == editing_index_) head << tr("*editing…*");
   } else if (t.role == "assistant") {
@@ -449,7 +451,7 @@ void ChatWidget::render() {
   stream_start_ = -1;
   if (writing) {
     if (awaiting_start_ && !pending_.user_text.isEmpty())
-      parts << QStringLiteral("**%1**\n\n%2").arg(tr("You"), pending_.user_text);
+      parts << QStringLiteral("**%1**\n\n%2").arg(tr("You"), userMessageMarkdown(pending_.user_text));
     QString md = QStringLiteral("**%1**").arg(tr("Assistant"));
     if (pending_.texts.size() > 1) {
       QStringList pick;

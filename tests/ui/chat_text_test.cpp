@@ -8,6 +8,7 @@
 #include "models/markdown_code_blocks.h"
 #include "models/markdown_stream.h"
 #include "models/message_stats.h"
+#include "models/user_message_markdown.h"
 
 using namespace kvscope;
 using namespace kvscope::ui;
@@ -130,6 +131,34 @@ class ChatTextTest : public QObject {
     QVERIFY(line.endsWith(QStringLiteral("stop")));
     m.cached_prompt_tokens = 0;
     QVERIFY(messageStatsLine(m).contains(QStringLiteral("120 prompt tokens")));
+  }
+
+  // A user's line breaks are kept: hard breaks between a paragraph's lines,
+  // none inside a fence or around blank lines.
+  void userMessagesKeepTheirLineBreaks() {
+    QCOMPARE(userMessageMarkdown(QStringLiteral("one\ntwo\r\nthree\n\nfour\\\nfive  \nsix")),
+             QStringLiteral("one  \ntwo  \nthree\n\nfour\\\nfive  \nsix"));
+    QCOMPARE(userMessageMarkdown(QStringLiteral("look:\n```\na\nb\n```\nafter\nend")),
+             QStringLiteral("look:  \n```\na\nb\n```\nafter  \nend"));
+    // Rendered, the lines stay apart (Markdown alone joins them with a space).
+    QTextDocument doc;
+    doc.setMarkdown(userMessageMarkdown(QStringLiteral("first line\nsecond line")), kChatMarkdown);
+    QVERIFY2(!doc.toPlainText().contains(QStringLiteral("first line second line")), qPrintable(doc.toPlainText()));
+    QVERIFY(doc.toPlainText().contains(QStringLiteral("second line")));
+  }
+
+  // A paste past kVerbatimMessageChars is shown as typed, in a fence that no
+  // line of it can close, so Markdown in it (a list, a fence) stays text.
+  void aLongPasteIsShownAsTyped() {
+    QString text = QStringLiteral("- item\n````\nnot code\n");
+    while (text.size() <= kVerbatimMessageChars) text += QStringLiteral("- another line of the paste\n");
+    const QString md = userMessageMarkdown(text);
+    QVERIFY(md.startsWith(QStringLiteral("`````\n")));
+    QVERIFY(md.endsWith(QStringLiteral("\n`````")));
+    QTextDocument doc;
+    doc.setMarkdown(md, kChatMarkdown);
+    QVERIFY2(doc.toPlainText().startsWith(QStringLiteral("- item\n````\nnot code")), qPrintable(doc.toPlainText().left(80)));
+    QVERIFY(userMessageMarkdown(QStringLiteral("short\n- list")).startsWith(QStringLiteral("short  ")));
   }
 };
 

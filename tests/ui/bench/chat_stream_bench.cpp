@@ -4,6 +4,7 @@
 // coalesces in 50 ms at 800 tok/s) and the chat's render tick runs, with the
 // layout and repaint it causes. Offscreen; the 40 ms between ticks is spent
 // outside the timing.
+// BM_ChatSendPaste: the cost of sending a long pasted message.
 //   QT_QPA_PLATFORM=offscreen build/tests/ui/chat_stream_bench
 #include <benchmark/benchmark.h>
 
@@ -66,6 +67,39 @@ void BM_ChatStreamRender(benchmark::State& state) {
   state.counters["reply_chars_at_end"] = at;
 }
 BENCHMARK(BM_ChatStreamRender)->Arg(2000)->Arg(20000)->Arg(60000)->Unit(benchmark::kMillisecond)->Iterations(60);
+
+// Lines as a person pastes them (a log, notes): `n` characters, one line
+// break about every 80, no blank lines, so one Markdown paragraph.
+QString pastedLines(int n) {
+  QString text;
+  for (int line = 0; text.size() < n; ++line) {
+    text += QStringLiteral("Line %1 of the pasted notes, about as long as a line of a log or a text file.\n")
+                .arg(line);
+  }
+  return text.left(n);
+}
+
+// The GUI thread's cost of sending a pasted message of `n` characters: the
+// chat draws the conversation with it at once, before the engine answers
+// (a paste too long for the context is refused only then).
+void BM_ChatSendPaste(benchmark::State& state) {
+  const QString paste = pastedLines(static_cast<int>(state.range(0)));
+  ModelInfo info;
+  info.name = "bench";
+  info.context_length = 1 << 20;
+  for (auto _ : state) {
+    state.PauseTiming();
+    ui::ChatWidget chat;
+    chat.resize(700, 800);
+    chat.show();
+    chat.onModelLoaded(info);
+    QCoreApplication::processEvents();
+    state.ResumeTiming();
+    chat.sendPrompt(paste);
+    for (int round = 0; round < 3; ++round) QCoreApplication::processEvents();
+  }
+}
+BENCHMARK(BM_ChatSendPaste)->Arg(2000)->Arg(8000)->Arg(20000)->Arg(60000)->Unit(benchmark::kMillisecond)->Iterations(3);
 
 }  // namespace
 
