@@ -45,6 +45,12 @@ BlockMapWidget::BlockMapWidget(QWidget* parent) : QWidget(parent) {
   setMouseTracking(true);
   setAttribute(Qt::WA_OpaquePaintEvent);
   setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Expanding);
+  mark_end_timer_ = new QTimer(this);
+  mark_end_timer_->setSingleShot(true);
+  connect(mark_end_timer_, &QTimer::timeout, this, [this] {
+    updateDroppedMarks();
+    update();
+  });
 }
 
 QSize BlockMapWidget::sizeHint() const { return {360, 300}; }
@@ -56,9 +62,22 @@ void BlockMapWidget::setSnapshot(SnapshotPtr snapshot) {
   if (!snapshot_ || snapshot_->blocks.size() != old_blocks) relayout();
   refocus();
   indexCascadeGroups();
-  dropped_ = snapshot_ ? droppedBlocks(*snapshot_) : std::vector<DroppedBlock>{};
+  since_snapshot_.start();
+  updateDroppedMarks();
   forgetFinishedSelection();
   update();
+}
+
+void BlockMapWidget::updateDroppedMarks() {
+  mark_end_timer_->stop();
+  if (!snapshot_) {
+    dropped_.clear();
+    return;
+  }
+  const double now_s = snapshot_->time_s + static_cast<double>(since_snapshot_.elapsed()) / 1000.0;
+  dropped_ = droppedBlocks(*snapshot_, now_s);
+  const double left_s = secondsUntilAMarkEnds(*snapshot_, dropped_, now_s);
+  if (left_s >= 0.0) mark_end_timer_->start(static_cast<int>(left_s * 1000.0) + 1);
 }
 
 void BlockMapWidget::forgetFinishedSelection() {

@@ -25,7 +25,9 @@
 
 #include <vector>
 
+#include <QElapsedTimer>
 #include <QPixmap>
+#include <QTimer>
 #include <QWidget>
 
 #include "engine_types.h"
@@ -112,6 +114,11 @@ class BlockMapWidget : public QWidget {
   std::vector<int32_t> focus_position_;  // [num_blocks] logical index in its table, or -1
   std::vector<int32_t> cascade_group_;   // [num_blocks] cascade group that read it, or -1
   std::vector<DroppedBlock> dropped_;    // [num_blocks] the recent shift that freed it, if any
+  // The marks end on the snapshot's clock carried on by wall time since it
+  // came: an idle engine sends no snapshot that would end them.
+  QElapsedTimer since_snapshot_;
+  QTimer* mark_end_timer_ = nullptr;
+  void updateDroppedMarks();
   Layout layout_;
   struct FreeGridKey {
     QSize size;

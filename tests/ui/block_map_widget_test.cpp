@@ -230,6 +230,27 @@ class BlockMapWidgetTest : public QObject {
     QCOMPARE(crimson(render(w), 20), 0);
   }
 
+  // An engine gone idle sends no snapshot, yet the marks still end on time:
+  // the widget carries the last snapshot's clock on (they stayed for good).
+  void theMarksEndWhenNoSnapshotComes() {
+    auto s = std::make_shared<EngineSnapshot>(*test::makeSnapshot(3, 3, 1));
+    s->time_s = 10.0;
+    ContextShiftSnapshot c;
+    c.request_id = 101;
+    c.time_s = 10.0 - kvscope::ui::kDroppedMarkSeconds + 0.2;  // 0.2 s left
+    c.dropped_from = 32;
+    c.num_dropped_tokens = 16;
+    c.freed_blocks = {20};
+    c.freed_from = {32};
+    s->recent_shifts = {c};
+    BlockMapWidget w;
+    w.resize(400, 300);
+    w.setSnapshot(s);
+    QVERIFY(w.droppedMarked(20));
+    QTRY_VERIFY_WITH_TIMEOUT(!w.droppedMarked(20), 3000);
+    QVERIFY(!w.tooltipFor(20).contains(QStringLiteral("context shift")));
+  }
+
   void tooltipShowsTheBlocksText() {
     // Sequence 101 (blocks 0, 3, 4 of 16 slots; the last holds 8) spells a
     // chat prompt one byte per token; the table maps ids to bytes as a byte

@@ -1,20 +1,22 @@
 // Blocks a recent context shift freed; see dropped_blocks.h.
 #include "models/dropped_blocks.h"
 
+#include <algorithm>
+
 #include <QCoreApplication>
 
 #include "models/sequence_label.h"
 
 namespace kvscope::ui {
 
-std::vector<DroppedBlock> droppedBlocks(const EngineSnapshot& snapshot, double window_s) {
+std::vector<DroppedBlock> droppedBlocks(const EngineSnapshot& snapshot, double now_s, double window_s) {
   const size_t n = snapshot.blocks.size();
   std::vector<DroppedBlock> out(n);
   const std::vector<ContextShiftSnapshot>& shifts = snapshot.recent_shifts;
   // Oldest first, so a later shift that freed the same block again wins.
   for (size_t k = 0; k < shifts.size(); ++k) {
     const ContextShiftSnapshot& shift = shifts[k];
-    if (snapshot.time_s - shift.time_s > window_s) continue;
+    if (now_s - shift.time_s > window_s) continue;
     for (size_t i = 0; i < shift.freed_blocks.size() && i < shift.freed_from.size(); ++i) {
       const int32_t b = shift.freed_blocks[i];
       if (b < 0 || static_cast<size_t>(b) >= n) continue;
@@ -23,6 +25,17 @@ std::vector<DroppedBlock> droppedBlocks(const EngineSnapshot& snapshot, double w
     }
   }
   return out;
+}
+
+double secondsUntilAMarkEnds(const EngineSnapshot& snapshot, const std::vector<DroppedBlock>& marks, double now_s,
+                             double window_s) {
+  double first = -1.0;
+  for (const DroppedBlock& mark : marks) {
+    if (!mark.marked() || static_cast<size_t>(mark.shift) >= snapshot.recent_shifts.size()) continue;
+    const double left = snapshot.recent_shifts[static_cast<size_t>(mark.shift)].time_s + window_s - now_s;
+    if (first < 0.0 || left < first) first = std::max(left, 0.0);
+  }
+  return first;
 }
 
 QString droppedBlockText(const EngineSnapshot& snapshot, const DroppedBlock& block) {
