@@ -3,6 +3,8 @@
 
 #include <QMetaObject>
 
+#include "kvscope/setting_table.h"
+
 #ifdef __linux__
 #include <sys/resource.h>
 #include <unistd.h>
@@ -54,15 +56,38 @@ void EngineHost::shutdown() {
 
 void EngineHost::loadModel(const kvscope::EngineConfig& config) {
   if (!worker_) return;
-  server_->beforeEngineLoad();  // the server lets go of the engine before it may change
-  QMetaObject::invokeMethod(worker_, [w = worker_, config] { w->loadModel(config); }, Qt::QueuedConnection);
-  // Then, in the worker's thread once the load is done, whether it left an
-  // engine; the server may start on it.
+  // Settings the engine there takes in place keep the server serving (its
+  // requests are re-queued with the chat's); a load replaces the engine, so
+  // the server lets go of it first. The worker is told which was decided.
+  const bool in_place = loads_in_flight_ == 0 && engine_config_ && !kvscope::needs_reload(*engine_config_, config);
+  ++loads_in_flight_;
+  if (!in_place) server_->beforeEngineLoad();
+  QMetaObject::invokeMethod(
+      worker_, [w = worker_, config, in_place] { w->loadModel(config, /*may_reload=*/!in_place); },
+      Qt::QueuedConnection);
+  // Then, in the worker's thread once it is done, the engine it left (if
+  // any): the server starts on it, or learns its new settings.
   QMetaObject::invokeMethod(
       worker_,
-      [w = worker_, s = server_] {
-        const bool has_engine = w->withEngine([](kvscope::Engine&) {});
-        QMetaObject::invokeMethod(s, [s, has_engine] { s->engineLoadDone(has_engine); }, Qt::QueuedConnection);
+      [this, w = worker_, in_place] {
+        std::optional<kvscope::EngineConfig> engine_config;
+        kvscope::ModelInfo info;
+        w->withEngine([&](kvscope::Engine& e) {
+          engine_config = e.config();
+          info = e.model_info();
+        });
+        QMetaObject::invokeMethod(
+            this,
+            [this, engine_config, info, in_place] {
+              --loads_in_flight_;
+              engine_config_ = engine_config;
+              if (in_place) {
+                server_->engineReconfigured(info);
+              } else {
+                server_->engineLoadDone(engine_config.has_value());
+              }
+            },
+            Qt::QueuedConnection);
       },
       Qt::QueuedConnection);
 }

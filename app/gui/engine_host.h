@@ -4,11 +4,14 @@
 // The destructor stops the step loop, quits the thread and joins it, so
 // closing the window mid-generation exits at the step's next layer boundary
 // (Engine::interrupt), well within a second.
-// It also owns the app's OpenAI-compatible server (server()): every load or
-// reconfigure stops a running server first and restarts it once the worker
-// has the engine (server_controller.h), and shutdown stops it before the
-// engine goes.
+// It also owns the app's OpenAI-compatible server (server()): a load of a
+// model stops a running server first and restarts it once the worker has
+// the engine (server_controller.h); new settings applied in place
+// (Engine::reconfigure) leave it serving, its requests going on with the
+// chat's; shutdown stops it before the engine goes.
 #pragma once
+
+#include <optional>
 
 #include <QObject>
 #include <QThread>
@@ -41,6 +44,11 @@ class EngineHost : public QObject {
   QThread thread_;
   EngineWorker* worker_ = nullptr;  // lives in thread_; deleted after the join
   ServerController* server_ = nullptr;  // a child (GUI thread); stopped before the worker goes
+  // The engine's settings as the worker last reported them (none: no
+  // engine), and the loads sent that it has not reported on yet: with none
+  // on its way, whether new settings apply in place is known here.
+  std::optional<kvscope::EngineConfig> engine_config_;
+  int loads_in_flight_ = 0;
 };
 
 }  // namespace kvscope::gui

@@ -36,10 +36,16 @@ void EngineWorker::wake() {
   QMetaObject::invokeMethod(this, [this] { scheduleStep(); }, Qt::QueuedConnection);
 }
 
-void EngineWorker::loadModel(const kvscope::EngineConfig& config) {
+void EngineWorker::loadModel(const kvscope::EngineConfig& config, bool may_reload) {
   if (stop_.load()) return;
   // Only a setting whose table row says Reload needs the weights again.
-  if (engine_ && !kvscope::needs_reload(engine_->config(), config)) {
+  const bool in_place = engine_ && !kvscope::needs_reload(engine_->config(), config);
+  if (!in_place && !may_reload) {
+    emit error(tr("The settings were not applied: they need the model loaded again, and the engine was expected "
+                  "to stay. Apply them again."));
+    return;
+  }
+  if (in_place) {
     EngineConfig cfg = config;
     cfg.record_snapshots = false;
     if (Status applied = engine_->reconfigure(cfg); !applied.ok()) {

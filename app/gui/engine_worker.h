@@ -65,7 +65,9 @@ class EngineWorker : public QObject {
   // (Engine::reconfigure; requests are re-queued, none lost) and emits
   // reconfigured(). Otherwise replaces the engine (cancelling whatever ran on
   // the old one), reporting loadProgress() on the way, then modelLoaded().
-  void loadModel(const kvscope::EngineConfig& config);
+  // `may_reload` false: the caller counts on the engine staying (a server
+  // runs on it); settings that would need a new one are refused with error().
+  void loadModel(const kvscope::EngineConfig& config, bool may_reload = true);
   // Records engine events and emits them in batches (traceEvents) while on.
   void setTracing(bool on);
   // Submits a conversation rendered with the model's chat template, asking

@@ -65,6 +65,16 @@ void ServerController::engineLoadDone(bool has_engine) {
   }
 }
 
+void ServerController::engineReconfigured(const kvscope::ModelInfo& info) {
+  has_engine_ = true;
+  if (!server_) return;
+  if (start_thread_.joinable()) {
+    reconfigured_while_starting_ = info;
+    return;
+  }
+  server_->engine_reconfigured(info);
+}
+
 void ServerController::shutdown() {
   if (shut_down_) return;
   wanted_ = false;
@@ -93,6 +103,8 @@ void ServerController::startNow() {
 void ServerController::onStarted(quint64 attempt, const Status& status) {
   if (attempt != attempt_ || !server_) return;  // stopped meanwhile
   if (start_thread_.joinable()) start_thread_.join();
+  if (reconfigured_while_starting_) server_->engine_reconfigured(*reconfigured_while_starting_);
+  reconfigured_while_starting_.reset();
   if (!status.ok()) {
     const QString why = QString::fromStdString(status.error());
     stopNow();
@@ -109,6 +121,7 @@ void ServerController::onStarted(quint64 attempt, const Status& status) {
 
 void ServerController::stopNow() {
   ++attempt_;
+  reconfigured_while_starting_.reset();  // a start from now on reads the engine as it is
   // Closed first: a start or a request waiting for the worker (a long step,
   // a model being loaded) is answered at once instead of holding us up.
   driver_->close();

@@ -3,12 +3,14 @@
 // GuiEngineDriver, so HTTP clients join the chat's continuous batch and the
 // inspector shows their requests. Lives in the GUI thread; EngineHost owns it.
 //
-// The engine changing: EngineHost calls beforeEngineLoad() before any load
-// or reconfigure reaches the worker. A running server is then stopped
-// (requests in flight are cancelled; their clients get an error) and, once
-// the worker has finished every load asked for (engineLoadDone), started
-// again with the same options on the port it had, so the server never reads
-// a dead engine and never serves stale model facts (id, context length).
+// The engine changing: EngineHost calls beforeEngineLoad() before a load
+// that replaces the engine reaches the worker. A running server is then
+// stopped (requests in flight are cancelled; their clients get an error)
+// and, once the worker has finished every load asked for (engineLoadDone),
+// started again with the same options on the port it had, so the server
+// never reads a dead engine and never serves stale model facts (id, context
+// length). Settings applied in place (Engine::reconfigure) keep it serving:
+// engineReconfigured() passes on what changed.
 //
 // Starting binds on a thread of its own: OpenAiServer::start reads the model
 // between two steps, which may wait for a long step. stateChanged() says how
@@ -16,6 +18,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <thread>
 
 #include <QObject>
@@ -63,6 +66,10 @@ class ServerController : public QObject {
   void beforeEngineLoad();
   // The worker finished a load (it has an engine or not).
   void engineLoadDone(bool has_engine);
+  // The engine took new settings in place (no beforeEngineLoad came first):
+  // a server starting or serving keeps its requests and tells clients the
+  // engine's new context length.
+  void engineReconfigured(const kvscope::ModelInfo& info);
   // Stops the server for good (EngineHost::shutdown, before the worker goes).
   void shutdown();
 
@@ -84,6 +91,9 @@ class ServerController : public QObject {
   bool shut_down_ = false;
   int pending_loads_ = 0;
   bool has_engine_ = false;
+  // New settings that came while the server was starting: its start read
+  // the engine, maybe before them, so they are passed on once it is done.
+  std::optional<kvscope::ModelInfo> reconfigured_while_starting_;
   int bound_port_ = -1;
   State state_ = State::Off;
   QString message_;

@@ -12,6 +12,7 @@
 #include <ctime>
 #include <filesystem>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <random>
 #include <regex>
@@ -167,6 +168,9 @@ struct OpenAiServer::Impl {
   int port = -1;
   bool started = false;
   std::string model_id;
+  // What start() and engine_reconfigured() read from the engine; the
+  // connection threads take a copy (engine_facts()).
+  mutable std::mutex facts_mutex;
   int32_t context_length = 0;
   ParseDefaults defaults;
   int64_t created = 0;
@@ -254,9 +258,25 @@ struct OpenAiServer::Impl {
     return HandlerResponse::Handled;
   }
 
+  void set_engine_facts(const ModelInfo& info) {
+    std::lock_guard<std::mutex> lock(facts_mutex);
+    context_length = info.max_model_len;
+    // The chat's defaults (the model file's recommended sampling over
+    // kvscope's); without max_tokens a reply may run to the end of the context.
+    defaults.sampling = resolve_sampling_defaults(info.recommended_sampling).params;
+    defaults.sampling.max_tokens = std::max(info.max_model_len, 1);
+  }
+
+  ParseDefaults parse_defaults() const {
+    std::lock_guard<std::mutex> lock(facts_mutex);
+    return defaults;
+  }
+
   void generate(const Request& req, Response& res, Endpoint endpoint) {
-    ParseResult parsed = endpoint == Endpoint::kChatCompletions ? parse_chat_request(req.body, defaults)
-                                                                : parse_completion_request(req.body, defaults);
+    const ParseDefaults request_defaults = parse_defaults();
+    ParseResult parsed = endpoint == Endpoint::kChatCompletions
+                             ? parse_chat_request(req.body, request_defaults)
+                             : parse_completion_request(req.body, request_defaults);
     if (const ApiError* e = std::get_if<ApiError>(&parsed)) return send_error(res, *e);
     const ParsedRequest& request = std::get<ParsedRequest>(parsed);
     if (request.model != model_id) return send_error(res, model_not_found(request.model));
@@ -272,6 +292,7 @@ struct OpenAiServer::Impl {
   }
 
   Json model_json() const {
+    std::lock_guard<std::mutex> lock(facts_mutex);
     return {{"id", model_id}, {"object", "model"}, {"created", created}, {"owned_by", "kvscope"},
             {"context_length", context_length}};
   }
@@ -352,19 +373,11 @@ Status OpenAiServer::start() {
   if (m.started) return Error{"the server is already started"};
   if (m.options.max_connections < 1) return Error{"max connections must be at least 1"};
   ModelInfo info;
-  int32_t max_model_len = 0;
-  const bool read = m.driver.run_between_steps([&](Engine& e) {
-    info = e.model_info();
-    max_model_len = e.config().max_model_len;
-  });
+  const bool read = m.driver.run_between_steps([&](Engine& e) { info = e.model_info(); });
   if (!read) return Error{"the engine has stopped"};
   m.jobs.reopen();  // a server started again after stop() takes requests again
   m.model_id = m.options.model_id.empty() ? model_id_from_path(info.path) : m.options.model_id;
-  m.context_length = max_model_len;
-  // The chat's defaults (the model file's recommended sampling over
-  // kvscope's); without max_tokens a reply may run to the end of the context.
-  m.defaults.sampling = resolve_sampling_defaults(info.recommended_sampling).params;
-  m.defaults.sampling.max_tokens = std::max(max_model_len, 1);
+  m.set_engine_facts(info);
   m.created = static_cast<int64_t>(std::time(nullptr));
 
   // A client that disconnects while a response is written must not end the
@@ -420,6 +433,8 @@ Status OpenAiServer::start() {
 int OpenAiServer::port() const { return impl_->port; }
 
 const std::string& OpenAiServer::model_id() const { return impl_->model_id; }
+
+void OpenAiServer::engine_reconfigured(const ModelInfo& info) { impl_->set_engine_facts(info); }
 
 void OpenAiServer::stop() {
   Impl& m = *impl_;

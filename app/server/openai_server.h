@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "engine_driver.h"
+#include "kvscope/model_info.h"
 #include "kvscope/result.h"
 
 namespace kvscope::server {
@@ -56,6 +57,11 @@ class OpenAiServer {
   // The port bound (after start()).
   int port() const;
   const std::string& model_id() const;
+  // The engine was given new settings in place (Engine::reconfigure, same
+  // model): requests in flight go on, and what the server tells clients of
+  // the engine (its context length, a reply's default length) follows
+  // `info`. Safe while requests are answered.
+  void engine_reconfigured(const ModelInfo& info);
   // Cancels every request being answered (their clients get an error event
   // or body), gives those responses up to a second to end, then stops
   // listening and joins the connection threads. Idempotent.

@@ -277,25 +277,51 @@ class ServerToggleTest : public QObject {
     QVERIFY(startServing(0) > 0);
   }
 
-  void newSettingsOrAnotherModelRestartTheServer() {
+  // Settings the engine takes in place leave the server serving: a request
+  // in flight is re-queued with the chat's and ends well (it was cancelled,
+  // "the server is stopping"), and the models list says the new context.
+  void newSettingsKeepTheServerAndItsRequests() {
     const int port = startServing(0);
     QSignalSpy states(host_->server(), &gui::ServerController::stateChanged);
+    std::atomic<int> status{-1};
+    Json body;
+    std::thread client([&status, &body, port] {
+      const Reply r = httpPost(port, "/v1/completions",
+                               {{"model", "tiny"}, {"prompt", "Count"}, {"max_tokens", 3000}, {"ignore_eos", true}});
+      body = r.json;
+      status = r.status;
+    });
+    QTRY_COMPARE_WITH_TIMEOUT(host_->server()->driver()->numLiveRequests(), 1, kTimeoutMs);
     EngineConfig changed = config();
     changed.block_size = 8;  // applied in place (Engine::reconfigure)
     window_->loadEngine(changed);
     QTRY_COMPARE_WITH_TIMEOUT(window_->engineConfig().block_size, 8, kTimeoutMs);
-    QTRY_VERIFY_WITH_TIMEOUT(host_->server()->state() == State::Serving, kTimeoutMs);
-    QVERIFY2(states.count() >= 2, "the server was not stopped around the new settings");
-    QCOMPARE(host_->server()->port(), port);  // the port picked the first time is kept
-    QCOMPARE(httpPost(port, "/v1/completions", {{"model", "tiny"}, {"prompt", "Hi"}, {"max_tokens", 2}}).status, 200);
+    client.join();
+    QCOMPARE(status.load(), 200);
+    QVERIFY2(!body.contains("error"), body.dump().c_str());
+    QCOMPARE(body["choices"][0]["finish_reason"].get<std::string>(), std::string("length"));
+    QCOMPARE(body["usage"]["completion_tokens"].get<int>(), 3000);
+    QCOMPARE(host_->server()->state(), State::Serving);
+    QCOMPARE(states.count(), 0);  // never stopped
 
+    // The models list follows the engine's new context.
+    changed.max_model_len = 1024;
+    window_->loadEngine(changed);
+    QTRY_COMPARE_WITH_TIMEOUT(window_->engineConfig().max_model_len, 1024, kTimeoutMs);
+    QTRY_COMPARE_WITH_TIMEOUT(httpGet(port, "/v1/models").json["data"][0]["context_length"].get<int>(), 1024,
+                              kTimeoutMs);
+    QCOMPARE(states.count(), 0);
+  }
+
+  void anotherModelRestartsTheServer() {
+    const int port = startServing(0);
+    QSignalSpy states(host_->server(), &gui::ServerController::stateChanged);
     // Another model file: the server serves it under its own id.
     const QString other = dir_.filePath(QStringLiteral("tiny-two.gguf"));
     QFile::remove(other);
     QVERIFY(QFile::copy(model_, other));
-    EngineConfig reloaded = changed;
+    EngineConfig reloaded = config();
     reloaded.model_path = other.toStdString();
-    states.clear();
     window_->loadEngine(reloaded);
     QTRY_VERIFY_WITH_TIMEOUT(window_->engineConfig().model_path == reloaded.model_path, kTimeoutMs);
     QTRY_VERIFY_WITH_TIMEOUT(host_->server()->state() == State::Serving && states.count() >= 2, kTimeoutMs);
