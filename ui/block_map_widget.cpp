@@ -19,7 +19,7 @@ namespace kvscope::ui {
 namespace {
 
 constexpr int kMargin = 4;
-constexpr int kMinCell = 5;
+constexpr int kMinCell = 3;  // 2 px and a 1 px gap: still a dot per block
 constexpr int kMaxCell = 22;
 
 std::span<const RequestId> ownersOf(const EngineSnapshot& s, const BlockSnapshot& b) {
@@ -170,7 +170,15 @@ void BlockMapWidget::relayout() {
   while (cell > kMinCell && (w / cell) * (h / cell) < n) --cell;
   layout_.cell = cell;
   layout_.columns = std::max(w / cell, 1);
+  layout_.shown = std::min(n, layout_.columns * (h / cell));
+  if (layout_.shown < n) {
+    // Whole rows above the line that says what is left out.
+    const int rows = std::max((h - clippedNoteHeight()) / cell, 0);
+    layout_.shown = std::min(n, layout_.columns * rows);
+  }
 }
+
+int BlockMapWidget::clippedNoteHeight() const { return fontMetrics().height() + 4; }
 
 QRect BlockMapWidget::cellRect(int block) const {
   const int row = block / layout_.columns;
@@ -187,7 +195,7 @@ int BlockMapWidget::blockAt(QPoint pos) const {
   const int col = x / layout_.cell;
   if (col >= layout_.columns) return -1;
   const int block = (y / layout_.cell) * layout_.columns + col;
-  return block < static_cast<int>(snapshot_->blocks.size()) ? block : -1;
+  return block < layout_.shown ? block : -1;
 }
 
 void BlockMapWidget::paintEvent(QPaintEvent* event) {
@@ -199,7 +207,7 @@ void BlockMapWidget::paintEvent(QPaintEvent* event) {
     return;
   }
   const EngineSnapshot& s = *snapshot_;
-  const int n = static_cast<int>(s.blocks.size());
+  const int n = layout_.shown;
   const CellPalette colours = CellPalette::fromPalette(palette());
   // Free cells all look alike (a selection or a focus leaves them as they
   // are): one blit of the all-free picture, then only the other cells. A
@@ -290,6 +298,17 @@ void BlockMapWidget::paintEvent(QPaintEvent* event) {
         p.drawText(r, Qt::AlignCenter, label);
       }
     }
+  }
+  const int total = static_cast<int>(s.blocks.size());
+  if (n < total) {
+    // Too small even for the smallest cells: say so rather than leave the
+    // rest out unnoticed (the header's "used" counts them all).
+    const QRect note(0, height() - clippedNoteHeight(), width(), clippedNoteHeight());
+    p.fillRect(note, palette().color(QPalette::Window));
+    p.setPen(palette().color(QPalette::WindowText));
+    p.drawText(note.adjusted(kMargin, 0, -kMargin, 0), Qt::AlignVCenter | Qt::AlignLeft,
+               fontMetrics().elidedText(tr("%1 of %2 blocks shown: enlarge the panel for the rest").arg(n).arg(total),
+                                        Qt::ElideRight, note.width() - 2 * kMargin));
   }
 }
 

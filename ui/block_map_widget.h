@@ -69,6 +69,10 @@ class BlockMapWidget : public QWidget {
   // no longer in use: its requests ended with that step).
   int cascadeGroupOf(int block) const;
   bool cascadeMarked(int block) const { return cascadeGroupOf(block) >= 0; }
+  // How many of the pool's blocks the map draws: all of them unless the
+  // widget is too small even for the smallest cells, when a line at the
+  // bottom says how many are left out.
+  int shownBlocks() const { return layout_.shown; }
   // Freed by a recent context shift and not in use since (models/dropped_blocks.h).
   bool droppedMarked(int block) const {
     return block >= 0 && static_cast<size_t>(block) < dropped_.size() && dropped_[static_cast<size_t>(block)].marked();
@@ -95,8 +99,10 @@ class BlockMapWidget : public QWidget {
   struct Layout {
     int cell = 8;     // pixels per cell, gap included
     int columns = 1;
+    int shown = 0;    // the blocks drawn: all, unless even the smallest cells do not fit
   };
   void relayout();
+  int clippedNoteHeight() const;
   void refocus();
   // Drops finished requests from the click selection (and says so).
   void forgetFinishedSelection();

@@ -230,6 +230,33 @@ class BlockMapWidgetTest : public QObject {
     QCOMPARE(crimson(render(w), 20), 0);
   }
 
+  // Every block is drawn while the smallest cells fit (a 512 MB pool of 728
+  // blocks drew about half of them in a short panel, with no word of the
+  // rest); a pool too large for the panel says how much of it is shown.
+  void aSmallPanelShowsEveryBlockOrSaysHowManyItShows() {
+    BlockMapWidget w;
+    w.resize(120, 80);  // the widget's minimum
+    w.show();           // so that resizes reach it
+    w.setSnapshot(test::makeSnapshot(3, 3, 1, 728));
+    QCOMPARE(w.shownBlocks(), 728);
+    QVERIFY(w.cellRect(727).bottom() < w.height());
+    w.setSnapshot(test::makeSnapshot(3, 3, 1, 4000));
+    QVERIFY2(w.shownBlocks() > 0 && w.shownBlocks() < 4000, qPrintable(QString::number(w.shownBlocks())));
+    const int last = w.shownBlocks() - 1;
+    QVERIFY(w.cellRect(last).bottom() < w.height() - w.fontMetrics().height());  // above the note
+    QCOMPARE(w.blockAt(QPoint(w.width() / 2, w.height() - 3)), -1);              // the note is no block
+    // The note is drawn: text-coloured pixels in the bottom strip, none there without it.
+    const QImage image = render(w);
+    const QColor ink = w.palette().color(QPalette::WindowText);
+    int inked = 0;
+    for (int y = w.height() - w.fontMetrics().height(); y < w.height(); ++y) {
+      for (int x = 0; x < w.width(); ++x) inked += image.pixelColor(x, y) == ink;
+    }
+    QVERIFY(inked > 10);
+    w.resize(1200, 900);
+    QCOMPARE(w.shownBlocks(), 4000);
+  }
+
   // An engine gone idle sends no snapshot, yet the marks still end on time:
   // the widget carries the last snapshot's clock on (they stayed for good).
   void theMarksEndWhenNoSnapshotComes() {
