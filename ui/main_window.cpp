@@ -31,6 +31,7 @@
 #include "block_map_widget.h"
 #include "live_label.h"
 #include "chat_widget.h"
+#include "dock_share_keeper.h"
 #include "conversation_list_widget.h"
 #include "invariance_panel.h"
 #include "engine_settings.h"
@@ -311,6 +312,7 @@ void MainWindow::createDocks() {
   const DockWidths widths = dockWidths(width(), kDesignedWidth, list_dock->minimumSizeHint().width());
   resizeDocks({list_dock, map_dock}, {widths.list, widths.inspector}, Qt::Horizontal);
   resizeDocks({map_dock, table_dock, plots_dock}, {300, 200, 380}, Qt::Vertical);
+  new DockShareKeeper(this, {list_dock, map_dock});  // a child: the window's resizes keep the docks' shares
 }
 
 namespace {

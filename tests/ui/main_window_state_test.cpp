@@ -57,6 +57,42 @@ class MainWindowStateTest : public QObject {
     QVERIFY(second.findChild<QDockWidget*>(QStringLiteral("plots_dock"))->visibleRegion().isEmpty());
   }
 
+  // A window made narrow and then wide again gives the docks back their
+  // share of it (QMainWindow gave all the width back to the chat, leaving
+  // the inspector squeezed, and saved it so); a dragged edge is kept.
+  void docksKeepTheirShareOfAResizedWindow() {
+    QTemporaryDir dir;
+    ui::MainWindow window(nullptr, dir.filePath(QStringLiteral("chats.sqlite")));
+    window.resize(1500, 920);
+    window.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&window));
+    QTRY_COMPARE(window.width(), 1500);
+    auto* inspector = window.findChild<QDockWidget*>(QStringLiteral("kv_blocks_dock"));
+    auto* list = window.findChild<QDockWidget*>(QStringLiteral("conversations_dock"));
+    // The inspector made 700 px wide, as a drag of its edge does; the drag's
+    // end is a mouse release on the window's separator (a click there here).
+    window.resizeDocks({inspector}, {700}, Qt::Horizontal);
+    QTRY_VERIFY2(std::abs(inspector->width() - 700) <= 12, qPrintable(QString::number(inspector->width())));
+    QTest::mouseClick(&window, Qt::LeftButton, {}, QPoint(inspector->x() - 3, inspector->y() + inspector->height() / 2));
+    QTest::qWait(50);
+    const int wide = inspector->width();
+    const int list_wide = list->width();
+    window.resize(780, 500);  // near the window's minimum width
+    QTRY_COMPARE(window.width(), 780);
+    QTest::qWait(50);
+    QVERIFY2(inspector->width() < wide * 2 / 3, qPrintable(QStringLiteral("%1 px, %2 before").arg(inspector->width()).arg(wide)));
+    window.resize(1500, 920);
+    QTRY_COMPARE(window.width(), 1500);
+    QTRY_VERIFY2(std::abs(inspector->width() - wide) <= 12,
+                 qPrintable(QStringLiteral("%1 px, %2 before").arg(inspector->width()).arg(wide)));
+    QVERIFY2(std::abs(list->width() - list_wide) <= 12,
+             qPrintable(QStringLiteral("%1 px, %2 before").arg(list->width()).arg(list_wide)));
+    // In between, the same share: 700 of 1500 is 467 of 1000.
+    window.resize(1000, 700);
+    QTRY_COMPARE(window.width(), 1000);
+    QTRY_VERIFY2(std::abs(inspector->width() - wide * 1000 / 1500) <= 12, qPrintable(QString::number(inspector->width())));
+  }
+
   // A tabbed dock whose tab is not selected stays "visible" to Qt, off
   // screen: its controls were in the Tab chain. They are disabled until
   // their tab is selected.

@@ -1,0 +1,66 @@
+// Side docks that keep their share of a resized window (see dock_share_keeper.h).
+#include "dock_share_keeper.h"
+
+#include <cmath>
+
+#include <QDockWidget>
+#include <QEvent>
+#include <QMainWindow>
+#include <QResizeEvent>
+#include <QTimer>
+
+namespace kvscope::ui {
+
+DockShareKeeper::DockShareKeeper(QMainWindow* window, std::vector<QDockWidget*> docks)
+    : QObject(window), window_(window), docks_(std::move(docks)) {
+  window_->installEventFilter(this);
+}
+
+void DockShareKeeper::rememberShares() {
+  const int width = window_->width();
+  if (width <= 0) return;
+  shares_.assign(docks_.size(), 0.0);
+  for (size_t i = 0; i < docks_.size(); ++i) {
+    // A hidden or floating dock keeps the share it had.
+    if (docks_[i]->isVisible() && !docks_[i]->isFloating()) {
+      shares_[i] = static_cast<double>(docks_[i]->width()) / width;
+    }
+  }
+}
+
+void DockShareKeeper::applyShares() {
+  if (shares_.size() != docks_.size()) return;
+  QList<QDockWidget*> docks;
+  QList<int> widths;
+  for (size_t i = 0; i < docks_.size(); ++i) {
+    if (!docks_[i]->isVisible() || docks_[i]->isFloating() || shares_[i] <= 0.0) continue;
+    docks << docks_[i];
+    widths << static_cast<int>(std::lround(shares_[i] * window_->width()));
+  }
+  if (!docks.isEmpty()) window_->resizeDocks(docks, widths, Qt::Horizontal);
+}
+
+bool DockShareKeeper::eventFilter(QObject* watched, QEvent* event) {
+  if (watched != window_) return QObject::eventFilter(watched, event);
+  switch (event->type()) {
+    case QEvent::Resize: {
+      const auto* resize = static_cast<QResizeEvent*>(event);
+      if (resize->oldSize().width() > 0 && resize->size().width() != resize->oldSize().width()) applyShares();
+      break;
+    }
+    case QEvent::Show:
+      // Once laid out at the size it is shown at.
+      if (shares_.empty()) QTimer::singleShot(0, this, [this] { rememberShares(); });
+      break;
+    case QEvent::MouseButtonRelease:
+      // The end of a drag of a dock's edge (or a click on the window's own
+      // frame, which changes nothing): once the layout has settled.
+      QTimer::singleShot(0, this, [this] { rememberShares(); });
+      break;
+    default:
+      break;
+  }
+  return QObject::eventFilter(watched, event);
+}
+
+}  // namespace kvscope::ui
