@@ -66,8 +66,10 @@ InvariancePanel::InvariancePanel(QWidget* parent) : QWidget(parent) {
   validation_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   form->addRow(QString(), validation_);
 
-  use_conversation_ = new QRadioButton(tr("the conversation's last prompt"), this);
-  use_conversation_->setToolTip(tr("Sent as raw text, without the chat template"));
+  use_conversation_ = new QRadioButton(tr("the conversation's last message, as raw text"), this);
+  use_conversation_->setToolTip(
+      tr("The last thing you typed in the chat, without the chat template or the earlier turns: not the input "
+         "the chat sent, so a chat model may answer it otherwise, or end at once"));
   use_file_ = new QRadioButton(tr("a file:"), this);
   use_conversation_->setChecked(true);
   auto* group = new QButtonGroup(this);
@@ -304,9 +306,10 @@ void InvariancePanel::onFinished(quint64 job_id, const InvarianceOutcome& outcom
   int different_prompts = 0;
   for (const PromptVerdict& v : report.prompts) different_prompts += !v.same_prompt;
   if (different_prompts > 0)
-    text += QStringLiteral("\n") + tr("Note: %1 prompt(s) ran as different tokens under A and B (their settings cut "
-                                       "the prompt differently): those outputs are of different inputs.")
-                                        .arg(different_prompts);
+    text += QStringLiteral("\n") + tr("Note: %1 prompt(s) ran as different tokens under A and B (%2): those outputs "
+                                       "are of different inputs.")
+                                        .arg(different_prompts)
+                                        .arg(QString::fromStdString(report.different_prompt_reason()));
   for (const auto& [name, stats] : {std::pair{"A", &report.stats_a}, std::pair{"B", &report.stats_b}}) {
     for (const std::string& w : stats->warnings)
       text += QStringLiteral("\n") + tr("%1: warning: %2").arg(QLatin1String(name), QString::fromStdString(w));

@@ -402,6 +402,11 @@ std::vector<std::string> InvarianceReport::expected_differences() const {
   return notes;
 }
 
+std::string InvarianceReport::different_prompt_reason() const {
+  return a.config.model_path != b.config.model_path ? "the two models tokenize the prompt differently"
+                                                    : "their settings cut the prompt differently";
+}
+
 int32_t InvarianceReport::num_identical() const {
   return static_cast<int32_t>(
       std::count_if(prompts.begin(), prompts.end(), [](const PromptVerdict& v) { return v.identical; }));

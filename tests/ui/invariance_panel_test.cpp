@@ -303,6 +303,23 @@ class InvariancePanelTest : public QObject {
     panel.run();
     panel.onFinished(runs.last().at(0).value<quint64>(), outcomeOf({identicalVerdict()}));
     QVERIFY2(!panel.statusText().contains(QStringLiteral("generated nothing")), qPrintable(panel.statusText()));
+
+    // Prompts that ran as different tokens: by the settings' cuts, or, with
+    // another model on B, by its own tokenizer.
+    panel.run();
+    PromptVerdict cut = identicalVerdict();
+    cut.same_prompt = false;
+    InvarianceOutcome cut_outcome = outcomeOf({cut});
+    panel.onFinished(runs.last().at(0).value<quint64>(), cut_outcome);
+    QVERIFY2(panel.statusText().contains(QStringLiteral("their settings cut the prompt differently")),
+             qPrintable(panel.statusText()));
+    panel.run();
+    InvarianceOutcome other_model = outcomeOf({cut});
+    other_model.report.b.config.model_path = "/models/other.gguf";
+    panel.onFinished(runs.last().at(0).value<quint64>(), other_model);
+    QVERIFY2(panel.statusText().contains(QStringLiteral("the two models tokenize the prompt differently")),
+             qPrintable(panel.statusText()));
+    QVERIFY2(!panel.statusText().contains(QStringLiteral("cut the prompt")), qPrintable(panel.statusText()));
   }
 
   void promptsFromAFile() {

@@ -136,8 +136,12 @@ struct PromptVerdict {
   std::string text_a, text_b;
   std::string finish_a, finish_b;  // finish_reason_name() of each run
   // Identical, but both replies ended at their first token (end of
-  // sequence): one position was compared, which reports should say.
-  bool ended_at_once() const { return identical && tokens_a.empty(); }
+  // sequence): one position was compared, which reports should say. Under
+  // greedy sampling the end token is named in tokens_a (then alone, with
+  // finish "stop"); otherwise tokens_a is empty.
+  bool ended_at_once() const {
+    return identical && (tokens_a.empty() || (tokens_a.size() == 1 && finish_a == "stop"));
+  }
 };
 
 // What a side's runs exercised, summed over its prompts, so a report can show
@@ -185,8 +189,13 @@ struct InvarianceReport {
   // divergence there is expected, not a broken invariance. The model, the
   // KV cache type, the backend that ran, on a GPU the matmul and the cuBLAS
   // prefill GEMM (on at all: its bits follow the chunking), and tensor
-  // parallelism with tp_reduce = fast. Empty when none applies.
+  // parallelism when the sides add its sums in different orders. Empty when
+  // none applies.
   std::vector<std::string> expected_differences() const;
+  // Why a prompt ran as different tokens on the two sides (a verdict whose
+  // same_prompt is false): the two models tokenize it differently, or a
+  // side's context settings cut it (that side's warnings say how).
+  std::string different_prompt_reason() const;
 };
 
 // Pure comparison of two runs of one prompt (no engine): fills everything but

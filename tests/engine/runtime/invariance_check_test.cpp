@@ -341,6 +341,13 @@ TEST(CompareRuns, RepliesThatEndedAtOnceAreIdenticalOverOneRow) {
   EXPECT_FALSE(v.logits_identical);
   EXPECT_EQ(v.max_logit_diff, 0.25f);
   EXPECT_FALSE(compare_runs(record({1}, {{0, 1, 0}}), record({1}, {{0, 1, 0}})).ended_at_once());
+  // Greedy: the end token is named, alone, and the reply stopped there (a
+  // check said "identical (1 tokens ...)" of a reply with no text).
+  GenerationRecord eos = record({1}, {{0, 1, 0}});
+  eos.finish = "stop";
+  EXPECT_TRUE(compare_runs(eos, eos).ended_at_once());
+  eos.finish = "length";  // one token asked for: a reply, not an end
+  EXPECT_FALSE(compare_runs(eos, eos).ended_at_once());
 }
 
 TEST(CompareRuns, NanOnOneSideIsInfinitelyFar) {
