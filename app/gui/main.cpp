@@ -161,6 +161,10 @@ int main(int argc, char** argv) {
   kvscope::gui::connectWindowToEngine(window, host);
   using W = kvscope::gui::EngineWorker;
 
+  // The layout the user left, unless this run is a state of its own: a
+  // settings file, a screenshot or a measurement must not depend on it.
+  // Before --show, which brings a panel to the front of that layout.
+  if (!parser.isSet(settings_opt) && !parser.isSet(shot_opt) && !parser.isSet(frames_opt)) window.restoreLayout();
   for (const QString& panel : parser.values(show_opt)) {
     if (!window.showPanel(panel))
       qWarning("kvscope: --show: no panel called %s (known: %s)", qPrintable(panel),
@@ -259,9 +263,6 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "kvscope: --measure-frames: no model at %s\n", config.model_path.c_str());
     return 1;
   }
-  // The layout the user left, unless this run is a state of its own: a
-  // settings file, a screenshot or a measurement must not depend on it.
-  if (!parser.isSet(settings_opt) && !parser.isSet(shot_opt) && !parser.isSet(frames_opt)) window.restoreLayout();
   window.show();
   if (!settings_problems.isEmpty()) {
     window.statusBar()->showMessage(
