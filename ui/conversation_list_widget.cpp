@@ -55,7 +55,10 @@ ConversationListWidget::ConversationListWidget(QWidget* parent) : QWidget(parent
     search_->setFocus(Qt::ShortcutFocusReason);
     search_->selectAll();
   });
-  connect(search_, &QLineEdit::textChanged, this, [this] { refresh(currentConversation()); });
+  // The conversation open in the window, not the list's current item: a
+  // search that hid it left none current, and clearing the search then left
+  // the open one unselected (Rename and Delete greyed out).
+  connect(search_, &QLineEdit::textChanged, this, [this] { refresh(open_id_); });
   connect(list_, &QListWidget::currentItemChanged, this,
           [this](QListWidgetItem* item, QListWidgetItem*) { onCurrentItemChanged(item); });
   connect(new_, &QPushButton::clicked, this, &ConversationListWidget::newRequested);
@@ -90,6 +93,7 @@ QString ConversationListWidget::currentTitle() const {
 int ConversationListWidget::count() const { return list_->count(); }
 
 void ConversationListWidget::refresh(qint64 select_id) {
+  open_id_ = select_id;
   refreshing_ = true;
   list_->clear();
   if (store_ && store_->is_open()) {

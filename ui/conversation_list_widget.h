@@ -55,6 +55,7 @@ class ConversationListWidget : public QWidget {
   QPushButton* rename_ = nullptr;
   QPushButton* delete_ = nullptr;
   bool refreshing_ = false;  // no conversationSelected while the list is rebuilt
+  qint64 open_id_ = -1;      // the conversation the window has open (refresh's select_id)
 };
 
 }  // namespace kvscope::ui

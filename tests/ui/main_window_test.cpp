@@ -233,7 +233,12 @@ class MainWindowTest : public QObject {
       // Search narrows the list; deleting the open conversation clears the chat.
       window.conversationList()->searchField()->setText(QStringLiteral("kv block"));
       QCOMPARE(window.conversationList()->count(), 1);
+      // A search that hides the open conversation, cleared: it is selected again.
+      window.conversationList()->searchField()->setText(QStringLiteral("hello"));
+      QCOMPARE(window.conversationList()->count(), 1);
+      QCOMPARE(window.conversationList()->currentConversation(), qint64(-1));
       window.conversationList()->searchField()->clear();
+      QCOMPARE(window.conversationList()->currentConversation(), first);
       window.conversationList()->refresh(second);
       window.conversationList()->deleteCurrent(false);
       QCOMPARE(window.conversationList()->count(), 1);
