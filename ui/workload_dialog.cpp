@@ -1,6 +1,8 @@
 // WorkloadDialog (see workload_dialog.h).
 #include "workload_dialog.h"
 
+#include <initializer_list>
+
 #include <QComboBox>
 #include <QDialogButtonBox>
 #include <QDoubleSpinBox>
@@ -66,6 +68,14 @@ WorkloadDialog::WorkloadDialog(const WorkloadSpec& spec, QWidget* parent) : QDia
   form->addRow(tr("Output length:"), output_len_);
   form->addRow(tr("Arrival rate:"), arrival_rate_);
   form->addRow(buttons);
+  // Tab goes down the rows as they are shown (the fields were made in
+  // another order, which Tab followed).
+  QWidget* previous = preset_;
+  for (QWidget* next : std::initializer_list<QWidget*>{num_requests_, prompt_len_, shared_prefix_len_, output_len_,
+                                                       arrival_rate_, buttons}) {
+    setTabOrder(previous, next);
+    previous = next;
+  }
 }
 
 void WorkloadDialog::applyPreset(int index) {

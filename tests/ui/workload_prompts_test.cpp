@@ -106,6 +106,20 @@ class WorkloadPromptsTest : public QObject {
     WorkloadDialog again(systemPromptWorkload(12));
     QCOMPARE(again.findChild<QComboBox*>(QStringLiteral("workloadPreset"))->currentIndex(), 1);
   }
+
+  // Tab walks the fields top to bottom, as the rows are shown.
+  void tabGoesDownTheRows() {
+    WorkloadDialog dialog(WorkloadSpec{});
+    QStringList order;
+    QWidget* w = dialog.findChild<QComboBox*>(QStringLiteral("workloadPreset"));
+    for (int i = 0; i < 6 && w; ++i, w = w->nextInFocusChain()) {
+      while (w && w->accessibleName().isEmpty()) w = w->nextInFocusChain();  // the spin boxes' line edits
+      if (w) order << w->accessibleName();
+    }
+    QCOMPARE(order, (QStringList{QStringLiteral("Preset"), QStringLiteral("Requests"), QStringLiteral("Prompt length"),
+                                 QStringLiteral("Shared prefix length"), QStringLiteral("Output length"),
+                                 QStringLiteral("Arrival rate")}));
+  }
 };
 
 QTEST_MAIN(WorkloadPromptsTest)
