@@ -19,6 +19,7 @@
 #include <QVBoxLayout>
 
 #include "kvscope/chrome_trace.h"
+#include "models/counted_text.h"
 #include "models/trace_event_model.h"
 #include "palette_colors.h"
 #include "rank_lanes_plot.h"
@@ -148,6 +149,7 @@ void TracePanel::onRecordToggled(bool on) {
   // Recording after a file was opened starts a new live trace.
   if (on && showing_file_) clear();
   record_->setText(on ? tr("Recording") : tr("Record"));
+  summary_->setText(summaryText());  // an empty trace says whether it is recording
   emit recordingChanged(on);
 }
 
@@ -222,11 +224,11 @@ bool TracePanel::loadTraceFile(const QString& path) {
   cursor_time_ = timeline_.start_time();
   events_model_->setTimeline(&timeline_);
   source_->setText(tr("Replaying %1").arg(QFileInfo(path).fileName()));
-  showMessage(tr("Opened %1: %2 events, %3 steps, %4 requests.")
+  showMessage(tr("Opened %1: %2, %3, %4.")
                   .arg(path)
-                  .arg(timeline_.num_events())
-                  .arg(timeline_.steps().size())
-                  .arg(timeline_.requests().size()),
+                  .arg(counted(static_cast<qint64>(timeline_.num_events()), tr("event"), tr("events")))
+                  .arg(counted(static_cast<qint64>(timeline_.steps().size()), tr("step"), tr("steps")))
+                  .arg(counted(static_cast<qint64>(timeline_.requests().size()), tr("request"), tr("requests"))),
               false);
   plot_->setTimeline(&timeline_);
   rank_lanes_->setTimeline(&timeline_);
@@ -319,21 +321,26 @@ void TracePanel::updateRange() {
 }
 
 QString TracePanel::summaryText() const {
-  if (timeline_.empty()) return tr("No trace: press Record and run some requests, or open a saved trace.");
+  if (timeline_.empty()) {
+    // Recording (after Clear, say): pressing Record again would stop it.
+    return isRecording() ? tr("Recording: the events of the requests that run from now on appear here.")
+                         : tr("No trace: press Record and run some requests, or open a saved trace.");
+  }
   const double t = cursor_time_;
   QStringList parts;
   if (const auto step = timeline_.step_at(t)) {
     const TraceStep& s = timeline_.steps()[*step];
-    parts << (s.ended ? tr("step %1 (%2 tokens, %3 seqs, %4 ms)")
+    parts << (s.ended ? tr("step %1 (%2, %3, %4 ms)")
                             .arg(s.step)
-                            .arg(s.num_tokens)
-                            .arg(s.num_seqs)
+                            .arg(counted(s.num_tokens, tr("token"), tr("tokens")))
+                            .arg(counted(s.num_seqs, tr("seq"), tr("seqs")))
                             .arg(s.duration_s() * 1e3, 0, 'f', 2)
                       : tr("step %1 (running)").arg(s.step));
   } else {
     parts << tr("before the first step");
   }
-  parts << tr("%n request(s) active", nullptr, static_cast<int>(timeline_.requests_active_at(t).size()));
+  parts << tr("%1 active").arg(counted(static_cast<qint64>(timeline_.requests_active_at(t).size()), tr("request"),
+                                       tr("requests")));
   if (const auto kv = timeline_.kv_usage_at(t)) {
     parts << tr("KV %1 used, %2 cached-free blocks").arg(kv->num_used_blocks).arg(kv->num_cached_free_blocks);
   }

@@ -140,6 +140,14 @@ class InvariancePanelTest : public QObject {
     stats.num_graph_steps = 31;
     const QString gpu = runStatsText(stats);
     QVERIFY2(gpu.endsWith(QStringLiteral(", 31 replayed as a GPU graph")), qPrintable(gpu));
+    // One of each reads as one ("1 steps, up to 1 sequences" before).
+    InvarianceRunStats one;
+    one.num_steps = 1;
+    one.max_batch_seqs = 1;
+    one.num_prefix_hit_tokens = 1;
+    const QString single = runStatsText(one);
+    QVERIFY2(single.startsWith(QStringLiteral("1 step, up to 1 sequence a step")), qPrintable(single));
+    QVERIFY2(single.contains(QStringLiteral("1 prompt token from the prefix cache")), qPrintable(single));
   }
 
   void verdictModelShowsEachPrompt() {

@@ -135,7 +135,7 @@ class TracePanelTest : public QObject {
           static_cast<long long>(totals.num_cache_hits), static_cast<long long>(totals.num_copy_on_writes));
     QVERIFY(TraceTimeline(recorded.events()) == recorded);  // batches == at once
     QCOMPARE(panel.cursorTime(), recorded.end_time());       // live view follows the end
-    QVERIFY(panel.summaryText().contains(QStringLiteral("0 request(s) active")));
+    QVERIFY(panel.summaryText().contains(QStringLiteral("0 requests active")));
 
     const QString path = dir_.filePath(QStringLiteral("recorded.json"));
     QVERIFY2(panel.saveTraceFile(path), qPrintable(panel.messageText()));
@@ -160,10 +160,14 @@ class TracePanelTest : public QObject {
     QCOMPARE(recording.count(), 1);
     QCOMPARE(recording.at(0).at(0).toBool(), false);
     QVERIFY(!panel.isRecording());
-    // Record again: a new, empty live trace.
+    // Record again: a new, empty live trace, which says it is recording
+    // (it said "press Record", which would stop it).
     panel.setRecording(true);
     QVERIFY(!panel.isShowingFile());
     QVERIFY(panel.timeline().empty());
+    QVERIFY2(panel.summaryText().startsWith(QStringLiteral("Recording:")), qPrintable(panel.summaryText()));
+    panel.setRecording(false);
+    QVERIFY2(panel.summaryText().contains(QStringLiteral("press Record")), qPrintable(panel.summaryText()));
   }
 
   void refusesFilesThatAreNotTraces() {
@@ -281,13 +285,13 @@ class TracePanelTest : public QObject {
     QVERIFY(slider);
     QCOMPARE(slider->maximum(), 211000);  // microseconds, 1.000 .. 1.211
     QCOMPARE(slider->value(), 211000);    // following the end
-    QVERIFY(panel.summaryText().startsWith(QStringLiteral("step 2 (20 tokens, 1 seqs")));
+    QVERIFY(panel.summaryText().startsWith(QStringLiteral("step 2 (20 tokens, 1 seq,")));
     QVERIFY(panel.summaryText().contains(QStringLiteral("preemptions 1")));
 
     slider->setValue(5000);  // 1.005: step 0, request 1 admitted
     QCOMPARE(panel.cursorTime(), 1.005);
     QVERIFY2(panel.summaryText().startsWith(QStringLiteral("step 0 (20 tokens")), qPrintable(panel.summaryText()));
-    QVERIFY(panel.summaryText().contains(QStringLiteral("1 request(s) active")));
+    QVERIFY(panel.summaryText().contains(QStringLiteral("1 request active")));
     QVERIFY(panel.summaryText().contains(QStringLiteral("preemptions 0")));
     QVERIFY(!panel.summaryText().contains(QStringLiteral("KV")));  // no sample yet
 

@@ -6,6 +6,7 @@
 
 #include <QCoreApplication>
 
+#include "models/counted_text.h"
 #include "models/token_text.h"
 
 namespace kvscope::ui {
@@ -88,13 +89,12 @@ QString continuationHtml(const PromptVerdict& verdict, bool side_b, const std::v
 }
 
 QString runStatsText(const InvarianceRunStats& stats) {
-  return tr("%1 steps, up to %2 sequences a step, %3 mixed prefill+decode, %4 with a cascade pass, "
-            "%5 prompt tokens from the prefix cache")
-      .arg(stats.num_steps)
-      .arg(stats.max_batch_seqs)
+  return tr("%1, up to %2 a step, %3 mixed prefill+decode, %4 with a cascade pass, %5 from the prefix cache")
+      .arg(counted(stats.num_steps, tr("step"), tr("steps")))
+      .arg(counted(stats.max_batch_seqs, tr("sequence"), tr("sequences")))
       .arg(stats.num_mixed_steps)
       .arg(stats.num_cascade_steps)
-      .arg(stats.num_prefix_hit_tokens) +
+      .arg(counted(stats.num_prefix_hit_tokens, tr("prompt token"), tr("prompt tokens"))) +
          (stats.num_graph_steps > 0 ? tr(", %1 replayed as a GPU graph").arg(stats.num_graph_steps) : QString());
 }
 
