@@ -222,6 +222,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config, const
   info.name = mc.name;
   info.architecture = model->architecture;
   info.weight_bytes = impl->weights->matrix_bytes();
+  info.weight_memory_bytes = impl->weights->held_bytes();
   info.kv_bytes_per_token = static_cast<size_t>(plan.kv_bytes_per_token);
   info.chat_template_family = impl->chat_template->family_name();
   info.recommended_sampling = model->sampling;

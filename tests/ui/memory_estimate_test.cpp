@@ -167,7 +167,10 @@ class MemoryEstimateTest : public QObject {
     EngineConfig config;
     config.preemption = PreemptionMode::Recompute;
     MemoryBreakdown m = memoryBreakdown(info, config);
-    QCOMPARE(m.weight_bytes, int64_t{100} << 20);
+    QCOMPARE(m.weight_bytes, int64_t{100} << 20);  // an engine that reports only its matrices
+    info.weight_memory_bytes = (100u << 20) + 4096;  // the embedding table and norms too
+    QCOMPARE(memoryBreakdown(info, config).weight_bytes, (int64_t{100} << 20) + 4096);
+    info.weight_memory_bytes = 0;
     QVERIFY(m.kv_pool_derived);
     QCOMPARE(m.kv_pool_bytes, int64_t{67092480});  // 91 * 737280
     QCOMPARE(m.workspace_bytes, int64_t{0});

@@ -18,7 +18,9 @@ double toMiB(int64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024
 
 MemoryBreakdown memoryBreakdown(const ModelInfo& info, const EngineConfig& config) {
   MemoryBreakdown m;
-  m.weight_bytes = static_cast<int64_t>(info.weight_bytes);
+  // All the weights held (the embedding table and norms too), as model-info
+  // counts them; an engine that did not say, its matrices.
+  m.weight_bytes = static_cast<int64_t>(info.weight_memory_bytes > 0 ? info.weight_memory_bytes : info.weight_bytes);
   m.kv_pool_bytes = static_cast<int64_t>(info.kv_pool_bytes);
   if (m.kv_pool_bytes == 0 && info.num_kv_blocks > 0) {
     // Older engines report only the pool's shape; its size follows from it

@@ -27,6 +27,10 @@ struct ModelInfo {
   // context_length). Follows Engine::reconfigure.
   int32_t max_model_len = 0;
   size_t weight_bytes = 0;     // matrices read per decode step
+  // Every weight the engine holds: weight_bytes plus the embedding table
+  // where it is not also the head, and the norms and biases (model-info's
+  // "weights": what the model file's tensors add up to).
+  size_t weight_memory_bytes = 0;
   size_t kv_bytes_per_token = 0;  // K and V, every layer, in the cache type (EngineConfig::kv_cache_type)
   // The memory below follows Engine::reconfigure. The pools are calloc'd: pages
   // count against the process only once written.

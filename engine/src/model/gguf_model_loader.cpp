@@ -300,4 +300,18 @@ size_t ModelWeights::matrix_bytes() const {
   return total;
 }
 
+size_t ModelWeights::held_bytes() const {
+  size_t total = matrix_bytes();
+  if (token_embd.data != output.data) total += token_embd.num_bytes();  // untied: the head is another matrix
+  const auto vector_bytes = [](const std::vector<float>& v) { return v.size() * sizeof(float); };
+  total += vector_bytes(output_norm) + vector_bytes(rope_freq_factors);
+  for (const LayerWeights& L : layers) {
+    for (const std::vector<float>* v : {&L.attn_norm, &L.bq, &L.bk, &L.bv, &L.q_norm, &L.k_norm, &L.post_attn_norm,
+                                        &L.ffn_norm, &L.post_ffn_norm}) {
+      total += vector_bytes(*v);
+    }
+  }
+  return total;
+}
+
 }  // namespace kvscope

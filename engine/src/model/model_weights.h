@@ -49,6 +49,10 @@ struct ModelWeights {
   std::shared_ptr<const void> backing;
 
   size_t matrix_bytes() const;  // bytes of all matrices (what decode reads per step)
+  // Bytes of every weight held: the matrices, the embedding table where it
+  // is not also the head, and the norm, bias and rope vectors (what a model
+  // file's tensors add up to, as model-info counts them).
+  size_t held_bytes() const;
 };
 
 }  // namespace kvscope

@@ -11,6 +11,7 @@
 
 #include "kvscope/engine.h"
 #include "kvscope/kv_plan.h"
+#include "kvscope/model_file.h"
 #include "support/tiny_model.h"
 
 namespace kvscope {
@@ -47,6 +48,29 @@ std::string ModelMemoryInfo::path_;
 // K and V, f32, every layer and KV head.
 size_t expected_kv_bytes_per_token(const test::TinyModelSpec& s) {
   return 2 * sizeof(float) * static_cast<size_t>(s.layers) * s.kv_heads * s.head_dim;
+}
+
+// The weights held are what the file's tensors add up to (model-info's
+// figure), tied head or not; the matrices read per step leave out the
+// norms, and an untied model's embedding table.
+TEST_F(ModelMemoryInfo, WeightMemoryIsTheFilesTensors) {
+  for (const bool tied : {true, false}) {
+    SCOPED_TRACE(tied ? "tied" : "untied");
+    test::TinyModelSpec s = spec();
+    s.tied = tied;
+    const std::string path = test::tiny_model_temp_path(tied ? "memory_info_tied" : "memory_info_untied");
+    ASSERT_TRUE(test::write_tiny_gguf(s, path).ok());
+    EngineConfig c = config();
+    c.model_path = path;
+    auto engine = Engine::create(c);
+    ASSERT_TRUE(engine.ok()) << engine.error();
+    auto file = inspect_model_file(path);
+    ASSERT_TRUE(file.ok()) << file.error();
+    const ModelInfo& info = (*engine)->model_info();
+    EXPECT_EQ(info.weight_memory_bytes, file->weight_bytes);
+    EXPECT_LT(info.weight_bytes, info.weight_memory_bytes);
+    std::filesystem::remove(path);
+  }
 }
 
 TEST_F(ModelMemoryInfo, PoolSwapAndWorkspaceSizes) {
