@@ -12,6 +12,7 @@
 
 #include "kvscope/backend_choice.h"
 #include "kvscope/engine_config.h"
+#include "runtime/cascade_plan.h"
 
 namespace kvscope {
 namespace {
@@ -277,9 +278,11 @@ std::vector<SettingSpec> make_table() {
 
   SettingSpec& cascade = words(add(choice_row("cascade", &EngineConfig::cascade, {"off", "auto", "on"})),
                                "Attention", "Cascade attention", "",
-                               "Sequences sharing a prefix (a system prompt) attend to it in one pass that "
-                               "reads its KV once: faster with many such sequences, same answers either way. "
-                               "Auto uses it where it pays.");
+                               fmt::format("Sequences sharing a prefix (a system prompt) attend to it in one "
+                                           "pass that reads its KV once: faster with many such sequences, same "
+                                           "answers either way. Auto uses it where it pays: {} or more sequences "
+                                           "sharing at least {} tokens.",
+                                           kAutoCascadeMinSeqs, kAutoCascadeMinSharedTokens));
   cascade.choice_labels = {"Off", "Auto (where it pays)", "On (whenever a prefix is shared)"};
 
   const auto speculating = [](const EngineConfig& c) { return c.spec != SpecMethod::Off; };

@@ -131,6 +131,23 @@ class ConversationExportTest : public QObject {
     QVERIFY(!md.contains(QStringLiteral("System prompt")));
   }
 
+  // The stats the app stores, {"alternatives": [one object per reply]}: a
+  // line per reply, not the array as JSON.
+  void appStatsAreALinePerReply() {
+    ConversationSummary c;
+    const QString one = QStringLiteral("{\"alternatives\":[{\"finish\":\"stop\",\"generated_tokens\":12}]}");
+    QString md = kvscope::ui::conversationToMarkdown(
+        c, QString(), {message(QStringLiteral("assistant"), QStringLiteral("Hi"), "2026-01-02T03:05:00Z", one)});
+    QVERIFY2(md.contains(QStringLiteral("*Stats:* `finish` stop · `generated_tokens` 12")), qPrintable(md));
+    QVERIFY2(!md.contains(QStringLiteral("[{")), qPrintable(md));
+    const QString two = QStringLiteral(
+        "{\"alternatives\":[{\"generated_tokens\":3},{\"generated_tokens\":5}]}");
+    md = kvscope::ui::conversationToMarkdown(
+        c, QString(), {message(QStringLiteral("assistant"), QStringLiteral("Hi"), "2026-01-02T03:05:00Z", two)});
+    QVERIFY2(md.contains(QStringLiteral("*Stats (alternative 1):* `generated_tokens` 3")), qPrintable(md));
+    QVERIFY2(md.contains(QStringLiteral("*Stats (alternative 2):* `generated_tokens` 5")), qPrintable(md));
+  }
+
   void jsonRoundTripsEveryField() {
     const ConversationSummary conversation = sampleConversation();
     const std::vector<StoredMessage> messages = sampleMessages();

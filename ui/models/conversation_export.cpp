@@ -87,17 +87,35 @@ QString roleName(const QString& role) {
   return role.left(1).toUpper() + role.mid(1);
 }
 
-// "`num_tokens` 42 · `ttft_ms` 118.5", or the text when it is not an object.
+// "`num_tokens` 42 · `ttft_ms` 118.5".
+QString fieldsLine(const QJsonObject& object) {
+  QStringList parts;
+  for (auto it = object.begin(); it != object.end(); ++it)
+    parts << QStringLiteral("`%1` %2").arg(it.key(), formatValue(it.value()));
+  return parts.join(QStringLiteral(" · "));
+}
+
+// "*Stats:* `num_tokens` 42 · ...", or the text when it is not an object.
+// The app stores {"alternatives": [one object per reply]}
+// (models/message_stats.h): a line each, not the array as JSON.
 QString statsLine(const QString& stats_json) {
   const QJsonValue stats = lenientJson(stats_json);
   if (stats.isNull()) return {};
   if (!stats.isObject()) return QStringLiteral("*Stats:* ") + formatValue(stats) + QStringLiteral("\n\n");
   const QJsonObject object = stats.toObject();
   if (object.isEmpty()) return {};
-  QStringList parts;
-  for (auto it = object.begin(); it != object.end(); ++it)
-    parts << QStringLiteral("`%1` %2").arg(it.key(), formatValue(it.value()));
-  return QStringLiteral("*Stats:* ") + parts.join(QStringLiteral(" · ")) + QStringLiteral("\n\n");
+  const QJsonValue alternatives = object.value(QLatin1String("alternatives"));
+  if (object.size() == 1 && alternatives.isArray()) {
+    const QJsonArray list = alternatives.toArray();
+    QString out;
+    for (qsizetype i = 0; i < list.size(); ++i) {
+      if (!list[i].isObject() || list[i].toObject().isEmpty()) continue;
+      out += (list.size() > 1 ? QStringLiteral("*Stats (alternative %1):* ").arg(i + 1) : QStringLiteral("*Stats:* ")) +
+             fieldsLine(list[i].toObject()) + QStringLiteral("\n\n");
+    }
+    return out;
+  }
+  return QStringLiteral("*Stats:* ") + fieldsLine(object) + QStringLiteral("\n\n");
 }
 
 QString body(const QString& content) {
