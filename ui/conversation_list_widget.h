@@ -29,6 +29,9 @@ class ConversationListWidget : public QWidget {
   QString currentTitle() const;
   int count() const;
   QLineEdit* searchField() const { return search_; }
+  // The conversation the window has open (a click on a row opens it without
+  // a refresh): a search keeps it selected once it is listed again.
+  void setOpenConversation(qint64 id) { open_id_ = id; }
 
  public slots:
   // Reloads the list (keeping the search), selecting `select_id` if listed.

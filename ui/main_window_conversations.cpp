@@ -76,6 +76,7 @@ void MainWindow::openConversation(qint64 id) {
   chat_->setTurns(turns);
   chat_->setConversationSettings(settings);
   conversation_id_ = id;
+  conversations_->setOpenConversation(id);
   untitled_ = messages.empty() && conversations_->currentTitle() == tr("New chat");
 }
 

@@ -239,6 +239,11 @@ class MainWindowTest : public QObject {
       QCOMPARE(window.conversationList()->currentConversation(), qint64(-1));
       window.conversationList()->searchField()->clear();
       QCOMPARE(window.conversationList()->currentConversation(), first);
+      // Opened from the list (a click: no refresh), then hidden and shown again.
+      window.openConversation(second);
+      window.conversationList()->searchField()->setText(QStringLiteral("kv block"));
+      window.conversationList()->searchField()->clear();
+      QCOMPARE(window.conversationList()->currentConversation(), second);
       window.conversationList()->refresh(second);
       window.conversationList()->deleteCurrent(false);
       QCOMPARE(window.conversationList()->count(), 1);
