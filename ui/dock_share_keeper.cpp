@@ -19,13 +19,19 @@ DockShareKeeper::DockShareKeeper(QMainWindow* window, std::vector<QDockWidget*> 
 void DockShareKeeper::rememberShares() {
   const int width = window_->width();
   if (width <= 0) return;
-  shares_.assign(docks_.size(), 0.0);
+  if (shares_.size() != docks_.size()) shares_.assign(docks_.size(), 0.0);
   for (size_t i = 0; i < docks_.size(); ++i) {
     // A hidden or floating dock keeps the share it had.
     if (docks_[i]->isVisible() && !docks_[i]->isFloating()) {
       shares_[i] = static_cast<double>(docks_[i]->width()) / width;
     }
   }
+}
+
+std::vector<int> DockShareKeeper::dockWidths() const {
+  std::vector<int> widths;
+  for (const QDockWidget* dock : docks_) widths.push_back(dock->width());
+  return widths;
 }
 
 void DockShareKeeper::applyShares() {
@@ -52,10 +58,16 @@ bool DockShareKeeper::eventFilter(QObject* watched, QEvent* event) {
       // Once laid out at the size it is shown at.
       if (shares_.empty()) QTimer::singleShot(0, this, [this] { rememberShares(); });
       break;
+    case QEvent::MouseButtonPress:
+      widths_at_press_ = dockWidths();
+      break;
     case QEvent::MouseButtonRelease:
-      // The end of a drag of a dock's edge (or a click on the window's own
-      // frame, which changes nothing): once the layout has settled.
-      QTimer::singleShot(0, this, [this] { rememberShares(); });
+      // The end of a drag of a dock's edge, once the layout has settled. A
+      // release a child left to the window (a click on the block map, the
+      // status bar) moved no edge: the docks' widths say which it was.
+      QTimer::singleShot(0, this, [this] {
+        if (dockWidths() != widths_at_press_) rememberShares();
+      });
       break;
     default:
       break;

@@ -6,8 +6,9 @@
 // next start.
 //
 // The shares are taken when the window is first shown, when a drag of a
-// dock's edge ends (a mouse release on the window: QMainWindow grabs the
-// mouse while its separator moves) and when rememberShares() is called; not
+// dock's edge ends (a mouse release on the window, QMainWindow grabbing the
+// mouse while its separator moves, after which the docks' widths differ
+// from the press's) and when rememberShares() is called; not
 // from the docks' own resizes, which a window resize causes too, clamped at
 // their minimum. A layout restored before the window is shown is what its
 // first show takes.
@@ -38,10 +39,12 @@ class DockShareKeeper : public QObject {
 
  private:
   void applyShares();
+  std::vector<int> dockWidths() const;
 
   QMainWindow* window_;
   std::vector<QDockWidget*> docks_;
   std::vector<double> shares_;  // [docks_] width / window width; empty until taken
+  std::vector<int> widths_at_press_;  // [docks_] at the last mouse press on the window
 };
 
 }  // namespace kvscope::ui
