@@ -272,9 +272,21 @@ int run_bench(const BenchOptions& o) {
   const std::optional<std::vector<double>> loadavg_before = load_average();
   fmt::print(stderr, "bench: {} prompt tokens, {} generated, {} sequence(s) at once, {} threads on {}; warm-up...\n",
              o.prompt_tokens, o.gen_tokens, o.concurrency, engine->config().num_threads, cpu_summary(cpu));
-  if (auto warm = run_batch(*engine, run_prompts(0), o.gen_tokens); !warm.ok()) {
+  auto warm = run_batch(*engine, run_prompts(0), o.gen_tokens);
+  if (!warm.ok()) {
     print_error(warm.error());
     return kExitRuntime;
+  }
+  // Whatever else cut the warm-up short (a shift with nothing to drop, or
+  // with paging off, stops as a full context does) would cut the measured
+  // runs too: refuse rather than time fewer tokens than the record names.
+  for (const BenchRun& run : warm->requests) {
+    if (run.num_generated < o.gen_tokens) {
+      print_error(fmt::format("the warm-up run generated {} of --gen-tokens {}: its context of {} tokens filled "
+                              "(see the warnings above); lower --prompt-tokens or --gen-tokens",
+                              run.num_generated, o.gen_tokens, context));
+      return kExitUsage;
+    }
   }
   std::vector<BenchRun> requests;  // every measured request, all runs
   std::vector<StepStats> steps;    // every step of the measured runs

@@ -298,6 +298,14 @@ TEST_F(BenchRecord, PromptAndGenerationOverTheContextIsRefused) {
                         "--repeats", "1"});
   ASSERT_EQ(shift.exit_code, 0) << shift.err;
   EXPECT_EQ(nlohmann::json::parse(shift.out)["runs"][0]["generated_tokens"], 40) << shift.out;
+  // A shift that cannot happen (paging off) stops as a full context does:
+  // the warm-up says so before any measured run.
+  auto stuck = run_cli({"bench", "--model", path_, "--threads", "1", "--prompt-tokens", "20", "--gen-tokens", "40",
+                        "--ctx", "48", "--block-size", "8", "--context-keep", "8", "--context-overflow", "shift",
+                        "--no-paging", "--repeats", "1"});
+  EXPECT_EQ(stuck.exit_code, 2) << stuck.err;
+  EXPECT_NE(stuck.err.find("the warm-up run generated 28 of --gen-tokens 40"), std::string::npos) << stuck.err;
+  EXPECT_TRUE(stuck.out.empty()) << stuck.out;
 }
 
 }  // namespace
