@@ -340,9 +340,10 @@ int run_model_info(const ModelInfoOptions& o) {
   }
   // Everything is printed either way; the exit status lets a script ask
   // "would these settings run?" as generate would answer it (exit 1): the
-  // pool does not fit, the backend asked for cannot run here, or the model
-  // does not split into --tp ranks.
-  const bool runs = (!plan || plan->ok()) && backend.ok() && (!ranks || ranks->ok());
+  // file is no model kvscope runs (a vocabulary only, another
+  // architecture), the pool does not fit, the backend asked for cannot run
+  // here, or the model does not split into --tp ranks.
+  const bool runs = summary->config && plan && plan->ok() && backend.ok() && (!ranks || ranks->ok());
   return runs ? kExitOk : kExitRuntime;
 }
 
