@@ -56,6 +56,12 @@ TEST(InvarianceReport, NamesTheSettingsThatChangeTheNumbersByDesign) {
   r.b.config.tp = 2;
   EXPECT_TRUE(r.expected_differences().empty()) << "fast at the same tp adds in the same order";
   r.a.config.tp = r.b.config.tp = 1;
+  // The CUDA backend runs one rank and has no tp_reduce: nothing to say.
+  r.b.config.tp_reduce = TpReduce::Deterministic;
+  r.stats_a.backend = r.stats_b.backend = "cuda";
+  EXPECT_TRUE(r.expected_differences().empty());
+  r.stats_a.backend = r.stats_b.backend = "";
+  r.b.config.tp_reduce = TpReduce::Fast;
 
   // The GPU's settings: named where a GPU ran, not where the CPU ignored them.
   r.stats_a.backend = r.stats_b.backend = "cpu";
