@@ -385,6 +385,10 @@ QString BlockMapWidget::tooltipFor(int block) const {
 void BlockMapWidget::changeEvent(QEvent* event) {
   QWidget::changeEvent(event);
   if (event->type() == QEvent::PaletteChange) update();  // colours are read from the palette at paint
+  if (event->type() == QEvent::FontChange) {
+    relayout();  // the line under a clipped map is a line of this font
+    update();
+  }
 }
 
 bool BlockMapWidget::event(QEvent* event) {

@@ -169,7 +169,7 @@ struct OpenAiServer::Impl {
   bool started = false;
   std::string model_id;
   // What start() and engine_reconfigured() read from the engine; the
-  // connection threads take a copy (engine_facts()).
+  // connection threads read them under the lock (parse_defaults(), model_json()).
   mutable std::mutex facts_mutex;
   int32_t context_length = 0;
   ParseDefaults defaults;

@@ -140,6 +140,9 @@ class ChatTextTest : public QObject {
              QStringLiteral("one  \ntwo  \nthree\n\nfour\\\nfive  \nsix"));
     QCOMPARE(userMessageMarkdown(QStringLiteral("look:\n```\na\nb\n```\nafter\nend")),
              QStringLiteral("look:  \n```\na\nb\n```\nafter  \nend"));
+    // Indented lines may be code: no trailing spaces to be copied with it.
+    QCOMPARE(userMessageMarkdown(QStringLiteral("code:\n    int x;\n    int y;\n\tz")),
+             QStringLiteral("code:  \n    int x;\n    int y;\n\tz"));
     // Rendered, the lines stay apart (Markdown alone joins them with a space).
     QTextDocument doc;
     doc.setMarkdown(userMessageMarkdown(QStringLiteral("first line\nsecond line")), kChatMarkdown);

@@ -4,8 +4,9 @@
 // (cpp-httplib's client), its requests run in the app's engine beside the
 // chat's and are tagged "server" in the Sequences table; stopping frees the
 // port; a port in use shows the bind error and the app carries on; new engine
-// settings or another model restart the server once the engine is ready;
-// the settings are saved with the app's. Offscreen.
+// settings applied in place keep it serving and its requests going, another
+// model restarts it once the engine is ready; the settings are saved with
+// the app's. Offscreen.
 //   ctest --test-dir build -R server_toggle_test
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -287,7 +288,7 @@ class ServerToggleTest : public QObject {
     Json body;
     std::thread client([&status, &body, port] {
       const Reply r = httpPost(port, "/v1/completions",
-                               {{"model", "tiny"}, {"prompt", "Count"}, {"max_tokens", 3000}, {"ignore_eos", true}});
+                               {{"model", "tiny"}, {"prompt", "Count"}, {"max_tokens", 3800}, {"ignore_eos", true}});
       body = r.json;
       status = r.status;
     });
@@ -296,11 +297,13 @@ class ServerToggleTest : public QObject {
     changed.block_size = 8;  // applied in place (Engine::reconfigure)
     window_->loadEngine(changed);
     QTRY_COMPARE_WITH_TIMEOUT(window_->engineConfig().block_size, 8, kTimeoutMs);
+    // Still running once the engine has the new settings: it was re-queued.
+    QCOMPARE(host_->server()->driver()->numLiveRequests(), 1);
     client.join();
     QCOMPARE(status.load(), 200);
     QVERIFY2(!body.contains("error"), body.dump().c_str());
     QCOMPARE(body["choices"][0]["finish_reason"].get<std::string>(), std::string("length"));
-    QCOMPARE(body["usage"]["completion_tokens"].get<int>(), 3000);
+    QCOMPARE(body["usage"]["completion_tokens"].get<int>(), 3800);
     QCOMPARE(host_->server()->state(), State::Serving);
     QCOMPARE(states.count(), 0);  // never stopped
 

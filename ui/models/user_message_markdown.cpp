@@ -50,9 +50,11 @@ QString userMessageMarkdown(QString text) {
       continue;
     }
     // A break only between two lines of one paragraph; one that ends in a
-    // backslash or two spaces already has it.
+    // backslash or two spaces already has it. A line indented four spaces
+    // or a tab may be code, whose trailing spaces would be copied with it.
     if (isBlank(line) || isBlank(lines[i + 1]) || line.endsWith(QLatin1Char('\\')) ||
-        line.endsWith(QStringLiteral("  "))) {
+        line.endsWith(QStringLiteral("  ")) || line.startsWith(QStringLiteral("    ")) ||
+        line.startsWith(QLatin1Char('\t'))) {
       continue;
     }
     line += QStringLiteral("  ");

@@ -50,8 +50,9 @@ struct ModelWeights {
 
   size_t matrix_bytes() const;  // bytes of all matrices (what decode reads per step)
   // Bytes of every weight held: the matrices, the embedding table where it
-  // is not also the head, and the norm, bias and rope vectors (what a model
-  // file's tensors add up to, as model-info counts them).
+  // is not also the head, and the norm, bias and rope vectors, as f32 (what
+  // a GGUF file's tensors add up to, as model-info counts them; a Hugging
+  // Face directory's 16-bit norms count twice their file size here).
   size_t held_bytes() const;
 };
 
