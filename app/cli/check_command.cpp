@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <string_view>
 #include <tuple>
 
 #include <CLI/CLI.hpp>
@@ -92,11 +93,17 @@ void print_text_report(const InvarianceReport& report, const std::string& model)
       // different contexts, which is not a numerical difference.
       for (const auto& [name, token, finish] : {std::tuple{"a", v.token_a, v.finish_a}, std::tuple{"b", v.token_b, v.finish_b}}) {
         if (token < 0 && finish == "context_full") {
-          // Equal contexts part where the other side shifted past the end.
+          // Equal contexts part where the other side shifted past the end,
+          // or where this side's shift could not be made.
+          const EngineConfig& self = name == std::string_view("a") ? report.a.config : report.b.config;
           const bool same_length = report.a.config.max_model_len == report.b.config.max_model_len;
+          const bool shifts = self.context_overflow == ContextOverflow::Shift && self.paged;
           out += fmt::format("  ({} stopped where its context was full: {}; the tokens before agree)\n", name,
-                             same_length ? "the other side's context_overflow went on past it"
-                                         : "the two settings hold different contexts");
+                             !same_length ? "the two settings hold different contexts"
+                             : shifts     ? "its shift could not be made there: nothing to drop after "
+                                            "context_keep, or no free block for copies of blocks other "
+                                            "sequences share (more num_blocks)"
+                                          : "the other side's context_overflow went on past it");
         }
       }
     }

@@ -148,6 +148,15 @@ TEST_F(CheckCli, ASideThatRanOutOfContextIsSaidToHaveStoppedThere) {
   EXPECT_EQ(shifted.exit_code, 3) << shifted.err;
   EXPECT_THAT(shifted.out, HasSubstr("(a stopped where its context was full: the other side's context_overflow went "
                                      "on past it"));
+  // Both shift, but a's pool leaves no block for copying the blocks its
+  // companions share: its shift could not be made (the note blamed b's
+  // context_overflow).
+  const test::CliResult starved = run_cli(
+      {"check", "--model", model_, "-p", "The quick brown fox jumps over the lazy dog again and again", "-n", "40",
+       "--threads", "1", "--a", "context_overflow=shift,max_model_len=64,context_keep=8,block_size=8,num_blocks=15,concurrency=8",
+       "--b", "context_overflow=shift,max_model_len=64,context_keep=8,block_size=8"});
+  EXPECT_EQ(starved.exit_code, 3) << starved.err << starved.out;
+  EXPECT_THAT(starved.out, HasSubstr("(a stopped where its context was full: its shift could not be made there"));
 }
 
 TEST_F(CheckCli, JsonCarriesTheVerdicts) {
