@@ -66,11 +66,9 @@ void print_text_report(const InvarianceReport& report, const std::string& model)
     const PromptVerdict& v = report.prompts[i];
     out += fmt::format("[{}/{}] '{}'\n", i + 1, total, escaped(v.prompt, 70));
     if (!v.same_prompt) {
-      const bool two_models = report.a.config.model_path != report.b.config.model_path;
-      out += fmt::format("  the sides ran different prompt tokens (a: {}, b: {}): {}{}, so the outputs are of "
+      out += fmt::format("  the sides ran different prompt tokens (a: {}, b: {}): {}; the outputs are of "
                          "different inputs\n",
-                         v.num_prompt_tokens, v.num_prompt_tokens_b, report.different_prompt_reason(),
-                         two_models ? "" : " (see the warnings below)");
+                         v.num_prompt_tokens, v.num_prompt_tokens_b, report.different_prompt_reason());
     }
     if (v.ended_at_once()) {
       // Identical, but over one position: worth saying, not a full check.

@@ -406,7 +406,8 @@ std::vector<std::string> InvarianceReport::expected_differences() const {
 
 std::string InvarianceReport::different_prompt_reason() const {
   return a.config.model_path != b.config.model_path ? "the two models tokenize the prompt differently"
-                                                    : "their settings cut the prompt differently";
+                                                    : "their settings cut the prompt differently; each side's "
+                                                      "warnings say how";
 }
 
 int32_t InvarianceReport::num_identical() const {

@@ -11,6 +11,8 @@
 #include <QSaveFile>
 #include <QStringList>
 
+#include "models/markdown_code_blocks.h"
+
 namespace kvscope::ui {
 namespace {
 
@@ -58,20 +60,8 @@ QString formatValue(const QJsonValue& value) {
   }
 }
 
-// A code fence longer than any run of backticks in `text`, so that the text
-// cannot close it early.
-QString fenceFor(const QString& text) {
-  int longest = 0;
-  int run = 0;
-  for (const QChar c : text) {
-    run = c == QLatin1Char('`') ? run + 1 : 0;
-    longest = std::max(longest, run);
-  }
-  return QString(std::max(3, longest + 1), QLatin1Char('`'));
-}
-
 QString fenced(const QString& text) {
-  const QString fence = fenceFor(text);
+  const QString fence = fenceLongerThanAnyIn(text);
   return fence + QLatin1Char('\n') + text + QLatin1Char('\n') + fence + QStringLiteral("\n\n");
 }
 

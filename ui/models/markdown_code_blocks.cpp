@@ -25,29 +25,32 @@ bool closesFence(const Fence& opening, const Fence& line) {
   return line.ch == opening.ch && line.length >= opening.length && line.rest.isEmpty();
 }
 
+FenceLine FenceTracker::next(const QString& line) {
+  Fence fence;
+  const bool is_fence = parseFence(line, &fence);
+  if (open_) {
+    if (!is_fence || !closesFence(opening_, fence)) return FenceLine::Code;
+    open_ = false;
+    return FenceLine::Closes;
+  }
+  if (!is_fence) return FenceLine::Text;
+  open_ = true;
+  opening_ = fence;
+  return FenceLine::Opens;
+}
+
 std::vector<CodeBlock> fencedCodeBlocks(const QString& markdown) {
   std::vector<CodeBlock> blocks;
   const QStringList lines = markdown.split(QLatin1Char('\n'));
-  bool open = false;
-  Fence opening;
+  FenceTracker fences;
   QStringList code;
   for (int i = 0; i < lines.size(); ++i) {
-    Fence fence;
-    const bool is_fence = parseFence(lines[i], &fence);
-    if (!open) {
-      if (is_fence) {
-        open = true;
-        opening = fence;
-        code.clear();
-      }
-      continue;
+    switch (fences.next(lines[i])) {
+      case FenceLine::Opens: code.clear(); break;
+      case FenceLine::Code: code << lines[i]; break;
+      case FenceLine::Closes: blocks.push_back({fences.opening().rest, code.join(QLatin1Char('\n')), i}); break;
+      case FenceLine::Text: break;
     }
-    if (is_fence && closesFence(opening, fence)) {
-      blocks.push_back({opening.rest, code.join(QLatin1Char('\n')), i});
-      open = false;
-      continue;
-    }
-    code << lines[i];
   }
   return blocks;
 }

@@ -5,6 +5,7 @@
 // (no closing fence yet) gets no link.
 #pragma once
 
+#include <algorithm>
 #include <vector>
 
 #include <QString>
@@ -28,6 +29,34 @@ struct Fence {
 bool parseFence(const QString& line, Fence* fence);
 // Whether fence line `line` closes the block `opening` opened.
 bool closesFence(const Fence& opening, const Fence& line);
+
+// What a line is, read in order with the lines before it: text outside any
+// fenced block, a fence that opens one, a line inside one, or its closing
+// fence. One reading of fences for every scanner of the chat's Markdown.
+enum class FenceLine { Text, Opens, Code, Closes };
+class FenceTracker {
+ public:
+  FenceLine next(const QString& line);
+  // The fence of the block open now (or last opened).
+  const Fence& opening() const { return opening_; }
+
+ private:
+  bool open_ = false;
+  Fence opening_;
+};
+
+// A fence of backticks longer than any run of them in `text`: no line of
+// the text can close it (CommonMark: a closing fence is at least as long).
+// Inline: the conversation store's export uses it without this library.
+inline QString fenceLongerThanAnyIn(const QString& text) {
+  int longest = 0;
+  int run = 0;
+  for (const QChar c : text) {
+    run = c == QLatin1Char('`') ? run + 1 : 0;
+    longest = std::max(longest, run);
+  }
+  return QString(std::max(3, longest + 1), QLatin1Char('`'));
+}
 
 // The closed fenced blocks of `markdown`, in order.
 std::vector<CodeBlock> fencedCodeBlocks(const QString& markdown);

@@ -9,14 +9,7 @@ int StableMarkdownPrefix::advance(const QString& text) {
     const int end = text.indexOf(QLatin1Char('\n'), scanned_);
     if (end < 0) break;  // the last line is still being written
     const QString line = text.mid(scanned_, end - scanned_);
-    Fence fence;
-    const bool is_fence = parseFence(line, &fence);
-    if (in_fence_) {
-      if (is_fence && closesFence(opening_, fence)) in_fence_ = false;
-    } else if (is_fence) {
-      in_fence_ = true;
-      opening_ = fence;
-    } else if (line.trimmed().isEmpty() && scanned_ > 0) {
+    if (fences_.next(line) == FenceLine::Text && line.trimmed().isEmpty() && scanned_ > 0) {
       stable_ = end + 1;  // a blank line outside a fence: the next block starts after it
     }
     scanned_ = end + 1;

@@ -37,8 +37,7 @@ class StableMarkdownPrefix {
  private:
   int scanned_ = 0;     // complete lines scanned: text[0, scanned_)
   int stable_ = 0;
-  bool in_fence_ = false;
-  Fence opening_;       // the open fence, when in_fence_
+  FenceTracker fences_;  // the lines scanned so far
 };
 
 }  // namespace kvscope::ui

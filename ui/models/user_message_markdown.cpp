@@ -1,8 +1,6 @@
 // A user's message as the chat renders it (see user_message_markdown.h).
 #include "models/user_message_markdown.h"
 
-#include <algorithm>
-
 #include <QStringList>
 
 #include "models/markdown_code_blocks.h"
@@ -12,17 +10,6 @@ namespace {
 
 bool isBlank(const QString& line) { return line.trimmed().isEmpty(); }
 
-// A fence of backticks longer than any run of them in `text`: no line of
-// the text can close it (CommonMark: a closing fence is at least as long).
-QString fenceFor(const QString& text) {
-  int longest = 0, run = 0;
-  for (const QChar c : text) {
-    run = c == QLatin1Char('`') ? run + 1 : 0;
-    longest = std::max(longest, run);
-  }
-  return QString(std::max(3, longest + 1), QLatin1Char('`'));
-}
-
 }  // namespace
 
 QString userMessageMarkdown(QString text) {
@@ -30,25 +17,14 @@ QString userMessageMarkdown(QString text) {
   // a break's two spaces after it would make a blank line of their own.
   text.replace(QStringLiteral("\r\n"), QStringLiteral("\n"));
   if (text.size() > kVerbatimMessageChars) {
-    const QString fence = fenceFor(text);
+    const QString fence = fenceLongerThanAnyIn(text);
     return fence + QLatin1Char('\n') + text + QLatin1Char('\n') + fence;
   }
   QStringList lines = text.split(QLatin1Char('\n'));
-  bool in_fence = false;
-  Fence opening;
+  FenceTracker fences;
   for (qsizetype i = 0; i + 1 < lines.size(); ++i) {
     QString& line = lines[i];
-    Fence fence;
-    const bool is_fence = parseFence(line, &fence);
-    if (in_fence) {
-      if (is_fence && closesFence(opening, fence)) in_fence = false;
-      continue;
-    }
-    if (is_fence) {
-      in_fence = true;
-      opening = fence;
-      continue;
-    }
+    if (fences.next(line) != FenceLine::Text) continue;
     // A break only between two lines of one paragraph; one that ends in a
     // backslash or two spaces already has it. A line indented four spaces
     // or a tab may be code, whose trailing spaces would be copied with it.
