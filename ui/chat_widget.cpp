@@ -411,7 +411,7 @@ QString ChatWidget::markdownForTurn(int index) const {
   } else if (t.role == "assistant") {
     head << link(tr("Copy"), QStringLiteral("copy/%1").arg(index));
     if (last && !busy()) head << link(tr("Regenerate"), QStringLiteral("regenerate"));
-    body = withLinksAfterCodeBlocks(body, [index](int k) {
+    body = withLinksAfterCodeBlocks(withOpenFenceClosed(body), [index](int k) {
       return link(tr("Copy code"), QStringLiteral("code/%1/%2").arg(index).arg(k));
     });
   }

@@ -40,6 +40,18 @@ class ChatTextTest : public QObject {
     QVERIFY(fencedCodeBlocks(QString()).empty());
   }
 
+  // A reply cut inside a code block gets its fence closed, so what the chat
+  // puts after it (the stats line) stays out of the block.
+  void anOpenFenceAtTheEndIsClosed() {
+    QCOMPARE(withOpenFenceClosed(QStringLiteral("Here:\n````py\nx = 1")), QStringLiteral("Here:\n````py\nx = 1\n````"));
+    QCOMPARE(withOpenFenceClosed(QStringLiteral("~~~\n")), QStringLiteral("~~~\n\n~~~"));
+    const QString closed = QStringLiteral("```\nx\n```\ndone");
+    QCOMPARE(withOpenFenceClosed(closed), closed);
+    QCOMPARE(withOpenFenceClosed(QStringLiteral("plain")), QStringLiteral("plain"));
+    // The closed block then gets its copy link, as any closed block.
+    QCOMPARE(fencedCodeBlocks(withOpenFenceClosed(QStringLiteral("```\ncode"))).size(), size_t(1));
+  }
+
   void linksGoAfterEachClosedBlock() {
     const QString md = QStringLiteral("a\n```\nx\n```\nb\n```\ny\n```\n```\nstreaming");
     const QString out = withLinksAfterCodeBlocks(md, [](int k) { return QStringLiteral("[copy %1]").arg(k); });

@@ -39,6 +39,15 @@ FenceLine FenceTracker::next(const QString& line) {
   return FenceLine::Opens;
 }
 
+QString withOpenFenceClosed(const QString& markdown) {
+  FenceTracker fences;
+  FenceLine last = FenceLine::Text;
+  for (const QString& line : markdown.split(QLatin1Char('\n'))) last = fences.next(line);
+  if (last != FenceLine::Opens && last != FenceLine::Code) return markdown;
+  const Fence& open = fences.opening();
+  return markdown + QLatin1Char('\n') + QString(open.length, open.ch);
+}
+
 std::vector<CodeBlock> fencedCodeBlocks(const QString& markdown) {
   std::vector<CodeBlock> blocks;
   const QStringList lines = markdown.split(QLatin1Char('\n'));

@@ -58,6 +58,11 @@ inline QString fenceLongerThanAnyIn(const QString& text) {
   return QString(std::max(3, longest + 1), QLatin1Char('`'));
 }
 
+// `markdown` with a fence left open at its end closed: a reply cut inside a
+// code block (max tokens, Stop) otherwise pulled whatever the chat puts
+// after it (the reply's stats line) into the block.
+QString withOpenFenceClosed(const QString& markdown);
+
 // The closed fenced blocks of `markdown`, in order.
 std::vector<CodeBlock> fencedCodeBlocks(const QString& markdown);
 
