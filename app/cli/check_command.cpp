@@ -99,8 +99,8 @@ void print_text_report(const InvarianceReport& report, const std::string& model)
           out += fmt::format("  ({} stopped where its context was full: {}; the tokens before agree)\n", name,
                              !same_length ? "the two settings hold different contexts"
                              : shifts     ? "its shift could not be made there: nothing to drop after "
-                                            "context_keep, or no free block for copies of blocks other "
-                                            "sequences share (more num_blocks)"
+                                            "context_keep, or no free block for copies of shared blocks "
+                                            "even with every other sequence preempted (more num_blocks)"
                                           : "the other side's context_overflow went on past it");
         }
       }

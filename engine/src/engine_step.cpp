@@ -177,13 +177,39 @@ std::pair<int32_t, FinishReason> Engine::Impl::publish_token(Sequence& s, int32_
 
 void Engine::Impl::shift_full_contexts() {
   for (Sequence* s : full_contexts) {
-    // Finished meanwhile, or listed twice (shifted already).
-    if (s->finished() || static_cast<int32_t>(s->tokens.size()) < config.max_model_len) continue;
+    // Finished meanwhile, listed twice (shifted already), or preempted for
+    // another's shift below: it shifts when it has run again and is full
+    // once more (its last token's position is still inside the context).
+    if (s->state != SequenceState::Running || static_cast<int32_t>(s->tokens.size()) < config.max_model_len) continue;
     const ContextShiftPlan plan =
         plan_context_shift(s->num_computed, config.block_size, config.context_keep, config.max_model_len);
+    if (plan.drop_blocks == 0) {
+      finish(*s, FinishReason::ContextFull);  // context_keep leaves nothing to drop
+      continue;
+    }
     ContextShiftSnapshot shift;
-    if (shift_context(*s, plan, *kv_manager, backend->kv_blocks(), &shift) == 0) {
-      finish(*s, FinishReason::ContextFull);  // context_keep leaves nothing to drop, or no block for a copy
+    bool shifted = false;
+    for (;;) {
+      shifted = shift_context(*s, plan, *kv_manager, backend->kv_blocks(), &shift) > 0;
+      if (shifted) break;
+      // No free block for the copies of the shared blocks that move: make
+      // room as schedule() would when a row finds none, by preempting the
+      // youngest other sequence. This one keeps its K/V. A victim that is
+      // not full itself comes first: one that is shifts only when it has
+      // run again, one position later than it would have, so its later
+      // numbers may change. A full victim is often the parallel sample that
+      // shares the moved blocks, and then they need no copy at all.
+      const Sequence* shifting = s;
+      const int32_t full = config.max_model_len;
+      if (scheduler->preempt_youngest([&](const Sequence& v) {
+            return &v != shifting && static_cast<int32_t>(v.tokens.size()) < full;
+          })) {
+        continue;
+      }
+      if (!scheduler->preempt_youngest([&](const Sequence& v) { return &v != shifting; })) break;
+    }
+    if (!shifted) {
+      finish(*s, FinishReason::ContextFull);  // alone and still no block for a copy
       continue;
     }
     // For the snapshot's block map (EngineSnapshot::recent_shifts), bounded.

@@ -148,15 +148,23 @@ TEST_F(CheckCli, ASideThatRanOutOfContextIsSaidToHaveStoppedThere) {
   EXPECT_EQ(shifted.exit_code, 3) << shifted.err;
   EXPECT_THAT(shifted.out, HasSubstr("(a stopped where its context was full: the other side's context_overflow went "
                                      "on past it"));
-  // Both shift, but a's pool leaves no block for copying the blocks its
-  // companions share: its shift could not be made (the note blamed b's
-  // context_overflow).
+  // Both shift, and a's pool leaves no block for copying the blocks its
+  // companions share: its shift preempts one of them (it used to stop a
+  // there), so the outputs agree.
   const test::CliResult starved = run_cli(
       {"check", "--model", model_, "-p", "The quick brown fox jumps over the lazy dog again and again", "-n", "40",
        "--threads", "1", "--a", "context_overflow=shift,max_model_len=64,context_keep=8,block_size=8,num_blocks=15,concurrency=8",
        "--b", "context_overflow=shift,max_model_len=64,context_keep=8,block_size=8"});
-  EXPECT_EQ(starved.exit_code, 3) << starved.err << starved.out;
-  EXPECT_THAT(starved.out, HasSubstr("(a stopped where its context was full: its shift could not be made there"));
+  EXPECT_EQ(starved.exit_code, 0) << starved.err << starved.out;
+  EXPECT_THAT(starved.out, HasSubstr("preemptions"));
+  // a's blocks are half the context: context_keep keeps the first, and the
+  // second is not whole when the context fills, so a has nothing to drop.
+  const test::CliResult stuck = run_cli(
+      {"check", "--model", model_, "-p", "The quick brown fox jumps over the lazy dog again and again", "-n", "60",
+       "--threads", "1", "--a", "context_overflow=shift,max_model_len=64,context_keep=32,block_size=32",
+       "--b", "context_overflow=shift,max_model_len=64,context_keep=32,block_size=8"});
+  EXPECT_EQ(stuck.exit_code, 3) << stuck.err << stuck.out;
+  EXPECT_THAT(stuck.out, HasSubstr("(a stopped where its context was full: its shift could not be made there"));
 }
 
 TEST_F(CheckCli, JsonCarriesTheVerdicts) {

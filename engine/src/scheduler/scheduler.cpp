@@ -218,6 +218,16 @@ void Scheduler::preempt(Sequence& victim) {
   }
 }
 
+Sequence* Scheduler::preempt_youngest(const std::function<bool(const Sequence&)>& may_preempt) {
+  auto victim = std::find_if(running_.rbegin(), running_.rend(), [&](const std::unique_ptr<Sequence>& v) {
+    return !v->finished() && may_preempt(*v);
+  });
+  if (victim == running_.rend()) return nullptr;
+  Sequence* v = victim->get();
+  preempt(*v);
+  return v;
+}
+
 void Scheduler::release_for_recompute(Sequence& s) {
   release_blocks(s);
   s.num_computed = 0;

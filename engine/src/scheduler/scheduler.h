@@ -21,6 +21,7 @@
 #pragma once
 
 #include <deque>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -98,6 +99,12 @@ class Scheduler {
   // (SpecTracker::required_acceptance), measured by the engine; 0 for n-gram.
   void set_draft_cost_in_rows(double rows) { draft_cost_in_rows_ = rows; }
   int32_t last_num_spec_pauses() const { return num_spec_pauses_; }
+  // Preempts the most recently admitted unfinished running sequence that
+  // `may_preempt` allows, as running out of blocks in schedule() would
+  // (recompute or swap). For a context shift that needs free blocks for its
+  // copies of shared blocks (Engine's shift_full_contexts). Returns the
+  // sequence preempted; nullptr when none is allowed.
+  Sequence* preempt_youngest(const std::function<bool(const Sequence&)>& may_preempt);
   // Removes finished sequences, releasing their blocks.
   std::vector<std::unique_ptr<Sequence>> reap_finished();
   // Removes every sequence as a recompute preemption would (blocks, device or

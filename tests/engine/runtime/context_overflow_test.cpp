@@ -6,6 +6,8 @@
 //    prefill's, for every KV cache type, and no block is left in use after;
 //  - a long generation with shift runs far past max_model_len, parallel
 //    samples sharing the blocks that move;
+//  - a shift short of free blocks for its copies of shared blocks preempts
+//    another sequence, and nobody's tokens change;
 //  - truncate_middle keeps the first context_keep tokens and the end.
 #include <gtest/gtest.h>
 
@@ -13,6 +15,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <vector>
 
 #include "kvscope/engine.h"
@@ -248,6 +251,105 @@ TEST_F(ContextOverflowTest, LongGenerationShiftsFarPastTheContext) {
     EXPECT_GT(max_shifts_seen, 50);
     EXPECT_EQ(engine.kv_stats().num_used_blocks, 0) << "blocks left in use";
   }
+}
+
+// What one sequence of a request generated, and how it ended.
+struct SequenceRun {
+  std::vector<int32_t> tokens;
+  TokenEvent last;
+};
+
+// Request 0: two samples of a 50-token prompt (they share its blocks, the
+// moved ones included); request 1: a short prompt admitted between them
+// (running order: sample 0, request 1, sample 1). Greedy, so every sequence's
+// tokens are its own whatever the batch. Keyed by request * 2 + index.
+std::map<int32_t, SequenceRun> run_samples_beside_another(const EngineConfig& c) {
+  std::map<int32_t, SequenceRun> runs;
+  auto created = Engine::create(c);
+  EXPECT_TRUE(created.ok()) << (created.ok() ? "" : created.error());
+  if (!created.ok()) return runs;
+  Engine& engine = **created;
+  for (int32_t request = 0; request < 2; ++request) {
+    GenerationRequest r;
+    r.prompt_tokens = ContextOverflowTest::prompt(request == 0 ? 50 : 4, request + 3);
+    r.n = request == 0 ? 2 : 1;
+    r.sampling.temperature = 0.0f;
+    r.sampling.ignore_eos = true;
+    r.sampling.max_tokens = 70;
+    r.on_event = [&runs, request](const TokenEvent& ev) {
+      SequenceRun& run = runs[request * 2 + ev.index];
+      if (ev.token >= 0) run.tokens.push_back(ev.token);
+      if (ev.finish != FinishReason::None) run.last = ev;
+    };
+    EXPECT_TRUE(engine.submit(std::move(r)).ok());
+  }
+  engine.run_until_idle();
+  EXPECT_EQ(engine.kv_stats().num_used_blocks, 0) << "blocks left in use";
+  return runs;
+}
+
+TEST_F(ContextOverflowTest, AShiftShortOfBlocksForItsCopiesPreemptsAnotherSequence) {
+  const std::string path = write_model({}, "short_of_blocks");
+  EngineConfig roomy = config(path);
+  const std::map<int32_t, SequenceRun> reference = run_samples_beside_another(roomy);
+  ASSERT_EQ(reference.size(), 3u);
+  for (const auto& [key, run] : reference) {
+    ASSERT_EQ(run.last.finish, FinishReason::Length) << key;
+    EXPECT_EQ(run.last.stats.num_preemptions, 0) << key;
+  }
+  // When the samples are first full (64 tokens: 6 shared blocks and 2 each)
+  // the short request holds 3 blocks: 13 in all, none free for the 2 copies
+  // of the shared blocks that sample 0's shift moves.
+  for (PreemptionMode mode : {PreemptionMode::Recompute, PreemptionMode::Swap}) {
+    SCOPED_TRACE(mode == PreemptionMode::Recompute ? "recompute" : "swap");
+    EngineConfig tight = roomy;
+    tight.num_blocks = 13;
+    tight.preemption = mode;
+    const std::map<int32_t, SequenceRun> runs = run_samples_beside_another(tight);
+    ASSERT_EQ(runs.size(), 3u);
+    for (const auto& [key, run] : runs) {
+      SCOPED_TRACE(key);
+      // Before: sample 0 stopped with context_full.
+      EXPECT_EQ(run.last.finish, FinishReason::Length) << run.last.error;
+      EXPECT_EQ(run.last.stats.num_generated_tokens, 70);
+      // The short request, not yet full, was preempted rather than the full
+      // sample 1 (later the scheduler preempts whoever is youngest as the
+      // pool fills), and nobody's tokens changed: the samples kept their
+      // caches, and the short request had not shifted.
+      if (key == 2) {
+        EXPECT_GE(run.last.stats.num_preemptions, 1);
+      }
+      EXPECT_EQ(run.tokens, reference.at(key).tokens);
+      EXPECT_EQ(run.last.stats.num_context_shifts, reference.at(key).last.stats.num_context_shifts);
+    }
+  }
+  // Without the short request, the only other sequence is the full sample 1:
+  // it is preempted (and shifts once it has run again) instead of sample 0
+  // stopping.
+  EngineConfig pair = roomy;
+  pair.num_blocks = 10;
+  auto created = Engine::create(pair);
+  ASSERT_TRUE(created.ok()) << created.error();
+  std::vector<TokenEvent> finals;
+  GenerationRequest r;
+  r.prompt_tokens = prompt(50, 3);
+  r.n = 2;
+  r.sampling.temperature = 0.0f;
+  r.sampling.ignore_eos = true;
+  r.sampling.max_tokens = 70;
+  r.on_event = [&finals](const TokenEvent& ev) {
+    if (ev.finish != FinishReason::None) finals.push_back(ev);
+  };
+  ASSERT_TRUE((*created)->submit(std::move(r)).ok());
+  (*created)->run_until_idle();
+  ASSERT_EQ(finals.size(), 2u);
+  for (const TokenEvent& f : finals) {
+    EXPECT_EQ(f.finish, FinishReason::Length) << f.error;
+    EXPECT_EQ(f.stats.num_generated_tokens, 70);
+    EXPECT_GE(f.stats.num_context_shifts, 1);
+    EXPECT_EQ(f.stats.num_preemptions, f.index == 1 ? 1 : 0);
+  }
+  EXPECT_EQ((*created)->kv_stats().num_used_blocks, 0) << "blocks left in use";
 }
 
 TEST_F(ContextOverflowTest, SpeculativeGreedyShiftsAsPlainGreedyDoes) {
