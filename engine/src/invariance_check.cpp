@@ -265,6 +265,12 @@ Result<InvarianceSide> parse_invariance_side(std::string_view spec, const Engine
       continue;
     }
     const SettingSpec* row = find_setting(setting_key);
+    if (!row && !find_alias(key)) {
+      // The command-line spelling someone who learned the options types
+      // (ctx, paging, block-size, --ctx) names the same setting.
+      row = find_setting_by_cli_option(key);
+      if (row && !seen.insert(row->key).second) return Error{fmt::format("'{}' is given twice (as {})", row->key, key)};
+    }
     if (!row) {
       return Error{fmt::format("unknown setting '{}' (known: {})", key, fmt::join(invariance_keys(), ", "))};
     }

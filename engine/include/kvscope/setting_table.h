@@ -96,6 +96,10 @@ struct SettingSpec {
 const std::vector<SettingSpec>& engine_settings();
 // The row for `key` (an INI/JSON key), nullptr if there is none.
 const SettingSpec* find_setting(std::string_view key);
+// The setting whose command-line option is `option` (with or without its
+// leading "--"; "ctx" is max_model_len), or whose key it is with dashes for
+// underscores ("block-size"); nullptr when none.
+const SettingSpec* find_setting_by_cli_option(std::string_view option);
 
 // Parses `text` for `key` and stores it in `config`; the error names the key.
 Status set_setting(EngineConfig& config, std::string_view key, std::string_view text);

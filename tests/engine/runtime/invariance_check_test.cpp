@@ -78,6 +78,27 @@ TEST(InvarianceSide, AliasesMapOntoTableRows) {
   }
 }
 
+TEST(InvarianceSide, CommandLineOptionNamesNameTheirSettings) {
+  // What someone who learned `generate --ctx 64 --no-paging` types.
+  auto side = parse_invariance_side("ctx=64,paging=off,--block-size=8,prefix-cache=off,max-batched-tokens=9", with_model());
+  ASSERT_TRUE(side.ok()) << side.error();
+  EXPECT_EQ(side->config.max_model_len, 64);
+  EXPECT_FALSE(side->config.paged);
+  EXPECT_EQ(side->config.block_size, 8);
+  EXPECT_FALSE(side->config.prefix_caching);
+  EXPECT_EQ(side->config.max_batched_tokens, 9);
+  // Every row's option finds its row.
+  for (const SettingSpec& row : engine_settings()) {
+    EXPECT_EQ(find_setting_by_cli_option(row.cli_option()), &row) << row.key;
+    EXPECT_EQ(find_setting_by_cli_option("--" + row.cli_option()), &row) << row.key;
+  }
+  EXPECT_EQ(find_setting_by_cli_option("--"), nullptr);
+  // One setting twice under two names is still refused.
+  auto twice = parse_invariance_side("max_model_len=64,ctx=32", with_model());
+  ASSERT_FALSE(twice.ok());
+  EXPECT_NE(twice.error().find("'max_model_len' is given twice (as ctx)"), std::string::npos) << twice.error();
+}
+
 TEST(InvarianceSide, UnknownKeyListsTheKnownOnes) {
   for (const char* key : {"kv_dtype", "speculative", "pp", "device"}) {
     auto side = parse_invariance_side(std::string(key) + "=1", with_model());
