@@ -255,7 +255,7 @@ bool collect_step(ResponseState& s, httplib::DataSink& sink) {
 
 void respond_generation(EngineDriver& driver, const ParsedRequest& request, const ResponseContext& context,
                         JobRegistry& registry, const std::shared_ptr<ServerMetrics>& metrics, BodyFraming framing,
-                        httplib::Response& res) {
+                        const std::function<bool()>& client_present, httplib::Response& res) {
   // Stopping: refused before anything is submitted (and counted). A request
   // that passes here as the stop begins is caught by registry.add below.
   if (registry.closed()) {
@@ -305,44 +305,56 @@ void respond_generation(EngineDriver& driver, const ParsedRequest& request, cons
     registry.remove(state->job);
     metrics->on_request_ended();
   };
-  if (framing == BodyFraming::kWhole) {
-    // The same steps as below, into one string: the client cannot leave
-    // unnoticed here, so the request runs to its end (or the server's stop).
-    std::string body;
-    bool complete = false;
-    httplib::DataSink sink;
-    sink.write = [&body](const char* data, size_t size) {
-      body.append(data, size);
-      return true;
-    };
-    sink.done = [&complete] { complete = true; };
-    sink.is_writable = [] { return true; };
-    while (!complete && (request.stream ? stream_step(*state, sink) : collect_step(*state, sink))) {
-    }
-    if (!request.stream && !state->error.empty()) res.status = engine_error(state->error).status;
-    if (request.stream) res.set_header("Cache-Control", "no-cache");
-    // Through a provider, so that the job is released (and the server's stop
-    // waits for it) only once the body has been written, not before.
-    auto whole = std::make_shared<std::string>(std::move(body));
-    res.set_content_provider(
-        whole->size(), request.stream ? "text/event-stream" : "application/json",
-        [whole](size_t offset, size_t length, httplib::DataSink& out) {
-          return out.write(whole->data() + offset, length);
-        },
-        release);
-    return;
-  }
-  if (request.stream) {
+  if (request.stream && framing == BodyFraming::kChunked) {
     res.set_header("Cache-Control", "no-cache");
     // Exactly this content type: httplib compresses other text/* types, which would hold chunks back.
     res.set_chunked_content_provider(
         "text/event-stream", [state](size_t, httplib::DataSink& sink) { return stream_step(*state, sink); },
         release);
-  } else {
-    res.set_chunked_content_provider(
-        "application/json", [state](size_t, httplib::DataSink& sink) { return collect_step(*state, sink); },
-        release);
+    return;
   }
+  // Held: the same steps as a stream's, into one string, so that the status
+  // line waits for the outcome (an engine failure or the server's stop is an
+  // error status, which OpenAI's clients raise, not a 200 with an error
+  // body). The client is asked after every poll whether it is still there.
+  std::string body;
+  bool complete = false;
+  httplib::DataSink sink;
+  sink.write = [&body](const char* data, size_t size) {
+    body.append(data, size);
+    return true;
+  };
+  sink.done = [&complete] { complete = true; };
+  sink.is_writable = client_present;
+  // Asked before every step too: a stream's step asks only when it has
+  // nothing new to write, and a fast one always has.
+  while (!complete && client_present() &&
+         (request.stream ? stream_step(*state, sink) : collect_step(*state, sink))) {
+  }
+  if (!complete) {
+    // The client has gone: its requests are cancelled and released now, and
+    // nothing but a status line is written (nginx's 499, "client closed
+    // request", for anyone reading a capture).
+    release(false);
+    res.status = 499;
+    return;
+  }
+  res.status = 200;
+  if (!request.stream && !state->error.empty()) {
+    const ApiError e = registry.closed() ? server_stopping() : engine_error(state->error);
+    res.status = e.status;
+    body = e.body();
+  }
+  if (request.stream) res.set_header("Cache-Control", "no-cache");
+  // Through a provider, so that the job is released (and the server's stop
+  // waits for it) only once the body has been written, not before. (Never
+  // empty: httplib 0.11 takes a provider of length 0 for one of unknown
+  // length and calls it until it says done.)
+  auto whole = std::make_shared<std::string>(std::move(body));
+  res.set_content_provider(
+      whole->size(), request.stream ? "text/event-stream" : "application/json",
+      [whole](size_t offset, size_t length, httplib::DataSink& out) { return out.write(whole->data() + offset, length); },
+      release);
 }
 
 }  // namespace kvscope::server

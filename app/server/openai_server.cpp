@@ -288,7 +288,12 @@ struct OpenAiServer::Impl {
     ctx.model = model_id;
     ctx.logprobs = request.logprobs;
     const BodyFraming framing = req.version == "HTTP/1.0" ? BodyFraming::kWhole : BodyFraming::kChunked;
-    respond_generation(driver, request, ctx, jobs, metrics, framing, res);
+    // A held response asks the connection itself whether its client is
+    // still there; not found (it cannot be missing while its request is
+    // handled, but the listing is the kernel's), it is assumed present.
+    const int connection = find_accepted_connection(port, req.remote_addr, req.remote_port);
+    const auto client_present = [connection] { return connection < 0 || !peer_has_gone(connection); };
+    respond_generation(driver, request, ctx, jobs, metrics, framing, client_present, res);
   }
 
   Json model_json() const {
@@ -440,7 +445,7 @@ void OpenAiServer::stop() {
   Impl& m = *impl_;
   if (!m.started) return;
   // Cancelled requests end at the engine's next step; their clients then get
-  // an error event (streams) or body and the end of the response, if that
+  // an error event (streams) or a 503 and the end of the response, if that
   // comes within a second, before the connections close. A request arriving
   // from now on is answered 503 instead of being started and cut off.
   m.jobs.close_and_cancel_all();

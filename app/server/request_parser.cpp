@@ -247,6 +247,9 @@ MaybeError read_common(const Json& obj, const ParseDefaults& defaults, ParsedReq
       if (!v->is_boolean()) return wrong_type("stream_options.include_usage", "true or false", *v);
       out.include_usage = v->get<bool>() && out.stream;
     }
+    // As OpenAI (and vLLM) answer it: options for a stream that is not one
+    // are a mistake in the request, not something to ignore.
+    if (!out.stream) return invalid_request("'stream_options' is only allowed when 'stream' is true", "stream_options");
   }
   if (MaybeError e = read_int32(obj, "n", 1, kMaxChoicesPerPrompt, out.n)) return e;
 
@@ -281,8 +284,10 @@ MaybeError read_common(const Json& obj, const ParseDefaults& defaults, ParsedReq
   return std::nullopt;
 }
 
-// A message's content: a string, null (an assistant turn with none) or text parts.
-MaybeError read_content(const Json& message, const std::string& where, std::string& out) {
+// A message's content: a string, null (an assistant turn with none) or text
+// parts; an assistant turn's parts may also be refusals (what OpenAI's
+// replies hold when the model refused), which are its text.
+MaybeError read_content(const Json& message, const std::string& where, bool assistant, std::string& out) {
   const Json* content = field(message, "content");
   if (!content) return std::nullopt;
   if (content->is_string()) {
@@ -295,12 +300,17 @@ MaybeError read_content(const Json& message, const std::string& where, std::stri
     const std::string at = fmt::format("{}.content[{}]", where, i);
     if (!part.is_object()) return wrong_type(at, "an object", part);
     const Json* type = field(part, "type");
-    if (!type || !type->is_string() || *type != "text") {
-      return invalid_request(fmt::format("{}: only content parts of type \"text\" are supported", at), at + ".type");
+    if (!type) return invalid_request(fmt::format("{}.type is required (\"text\")", at), at + ".type");
+    const bool refusal = assistant && *type == "refusal";
+    if (!type->is_string() || (*type != "text" && !refusal)) {
+      return invalid_request(fmt::format("{}: only content parts of type \"text\" are supported{}", at,
+                                         assistant ? " (and \"refusal\" in an assistant turn)" : ""),
+                             at + ".type");
     }
-    const Json* text = field(part, "text");
+    const char* key = refusal ? "refusal" : "text";
+    const Json* text = field(part, key);
     if (!text || !text->is_string()) {
-      return invalid_request(fmt::format("{}.text must be a string", at), at + ".text");
+      return invalid_request(fmt::format("{}.{} must be a string", at, key), fmt::format("{}.{}", at, key));
     }
     out += text->get<std::string>();
   }
@@ -437,7 +447,7 @@ MaybeError read_messages(const Json& obj, std::vector<ChatMessage>& out) {
     if (!field(m, "content") && message.role != "assistant") {
       return invalid_request(fmt::format("{}.content is required", where), where + ".content");
     }
-    if (MaybeError e = read_content(m, where, message.content)) return e;
+    if (MaybeError e = read_content(m, where, message.role == "assistant", message.content)) return e;
     out.push_back(std::move(message));
   }
   return std::nullopt;

@@ -139,6 +139,42 @@ TEST(OpenAiServerLifecycle, RequestsDuringStopGetAnErrorNotACutOffStream) {
   RecordProperty("unanswered", num_unanswered);
 }
 
+// A request answered whole (not streamed) that the stop cancels gets 503
+// server_stopping, which OpenAI's clients raise (and retry): the 200 used to
+// go out before generation, leaving the error in a body the SDK returned as
+// a reply whose choices were missing.
+TEST(OpenAiServerLifecycle, AWholeResponseCutByTheStopIsA503) {
+  test::TinyModelSpec spec;
+  spec.context_length = 4096;
+  const std::unique_ptr<Engine> engine = tiny_engine("openai_server_stop_whole", spec, [](EngineConfig& c) {
+    c.num_blocks = 1024;
+    c.max_batched_tokens = 64;
+  });
+  ASSERT_TRUE(engine);
+  server::StepLoop loop(*engine);
+  for (const char* path : {"/v1/completions", "/v1/chat/completions"}) {
+    SCOPED_TRACE(path);
+    server::OpenAiServer server(loop, loopback());
+    ASSERT_TRUE(server.start().ok());
+    const bool chat = std::string_view(path) == "/v1/chat/completions";
+    nlohmann::json body = {{"model", server.model_id()}, {"max_tokens", 3000}, {"ignore_eos", true}};
+    if (chat) {
+      body["messages"] = nlohmann::json::array({{{"role", "user"}, {"content", "Hello"}}});
+    } else {
+      body["prompt"] = "Once upon a time";
+    }
+    std::thread stopper([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      server.stop();
+    });
+    const test::Reply r = test::http_post(server.port(), path, body);
+    stopper.join();
+    EXPECT_EQ(r.status, 503) << r.body;
+    EXPECT_EQ(r.json["error"]["code"], "server_stopping") << r.body;
+  }
+  loop.stop();
+}
+
 // Once stop() began (the registry closed), a generation request is answered
 // 503 server_stopping and nothing is submitted to the engine: before, it was
 // started, never cancelled, and cut off when the listener closed.
@@ -154,8 +190,9 @@ TEST(OpenAiServerLifecycle, ARequestAfterTheStopBeganIsRefusedUnsubmitted) {
   server::ResponseContext context;
   context.endpoint = server::Endpoint::kCompletions;
   httplib::Response res;
+  const auto client_present = [] { return true; };
   server::respond_generation(loop, std::get<server::ParsedRequest>(parsed), context, registry, metrics,
-                             server::BodyFraming::kChunked, res);
+                             server::BodyFraming::kChunked, client_present, res);
   EXPECT_EQ(res.status, 503);
   EXPECT_NE(res.body.find("server_stopping"), std::string::npos) << res.body;
   EXPECT_EQ(registry.size(), 0u);
@@ -165,10 +202,10 @@ TEST(OpenAiServerLifecycle, ARequestAfterTheStopBeganIsRefusedUnsubmitted) {
   EXPECT_TRUE(idle) << "nothing was submitted";
   registry.reopen();  // a server started again takes requests
   {
-    httplib::Response again;  // streamed: its status is written when the body is
+    httplib::Response again;  // held until its 4 tokens are there
     server::respond_generation(loop, std::get<server::ParsedRequest>(parsed), context, registry, metrics,
-                               server::BodyFraming::kChunked, again);
-    EXPECT_NE(again.status, 503);
+                               server::BodyFraming::kChunked, client_present, again);
+    EXPECT_EQ(again.status, 200);
     EXPECT_EQ(registry.size(), 1u);
     EXPECT_EQ(metrics->totals().num_completion_requests, 1);
   }  // the response's end releases (cancels) its job

@@ -145,8 +145,38 @@ TEST(RequestParser, TopKMinusOneIsOff) {
   EXPECT_EQ(chat_error(R"({"model": "m", "top_k": -2, )" + kUser + "}").param, "top_k");
 }
 
-TEST(RequestParser, IncludeUsageOnlyWhenStreaming) {
-  EXPECT_FALSE(chat_ok(R"({"model": "m", "stream_options": {"include_usage": true}, )" + kUser + "}").include_usage);
+// stream_options belong to a stream: without one they are refused, as
+// OpenAI refuses them (they were ignored).
+TEST(RequestParser, StreamOptionsOnlyWithAStream) {
+  for (const char* stream : {"", R"("stream": false, )"}) {
+    const ApiError e =
+        chat_error(std::string(R"({"model": "m", )") + stream + R"("stream_options": {"include_usage": true}, )" + kUser + "}");
+    EXPECT_EQ(e.param, "stream_options");
+    EXPECT_NE(e.message.find("only allowed when 'stream' is true"), std::string::npos) << e.message;
+  }
+  EXPECT_TRUE(chat_ok(R"({"model": "m", "stream": true, "stream_options": {"include_usage": true}, )" + kUser + "}")
+                  .include_usage);
+  EXPECT_FALSE(chat_ok(R"({"model": "m", "stream": true, "stream_options": {}, )" + kUser + "}").include_usage);
+}
+
+// Replaying a conversation in which an OpenAI model refused: the assistant
+// turn's refusal part is its text. Anywhere else a part must be text, and
+// one with no type says that it needs one.
+TEST(RequestParser, AssistantRefusalPartsAreItsText) {
+  const ParsedRequest r = chat_ok(R"({"model": "m", "messages": [{"role": "user", "content": "a"},
+      {"role": "assistant", "content": [{"type": "refusal", "refusal": "I can't help with that."}]},
+      {"role": "user", "content": [{"type": "text", "text": "b"}]}]})");
+  ASSERT_EQ(r.messages.size(), 3u);
+  EXPECT_EQ(r.messages[1].content, "I can't help with that.");
+  const ApiError user_refusal =
+      chat_error(R"({"model": "m", "messages": [{"role": "user", "content": [{"type": "refusal", "refusal": "x"}]}]})");
+  EXPECT_EQ(user_refusal.param, "messages[0].content[0].type");
+  const ApiError untyped = chat_error(R"({"model": "m", "messages": [{"role": "user", "content": [{"text": "x"}]}]})");
+  EXPECT_EQ(untyped.param, "messages[0].content[0].type");
+  EXPECT_NE(untyped.message.find("messages[0].content[0].type is required"), std::string::npos) << untyped.message;
+  const ApiError bare = chat_error(
+      R"({"model": "m", "messages": [{"role": "assistant", "content": [{"type": "refusal", "text": "x"}]}]})");
+  EXPECT_EQ(bare.param, "messages[0].content[0].refusal");
 }
 
 TEST(RequestParser, CompletionPromptForms) {
