@@ -66,10 +66,11 @@ InvariancePanel::InvariancePanel(QWidget* parent) : QWidget(parent) {
   validation_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   form->addRow(QString(), validation_);
 
-  use_conversation_ = new QRadioButton(tr("the conversation's last message, as raw text"), this);
+  use_conversation_ = new QRadioButton(tr("the conversation, as the chat sent its last message"), this);
   use_conversation_->setToolTip(
-      tr("The last thing you typed in the chat, without the chat template or the earlier turns: not the input "
-         "the chat sent, so a chat model may answer it otherwise, or end at once"));
+      tr("The system message and the turns up to the last thing you typed, through the model's chat template: "
+         "the very tokens the chat ran. The check samples them its own way (greedy, no repetition penalty), "
+         "so its reply may differ from the chat's"));
   use_file_ = new QRadioButton(tr("a file:"), this);
   use_conversation_->setChecked(true);
   auto* group = new QButtonGroup(this);
@@ -202,12 +203,14 @@ kvscope::Result<InvarianceJob> InvariancePanel::buildJob() const {
     if (!file.open(QIODevice::ReadOnly)) {
       return Error{tr("Cannot read %1: %2").arg(path, file.errorString()).toStdString()};
     }
-    job.prompts = split_prompt_blocks(file.readAll().toStdString());
+    for (std::string& block : split_prompt_blocks(file.readAll().toStdString())) job.prompts.emplace_back(std::move(block));
     if (job.prompts.empty()) return Error{tr("%1 holds no prompt.").arg(path).toStdString()};
   } else {
-    const QString prompt = prompt_source_ ? prompt_source_() : QString();
-    if (prompt.trimmed().isEmpty()) return Error{tr("The conversation has no prompt yet.").toStdString()};
-    job.prompts.push_back(prompt.toStdString());
+    ChatHistory conversation = prompt_source_ ? prompt_source_() : ChatHistory{};
+    const bool asked = !conversation.empty() &&
+                       QString::fromStdString(conversation.back().content).trimmed().size() > 0;
+    if (!asked) return Error{tr("The conversation has no prompt yet.").toStdString()};
+    job.prompts.push_back(InvariancePrompt::chat(std::move(conversation)));
   }
   return job;
 }

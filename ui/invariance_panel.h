@@ -49,9 +49,10 @@ class InvariancePanel : public QWidget {
   // Side A: the settings of the engine loaded (its model included). Without
   // a model path nothing can be checked.
   void setBaseConfig(const kvscope::EngineConfig& config);
-  // Asked for the conversation's last prompt when a run starts (raw text;
-  // empty: there is none).
-  void setPromptSource(std::function<QString()> source) { prompt_source_ = std::move(source); }
+  // Asked when a run starts for the conversation as the chat sent its last
+  // message (the system message, the turns, ending with that message); run
+  // through the model's chat template. Empty: there is none yet.
+  void setPromptSource(std::function<kvscope::ui::ChatHistory()> source) { prompt_source_ = std::move(source); }
   // The model's bytes per token id: continuations are then cut exactly at
   // the divergent token.
   void setTokenBytes(const kvscope::ui::TokenBytesTable& table);
@@ -93,7 +94,7 @@ class InvariancePanel : public QWidget {
   void browsePromptFile();
 
   kvscope::EngineConfig base_;
-  std::function<QString()> prompt_source_;
+  std::function<kvscope::ui::ChatHistory()> prompt_source_;
   TokenBytesTable token_bytes_;
   quint64 next_job_ = 0;
   quint64 current_job_ = 0;  // 0: none in flight

@@ -263,12 +263,10 @@ void MainWindow::createDocks() {
   connect(memory_panel_, &MemoryPanel::applyRequested, this, &MainWindow::loadEngine);
   shared_prefixes_ = new SharedPrefixPanel(this);
   invariance_panel_ = new InvariancePanel(this);
-  invariance_panel_->setPromptSource([this] {  // the last thing the user asked, as typed
-    const ChatTurns& turns = chat_->turns();
-    for (auto t = turns.rbegin(); t != turns.rend(); ++t) {
-      if (t->role == "user") return t->content;
-    }
-    return QString();
+  invariance_panel_->setPromptSource([this] {  // what the chat sent for the last thing the user asked
+    ChatHistory history = chat_->engineHistory();
+    while (!history.empty() && history.back().role != "user") history.pop_back();  // its reply, if there is one
+    return history;
   });
   conversations_ = new ConversationListWidget(this);
 

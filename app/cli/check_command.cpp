@@ -5,6 +5,7 @@
 //
 //   kvscope-cli check --prompts prompts.txt --a "block_size=16" --b "block_size=1,concurrency=8"
 //   kvscope-cli check -p "The capital of France is" --a "cascade=off,concurrency=16" --b "cascade=on,concurrency=16" --json
+//   kvscope-cli check --chat -p "Write a haiku about memory" --a "" --b "kv_type=f16"
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -35,6 +36,9 @@ struct CheckOptions {
   std::string spec_a, spec_b;
   std::string prompts_file;
   std::vector<std::string> prompts;  // -p, repeatable
+  bool chat = false;                 // each prompt a user message through the chat template
+  std::string system;
+  CLI::Option* system_option = nullptr;  // given at all: --system "" is an empty system message, not none
   int32_t max_tokens = 32;
   float temperature = 0.0f;
   uint64_t seed = 0;
@@ -64,7 +68,8 @@ void print_text_report(const InvarianceReport& report, const std::string& model)
   const size_t total = report.prompts.size();
   for (size_t i = 0; i < total; ++i) {
     const PromptVerdict& v = report.prompts[i];
-    out += fmt::format("[{}/{}] '{}'\n", i + 1, total, escaped(v.prompt, 70));
+    out += fmt::format("[{}/{}] '{}'{}\n", i + 1, total, escaped(v.prompt, 70),
+                       v.chat ? " (as a chat, through the model's template)" : "");
     if (!v.same_prompt) {
       out += fmt::format("  the sides ran different prompt tokens (a: {}, b: {}): {}; the outputs are of "
                          "different inputs\n",
@@ -167,6 +172,7 @@ void print_json_report(const InvarianceReport& report, const CheckOptions& o, co
   for (const PromptVerdict& v : report.prompts) {
     nlohmann::ordered_json p = {
         {"prompt", v.prompt},
+        {"chat", v.chat},
         {"identical", v.identical},
         {"logits_identical", v.logits_identical},
         {"first_divergence", v.first_divergence},
@@ -229,6 +235,10 @@ int run_check(const CheckOptions& o) {
     print_error("no prompts: give --prompts FILE (prompts separated by blank lines) or -p TEXT");
     return kExitUsage;
   }
+  if (o.system_option->count() > 0 && !o.chat) {
+    print_error("--system needs --chat (a system message goes through the chat template)");
+    return kExitUsage;
+  }
   // An empty -p is a usage error, as generate's is, not a failed run.
   for (const std::string& p : prompts) {
     if (p.find_first_not_of(" \t\r\n") == std::string::npos) {
@@ -289,7 +299,19 @@ int run_check(const CheckOptions& o) {
     if (show_progress) fmt::print(stderr, "\rchecking: {}/{} runs", done, total);
     return true;
   };
-  Result<InvarianceReport> report = check_invariance(*a, *b, prompts, options, progress);
+  // With --chat each prompt is what `generate --chat` would submit.
+  std::vector<InvariancePrompt> checked;
+  for (const std::string& p : prompts) {
+    if (!o.chat) {
+      checked.emplace_back(p);
+      continue;
+    }
+    std::vector<ChatMessage> messages;
+    if (o.system_option->count() > 0) messages.emplace_back("system", o.system);
+    messages.emplace_back("user", p);
+    checked.push_back(InvariancePrompt::chat(std::move(messages)));
+  }
+  Result<InvarianceReport> report = check_invariance(*a, *b, checked, options, progress);
   if (show_progress) fmt::print(stderr, "\r\033[K");
   if (!report.ok()) {
     print_error(report.error());
@@ -333,6 +355,11 @@ Command add_check_command(CLI::App& parent) {
   cmd->add_option("-p,--prompt", o->prompts, "a prompt (repeatable; added after --prompts)")
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  cmd->add_flag("--chat", o->chat,
+                "run each prompt as a user message through the model's chat template, as generate --chat, the "
+                "app's chat and the server's chat endpoint submit it");
+  o->system_option = cmd->add_option("--system", o->system,
+                                     "system message before each prompt (with --chat; \"\" sends an empty one)");
   cmd->add_option("-n,--max-tokens", o->max_tokens, "tokens generated per prompt")
       ->check(CLI::Range(1, 1 << 20))
       ->capture_default_str();

@@ -123,7 +123,16 @@ struct PromptRun {
 };
 
 // Runs one prompt (plus its companions) to idle on `engine`.
-Result<PromptRun> run_prompt(Engine& engine, const InvarianceSide& side, const std::string& prompt,
+// The prompt onto a request (the checked one or a companion).
+void set_prompt(GenerationRequest& r, const InvariancePrompt& prompt) {
+  if (prompt.is_chat()) {
+    r.messages = prompt.messages;
+  } else {
+    r.prompt = prompt.text;
+  }
+}
+
+Result<PromptRun> run_prompt(Engine& engine, const InvarianceSide& side, const InvariancePrompt& prompt,
                              const InvarianceOptions& options, const std::function<bool()>& keep_going,
                              InvarianceRunStats& stats) {
   PromptRun run;
@@ -132,7 +141,7 @@ Result<PromptRun> run_prompt(Engine& engine, const InvarianceSide& side, const s
   std::string error;
 
   GenerationRequest checked;
-  checked.prompt = prompt;
+  set_prompt(checked, prompt);
   checked.sampling = options.sampling;
   checked.sampling.max_tokens = options.max_tokens;
   checked.on_logits = [&rec](int32_t index, int32_t position, const float* logits, int32_t vocab) {
@@ -167,7 +176,7 @@ Result<PromptRun> run_prompt(Engine& engine, const InvarianceSide& side, const s
   }
   for (int32_t i = 1; i < side.concurrency && !checked_finished; ++i) {
     GenerationRequest companion;
-    companion.prompt = prompt;
+    set_prompt(companion, prompt);
     companion.sampling.temperature = kCompanionTemperature;
     companion.sampling.seed = kCompanionSeedBase + static_cast<uint64_t>(i);
     companion.sampling.max_tokens = options.max_tokens;
@@ -479,8 +488,24 @@ PromptVerdict compare_runs(const GenerationRecord& a, const GenerationRecord& b)
   return v;
 }
 
+InvariancePrompt InvariancePrompt::chat(std::vector<ChatMessage> messages) {
+  InvariancePrompt p;
+  if (!messages.empty()) p.text = messages.back().content;
+  p.messages = std::move(messages);
+  return p;
+}
+
 Result<InvarianceReport> check_invariance(const InvarianceSide& a, const InvarianceSide& b,
                                           const std::vector<std::string>& prompts, const InvarianceOptions& options,
+                                          const std::function<bool(int32_t done, int32_t total)>& progress) {
+  std::vector<InvariancePrompt> raw;
+  for (const std::string& p : prompts) raw.emplace_back(p);
+  return check_invariance(a, b, raw, options, progress);
+}
+
+Result<InvarianceReport> check_invariance(const InvarianceSide& a, const InvarianceSide& b,
+                                          const std::vector<InvariancePrompt>& prompts,
+                                          const InvarianceOptions& options,
                                           const std::function<bool(int32_t done, int32_t total)>& progress) {
   if (options.max_tokens < 1) return Error{fmt::format("max tokens = {} must be at least 1", options.max_tokens)};
   SamplingParams checked_sampling = options.sampling;
@@ -515,7 +540,7 @@ Result<InvarianceReport> check_invariance(const InvarianceSide& a, const Invaria
         });
     if (cancelled) return Error{"cancelled"};
     if (!engine.ok()) return Error{fmt::format("{}: {}", name, engine.error())};
-    for (const std::string& prompt : prompts) {
+    for (const InvariancePrompt& prompt : prompts) {
       Result<PromptRun> run = run_prompt(**engine, *sides[s], prompt, options, keep_going, stats[s]);
       if (!run.ok()) {
         if (run.error() == "cancelled") return Error{"cancelled"};
@@ -546,7 +571,8 @@ Result<InvarianceReport> check_invariance(const InvarianceSide& a, const Invaria
   report.stats_b = stats[1];
   for (size_t i = 0; i < prompts.size(); ++i) {
     PromptVerdict v = compare_runs(runs[0][i].record, runs[1][i].record);
-    v.prompt = prompts[i];
+    v.prompt = prompts[i].text;
+    v.chat = prompts[i].is_chat();
     v.num_prompt_tokens = static_cast<int32_t>(runs[0][i].prompt_tokens.size());
     v.num_prompt_tokens_b = static_cast<int32_t>(runs[1][i].prompt_tokens.size());
     v.same_prompt = runs[0][i].prompt_tokens == runs[1][i].prompt_tokens;

@@ -194,6 +194,27 @@ TEST_F(CheckCli, JsonCarriesTheVerdicts) {
   EXPECT_TRUE(j["expected_differences"].empty()) << "paging keeps the numbers";
 }
 
+// --chat runs each prompt as a user message through the model's template,
+// as generate --chat and the app's chat submit it: more prompt tokens than
+// the raw text, and said so in the text and the JSON.
+TEST_F(CheckCli, ChatPromptsRunThroughTheTemplate) {
+  const test::CliResult raw = run_cli({"check", "--model", model_, "-p", "Hi", "-n", "4", "--threads", "1", "--a", "",
+                                       "--b", "block_size=4", "--json"});
+  ASSERT_EQ(raw.exit_code, 0) << raw.err;
+  const test::CliResult chat = run_cli({"check", "--model", model_, "-p", "Hi", "-n", "4", "--threads", "1", "--chat",
+                                        "--system", "Be brief.", "--a", "", "--b", "block_size=4", "--json"});
+  ASSERT_EQ(chat.exit_code, 0) << chat.err;
+  const nlohmann::json r = nlohmann::json::parse(raw.out), c = nlohmann::json::parse(chat.out);
+  EXPECT_EQ(r["prompts"][0]["chat"], false);
+  EXPECT_EQ(c["prompts"][0]["chat"], true);
+  EXPECT_EQ(c["prompts"][0]["prompt"], "Hi");
+  EXPECT_GT(c["prompts"][0]["num_prompt_tokens"].get<int>(), r["prompts"][0]["num_prompt_tokens"].get<int>() + 5);
+  const test::CliResult text = run_cli({"check", "--model", model_, "-p", "Hi", "-n", "4", "--threads", "1", "--chat",
+                                        "--a", "", "--b", "block_size=4"});
+  EXPECT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_THAT(text.out, HasSubstr("[1/1] 'Hi' (as a chat, through the model's template)"));
+}
+
 TEST_F(CheckCli, BadInputIsAUsageError) {
   struct Case {
     std::vector<std::string> args;
@@ -208,6 +229,7 @@ TEST_F(CheckCli, BadInputIsAUsageError) {
       {{"check", "--model", model_, "--a", "", "--b", ""}, "no prompts"},
       {{"check", "--model", model_, "--prompts", model_ + ".missing", "--a", "", "--b", ""}, "--prompts: "},
       {{"check", "--model", model_, "-p", "hi", "--b", ""}, "--a is required"},
+      {args({"--a", "", "--b", "", "--system", "Be brief."}), "--system needs --chat"},
   };
   for (const Case& c : cases) {
     const test::CliResult r = run_cli(c.args);

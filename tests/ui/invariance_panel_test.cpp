@@ -24,6 +24,12 @@ using namespace kvscope::ui;
 namespace {
 
 // Token ids of a byte vocabulary: id = byte.
+std::vector<std::string> prompt_texts(const std::vector<InvariancePrompt>& prompts) {
+  std::vector<std::string> texts;
+  for (const InvariancePrompt& p : prompts) texts.push_back(p.text);
+  return texts;
+}
+
 std::vector<int32_t> bytesOf(const std::string& text) {
   std::vector<int32_t> ids;
   for (char c : text) ids.push_back(static_cast<unsigned char>(c));
@@ -211,13 +217,18 @@ class InvariancePanelTest : public QObject {
     QCOMPARE(runs.count(), 0);
     QVERIFY(panel.statusText().contains(QStringLiteral("no prompt yet")));
 
-    QString last_prompt = QStringLiteral("Hello");
-    panel.setPromptSource([&] { return last_prompt; });
+    // The conversation as the chat sent its last message: run as a chat.
+    ChatHistory conversation = {{"system", "Be brief."}, {"user", "Hi"}, {"assistant", "Hello!"}, {"user", "Hello"}};
+    panel.setPromptSource([&] { return conversation; });
     panel.run();
     QCOMPARE(runs.count(), 1);
     const quint64 first = runs.last().at(0).value<quint64>();
     const auto job = runs.last().at(1).value<InvarianceJob>();
-    QCOMPARE(job.prompts, (std::vector<std::string>{"Hello"}));
+    QCOMPARE(job.prompts.size(), size_t{1});
+    QVERIFY(job.prompts[0].is_chat());
+    QCOMPARE(job.prompts[0].text, std::string("Hello"));
+    QCOMPARE(job.prompts[0].messages.size(), conversation.size());
+    QCOMPARE(job.prompts[0].messages[0].content, std::string("Be brief."));
     QCOMPARE(job.a.config.cascade, baseConfig().cascade);  // A: the settings in force
     QCOMPARE(job.a.concurrency, 1);
     QCOMPARE(job.b.config.cascade, CascadeMode::On);
@@ -234,7 +245,7 @@ class InvariancePanelTest : public QObject {
     QCOMPARE(bar->value(), 1);
 
     // A second run retires the first: it is cancelled, its result dropped.
-    last_prompt = QStringLiteral("Say hello");
+    conversation.back().content = "Say hello";
     panel.run();
     QCOMPARE(cancels.count(), 1);
     QCOMPARE(cancels.last().at(0).value<quint64>(), first);
@@ -343,13 +354,17 @@ class InvariancePanelTest : public QObject {
     panel.setPromptFile(path);
     auto job = panel.buildJob();
     QVERIFY2(job.ok(), job.ok() ? "" : job.error().c_str());
-    QCOMPARE(job->prompts, (std::vector<std::string>{"The capital of France is", "Once upon\na time"}));
+    QCOMPARE(prompt_texts(job->prompts), (std::vector<std::string>{"The capital of France is", "Once upon\na time"}));
+    QVERIFY(!job->prompts[0].is_chat());  // a file's prompts are raw text
     panel.setPromptFile(dir.filePath(QStringLiteral("missing.txt")));
     QVERIFY(!panel.buildJob().ok());
     QVERIFY(QString::fromStdString(panel.buildJob().error()).contains(QStringLiteral("Cannot read")));
     panel.setPromptFile(QString());  // back to the conversation
-    panel.setPromptSource([] { return QStringLiteral("from the chat"); });
-    QCOMPARE(panel.buildJob()->prompts, (std::vector<std::string>{"from the chat"}));
+    panel.setPromptSource([] { return ChatHistory{{"user", "from the chat"}}; });
+    QCOMPARE(prompt_texts(panel.buildJob()->prompts), (std::vector<std::string>{"from the chat"}));
+    // A conversation whose last message is blank has nothing to check.
+    panel.setPromptSource([] { return ChatHistory{{"user", "  "}}; });
+    QVERIFY(!panel.buildJob().ok());
   }
 };
 

@@ -45,7 +45,7 @@ class InvarianceRunnerTest : public QObject {
     // Over 64 tokens (one per byte, about), so that the companions share two
     // whole attention tiles of it with the checked request: a cascade pass.
     const QString prompt = QStringLiteral("Hello there, tiny model. ").repeated(4);
-    panel.setPromptSource([prompt] { return prompt; });
+    panel.setPromptSource([prompt] { return ui::ChatHistory{{"user", prompt.toStdString()}}; });
     int ticks = 0;
     QTimer ticker;
     ticker.setInterval(2);
@@ -128,7 +128,7 @@ class InvarianceRunnerTest : public QObject {
     ui::InvarianceJob job;
     job.a = *parse_invariance_side("", config());
     job.b = *parse_invariance_side("concurrency=8", config());
-    for (int i = 0; i < 64; ++i) job.prompts.push_back("Prompt number " + std::to_string(i));
+    for (int i = 0; i < 64; ++i) job.prompts.emplace_back("Prompt number " + std::to_string(i));
     job.options.max_tokens = 1000;
     job.options.sampling.ignore_eos = true;
     return job;

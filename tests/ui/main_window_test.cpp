@@ -479,7 +479,16 @@ class MainWindowTest : public QObject {
     chatOnce(window.chat(), QStringLiteral("And cascade attention?"), 2, QStringLiteral("One read."));
     const auto job = panel->buildJob();
     QVERIFY2(job.ok(), job.ok() ? "" : job.error().c_str());
-    QCOMPARE(job->prompts, (std::vector<std::string>{"And cascade attention?"}));
+    // The conversation as the chat sent its last message: every turn up to
+    // it (the reply after it left out), run through the chat template.
+    QCOMPARE(job->prompts.size(), size_t{1});
+    QVERIFY(job->prompts[0].is_chat());
+    QCOMPARE(job->prompts[0].text, std::string("And cascade attention?"));
+    std::vector<std::string> roles;
+    for (const ChatMessage& m : job->prompts[0].messages) roles.push_back(m.role);
+    QCOMPARE(roles.back(), std::string("user"));
+    QCOMPARE(roles.size() >= 3, true);  // (a system message), the first exchange, the last question
+    QCOMPARE(job->prompts[0].messages[roles.size() - 2].content, std::string("Blocks."));
     QCOMPARE(job->a.config.model_path, config.model_path);
     QCOMPARE(job->a.config.block_size, 32);
     QCOMPARE(job->b.config.block_size, 32);  // B starts from A

@@ -18,7 +18,9 @@ namespace kvscope::ui {
 struct InvarianceJob {
   InvarianceSide a;  // the engine settings in force (spec "")
   InvarianceSide b;  // the configuration chosen in the panel
-  std::vector<std::string> prompts;  // raw text, no chat template
+  // Raw text (a prompt file's blocks), or the conversation as the chat sent
+  // it, through the model's chat template.
+  std::vector<InvariancePrompt> prompts;
   InvarianceOptions options;
 };
 

@@ -21,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "kvscope/chat_message.h"
 #include "kvscope/engine_config.h"
 #include "kvscope/result.h"
 #include "kvscope/sampling_params.h"
@@ -82,6 +83,24 @@ const std::vector<InvarianceAlias>& invariance_aliases();
 // "concurrency", then the aliases.
 std::vector<std::string> invariance_keys();
 
+// One prompt to check: raw text, or a chat rendered with the model's own
+// chat template as the app's chat, `generate --chat` and the server's chat
+// endpoint submit it (so a difference seen in a conversation can be checked
+// on the very tokens the conversation ran).
+struct InvariancePrompt {
+  InvariancePrompt() = default;
+  explicit InvariancePrompt(std::string text_) : text(std::move(text_)) {}
+  static InvariancePrompt chat(std::vector<ChatMessage> messages);
+
+  // Raw text: tokenized as is (a BOS in front when the vocabulary asks for
+  // one). For a chat, its last message's content, for reports.
+  std::string text;
+  // Non-empty: a chat ending in the message to answer, rendered with the
+  // generation prompt; `text` is then only shown.
+  std::vector<ChatMessage> messages;
+  bool is_chat() const { return !messages.empty(); }
+};
+
 struct InvarianceOptions {
   int32_t max_tokens = 32;  // generated tokens per prompt (overrides sampling.max_tokens)
   // The checked request's sampling. Greedy (temperature 0) by default; a
@@ -110,7 +129,8 @@ struct GenerationRecord {
 };
 
 struct PromptVerdict {
-  std::string prompt;
+  std::string prompt;  // InvariancePrompt::text
+  bool chat = false;   // the prompt ran as a chat through the model's template
   bool identical = false;          // the same generated tokens, same count
   // Also the raw logits bit for bit at every compared position; false with
   // identical true means drift that has not (yet) changed a token.
@@ -216,6 +236,11 @@ PromptVerdict compare_runs(const GenerationRecord& a, const GenerationRecord& b)
 // stops at once with the error "cancelled". Errors: a side's engine cannot be created
 // (prefixed "a: " / "b: "), a prompt is refused by submit, the checked
 // request ends with an error, options.sampling is invalid.
+Result<InvarianceReport> check_invariance(const InvarianceSide& a, const InvarianceSide& b,
+                                          const std::vector<InvariancePrompt>& prompts,
+                                          const InvarianceOptions& options,
+                                          const std::function<bool(int32_t done, int32_t total)>& progress = {});
+// Raw-text prompts.
 Result<InvarianceReport> check_invariance(const InvarianceSide& a, const InvarianceSide& b,
                                           const std::vector<std::string>& prompts, const InvarianceOptions& options,
                                           const std::function<bool(int32_t done, int32_t total)>& progress = {});

@@ -178,7 +178,7 @@ TEST_F(TensorParallelEngineTest, InvarianceCheckerComparesTpVariants) {
   EXPECT_EQ(b->config.tp, 4);
   InvarianceOptions options;
   options.max_tokens = 12;
-  auto report = check_invariance(*a, *b, {"hello there, hello there", "a b c d e f g"}, options);
+  auto report = check_invariance(*a, *b, std::vector<std::string>{"hello there, hello there", "a b c d e f g"}, options);
   ASSERT_TRUE(report.ok()) << report.error();
   for (const PromptVerdict& v : report->prompts) {
     EXPECT_TRUE(v.identical) << v.prompt;

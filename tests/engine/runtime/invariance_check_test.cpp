@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "kvscope/engine.h"
 #include "kvscope/invariance_check.h"
 #include "support/tiny_model.h"
 
@@ -527,6 +528,40 @@ TEST_F(InvarianceCheck, SampledWithAFixedSeedIsIdenticalToo) {
 }
 
 // The checker can fail: another model's weights diverge, and the report says where.
+// A chat prompt runs through the model's chat template, as a chat submits
+// it: the same prompt tokens, so the verdict is about the conversation's own
+// input, and it is compared like any other prompt.
+TEST_F(InvarianceCheck, AChatRunsTheTokensTheChatWouldSubmit) {
+  const std::vector<ChatMessage> messages = {{"system", "Be brief."}, {"user", "hi"}, {"assistant", "hello"},
+                                             {"user", "and then?"}};
+  auto engine = Engine::create(base());
+  ASSERT_TRUE(engine.ok()) << engine.error();
+  GenerationRequest as_chat;
+  as_chat.messages = messages;
+  as_chat.sampling.max_tokens = 1;
+  SubmittedPrompt submitted;
+  ASSERT_TRUE((*engine)->submit(std::move(as_chat), &submitted).ok());
+  (*engine)->run_until_idle();
+
+  auto a = parse_invariance_side("", base());
+  auto b = parse_invariance_side("block_size=4,concurrency=3", base());
+  ASSERT_TRUE(a.ok() && b.ok());
+  InvarianceOptions options;
+  options.max_tokens = 6;
+  auto report = check_invariance(*a, *b, {InvariancePrompt::chat(messages), InvariancePrompt("and then?")}, options);
+  ASSERT_TRUE(report.ok()) << report.error();
+  const PromptVerdict& chat = report->prompts[0];
+  EXPECT_TRUE(chat.chat);
+  EXPECT_EQ(chat.prompt, "and then?");
+  EXPECT_EQ(chat.num_prompt_tokens, static_cast<int32_t>(submitted.tokens.size()));
+  EXPECT_TRUE(chat.identical) << describe(chat);
+  EXPECT_TRUE(chat.logits_identical);
+  // The same words as raw text are a much shorter input.
+  const PromptVerdict& raw = report->prompts[1];
+  EXPECT_FALSE(raw.chat);
+  EXPECT_LT(raw.num_prompt_tokens, chat.num_prompt_tokens);
+}
+
 TEST_F(InvarianceCheck, DifferentWeightsDiverge) {
   const InvarianceReport report = check("", "model_path=" + other_path_);
   ASSERT_EQ(report.prompts.size(), prompts().size());
