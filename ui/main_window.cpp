@@ -23,6 +23,7 @@
 #include <QScrollArea>
 #include <QSettings>
 #include <QStatusBar>
+#include <QSortFilterProxyModel>
 #include <QTableView>
 #include <QTimer>
 #include <QToolBar>
@@ -241,7 +242,15 @@ void MainWindow::createDocks() {
   table_view_->setAccessibleName(tr("Sequences and their block tables"));
   server_tags_ = new ServerRequestTags(this);
   server_tags_->setSourceModel(table_model_);
-  table_view_->setModel(server_tags_);
+  // Sortable by any column (click a header): the most preempted sequences,
+  // or those holding the most blocks, come to the top while they change.
+  auto* sorted = new QSortFilterProxyModel(this);
+  sorted->setSourceModel(server_tags_);
+  sorted->setSortRole(BlockTableModel::SortRole);
+  table_view_->setModel(sorted);
+  table_view_->setSortingEnabled(true);
+  table_view_->sortByColumn(BlockTableModel::Sequence, Qt::AscendingOrder);
+  table_view_->horizontalHeader()->setToolTip(tr("Click a column to sort by it, again to reverse"));
   table_view_->verticalHeader()->hide();
   table_view_->verticalHeader()->setDefaultSectionSize(fontMetrics().height() + 4);
   table_view_->horizontalHeader()->setStretchLastSection(true);

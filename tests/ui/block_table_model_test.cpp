@@ -80,6 +80,12 @@ class BlockTableModelTest : public QObject {
     QCOMPARE(model.index(3, 0).data(BlockTableModel::RequestIdRole).value<quint64>(), quint64{11});
     QCOMPARE(model.index(3, 0).data(BlockTableModel::SequenceIndexRole).toInt(), 1);
     QCOMPARE(model.index(4, 0).data(BlockTableModel::RequestIdRole).value<quint64>(), quint64{100});
+    // The sort role is a number in every row, completions of a request in order.
+    for (int row = 0; row + 1 < model.rowCount(); ++row) {
+      const QVariant here = model.index(row, BlockTableModel::Sequence).data(BlockTableModel::SortRole);
+      const QVariant after = model.index(row + 1, BlockTableModel::Sequence).data(BlockTableModel::SortRole);
+      QVERIFY(QVariant::compare(here, after) == QPartialOrdering::Less);
+    }
 
     // 11's sibling finished: 11 is a single sequence now, but its index 1
     // still says it was one of several.

@@ -102,6 +102,15 @@ QVariant BlockTableModel::data(const QModelIndex& index, int role) const {
         .arg(seq.tokens.size())
         .arg(preservedSpacesHtml(text));
   }
+  if (role == SortRole) {
+    switch (index.column()) {
+      // n <= 64 completions per request: the index fits below the id.
+      case Sequence: return QVariant::fromValue<qulonglong>((qulonglong{seq.id} << 8) | static_cast<qulonglong>(seq.index & 0xff));
+      case State: return static_cast<int>(seq.state);
+      case Blocks: return static_cast<int>(seq.block_table.size());
+      default: return data(index, Qt::DisplayRole);
+    }
+  }
   if (role != Qt::DisplayRole) return {};
   switch (index.column()) {
     // A plain integer where it can be one, so that a sorting proxy orders 9 before 10.

@@ -8,7 +8,8 @@
 // the GUI thread; rows are kept, appended or removed at the end so views keep
 // their scroll position at 20 Hz (a sequence leaving from the middle shows as
 // the rows after it taking new values and the last row leaving). Checked
-// with QAbstractItemModelTester in tests/ui/block_table_model_test.cpp.
+// with QAbstractItemModelTester in tests/ui/block_table_model_test.cpp. The
+// Sequences dock sorts it by any column through SortRole (MainWindow).
 #pragma once
 
 #include <QAbstractTableModel>
@@ -28,6 +29,10 @@ class BlockTableModel : public QAbstractTableModel {
   static constexpr int RequestIdRole = Qt::UserRole + 1;
   // Data role giving which of the request's n completions the row is (int).
   static constexpr int SequenceIndexRole = Qt::UserRole + 2;
+  // Data role a sorting view orders rows by: a number in every column (the
+  // Seq column's request id then completion number, the state in the
+  // order waiting, running, swapped, the Blocks column's block count).
+  static constexpr int SortRole = Qt::UserRole + 3;
 
   explicit BlockTableModel(QObject* parent = nullptr);
 
