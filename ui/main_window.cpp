@@ -13,6 +13,7 @@
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QHash>
+#include <QActionGroup>
 #include <QHeaderView>
 #include <QItemSelectionModel>
 #include <QLabel>
@@ -29,6 +30,7 @@
 #include <QToolBar>
 #include <QVBoxLayout>
 
+#include "app_theme.h"
 #include "block_map_widget.h"
 #include "live_label.h"
 #include "chat_widget.h"
@@ -208,6 +210,21 @@ void MainWindow::createActions() {
   draft_tint_action_->setChecked(chat_->draftTint());
   draft_tint_action_->setEnabled(config_.spec != kvscope::SpecMethod::Off);
   connect(draft_tint_action_, &QAction::toggled, chat_, &ChatWidget::setDraftTint);
+  // Light or dark whatever the desktop gives a Qt application (app_theme.h).
+  QMenu* theme_menu = view->addMenu(tr("T&heme"));
+  auto* themes = new QActionGroup(this);
+  for (const auto& [theme, label] : {std::pair{AppTheme::System, tr("&System")}, {AppTheme::Light, tr("&Light")},
+                                     {AppTheme::Dark, tr("&Dark")}}) {
+    QAction* action = theme_menu->addAction(label);
+    action->setObjectName(QStringLiteral("theme_") + appThemeKey(theme));
+    action->setCheckable(true);
+    action->setChecked(currentAppTheme() == theme);
+    themes->addAction(action);
+    connect(action, &QAction::triggered, this, [theme] {
+      applyAppTheme(theme);
+      saveAppTheme(theme);
+    });
+  }
 
   QToolBar* bar = addToolBar(tr("Main"));
   bar->setObjectName(QStringLiteral("main_toolbar"));

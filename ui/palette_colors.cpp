@@ -25,6 +25,13 @@ QColor errorTextColor(const QPalette& palette) {
   return isDarkPalette(palette) ? QColor(255, 120, 120) : QColor(176, 0, 32);
 }
 
+QPalette withErrorText(QPalette palette) {
+  const QColor error = errorTextColor(palette);
+  palette.setColor(QPalette::WindowText, error);
+  palette.setColor(QPalette::Text, error);
+  return palette;
+}
+
 QColor draftTokenBackground(const QPalette& palette) {
   // A dark theme needs a stronger blend for the same visible difference.
   const QColor green = isDarkPalette(palette) ? QColor(70, 190, 110) : QColor(60, 180, 90);

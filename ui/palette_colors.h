@@ -18,6 +18,9 @@ QColor mixColors(const QColor& a, const QColor& b, double t);
 // A red for error messages that reads on the palette's Window and Base: the
 // usual deep red on a light theme, a light red on a dark one.
 QColor errorTextColor(const QPalette& palette);
+// `palette` with its text roles (WindowText, Text) in errorTextColor: for a
+// label that reports a problem, readable on a light theme and a dark one.
+QPalette withErrorText(QPalette palette);
 
 // The background that marks text from accepted speculative draft tokens in
 // the chat: a green blended into the palette's Base, faint enough that the

@@ -11,6 +11,7 @@
 #include <QPlainTextEdit>
 #include <QSpinBox>
 
+#include "palette_colors.h"
 #include "unit_suffix.h"
 
 namespace kvscope::ui {
@@ -129,7 +130,7 @@ QLabel* SamplingEditor::addField(const QString& field, const QString& label, QWi
   message->setObjectName(field + QStringLiteral("_message"));
   message->setAccessibleName(tr("%1 problem").arg(name));
   message->setWordWrap(true);
-  message->setStyleSheet(QStringLiteral("color: #d32f2f;"));
+  message->setPalette(withErrorText(message->palette()));
   message->hide();
   auto* row_label = new QLabel(label, this);
   row_label->setBuddy(control);

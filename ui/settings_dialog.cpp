@@ -23,6 +23,7 @@
 #include <QTabWidget>
 #include <QVBoxLayout>
 
+#include "palette_colors.h"
 #include "sampling_editor.h"
 #include "unit_suffix.h"
 #include "window_fit.h"
@@ -79,7 +80,7 @@ SettingsDialog::SettingsDialog(const kvscope::EngineConfig& config,
   summary_->setObjectName(QStringLiteral("problem_summary"));
   summary_->setAccessibleName(tr("Settings problem"));
   summary_->setWordWrap(true);
-  summary_->setStyleSheet(QStringLiteral("color: #d32f2f;"));
+  summary_->setPalette(withErrorText(summary_->palette()));
   buttons_ = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel, this);
   connect(buttons_, &QDialogButtonBox::accepted, this, [this] {
     if (isValid()) accept();  // Enter in a field must not get past a disabled OK
@@ -102,7 +103,7 @@ QLabel* SettingsDialog::addMessageLabel(QFormLayout* form, QWidget* control, con
   message->setObjectName(key + QStringLiteral("_message"));
   message->setAccessibleName(tr("%1 problem").arg(name));
   message->setWordWrap(true);
-  message->setStyleSheet(QStringLiteral("color: #d32f2f;"));
+  message->setPalette(withErrorText(message->palette()));
   message->hide();
   form->addRow(message);
   messages_.insert(key, message);

@@ -21,6 +21,7 @@
 #include <QStatusBar>
 #include <QTimer>
 
+#include "app_theme.h"
 #include "chat_widget.h"
 #include "engine_host.h"
 #include "engine_settings.h"
@@ -139,12 +140,16 @@ int main(int argc, char** argv) {
   QCommandLineOption trace_opt(QStringLiteral("trace"),
                                QStringLiteral("Open a saved Chrome trace (kvscope's) in the Trace panel for replay."),
                                QStringLiteral("FILE"));
+  QCommandLineOption theme_opt(QStringLiteral("theme"),
+                               QStringLiteral("Colour theme for this run: system, light or dark (View > Theme "
+                                              "chooses one and keeps it)."),
+                               QStringLiteral("THEME"));
   QCommandLineOption serve_opt(
       QStringLiteral("serve"),
       QStringLiteral("Serve the loaded model over the OpenAI-compatible API on PORT (0: any free port) once it is "
                      "loaded, with the other settings of Engine > Server… (127.0.0.1 unless set there)."),
       QStringLiteral("PORT"));
-  parser.addOptions({model_opt, prompt_opt, workload_opt, workload_output_opt, workload_preset_opt, shot_opt, shot_ms_opt, frames_opt, settings_opt, show_opt, record_opt, trace_opt, serve_opt});
+  parser.addOptions({model_opt, prompt_opt, workload_opt, workload_output_opt, workload_preset_opt, shot_opt, shot_ms_opt, frames_opt, settings_opt, show_opt, record_opt, trace_opt, serve_opt, theme_opt});
   parser.process(app);
   // Numbers first: nothing has started yet, so a bad one just ends the run.
   const std::optional<int> shot_delay = intOption(parser, shot_ms_opt, 0, 3'600'000, "a delay in milliseconds");
@@ -152,6 +157,18 @@ int main(int argc, char** argv) {
   if (parser.isSet(frames_opt)) frames = intOption(parser, frames_opt, 1, 86'400, "a number of seconds");
   if (!shot_delay || !frames) return 2;
   const int shot_delay_ms = *shot_delay, frames_seconds = *frames;
+
+  std::optional<kvscope::ui::AppTheme> theme = kvscope::ui::savedAppTheme();
+  if (parser.isSet(theme_opt)) {
+    theme = kvscope::ui::appThemeFromKey(parser.value(theme_opt));
+    if (!theme) {
+      std::fprintf(stderr, "kvscope: --theme '%s' is not system, light or dark\n",
+                   qPrintable(parser.value(theme_opt)));
+      return 2;
+    }
+  }
+  // Before the window exists, so that nothing is drawn in the other colours first.
+  if (*theme != kvscope::ui::AppTheme::System) kvscope::ui::applyAppTheme(*theme);
 
   kvscope::ui::registerEngineMetaTypes();
   kvscope::gui::EngineHost host;

@@ -117,6 +117,13 @@ class ThemeTest : public QObject {
       const QPalette p = paletteFor(dark);
       QVERIFY(contrastRatio(errorTextColor(p), p.color(QPalette::Window)) >= 4.5);
       QVERIFY(contrastRatio(errorTextColor(p), p.color(QPalette::Base)) >= 4.5);
+      // A problem label's palette: its text in that red, the rest untouched
+      // (the settings dialog's and sampling editor's messages were a fixed
+      // #d32f2f, 2.8 to 1 on a dark window).
+      const QPalette error = withErrorText(p);
+      QCOMPARE(error.color(QPalette::WindowText), errorTextColor(p));
+      QCOMPARE(error.color(QPalette::Text), errorTextColor(p));
+      QCOMPARE(error.color(QPalette::Window), p.color(QPalette::Window));
     }
   }
 
