@@ -135,6 +135,24 @@ ChatHistory ChatWidget::engineHistory() const {
   return history;
 }
 
+ChatHistory ChatWidget::lastPromptAsSent() const {
+  // The sent request still describes the conversation when its user turns
+  // are the conversation's up to the last one (not so after an edit that
+  // was not sent, or in a conversation opened since).
+  std::vector<std::string> asked;
+  for (const ChatTurn& t : turns_) {
+    if (t.role == "user") asked.push_back(t.content.toStdString());
+  }
+  std::vector<std::string> sent;
+  for (const ChatMessage& m : sent_history_) {
+    if (m.role == "user") sent.push_back(m.content);
+  }
+  if (!sent_history_.empty() && sent_history_.back().role == "user" && sent == asked) return sent_history_;
+  ChatHistory history = engineHistory();
+  while (!history.empty() && history.back().role != "user") history.pop_back();  // its reply, if there is one
+  return history;
+}
+
 QString ChatWidget::statusText() const { return status_->text(); }
 void ChatWidget::setStatus(const QString& text) { status_->setText(text); }
 
@@ -200,6 +218,7 @@ void ChatWidget::newChat() {
   detachReply();
   cancelEdit();
   turns_.clear();
+  sent_history_.clear();
   follow_reply_ = true;
   render();
   if (model_ready_) setStatus(tr("New chat"));
@@ -209,6 +228,7 @@ void ChatWidget::setTurns(const ChatTurns& turns) {
   detachReply();
   cancelEdit();
   turns_ = turns;
+  sent_history_.clear();  // sent for another conversation
   follow_reply_ = true;  // a conversation opens at its latest turns
   render();
   updateButtons();

@@ -45,6 +45,11 @@ class ChatWidget : public QWidget {
   const ChatTurns& turns() const { return turns_; }
   // What the engine is sent: the system prompt (if any), then every turn's content.
   ChatHistory engineHistory() const;
+  // The conversation as the chat sent its last user message: the request
+  // that message's reply came from (system message as it was then, turns up
+  // to that message), while this conversation is open since; otherwise
+  // engineHistory() up to that message. Empty: no user message yet.
+  ChatHistory lastPromptAsSent() const;
   bool busy() const { return awaiting_start_ || active_id_ != 0; }
   // The request of the reply being written (0: none, or not taken yet).
   quint64 activeRequest() const { return active_id_; }
@@ -199,6 +204,7 @@ class ChatWidget : public QWidget {
   QTimer* render_timer_ = nullptr;
 
   ChatTurns turns_;
+  ChatHistory sent_history_;  // what startReply last sent for this conversation (lastPromptAsSent)
   ConversationSettings settings_;
   kvscope::SamplingDefaults sampling_defaults_ = kvscope::resolve_sampling_defaults({});
   PendingReply pending_;

@@ -25,6 +25,7 @@ void ChatWidget::startReply(const ChatHistory& history) {
   setStatus(tr("processing prompt…"));
   render();
   updateButtons();
+  sent_history_ = history;
   emit sendRequested(history, settings_.sampling, n);
 }
 

@@ -157,7 +157,7 @@ InvariancePanel::InvariancePanel(QWidget* parent) : QWidget(parent) {
   connect(run_, &QPushButton::clicked, this, &InvariancePanel::run);
   connect(cancel_, &QPushButton::clicked, this, &InvariancePanel::cancel);
   setRunning(false);
-  status_->setText(tr("Same greedy tokens under A and B? Pick B and run."));
+  status_->setText(idleStatus());
   revalidate();
 }
 
@@ -219,9 +219,16 @@ bool InvariancePanel::canRun() const { return run_->isEnabled(); }
 QString InvariancePanel::validationText() const { return validation_->text(); }
 QString InvariancePanel::statusText() const { return status_->text(); }
 
+void InvariancePanel::promptSourceChanged() { revalidate(); }
+
 void InvariancePanel::revalidate() {
   // B's syntax and values are checked as typed; the prompts (a file may
-  // change on disk, the conversation grows) when Run is pressed.
+  // change on disk, the conversation grows) when Run is pressed. A
+  // refusal of the last Run described inputs that have changed since.
+  if (refused_ && !running()) {
+    refused_ = false;
+    status_->setText(idleStatus());
+  }
   QString message;
   bool ok = false;
   if (base_.model_path.empty()) {
@@ -244,9 +251,17 @@ void InvariancePanel::revalidate() {
 void InvariancePanel::run() {
   auto job = buildJob();
   if (!job.ok()) {
+    // The last run's results would read as this one's: they go.
+    if (!running()) {
+      model_->clear();
+      showRow(-1);
+      progress_->setValue(0);
+    }
     status_->setText(QString::fromStdString(job.error()));
+    refused_ = true;
     return;
   }
+  refused_ = false;
   if (running()) emit cancelRequested(current_job_);  // the old run's result will be dropped
   current_job_ = ++next_job_;
   model_->clear();

@@ -79,6 +79,9 @@ class InvariancePanel : public QWidget {
   void cancel();
   void onProgress(quint64 job_id, int done, int total);
   void onFinished(quint64 job_id, const kvscope::ui::InvarianceOutcome& outcome);
+  // What a run would check has changed (a message was sent in the chat, or
+  // another conversation opened): a refusal shown for the old one goes.
+  void promptSourceChanged();
 
  signals:
   void runRequested(quint64 job_id, const kvscope::ui::InvarianceJob& job);
@@ -89,6 +92,7 @@ class InvariancePanel : public QWidget {
 
  private:
   void revalidate();
+  QString idleStatus() const { return tr("Same greedy tokens under A and B? Pick B and run."); }
   void showRow(int row);
   void setRunning(bool on);
   void browsePromptFile();
@@ -98,6 +102,7 @@ class InvariancePanel : public QWidget {
   TokenBytesTable token_bytes_;
   quint64 next_job_ = 0;
   quint64 current_job_ = 0;  // 0: none in flight
+  bool refused_ = false;     // the status says why the last Run was refused
 
   QLineEdit* spec_b_ = nullptr;
   QComboBox* examples_ = nullptr;

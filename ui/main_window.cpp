@@ -289,11 +289,8 @@ void MainWindow::createDocks() {
   connect(memory_panel_, &MemoryPanel::applyRequested, this, &MainWindow::loadEngine);
   shared_prefixes_ = new SharedPrefixPanel(this);
   invariance_panel_ = new InvariancePanel(this);
-  invariance_panel_->setPromptSource([this] {  // what the chat sent for the last thing the user asked
-    ChatHistory history = chat_->engineHistory();
-    while (!history.empty() && history.back().role != "user") history.pop_back();  // its reply, if there is one
-    return history;
-  });
+  invariance_panel_->setPromptSource([this] { return chat_->lastPromptAsSent(); });
+  connect(chat_, &ChatWidget::sendRequested, invariance_panel_, &InvariancePanel::promptSourceChanged);
   conversations_ = new ConversationListWidget(this);
 
   // Tall panels (the plot strips, the trace, memory with its what-if) scroll

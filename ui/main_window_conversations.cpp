@@ -13,6 +13,7 @@
 #include "chat_widget.h"
 #include "conversation_list_widget.h"
 #include "conversation_settings_dialog.h"
+#include "invariance_panel.h"
 #include "main_window.h"
 #include "models/chat_store.h"
 #include "models/conversation_export.h"
@@ -32,6 +33,7 @@ QString titleFromPrompt(const QString& prompt) {
 void MainWindow::newConversation() {
   chat_->newChat();
   chat_->setConversationSettings(chat_defaults_);
+  invariance_panel_->promptSourceChanged();
   chat_->input()->setFocus(Qt::ShortcutFocusReason);  // typing right after Ctrl+N goes into the new chat
   if (untitled_ && conversation_id_ >= 0) return;  // the empty one already made
   conversation_id_ = -1;
@@ -75,6 +77,7 @@ void MainWindow::openConversation(qint64 id) {
   }
   chat_->setTurns(turns);
   chat_->setConversationSettings(settings);
+  invariance_panel_->promptSourceChanged();
   conversation_id_ = id;
   conversations_->setOpenConversation(id);
   untitled_ = messages.empty() && conversations_->currentTitle() == tr("New chat");
@@ -228,6 +231,7 @@ void MainWindow::onConversationDeleted(qint64 id) {
   untitled_ = false;
   chat_->newChat();
   chat_->setConversationSettings(chat_defaults_);
+  invariance_panel_->promptSourceChanged();
 }
 
 void MainWindow::reportStoreError(const QString& message) {

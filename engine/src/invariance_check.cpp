@@ -544,7 +544,11 @@ Result<InvarianceReport> check_invariance(const InvarianceSide& a, const Invaria
       Result<PromptRun> run = run_prompt(**engine, *sides[s], prompt, options, keep_going, stats[s]);
       if (!run.ok()) {
         if (run.error() == "cancelled") return Error{"cancelled"};
-        return Error{fmt::format("{}: {}", name, run.error())};
+        // What the side's engine warned about at load often says why (a
+        // pool too small for the prompt is reported as the context's size).
+        std::string message = fmt::format("{}: {}", name, run.error());
+        for (const std::string& w : (*engine)->warnings()) message += fmt::format("\n{}: warning: {}", name, w);
+        return Error{message};
       }
       runs[s].push_back(std::move(run).value());
       ++done;

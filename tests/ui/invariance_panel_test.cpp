@@ -146,6 +146,17 @@ class InvariancePanelTest : public QObject {
     stats.num_graph_steps = 31;
     const QString gpu = runStatsText(stats);
     QVERIFY2(gpu.endsWith(QStringLiteral(", 31 replayed as a GPU graph")), qPrintable(gpu));
+    QVERIFY2(!gpu.contains(QStringLiteral("preempt")) && !gpu.contains(QStringLiteral("draft")), qPrintable(gpu));
+    // Preemptions and speculation, as the CLI reports them (they were left out).
+    stats.num_preemptions = 8;
+    stats.num_swapped_out_blocks = 1;
+    stats.num_draft_tokens = 30;
+    stats.num_accepted_draft_tokens = 12;
+    stats.num_spec_steps = 9;
+    stats.num_decode_steps = 20;
+    const QString busy = runStatsText(stats);
+    QVERIFY2(busy.contains(QStringLiteral(", 12 of 30 draft tokens accepted in 9 of 20 decoding steps")), qPrintable(busy));
+    QVERIFY2(busy.endsWith(QStringLiteral(", 8 preemptions (1 block swapped out)")), qPrintable(busy));
     // One of each reads as one ("1 steps, up to 1 sequences" before).
     InvarianceRunStats one;
     one.num_steps = 1;
@@ -264,6 +275,20 @@ class InvariancePanelTest : public QObject {
     QVERIFY2(panel.continuationShown(false).contains(QStringLiteral("l</span>o world")),
              qPrintable(panel.continuationShown(false)));
     QVERIFY(panel.continuationShown(true).contains(QStringLiteral("p</span> me")));
+    // A Run refused now must not leave those results under its refusal,
+    // and the refusal goes once what it was about changes.
+    {
+      ChatHistory kept = conversation;
+      conversation.clear();
+      panel.run();
+      QCOMPARE(panel.model()->rowCount(), 0);
+      QVERIFY(panel.statusText().contains(QStringLiteral("no prompt yet")));
+      conversation = kept;
+      panel.promptSourceChanged();  // a message was sent
+      QVERIFY2(!panel.statusText().contains(QStringLiteral("no prompt yet")), qPrintable(panel.statusText()));
+      panel.run();
+      panel.onFinished(runs.last().at(0).value<quint64>(), outcomeOf({identicalVerdict(), divergentVerdict()}));
+    }
     if (const QString dir = qEnvironmentVariable("KVSCOPE_UI_SNAPSHOT_DIR"); !dir.isEmpty()) {
       panel.setTokenBytes(byteTable());
       panel.resize(720, 640);

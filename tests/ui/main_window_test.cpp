@@ -527,6 +527,21 @@ class MainWindowTest : public QObject {
     QCOMPARE(roles.back(), std::string("user"));
     QCOMPARE(roles.size() >= 3, true);  // (a system message), the first exchange, the last question
     QCOMPARE(job->prompts[0].messages[roles.size() - 2].content, std::string("Blocks."));
+    // A system prompt set after the message was sent is not what the chat
+    // ran: the check keeps the one it was sent with.
+    const ui::ChatHistory sent = job->prompts[0].messages;
+    ui::ConversationSettings pirate = window.chat()->conversationSettings();
+    pirate.system_prompt = QStringLiteral("You are a pirate.");
+    window.chat()->setConversationSettings(pirate);
+    const auto after = panel->buildJob();
+    QVERIFY(after.ok());
+    QCOMPARE(after->prompts[0].messages.size(), sent.size());
+    for (size_t i = 0; i < sent.size(); ++i) QCOMPARE(after->prompts[0].messages[i].content, sent[i].content);
+    // The next message is sent with it, and then checked with it.
+    chatOnce(window.chat(), QStringLiteral("Arr?"), 3, QStringLiteral("Arr."));
+    const auto third = panel->buildJob();
+    QVERIFY(third.ok());
+    QCOMPARE(third->prompts[0].messages.front().content, std::string("You are a pirate."));
     QCOMPARE(job->a.config.model_path, config.model_path);
     QCOMPARE(job->a.config.block_size, 32);
     QCOMPARE(job->b.config.block_size, 32);  // B starts from A

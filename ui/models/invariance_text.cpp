@@ -89,13 +89,28 @@ QString continuationHtml(const PromptVerdict& verdict, bool side_b, const std::v
 }
 
 QString runStatsText(const InvarianceRunStats& stats) {
-  return tr("%1, up to %2 a step, %3 mixed prefill+decode, %4 with a cascade pass, %5 from the prefix cache")
-      .arg(counted(stats.num_steps, tr("step"), tr("steps")))
-      .arg(counted(stats.max_batch_seqs, tr("sequence"), tr("sequences")))
-      .arg(stats.num_mixed_steps)
-      .arg(stats.num_cascade_steps)
-      .arg(counted(stats.num_prefix_hit_tokens, tr("prompt token"), tr("prompt tokens"))) +
-         (stats.num_graph_steps > 0 ? tr(", %1 replayed as a GPU graph").arg(stats.num_graph_steps) : QString());
+  QString text = tr("%1, up to %2 a step, %3 mixed prefill+decode, %4 with a cascade pass, %5 from the prefix cache")
+                     .arg(counted(stats.num_steps, tr("step"), tr("steps")))
+                     .arg(counted(stats.max_batch_seqs, tr("sequence"), tr("sequences")))
+                     .arg(stats.num_mixed_steps)
+                     .arg(stats.num_cascade_steps)
+                     .arg(counted(stats.num_prefix_hit_tokens, tr("prompt token"), tr("prompt tokens")));
+  if (stats.num_graph_steps > 0) text += tr(", %1 replayed as a GPU graph").arg(stats.num_graph_steps);
+  // What the CLI's report says too: whether speculation and preemption,
+  // often the mode under test, happened at all.
+  if (stats.num_draft_tokens > 0) {
+    text += tr(", %1 of %2 accepted in %3 of %4 decoding steps")
+                .arg(stats.num_accepted_draft_tokens)
+                .arg(counted(stats.num_draft_tokens, tr("draft token"), tr("draft tokens")))
+                .arg(stats.num_spec_steps)
+                .arg(stats.num_decode_steps);
+  }
+  if (stats.num_preemptions > 0) {
+    text += tr(", %1 (%2 swapped out)")
+                .arg(counted(stats.num_preemptions, tr("preemption"), tr("preemptions")))
+                .arg(counted(stats.num_swapped_out_blocks, tr("block"), tr("blocks")));
+  }
+  return text;
 }
 
 QString verdictText(const PromptVerdict& verdict) {

@@ -635,6 +635,16 @@ TEST_F(InvarianceCheck, ErrorsNameTheSide) {
   auto report = check_invariance(*a, *b, prompts(), {});
   ASSERT_FALSE(report.ok());
   EXPECT_EQ(report.error().rfind("b: ", 0), 0u) << report.error();
+
+  // A prompt that does not fit b's pool: the error carries b's load warning,
+  // which names the cause (the refusal itself speaks of the context's size).
+  auto small = parse_invariance_side("num_blocks=2,block_size=8", base());
+  ASSERT_TRUE(small.ok());
+  auto refused = check_invariance(*a, *small, std::vector<std::string>{std::string(40, 'x')}, {});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().rfind("b: ", 0), 0u) << refused.error();
+  EXPECT_NE(refused.error().find("\nb: warning: the KV pool holds only 16 tokens"), std::string::npos)
+      << refused.error();
 }
 
 }  // namespace
