@@ -21,6 +21,7 @@
 #include <QTextBrowser>
 #include <QVBoxLayout>
 
+#include "models/counted_text.h"
 #include "models/invariance_text.h"
 #include "models/invariance_verdict_model.h"
 #include "palette_colors.h"
@@ -92,7 +93,7 @@ InvariancePanel::InvariancePanel(QWidget* parent) : QWidget(parent) {
   max_tokens_ = new QSpinBox(this);
   max_tokens_->setObjectName(QStringLiteral("invarianceMaxTokens"));
   max_tokens_->setAccessibleName(tr("Tokens to generate"));
-  max_tokens_->setRange(1, 1024);
+  max_tokens_->setRange(1, 1 << 16);
   max_tokens_->setValue(InvarianceOptions{}.max_tokens);
   setCountedUnit(max_tokens_, tr("tokens"));
   form->addRow(tr("Generate:"), max_tokens_);
@@ -269,7 +270,8 @@ void InvariancePanel::run() {
   const int total = 2 * static_cast<int>(job->prompts.size());
   progress_->setRange(0, total);
   progress_->setValue(0);
-  status_->setText(tr("Checking %n prompt(s) under A, then B…", nullptr, static_cast<int>(job->prompts.size())));
+  status_->setText(tr("Checking %1 under A, then B…")
+                       .arg(counted(static_cast<int>(job->prompts.size()), tr("prompt"), tr("prompts"))));
   setRunning(true);
   emit runRequested(current_job_, *job);
 }
@@ -301,10 +303,11 @@ void InvariancePanel::onFinished(quint64 job_id, const InvarianceOutcome& outcom
   model_->setVerdicts(report.prompts);
   const int total = static_cast<int>(report.prompts.size());
   const int same = report.num_identical();
-  QString verdict = same == total ? tr("All %1 prompt(s) identical under A and B.").arg(total)
-                                  : tr("%1 of %2 prompt(s) identical; the others diverge (marked below).")
+  QString verdict = same == total ? (total == 1 ? tr("The prompt is identical under A and B.")
+                                                : tr("All %1 prompts identical under A and B.").arg(total))
+                                  : tr("%1 of %2 identical; the others diverge (marked below).")
                                         .arg(same)
-                                        .arg(total);
+                                        .arg(counted(total, tr("prompt"), tr("prompts")));
   // A reply that ended at once compared one position only: say so, or
   // "identical" would claim more than was checked.
   int ended_at_once = 0;
@@ -324,9 +327,9 @@ void InvariancePanel::onFinished(quint64 job_id, const InvarianceOutcome& outcom
   int different_prompts = 0;
   for (const PromptVerdict& v : report.prompts) different_prompts += !v.same_prompt;
   if (different_prompts > 0)
-    text += QStringLiteral("\n") + tr("Note: %1 prompt(s) ran as different tokens under A and B (%2): those outputs "
+    text += QStringLiteral("\n") + tr("Note: %1 ran as different tokens under A and B (%2): those outputs "
                                        "are of different inputs.")
-                                        .arg(different_prompts)
+                                        .arg(counted(different_prompts, tr("prompt"), tr("prompts")))
                                         .arg(QString::fromStdString(report.different_prompt_reason()));
   for (const auto& [name, stats] : {std::pair{"A", &report.stats_a}, std::pair{"B", &report.stats_b}}) {
     for (const std::string& w : stats->warnings)

@@ -249,12 +249,13 @@ std::vector<std::string> split_prompt_blocks(std::string_view text) {
 Result<InvarianceSide> parse_invariance_side(std::string_view spec, const EngineConfig& base) {
   InvarianceSide side;
   side.config = base;
-  side.spec = trim(spec);
   std::set<std::string> seen;  // table keys (aliases resolved) and "concurrency"
-  if (side.spec.empty()) return side;
-  for (const std::string& raw : split(side.spec, ',')) {
+  if (trim(spec).empty()) return side;
+  for (const std::string& raw : split(trim(spec), ',')) {
     const std::string item = trim(raw);
     if (item.empty()) continue;  // "block_size=8," or ",,": a comma too many says nothing
+    // As reports show it: the items, without the extra commas and spaces.
+    side.spec += (side.spec.empty() ? "" : ",") + item;
     const size_t eq = item.find('=');
     if (eq == std::string::npos || eq == 0) return Error{fmt::format("'{}' is not key=value", item)};
     const std::string key = trim(std::string_view(item).substr(0, eq));
@@ -302,7 +303,9 @@ std::vector<std::string> InvarianceReport::unexercised() const {
                               const InvarianceRunStats& stats) {
     const EngineConfig& c = side.config;
     const EngineConfig& o = other.config;
-    if (c.cascade != CascadeMode::Off && c.cascade != o.cascade && stats.num_cascade_steps == 0) {
+    // auto against on is on against not-on: auto staying out is the point.
+    const bool auto_against_on = c.cascade == CascadeMode::Auto && o.cascade == CascadeMode::On;
+    if (c.cascade != CascadeMode::Off && c.cascade != o.cascade && !auto_against_on && stats.num_cascade_steps == 0) {
       // A group's prefix is whole shared blocks already computed, rounded
       // down to attention tiles (runtime/cascade_plan.h): the block that
       // holds a prompt's last token is never shared.

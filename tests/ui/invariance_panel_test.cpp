@@ -181,6 +181,18 @@ class InvariancePanelTest : public QObject {
     QCOMPARE(cell(1, InvarianceVerdictModel::TokenA), QStringLiteral("“l” (108)"));
     QCOMPARE(cell(1, InvarianceVerdictModel::TokenB), QStringLiteral("“p” (112)"));
     QCOMPARE(cell(0, InvarianceVerdictModel::TokenA), QString());
+    // How much each side generated and why it stopped: one figure when they agree.
+    QCOMPARE(cell(0, InvarianceVerdictModel::Generated), QStringLiteral("3"));
+    QCOMPARE(cell(1, InvarianceVerdictModel::Generated), QStringLiteral("A 11, B 7"));
+    PromptVerdict ended = identicalVerdict();
+    ended.finish_a = ended.finish_b = "stop";
+    PromptVerdict cut = divergentVerdict();
+    cut.finish_a = "length";
+    cut.finish_b = "stop";
+    model.setVerdicts({ended, cut});
+    QCOMPARE(cell(0, InvarianceVerdictModel::Generated), QStringLiteral("3 (stop)"));
+    QCOMPARE(cell(1, InvarianceVerdictModel::Generated), QStringLiteral("A 11 (length), B 7 (stop)"));
+    model.setVerdicts({identicalVerdict(), divergentVerdict()});
     QVERIFY(model.index(0, 0).data(InvarianceVerdictModel::IdenticalRole).toBool());
     QVERIFY(!model.index(1, 0).data(InvarianceVerdictModel::IdenticalRole).toBool());
     // Identical tokens with drifting logits are told apart from bitwise equal.
@@ -201,6 +213,8 @@ class InvariancePanelTest : public QObject {
     panel.setBaseConfig(baseConfig());
     panel.setSpecB(QStringLiteral("cascade=on,concurrency=16"));
     QVERIFY(panel.canRun());
+    QCOMPARE(panel.validationText(), QStringLiteral("B: A with cascade=on,concurrency=16"));
+    panel.setSpecB(QStringLiteral(" cascade=on, concurrency=16,"));  // extra commas and spaces are not echoed
     QCOMPARE(panel.validationText(), QStringLiteral("B: A with cascade=on,concurrency=16"));
     // The checker's own message, word for word.
     for (const char* bad : {"kv_type=q8", "concurrency=0", "cascade", "cascade=sometimes", "block_size=1,block_size=2"}) {
@@ -342,7 +356,7 @@ class InvariancePanelTest : public QObject {
     empty.text_a.clear();
     empty.text_b.clear();
     panel.onFinished(runs.last().at(0).value<quint64>(), outcomeOf({identicalVerdict(), empty}));
-    QVERIFY2(panel.statusText().contains(QStringLiteral("All 2 prompt(s) identical")), qPrintable(panel.statusText()));
+    QVERIFY2(panel.statusText().contains(QStringLiteral("All 2 prompts identical")), qPrintable(panel.statusText()));
     QVERIFY2(panel.statusText().contains(QStringLiteral("1 of them generated nothing")), qPrintable(panel.statusText()));
     panel.run();
     panel.onFinished(runs.last().at(0).value<quint64>(), outcomeOf({identicalVerdict()}));

@@ -49,6 +49,16 @@ QVariant InvarianceVerdictModel::data(const QModelIndex& index, int role) const 
   switch (index.column()) {
     case Prompt: return visibleText(QString::fromStdString(v.prompt), kPromptChars);
     case Verdict: return verdictText(v);
+    case Generated: {
+      // "32 (length)": an identical 8 that stopped at the end of the reply
+      // is not a 32-token comparison.
+      const auto side = [](const std::vector<int32_t>& tokens, const std::string& finish) {
+        return finish.empty() ? QString::number(tokens.size())
+                              : QStringLiteral("%1 (%2)").arg(tokens.size()).arg(QString::fromStdString(finish));
+      };
+      const QString a = side(v.tokens_a, v.finish_a), b = side(v.tokens_b, v.finish_b);
+      return a == b ? a : tr("A %1, B %2").arg(a, b);
+    }
     case MaxLogitDiff: return QString::number(static_cast<double>(v.max_logit_diff), 'g', 3);
     case TokenA: return diverged ? tokenCell(v.token_a, v.token_text_a) : QString();
     case TokenB: return diverged ? tokenCell(v.token_b, v.token_text_b) : QString();
@@ -58,6 +68,10 @@ QVariant InvarianceVerdictModel::data(const QModelIndex& index, int role) const 
 
 QVariant InvarianceVerdictModel::headerData(int section, Qt::Orientation orientation, int role) const {
   if (orientation != Qt::Horizontal) return {};
+  if (role == Qt::ToolTipRole && section == Generated) {
+    return tr("Tokens each side generated, and why it stopped (length: the tokens asked for; stop: the model ended "
+              "its reply)");
+  }
   if (role == Qt::ToolTipRole && section == MaxLogitDiff) {
     return tr("The largest |logit a − logit b| over the vocabulary at every generated position up to the first "
               "divergence (all of them when identical); 0: bit for bit the same");
@@ -66,6 +80,7 @@ QVariant InvarianceVerdictModel::headerData(int section, Qt::Orientation orienta
   switch (section) {
     case Prompt: return tr("Prompt");
     case Verdict: return tr("Verdict");
+    case Generated: return tr("Generated");
     case MaxLogitDiff: return tr("Max logit diff");
     case TokenA: return tr("Token A");
     case TokenB: return tr("Token B");

@@ -1,6 +1,7 @@
 // InvarianceVerdictModel: an invariance check's report (kvscope/invariance_check.h)
 // as a table, one row per prompt: the prompt, the verdict ("identical" or
-// where the two runs first differ), the largest logit difference up to there,
+// where the two runs first differ), how many tokens each side generated and
+// why it stopped, the largest logit difference up to there,
 // and the two tokens at the divergence. The Invariance panel shows the
 // selected row's two continuations beside the table. Checked with
 // QAbstractItemModelTester in tests/ui/invariance_panel_test.cpp.
@@ -17,7 +18,7 @@ namespace kvscope::ui {
 class InvarianceVerdictModel : public QAbstractTableModel {
   Q_OBJECT
  public:
-  enum Column { Prompt, Verdict, MaxLogitDiff, TokenA, TokenB, NumColumns };
+  enum Column { Prompt, Verdict, Generated, MaxLogitDiff, TokenA, TokenB, NumColumns };
   // Qt::UserRole + 1: bool, the row's runs generated the same tokens.
   static constexpr int IdenticalRole = Qt::UserRole + 1;
 

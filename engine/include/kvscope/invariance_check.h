@@ -45,7 +45,7 @@ inline constexpr int32_t kMaxInvarianceConcurrency = 256;
 struct InvarianceSide {
   EngineConfig config;       // model_path included: the engine is created from it
   int32_t concurrency = 1;   // requests in flight: the checked one + N-1 companions, 1..256
-  std::string spec;          // the text it was parsed from ("block_size=1,concurrency=8"), for reports
+  std::string spec;          // the items it was parsed from, trimmed ("block_size=1,concurrency=8"), for reports
 };
 
 // "k=v,k=v" (spaces around keys and values ignored; "" is the base config)

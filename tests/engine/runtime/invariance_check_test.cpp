@@ -31,7 +31,7 @@ EngineConfig with_model() {
 TEST(InvarianceSide, TableKeysSetTheirRows) {
   const EngineConfig base = with_model();
   auto side = parse_invariance_side(
-      "threads=2, block_size=1,paged=off,prefix_caching=false,cascade=on,max_batched_tokens=7,concurrency=8", base);
+      "threads=2,block_size=1,paged=off,prefix_caching=false,cascade=on,max_batched_tokens=7,concurrency=8", base);
   ASSERT_TRUE(side.ok()) << side.error();
   EXPECT_EQ(side->config.model_path, "m.gguf");
   EXPECT_EQ(side->config.num_threads, 2);
@@ -42,7 +42,7 @@ TEST(InvarianceSide, TableKeysSetTheirRows) {
   EXPECT_EQ(side->config.max_batched_tokens, 7);
   EXPECT_EQ(side->concurrency, 8);
   EXPECT_EQ(side->spec,
-            "threads=2, block_size=1,paged=off,prefix_caching=false,cascade=on,max_batched_tokens=7,concurrency=8");
+            "threads=2,block_size=1,paged=off,prefix_caching=false,cascade=on,max_batched_tokens=7,concurrency=8");
 }
 
 TEST(InvarianceSide, EmptySpecIsTheBase) {
@@ -204,6 +204,23 @@ TEST(InvarianceReport, NamesWhatASideAskedForButNeverDid) {
   notes = r.unexercised();
   ASSERT_EQ(notes.size(), 1u);
   EXPECT_EQ(notes[0].rfind("b: prefix caching is on, but no prompt token came from the cache", 0), 0u) << notes[0];
+}
+
+// auto against on compares on with not-on: an auto side that never grouped
+// is the baseline doing its job, not worth a note. Against off it is the
+// mode under test, and its idleness is.
+TEST(InvarianceReport, AnAutoBaselineAgainstOnIsNotNoted) {
+  InvarianceReport r;
+  r.a.config.cascade = CascadeMode::Auto;
+  r.b.config.cascade = CascadeMode::On;
+  r.b.concurrency = 16;
+  r.stats_b.max_batch_seqs = r.stats_b.max_checked_batch_seqs = 16;
+  r.stats_b.num_cascade_steps = 5;
+  EXPECT_TRUE(r.unexercised().empty());
+  r.b.config.cascade = CascadeMode::Off;
+  const std::vector<std::string> notes = r.unexercised();
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_EQ(notes[0].rfind("a: cascade = auto, but no step ran a cascade pass", 0), 0u) << notes[0];
 }
 
 // A cascade that could not run says why: no shared blocks without paging or
