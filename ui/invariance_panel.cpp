@@ -36,9 +36,13 @@ InvariancePanel::InvariancePanel(QWidget* parent) : QWidget(parent) {
   auto* form = new QFormLayout;
   layout->addLayout(form);
 
-  auto* side_a = new QLabel(tr("the engine settings in force"), this);
-  side_a->setToolTip(tr("Settings > Engine; the model loaded"));
-  form->addRow(tr("A:"), side_a);
+  side_a_ = new QLabel(tr("the engine settings in force"), this);
+  side_a_->setObjectName(QStringLiteral("invarianceSideA"));
+  side_a_->setWordWrap(true);
+  side_a_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  side_a_->setToolTip(tr("The engine loaded, as Settings > Engine set it; a run keeps the settings it started "
+                         "with"));
+  form->addRow(tr("A:"), side_a_);
 
   spec_b_ = new QLineEdit(this);
   spec_b_->setObjectName(QStringLiteral("invarianceSpecB"));
@@ -171,6 +175,8 @@ QStringList InvariancePanel::exampleSpecs() {
 void InvariancePanel::setBaseConfig(const kvscope::EngineConfig& config) {
   base_ = config;
   base_.record_snapshots = false;
+  side_a_->setText(base_.model_path.empty() ? tr("the engine settings in force (no model loaded)")
+                                            : tr("the engine in force: %1").arg(checkedSettingsText(base_)));
   revalidate();
 }
 
@@ -320,6 +326,11 @@ void InvariancePanel::onFinished(quint64 job_id, const InvarianceOutcome& outcom
   // the mode it was meant to test (no shared prefix, no cascade pass).
   QString text = verdict + QStringLiteral("\n") + tr("A: %1.").arg(runStatsText(report.stats_a)) +
                  QStringLiteral("\n") + tr("B: %1.").arg(runStatsText(report.stats_b));
+  // The settings the results belong to: the engine's may change after.
+  text += QStringLiteral("\n") + tr("A ran with %1; B with %2.")
+                                     .arg(checkedSettingsText(report.a.config),
+                                          report.b.spec.empty() ? tr("the same")
+                                                                : tr("those and %1").arg(QString::fromStdString(report.b.spec)));
   for (const std::string& note : report.unexercised())
     text += QStringLiteral("\n") + tr("Note: %1.").arg(QString::fromStdString(note));
   for (const std::string& note : report.expected_differences())

@@ -104,6 +104,7 @@ class InvariancePanel : public QWidget {
   quint64 current_job_ = 0;  // 0: none in flight
   bool refused_ = false;     // the status says why the last Run was refused
 
+  QLabel* side_a_ = nullptr;
   QLineEdit* spec_b_ = nullptr;
   QComboBox* examples_ = nullptr;
   QLabel* validation_ = nullptr;

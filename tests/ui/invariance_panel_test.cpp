@@ -12,6 +12,7 @@
 #include <QPushButton>
 #include <QSignalSpy>
 #include <QTemporaryDir>
+#include <QLabel>
 #include <QtTest>
 
 #include "invariance_panel.h"
@@ -209,6 +210,15 @@ class InvariancePanelTest : public QObject {
   void specBIsValidatedAsTyped() {
     InvariancePanel panel;
     QVERIFY(!panel.canRun());  // no model: nothing to compare
+    auto* side_a = panel.findChild<QLabel*>(QStringLiteral("invarianceSideA"));
+    QVERIFY(side_a);
+    EngineConfig shown = baseConfig();
+    shown.block_size = 32;
+    shown.cascade = CascadeMode::Off;
+    panel.setBaseConfig(shown);  // A says what it is, in keys B takes
+    QVERIFY2(side_a->text().contains(QStringLiteral("block_size=32")), qPrintable(side_a->text()));
+    QVERIFY2(side_a->text().contains(QStringLiteral("cascade=off")), qPrintable(side_a->text()));
+    panel.setBaseConfig(EngineConfig{});
     QVERIFY(panel.validationText().contains(QStringLiteral("Load a model")));
     panel.setBaseConfig(baseConfig());
     panel.setSpecB(QStringLiteral("cascade=on,concurrency=16"));
@@ -284,6 +294,8 @@ class InvariancePanelTest : public QObject {
     QCOMPARE(panel.model()->rowCount(), 2);
     QVERIFY2(panel.statusText().contains(QStringLiteral("1 of 2")), qPrintable(panel.statusText()));
     QVERIFY2(panel.statusText().contains(QStringLiteral("B: 0 steps")), qPrintable(panel.statusText()));
+    // The settings the results belong to, kept with them.
+    QVERIFY2(panel.statusText().contains(QStringLiteral("A ran with block_size=")), qPrintable(panel.statusText()));
     QVERIFY2(!panel.statusText().contains(QStringLiteral("Note:")), qPrintable(panel.statusText()));
     // The divergent prompt is shown, its token marked on both sides.
     QVERIFY2(panel.continuationShown(false).contains(QStringLiteral("l</span>o world")),

@@ -5,7 +5,9 @@
 #include <span>
 
 #include <QCoreApplication>
+#include <QStringList>
 
+#include "kvscope/setting_table.h"
 #include "models/counted_text.h"
 #include "models/token_text.h"
 
@@ -111,6 +113,17 @@ QString runStatsText(const InvarianceRunStats& stats) {
                 .arg(counted(stats.num_swapped_out_blocks, tr("block"), tr("blocks")));
   }
   return text;
+}
+
+QString checkedSettingsText(const EngineConfig& config) {
+  QStringList items;
+  for (const char* key : {"block_size", "paged", "prefix_caching", "cascade", "max_batched_tokens", "kv_cache_type",
+                          "preemption", "spec", "tp", "backend", "threads"}) {
+    const SettingSpec* row = find_setting(key);
+    if (!row) continue;  // a key renamed in the table: left out rather than shown wrong
+    items << QStringLiteral("%1=%2").arg(QLatin1String(key), QString::fromStdString(row->format(row->get(config))));
+  }
+  return items.join(QStringLiteral(", "));
 }
 
 QString verdictText(const PromptVerdict& verdict) {

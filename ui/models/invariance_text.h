@@ -30,6 +30,11 @@ QString continuationHtml(const PromptVerdict& verdict, bool side_b, const std::v
 // prefill+decode, 30 with a cascade pass, 96 prompt tokens from the prefix cache".
 QString runStatsText(const InvarianceRunStats& stats);
 
+// The settings of `config` an invariance check is most often about, as
+// key=value items B can take ("block_size=16, paged=true, ..., threads=2"),
+// so that side A is not just "the settings in force".
+QString checkedSettingsText(const EngineConfig& config);
+
 // "identical", "identical tokens (logits differ by 3.1e-06)" or
 // "diverges at token 7 (position 42)".
 QString verdictText(const PromptVerdict& verdict);
