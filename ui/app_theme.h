@@ -13,7 +13,6 @@
 
 #include <optional>
 
-#include <QPalette>
 #include <QString>
 
 namespace kvscope::ui {
@@ -24,11 +23,8 @@ enum class AppTheme { System, Light, Dark };
 QString appThemeKey(AppTheme theme);
 std::optional<AppTheme> appThemeFromKey(const QString& key);
 
-// The dark palette Dark applies (text on its backgrounds at a contrast of at
-// least 7, disabled text at least 3).
-QPalette darkAppPalette();
-
-// Sets the application's style and palette for `theme`. Needs a
+// Sets the application's style and palette for `theme` (Dark:
+// darkAppPalette(), palette_colors.h). Needs a
 // QApplication, on its thread. The first call remembers the style and
 // palette the app started with, for System.
 void applyAppTheme(AppTheme theme);

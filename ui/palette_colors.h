@@ -27,6 +27,10 @@ QPalette withErrorText(QPalette palette);
 // palette's Text keeps a contrast of at least 4.5 on it (light and dark).
 QColor draftTokenBackground(const QPalette& palette);
 
+// The app's own dark palette (View > Theme > Dark, app_theme.h): text on
+// its backgrounds at a contrast of at least 7, disabled text at least 3.
+QPalette darkAppPalette();
+
 // WCAG relative-luminance contrast ratio of two colours (1 to 21); 4.5 is
 // the usual floor for body text.
 double contrastRatio(const QColor& a, const QColor& b);

@@ -26,20 +26,9 @@ inline QPalette lightPalette() {
   return p;
 }
 
-inline QPalette darkPalette() {
-  QPalette p(QColor(53, 53, 53));
-  p.setColor(QPalette::Window, QColor(45, 45, 45));
-  p.setColor(QPalette::WindowText, QColor(230, 230, 230));
-  p.setColor(QPalette::Base, QColor(30, 30, 30));
-  p.setColor(QPalette::AlternateBase, QColor(40, 40, 40));
-  p.setColor(QPalette::Text, QColor(230, 230, 230));
-  p.setColor(QPalette::ButtonText, QColor(230, 230, 230));
-  p.setColor(QPalette::Mid, QColor(90, 90, 90));
-  p.setColor(QPalette::Highlight, QColor(42, 130, 218));
-  p.setColor(QPalette::HighlightedText, Qt::white);
-  p.setColor(QPalette::PlaceholderText, QColor(150, 150, 150));
-  return p;
-}
+// The app's own dark theme (View > Theme > Dark): what a dark desktop's
+// palette looks like, and what users who choose Dark get.
+inline QPalette darkPalette() { return kvscope::ui::darkAppPalette(); }
 
 // The colour in `area` of `image` that contrasts most with `background`
 // (text is antialiased, but its strokes reach the full text colour).
