@@ -30,6 +30,7 @@
 #include "frame_measurement.h"
 #include "main_window.h"
 #include "server_dialog.h"
+#include "tooltip_wrap.h"
 #include "wheel_guard.h"
 #include "models/frame_time_probe.h"
 #include "models/workload_prompts.h"
@@ -92,6 +93,7 @@ int main(int argc, char** argv) {
     QApplication::setWindowIcon(icon);  // installed: the hicolor theme has it
   }
   kvscope::ui::WheelGuard::install();  // the wheel scrolls forms, not the value under the pointer
+  kvscope::ui::ToolTipWrap::install();  // long tooltips wrap
 
   QCommandLineParser parser;
   parser.setApplicationDescription(QStringLiteral("Chat with a local LLM and watch its KV memory live."));
