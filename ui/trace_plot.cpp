@@ -32,7 +32,19 @@ TracePlot::TracePlot(QWidget* parent) : QCustomPlot(parent) {
   legend->setVisible(true);
   legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);  // one row
   legend->setWrap(0);
-  axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignLeft);
+  // In a row of its own above the axes: inside them it covered the KV
+  // areas' peaks, which is where a trace is read.
+  axisRect()->insetLayout()->take(legend);
+  axisRect()->insetLayout()->simplify();
+  // As wide as its items, at the left (as the Plots dock's strips keep theirs).
+  plotLayout()->insertRow(0);
+  auto* header = new QCPLayoutGrid;
+  plotLayout()->addElement(0, 0, header);
+  header->addElement(0, 0, legend);
+  header->addElement(0, 1, new QCPLayoutElement(this));
+  header->setColumnStretchFactor(0, 0.01);
+  header->setColumnStretchFactor(1, 1.0);
+  plotLayout()->setRowStretchFactor(0, 0.001);
   // KV first, so that the token line is drawn on top of the areas.
   kv_cached_ = addSeries(this, yAxis2, tr("KV used + cached-free"), QColor(150, 180, 220), 110);
   kv_used_ = addSeries(this, yAxis2, tr("KV used"), QColor(60, 150, 90), 130);
@@ -98,8 +110,8 @@ void TracePlot::appendNewData() {
 void TracePlot::rescale() {
   const double duration = timeline_ ? timeline_->end_time() - timeline_->start_time() : 0.0;
   xAxis->setRange(0, std::max(duration, 1e-3));
-  yAxis->setRange(0, max_tokens_ * 1.25);  // head room for the legend
-  yAxis2->setRange(0, max_blocks_ * 1.25);
+  yAxis->setRange(0, max_tokens_ * 1.05);  // a little room above the highest point
+  yAxis2->setRange(0, max_blocks_ * 1.05);
   replot(QCustomPlot::rpQueuedReplot);
 }
 

@@ -293,6 +293,15 @@ class ThemeTest : public QObject {
     auto* plot = panel.findChild<TracePlot*>(QStringLiteral("tracePlot"));
     QVERIFY(plot);
     checkPlot(image, &panel, plot, palette, dark);
+    // The legend sits above the axes, not over the data (it covered the KV
+    // areas' peaks).
+    QVERIFY(plot->legend->visible());
+    QVERIFY2(!plot->legend->outerRect().intersects(plot->axisRect()->rect()),
+             qPrintable(QStringLiteral("legend %1,%2 %3x%4")
+                            .arg(plot->legend->outerRect().x())
+                            .arg(plot->legend->outerRect().y())
+                            .arg(plot->legend->outerRect().width())
+                            .arg(plot->legend->outerRect().height())));
     // The error message: red, and readable on the window colour.
     auto* message = panel.findChild<QLabel*>(QStringLiteral("traceMessage"));
     QVERIFY(message && message->isVisible());
