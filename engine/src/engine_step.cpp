@@ -189,24 +189,45 @@ void Engine::Impl::shift_full_contexts() {
     }
     ContextShiftSnapshot shift;
     bool shifted = false;
+    bool released_finished = false;
     for (;;) {
       shifted = shift_context(*s, plan, *kv_manager, backend->kv_blocks(), &shift) > 0;
       if (shifted) break;
-      // No free block for the copies of the shared blocks that move: make
-      // room as schedule() would when a row finds none, by preempting the
-      // youngest other sequence. This one keeps its K/V. A victim that is
-      // not full itself comes first: one that is shifts only when it has
-      // run again, one position later than it would have, so its later
-      // numbers may change. A full victim is often the parallel sample that
-      // shares the moved blocks, and then they need no copy at all.
+      // No free block for the copies of the shared blocks that move. First
+      // the blocks of sequences that ended this step (reaped only after it):
+      // often the sibling that shared the moved blocks.
+      if (!released_finished) {
+        released_finished = true;
+        if (scheduler->release_finished_blocks() > 0) continue;
+      }
+      // Then make room as schedule() does when a row finds none, by
+      // preempting the youngest other sequence whose preemption helps (it
+      // holds a block no one else does, or shares a moved one). This one
+      // keeps its K/V. Those whose numbers a preemption keeps come first:
+      // not one that is full (it would shift one position later than it
+      // would have), nor one that has shifted unless it is swapped (a
+      // recompute prefills its kept tokens without the dropped middle).
       const Sequence* shifting = s;
+      const bool swaps = config.preemption == PreemptionMode::Swap;
+      const std::vector<int32_t> moved(s->table.blocks().begin() + plan.keep_blocks + plan.drop_blocks,
+                                       s->table.blocks().end());
+      const BlockPool& pool = kv_manager->pool();
+      const auto helps = [&](const Sequence& v) {
+        for (const int32_t b : v.table.blocks()) {
+          if (pool.ref_count(b) == 1 || std::find(moved.begin(), moved.end(), b) != moved.end()) return true;
+        }
+        return false;
+      };
       const int32_t full = config.max_model_len;
-      if (scheduler->preempt_youngest([&](const Sequence& v) {
-            return &v != shifting && static_cast<int32_t>(v.tokens.size()) < full;
-          })) {
+      const auto keeps_numbers = [&](const Sequence& v) {
+        if (static_cast<int32_t>(v.tokens.size()) >= full) return false;
+        return v.num_context_shifts == 0 || (swaps && kv_manager->can_swap_out(v.table));
+      };
+      if (scheduler->preempt_youngest(
+              [&](const Sequence& v) { return &v != shifting && keeps_numbers(v) && helps(v); })) {
         continue;
       }
-      if (!scheduler->preempt_youngest([&](const Sequence& v) { return &v != shifting; })) break;
+      if (!scheduler->preempt_youngest([&](const Sequence& v) { return &v != shifting && helps(v); })) break;
     }
     if (!shifted) {
       finish(*s, FinishReason::ContextFull);  // alone and still no block for a copy

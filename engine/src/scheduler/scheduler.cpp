@@ -259,6 +259,16 @@ void Scheduler::release_blocks(Sequence& s) {
   }
 }
 
+int32_t Scheduler::release_finished_blocks() {
+  int32_t released = 0;
+  for (const auto& s : running_) {
+    if (!s->finished() || s->table.num_blocks() == 0) continue;
+    release_blocks(*s);
+    ++released;
+  }
+  return released;
+}
+
 std::vector<std::unique_ptr<Sequence>> Scheduler::reap_finished() {
   std::vector<std::unique_ptr<Sequence>> done;
   auto take = [&](auto& queue) {

@@ -105,6 +105,10 @@ class Scheduler {
   // copies of shared blocks (Engine's shift_full_contexts). Returns the
   // sequence preempted; nullptr when none is allowed.
   Sequence* preempt_youngest(const std::function<bool(const Sequence&)>& may_preempt);
+  // Releases the blocks of running sequences that finished since the last
+  // reap (they stay until reap_finished removes them). Returns how many
+  // sequences gave blocks back.
+  int32_t release_finished_blocks();
   // Removes finished sequences, releasing their blocks.
   std::vector<std::unique_ptr<Sequence>> reap_finished();
   // Removes every sequence as a recompute preemption would (blocks, device or

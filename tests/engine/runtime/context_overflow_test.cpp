@@ -263,7 +263,7 @@ struct SequenceRun {
 // moved ones included); request 1: a short prompt admitted between them
 // (running order: sample 0, request 1, sample 1). Greedy, so every sequence's
 // tokens are its own whatever the batch. Keyed by request * 2 + index.
-std::map<int32_t, SequenceRun> run_samples_beside_another(const EngineConfig& c) {
+std::map<int32_t, SequenceRun> run_samples_beside_another(const EngineConfig& c, KvStats* kv = nullptr) {
   std::map<int32_t, SequenceRun> runs;
   auto created = Engine::create(c);
   EXPECT_TRUE(created.ok()) << (created.ok() ? "" : created.error());
@@ -285,6 +285,7 @@ std::map<int32_t, SequenceRun> run_samples_beside_another(const EngineConfig& c)
   }
   engine.run_until_idle();
   EXPECT_EQ(engine.kv_stats().num_used_blocks, 0) << "blocks left in use";
+  if (kv) *kv = engine.kv_stats();
   return runs;
 }
 
@@ -305,8 +306,16 @@ TEST_F(ContextOverflowTest, AShiftShortOfBlocksForItsCopiesPreemptsAnotherSequen
     EngineConfig tight = roomy;
     tight.num_blocks = 13;
     tight.preemption = mode;
-    const std::map<int32_t, SequenceRun> runs = run_samples_beside_another(tight);
+    KvStats kv;
+    const std::map<int32_t, SequenceRun> runs = run_samples_beside_another(tight, &kv);
     ASSERT_EQ(runs.size(), 3u);
+    // Each mode did preempt as itself (swap had the room it needs).
+    EXPECT_GT(kv.num_preemptions, 0);
+    if (mode == PreemptionMode::Swap) {
+      EXPECT_GT(kv.num_swapped_out_blocks, 0);
+    } else {
+      EXPECT_EQ(kv.num_swapped_out_blocks, 0);
+    }
     for (const auto& [key, run] : runs) {
       SCOPED_TRACE(key);
       // Before: sample 0 stopped with context_full.
@@ -350,6 +359,46 @@ TEST_F(ContextOverflowTest, AShiftShortOfBlocksForItsCopiesPreemptsAnotherSequen
     EXPECT_EQ(f.stats.num_preemptions, f.index == 1 ? 1 : 0);
   }
   EXPECT_EQ((*created)->kv_stats().num_used_blocks, 0) << "blocks left in use";
+}
+
+// The blocks a shift must copy are shared with a request that ended in the
+// same step: not reaped yet, it still holds them. Its blocks are given back
+// first, and no one is preempted for the copies (a finished sequence is no
+// victim, so a third request was preempted in its place).
+TEST_F(ContextOverflowTest, AShiftTakesBackTheBlocksOfARequestThatJustEnded) {
+  const std::string path = write_model({}, "just_ended");
+  EngineConfig c = config(path);
+  c.num_blocks = 14;
+  auto created = Engine::create(c);
+  ASSERT_TRUE(created.ok()) << created.error();
+  Engine& engine = **created;
+  std::map<int32_t, TokenEvent> last;  // 0 the long one, 1 the one that ends, 2 a third
+  const auto submit = [&](int32_t which, std::vector<int32_t> tokens, int32_t max_tokens) {
+    GenerationRequest r;
+    r.prompt_tokens = std::move(tokens);
+    r.sampling.temperature = 0.0f;
+    r.sampling.ignore_eos = true;
+    r.sampling.max_tokens = max_tokens;
+    r.on_event = [&last, which](const TokenEvent& ev) {
+      if (ev.finish != FinishReason::None) last[which] = ev;
+    };
+    ASSERT_TRUE(engine.submit(std::move(r)).ok());
+  };
+  submit(0, prompt(50, 3), 30);
+  engine.step();  // its prompt computed: the second finds the 6 full blocks in the prefix cache
+  // One token behind the first, it ends (13 tokens, 63 in all) in the step
+  // the first fills the 64-token context, the pool then full with the third.
+  submit(1, prompt(50, 3), 13);
+  submit(2, prompt(20, 7), 30);
+  engine.run_until_idle();
+  ASSERT_EQ(last.size(), 3u);
+  for (const auto& [which, ev] : last) {
+    SCOPED_TRACE(which);
+    EXPECT_EQ(ev.finish, FinishReason::Length) << ev.error;
+    EXPECT_EQ(ev.stats.num_preemptions, 0);
+  }
+  EXPECT_GE(last[0].stats.num_context_shifts, 1);
+  EXPECT_EQ(engine.kv_stats().num_used_blocks, 0) << "blocks left in use";
 }
 
 TEST_F(ContextOverflowTest, SpeculativeGreedyShiftsAsPlainGreedyDoes) {
