@@ -124,6 +124,9 @@ void print_text_report(const InvarianceReport& report, const std::string& model)
       line += fmt::format(", {} of {} draft tokens accepted in {} of {} decoding steps", s.num_accepted_draft_tokens,
                           s.num_draft_tokens, s.num_spec_steps, s.num_decode_steps);
     }
+    if (s.num_context_shifts > 0) {
+      line += fmt::format(", {} context shift{}", s.num_context_shifts, s.num_context_shifts == 1 ? "" : "s");
+    }
     if (s.num_preemptions > 0) {
       line += fmt::format(", {} preemption{} ({} block{} swapped out)", s.num_preemptions,
                           s.num_preemptions == 1 ? "" : "s", s.num_swapped_out_blocks,
@@ -164,6 +167,7 @@ nlohmann::ordered_json stats_json(const InvarianceRunStats& s) {
           {"max_checked_batch_seqs", s.max_checked_batch_seqs},
           {"num_preemptions", s.num_preemptions},
           {"num_swapped_out_blocks", s.num_swapped_out_blocks},
+          {"num_context_shifts", s.num_context_shifts},
           {"warnings", s.warnings}};
 }
 

@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "kernels/cpu/paged_attention.h"
+#include "context_shift.h"
 #include "runtime/cascade_plan.h"
 #include "kvscope/engine.h"
 #include "kvscope/request.h"
@@ -24,6 +25,8 @@ namespace kvscope {
 namespace {
 
 constexpr std::string_view kConcurrencyKey = "concurrency";
+// The most memory the compared logits may take, both sides together.
+constexpr int64_t kMaxKeptLogitsBytes = int64_t{4} << 30;
 // Companions are sampled, so they leave the checked request's path at once
 // and keep the batch varied; fixed seeds keep a side reproducible.
 constexpr float kCompanionTemperature = 0.8f;
@@ -158,6 +161,7 @@ Result<PromptRun> run_prompt(Engine& engine, const InvarianceSide& side, const I
     rec.text += ev.text;
     if (ev.finish != FinishReason::None) {
       checked_finished = true;
+      stats.num_context_shifts += ev.stats.num_context_shifts;
       rec.finish = finish_reason_name(ev.finish);
       if (ev.finish == FinishReason::Error) error = ev.error;
     }
@@ -404,6 +408,36 @@ std::vector<std::string> InvarianceReport::expected_differences() const {
                                   x.gpu_prefill_gemm, y.gpu_prefill_gemm));
     }
   }
+  // Context shifts drop whole blocks after context_keep's: sides that cut
+  // at other places hold different contexts after the first shift.
+  const bool shifted = stats_a.num_context_shifts > 0 || stats_b.num_context_shifts > 0;
+  if (shifted && x.context_overflow == ContextOverflow::Shift && y.context_overflow == ContextOverflow::Shift) {
+    const auto kept_blocks = [](const EngineConfig& c) {
+      return plan_context_shift(c.max_model_len - 1, c.block_size, c.context_keep, c.max_model_len);
+    };
+    const ContextShiftPlan pa = kept_blocks(x), pb = kept_blocks(y);
+    if (pa.keep_blocks * x.block_size != pb.keep_blocks * y.block_size ||
+        pa.drop_blocks * x.block_size != pb.drop_blocks * y.block_size) {
+      notes.push_back(fmt::format("the sides' context shifts drop different tokens (a: keeps {} and drops {}, b: "
+                                  "keeps {} and drops {}; a shift works in whole {}- and {}-token blocks after "
+                                  "context_keep), so after the first shift they hold different contexts",
+                                  pa.keep_blocks * x.block_size, pa.drop_blocks * x.block_size,
+                                  pb.keep_blocks * y.block_size, pb.drop_blocks * y.block_size, x.block_size,
+                                  y.block_size));
+    }
+  }
+  // Recompute after a shift prefills the kept tokens without the dropped
+  // middle (docs/context-overflow.md): the one exception to preemption
+  // keeping the numbers.
+  for (const auto& [name, c, st] : {std::tuple{"a", &x, &stats_a}, std::tuple{"b", &y, &stats_b}}) {
+    const bool recomputed = c->preemption == PreemptionMode::Recompute || st->num_swapped_out_blocks == 0;
+    if (st->num_context_shifts > 0 && st->num_preemptions > 0 && recomputed) {
+      notes.push_back(fmt::format("{}: sequences were preempted and recomputed where contexts shift: a shifted "
+                                  "sequence recomputed prefills its kept tokens without the dropped middle, so its "
+                                  "later tokens may differ (preemption = swap, with room in swap_space, keeps them)",
+                                  name));
+    }
+  }
   // The order of a layer's sums: fast at tp = 1 is the plain runner's; fast
   // at tp > 1 adds the ranks' parts after them; deterministic adds fixed
   // chunks in a fixed order at every tp, which is the same at every tp but
@@ -543,6 +577,23 @@ Result<InvarianceReport> check_invariance(const InvarianceSide& a, const Invaria
         });
     if (cancelled) return Error{"cancelled"};
     if (!engine.ok()) return Error{fmt::format("{}: {}", name, engine.error())};
+    // Every generated token's logits are kept for the comparison, both
+    // sides' at once: refused up front when that would not fit (a 150k-token
+    // vocabulary takes 0.6 MB a token).
+    if (s == 0) {
+      const double vocab = (*engine)->model_info().vocab_size;
+      const double bytes = 2.0 * static_cast<double>(prompts.size()) * (options.max_tokens + 1.0) * vocab * 4.0;
+      if (bytes > static_cast<double>(kMaxKeptLogitsBytes)) {
+        const int64_t fits = static_cast<int64_t>(static_cast<double>(kMaxKeptLogitsBytes) /
+                                                  (2.0 * static_cast<double>(prompts.size()) * vocab * 4.0)) - 1;
+        return Error{fmt::format("the logits kept for the comparison would take {:.1f} GiB ({} prompt{} x {} "
+                                 "tokens x a {}-token vocabulary x 2 sides, more than {} GiB): ask for at most {} "
+                                 "tokens, or fewer prompts",
+                                 bytes / (1 << 30), prompts.size(), prompts.size() == 1 ? "" : "s",
+                                 options.max_tokens, static_cast<int64_t>(vocab), kMaxKeptLogitsBytes >> 30,
+                                 std::max<int64_t>(fits, 1))};
+      }
+    }
     for (const InvariancePrompt& prompt : prompts) {
       Result<PromptRun> run = run_prompt(**engine, *sides[s], prompt, options, keep_going, stats[s]);
       if (!run.ok()) {

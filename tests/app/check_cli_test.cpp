@@ -156,7 +156,7 @@ TEST_F(CheckCli, ASideThatRanOutOfContextIsSaidToHaveStoppedThere) {
        "--threads", "1", "--a", "context_overflow=shift,max_model_len=64,context_keep=8,block_size=8,num_blocks=15,concurrency=8",
        "--b", "context_overflow=shift,max_model_len=64,context_keep=8,block_size=8"});
   EXPECT_EQ(starved.exit_code, 0) << starved.err << starved.out;
-  EXPECT_THAT(starved.out, HasSubstr("preemptions"));
+  EXPECT_THAT(starved.out, HasSubstr(" preemption"));
   // a's blocks are half the context: context_keep keeps the first, and the
   // second is not whole when the context fills, so a has nothing to drop.
   const test::CliResult stuck = run_cli(

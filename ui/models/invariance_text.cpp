@@ -107,6 +107,7 @@ QString runStatsText(const InvarianceRunStats& stats) {
                 .arg(stats.num_spec_steps)
                 .arg(stats.num_decode_steps);
   }
+  if (stats.num_context_shifts > 0) text += QStringLiteral(", ") + counted(stats.num_context_shifts, tr("context shift"), tr("context shifts"));
   if (stats.num_preemptions > 0) {
     text += tr(", %1 (%2 swapped out)")
                 .arg(counted(stats.num_preemptions, tr("preemption"), tr("preemptions")))

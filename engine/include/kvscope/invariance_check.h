@@ -184,6 +184,7 @@ struct InvarianceRunStats {
   int64_t num_accepted_draft_tokens = 0;  // of those, accepted
   int64_t num_preemptions = 0;         // sequences preempted (recompute or swap)
   int64_t num_swapped_out_blocks = 0;  // blocks copied to the swap pool
+  int64_t num_context_shifts = 0;      // context shifts of the checked request (context_overflow = shift)
   std::string backend;                 // what ran the model: "cpu", "cuda" (ModelInfo::backend); "" unknown
   // What the side's engine and its requests warned about, as generate
   // prints them: a setting adjusted at load (threads above the cores), a

@@ -553,9 +553,18 @@ TEST_F(InvarianceCheck, AChatRunsTheTokensTheChatWouldSubmit) {
                                              {"user", "and then?"}};
   auto engine = Engine::create(base());
   ASSERT_TRUE(engine.ok()) << engine.error();
+  // What a chat front end gets for these messages, greedy: the tokens the
+  // check must generate for the chat prompt.
   GenerationRequest as_chat;
   as_chat.messages = messages;
-  as_chat.sampling.max_tokens = 1;
+  as_chat.sampling.temperature = 0.0f;
+  as_chat.sampling.max_tokens = 6;
+  std::vector<int32_t> chat_tokens;
+  bool chat_ended = false;
+  as_chat.on_event = [&](const TokenEvent& ev) {
+    if (ev.token >= 0) chat_tokens.push_back(ev.token);
+    chat_ended = chat_ended || ev.finish == FinishReason::Stop;
+  };
   SubmittedPrompt submitted;
   ASSERT_TRUE((*engine)->submit(std::move(as_chat), &submitted).ok());
   (*engine)->run_until_idle();
@@ -571,6 +580,11 @@ TEST_F(InvarianceCheck, AChatRunsTheTokensTheChatWouldSubmit) {
   EXPECT_TRUE(chat.chat);
   EXPECT_EQ(chat.prompt, "and then?");
   EXPECT_EQ(chat.num_prompt_tokens, static_cast<int32_t>(submitted.tokens.size()));
+  // Its tokens are the chat's (the check names an ending token the chat
+  // does not report as an event).
+  std::vector<int32_t> checked = chat.tokens_a;
+  if (chat_ended && checked.size() == chat_tokens.size() + 1) checked.pop_back();
+  EXPECT_EQ(checked, chat_tokens);
   EXPECT_TRUE(chat.identical) << describe(chat);
   EXPECT_TRUE(chat.logits_identical);
   // The same words as raw text are a much shorter input.
@@ -643,6 +657,27 @@ TEST_F(InvarianceCheck, PromptsCutDifferentlyAreFlaggedWithTheWarnings) {
   auto same = check_invariance(*a, *a, {prompts()[2]}, options);
   ASSERT_TRUE(same.ok());
   EXPECT_TRUE(same->prompts[0].same_prompt);
+}
+
+// The logits of every generated token are kept for the comparison: a check
+// that could not hold them is refused before it runs (the app's panel could
+// be asked for enough to exhaust memory).
+TEST_F(InvarianceCheck, AskingForMoreLogitsThanFitIsRefusedUpFront) {
+  auto a = parse_invariance_side("", base());
+  ASSERT_TRUE(a.ok());
+  InvarianceOptions options;
+  options.max_tokens = 4200;
+  const std::vector<std::string> many(1000, "hello");
+  bool ran = false;
+  auto report = check_invariance(*a, *a, many, options, [&](int32_t done, int32_t) {
+    ran = ran || done > 0;
+    return true;
+  });
+  ASSERT_FALSE(report.ok());
+  EXPECT_NE(report.error().find("the logits kept for the comparison would take"), std::string::npos)
+      << report.error();
+  EXPECT_NE(report.error().find("1000 prompts x 4200 tokens"), std::string::npos) << report.error();
+  EXPECT_FALSE(ran);
 }
 
 TEST_F(InvarianceCheck, ErrorsNameTheSide) {

@@ -82,5 +82,40 @@ TEST(InvarianceReport, NamesTheSettingsThatChangeTheNumbersByDesign) {
   EXPECT_EQ(notes[0].rfind("the sides ran on different backends (a: cpu, b: cuda)", 0), 0u) << notes[0];
 }
 
+// Context shifts: sides whose shifts cut at other places (block size,
+// context_keep) hold different contexts after the first one; and recompute
+// after a shift is the one preemption that changes numbers. Said only where
+// a shift happened.
+TEST(InvarianceReport, ShiftsThatCutDifferentlyAndRecomputeAfterAShiftAreNamed) {
+  InvarianceReport r;
+  for (EngineConfig* c : {&r.a.config, &r.b.config}) {
+    c->context_overflow = ContextOverflow::Shift;
+    c->max_model_len = 96;
+    c->context_keep = 16;
+  }
+  r.a.config.block_size = 8;
+  r.b.config.block_size = 16;
+  EXPECT_TRUE(r.expected_differences().empty()) << "no shift happened";
+  r.stats_a.num_context_shifts = 5;
+  std::vector<std::string> notes = r.expected_differences();
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_EQ(notes[0], "the sides' context shifts drop different tokens (a: keeps 16 and drops 24, b: keeps 16 and "
+                      "drops 32; a shift works in whole 8- and 16-token blocks after context_keep), so after the "
+                      "first shift they hold different contexts");
+  r.a.config.max_model_len = r.b.config.max_model_len = 128;  // both drop 32 after the same 16
+  EXPECT_TRUE(r.expected_differences().empty());
+
+  r.b.config.preemption = PreemptionMode::Recompute;
+  r.stats_b.num_preemptions = 3;
+  EXPECT_TRUE(r.expected_differences().empty()) << "b never shifted";
+  r.stats_b.num_context_shifts = 2;
+  notes = r.expected_differences();
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_EQ(notes[0].rfind("b: sequences were preempted and recomputed where contexts shift", 0), 0u) << notes[0];
+  r.b.config.preemption = PreemptionMode::Swap;
+  r.stats_b.num_swapped_out_blocks = 12;  // swapped: the cache kept
+  EXPECT_TRUE(r.expected_differences().empty());
+}
+
 }  // namespace
 }  // namespace kvscope
