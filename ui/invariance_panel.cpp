@@ -97,7 +97,7 @@ InvariancePanel::InvariancePanel(QWidget* parent) : QWidget(parent) {
   max_tokens_ = new QSpinBox(this);
   max_tokens_->setObjectName(QStringLiteral("invarianceMaxTokens"));
   max_tokens_->setAccessibleName(tr("Tokens to generate"));
-  max_tokens_->setRange(1, 1 << 16);
+  max_tokens_->setRange(1, 4096);  // the checker refuses what its kept logits could not hold
   max_tokens_->setValue(InvarianceOptions{}.max_tokens);
   setCountedUnit(max_tokens_, tr("tokens"));
   form->addRow(tr("Generate:"), max_tokens_);
@@ -258,14 +258,15 @@ void InvariancePanel::revalidate() {
 void InvariancePanel::run() {
   auto job = buildJob();
   if (!job.ok()) {
-    // The last run's results would read as this one's: they go.
+    // The last run's results would read as this one's: they go. (A run
+    // still going keeps its own; the refusal then only reports.)
     if (!running()) {
       model_->clear();
       showRow(-1);
       progress_->setValue(0);
+      refused_ = true;
     }
     status_->setText(QString::fromStdString(job.error()));
-    refused_ = true;
     return;
   }
   refused_ = false;
@@ -299,6 +300,7 @@ void InvariancePanel::onProgress(quint64 job_id, int done, int total) {
 void InvariancePanel::onFinished(quint64 job_id, const InvarianceOutcome& outcome) {
   if (job_id != current_job_ || current_job_ == 0) return;  // a run given up on
   current_job_ = 0;
+  refused_ = false;  // what follows is this run's outcome, not a refusal
   setRunning(false);
   if (!outcome.ok()) {
     status_->setText(tr("The check failed: %1").arg(QString::fromStdString(outcome.error)));

@@ -149,6 +149,7 @@ class InvariancePanelTest : public QObject {
     QVERIFY2(gpu.endsWith(QStringLiteral(", 31 replayed as a GPU graph")), qPrintable(gpu));
     QVERIFY2(!gpu.contains(QStringLiteral("preempt")) && !gpu.contains(QStringLiteral("draft")), qPrintable(gpu));
     // Preemptions and speculation, as the CLI reports them (they were left out).
+    stats.num_context_shifts = 2;
     stats.num_preemptions = 8;
     stats.num_swapped_out_blocks = 1;
     stats.num_draft_tokens = 30;
@@ -157,7 +158,7 @@ class InvariancePanelTest : public QObject {
     stats.num_decode_steps = 20;
     const QString busy = runStatsText(stats);
     QVERIFY2(busy.contains(QStringLiteral(", 12 of 30 draft tokens accepted in 9 of 20 decoding steps")), qPrintable(busy));
-    QVERIFY2(busy.endsWith(QStringLiteral(", 8 preemptions (1 block swapped out)")), qPrintable(busy));
+    QVERIFY2(busy.endsWith(QStringLiteral(", 2 context shifts, 8 preemptions (1 block swapped out)")), qPrintable(busy));
     // One of each reads as one ("1 steps, up to 1 sequences" before).
     InvarianceRunStats one;
     one.num_steps = 1;
@@ -332,6 +333,21 @@ class InvariancePanelTest : public QObject {
     panel.onFinished(third, outcomeOf({divergentVerdict()}));
     QCOMPARE(panel.model()->rowCount(), 0);
     QCOMPARE(panel.statusText(), QStringLiteral("Cancelled."));
+
+    // Run refused while a run is going: the running one's verdict, when it
+    // comes, stays when the inputs change next (it was wiped as a refusal).
+    {
+      panel.run();
+      const quint64 going = runs.last().at(0).value<quint64>();
+      ChatHistory kept = conversation;
+      conversation.clear();
+      panel.run();  // refused: no prompt
+      QVERIFY(panel.running());
+      conversation = kept;
+      panel.onFinished(going, outcomeOf({identicalVerdict()}));
+      panel.promptSourceChanged();
+      QVERIFY2(panel.statusText().contains(QStringLiteral("identical under A and B")), qPrintable(panel.statusText()));
+    }
 
     // B asked for cascade attention and its runs never ran a cascade pass: said.
     panel.run();
