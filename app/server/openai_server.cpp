@@ -291,8 +291,12 @@ struct OpenAiServer::Impl {
     // A held response asks the connection itself whether its client is
     // still there; not found (it cannot be missing while its request is
     // handled, but the listing is the kernel's), it is assumed present.
-    const int connection = find_accepted_connection(port, req.remote_addr, req.remote_port);
-    const auto client_present = [connection] { return connection < 0 || !peer_has_gone(connection); };
+    // Looked up at the first ask: a stream written as it comes never asks.
+    std::optional<int> connection;
+    const auto client_present = [&, this]() mutable {
+      if (!connection) connection = find_accepted_connection(port, req.remote_addr, req.remote_port);
+      return *connection < 0 || !peer_has_gone(*connection);
+    };
     respond_generation(driver, request, ctx, jobs, metrics, framing, client_present, res);
   }
 

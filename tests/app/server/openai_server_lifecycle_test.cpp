@@ -144,10 +144,12 @@ TEST(OpenAiServerLifecycle, RequestsDuringStopGetAnErrorNotACutOffStream) {
 // go out before generation, leaving the error in a body the SDK returned as
 // a reply whose choices were missing.
 TEST(OpenAiServerLifecycle, AWholeResponseCutByTheStopIsA503) {
+  // Long enough that the stop always comes while it generates: 15,000
+  // tokens, and the stop only once tokens are flowing.
   test::TinyModelSpec spec;
-  spec.context_length = 4096;
+  spec.context_length = 16384;
   const std::unique_ptr<Engine> engine = tiny_engine("openai_server_stop_whole", spec, [](EngineConfig& c) {
-    c.num_blocks = 1024;
+    c.num_blocks = 1100;
     c.max_batched_tokens = 64;
   });
   ASSERT_TRUE(engine);
@@ -157,14 +159,19 @@ TEST(OpenAiServerLifecycle, AWholeResponseCutByTheStopIsA503) {
     server::OpenAiServer server(loop, loopback());
     ASSERT_TRUE(server.start().ok());
     const bool chat = std::string_view(path) == "/v1/chat/completions";
-    nlohmann::json body = {{"model", server.model_id()}, {"max_tokens", 3000}, {"ignore_eos", true}};
+    nlohmann::json body = {{"model", server.model_id()}, {"max_tokens", 15000}, {"ignore_eos", true}};
     if (chat) {
       body["messages"] = nlohmann::json::array({{{"role", "user"}, {"content", "Hello"}}});
     } else {
       body["prompt"] = "Once upon a time";
     }
     std::thread stopper([&] {
-      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+      while (std::chrono::steady_clock::now() < deadline &&
+             test::http_get(server.port(), "/metrics").body.find("\nkvscope_generated_tokens_total 0\n") !=
+                 std::string::npos) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
       server.stop();
     });
     const test::Reply r = test::http_post(server.port(), path, body);

@@ -141,9 +141,10 @@ TEST_F(ServerLoadTest, AnHttp10ClientThatLeavesIsCancelledToo) {
     ::close(fd);
     EXPECT_TRUE(freed_after_cancel(cancelled_before + 2));
     EXPECT_TRUE(metric_becomes("kvscope_http_requests_in_flight", 0));
-    // Cut off early: well short of the 2 x 4000 asked for (the tiny model
-    // makes about 7,000 a second here; before, the request ran to its end).
-    EXPECT_LT(metric("kvscope_generated_tokens_total") - tokens_before, 6000);
+    // Cancelled (freed_after_cancel counts the two choices as cancelled, not
+    // finished by length as when the request ran to its end), and short of
+    // the 2 x 4000 asked for.
+    EXPECT_LT(metric("kvscope_generated_tokens_total") - tokens_before, 8000);
   }
 }
 
