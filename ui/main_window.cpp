@@ -278,9 +278,13 @@ void MainWindow::createDocks() {
   // A row of the sequence table shows that sequence's blocks in the map, numbered in logical order.
   connect(table_view_->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
           [this](const QModelIndex& current) {
-            if (!current.isValid()) return block_map_->clearFocusedSequence();
-            block_map_->setFocusedSequence(current.data(BlockTableModel::RequestIdRole).value<quint64>(),
-                                           current.data(BlockTableModel::SequenceIndexRole).toInt());
+            if (!current.isValid()) {
+              focused_sequence_.reset();
+              return block_map_->clearFocusedSequence();
+            }
+            focused_sequence_ = {current.data(BlockTableModel::RequestIdRole).value<quint64>(),
+                                 current.data(BlockTableModel::SequenceIndexRole).toInt()};
+            block_map_->setFocusedSequence(focused_sequence_->first, focused_sequence_->second);
           });
 
   plots_ = new PlotsWidget(this);
@@ -527,12 +531,47 @@ void MainWindow::onLoadFailed(const QString& message, bool previous_kept) {
   showErrorBox(tr("Cannot load the model"), message);
 }
 
+void MainWindow::keepSequenceSelected() {
+  // The model keeps its rows and gives them new values when a sequence
+  // leaves from the middle, so the selection stays on a row that may now be
+  // another sequence: move it back to the one chosen, or drop it when that
+  // one is gone.
+  if (!focused_sequence_) return;
+  const QAbstractItemModel* model = table_view_->model();
+  const QModelIndex current = table_view_->currentIndex();
+  const auto is_focused = [&](const QModelIndex& index) {
+    return index.isValid() &&
+           index.data(BlockTableModel::RequestIdRole).value<quint64>() == focused_sequence_->first &&
+           index.data(BlockTableModel::SequenceIndexRole).toInt() == focused_sequence_->second;
+  };
+  if (is_focused(current)) {
+    block_map_->setFocusedSequence(focused_sequence_->first, focused_sequence_->second);
+    return;
+  }
+  for (int row = 0; row < model->rowCount(); ++row) {
+    const QModelIndex index = model->index(row, current.isValid() ? current.column() : 0);
+    if (!is_focused(index)) continue;
+    table_view_->selectionModel()->setCurrentIndex(index, QItemSelectionModel::ClearAndSelect |
+                                                              QItemSelectionModel::Rows);
+    block_map_->setFocusedSequence(focused_sequence_->first, focused_sequence_->second);
+    return;
+  }
+  table_view_->selectionModel()->clear();  // gone: currentRowChanged clears the map's focus
+  focused_sequence_.reset();
+  block_map_->clearFocusedSequence();
+}
+
 void MainWindow::onSnapshot(const kvscope::ui::SnapshotPtr& snapshot) {
   if (!snapshot) return;
   block_map_->setSnapshot(snapshot);
   memory_panel_->setSnapshot(snapshot);
   shared_prefixes_->setSnapshot(snapshot);
+  // Taken before the update: rows moving under the selection report a new
+  // current row (currentRowChanged) for whatever sequence lands there.
+  const auto chosen = focused_sequence_;
   table_model_->setSnapshot(snapshot);
+  focused_sequence_ = chosen;
+  keepSequenceSelected();
   plots_->addSnapshot(snapshot);
   chat_->onSnapshot(snapshot);
   const QString pause_note = spec_pauses_.update(*snapshot, QDateTime::currentMSecsSinceEpoch());

@@ -12,6 +12,8 @@
 
 #include <map>
 #include <memory>
+#include <optional>
+#include <utility>
 
 #include <QMainWindow>
 
@@ -144,6 +146,7 @@ class MainWindow : public QMainWindow {
   // if it is not there yet; -1 without a store.
   qint64 ensureConversation(const QString& first_prompt);
   void rebuildRecentMenu();
+  void keepSequenceSelected();
   void onConversationDeleted(qint64 id);
   void reportStoreError(const QString& message);
 
@@ -167,6 +170,9 @@ class MainWindow : public QMainWindow {
   QString block_map_legend_text_;
   BlockTableModel* table_model_ = nullptr;
   QTableView* table_view_ = nullptr;
+  // The sequence chosen in the Sequences table (request id, completion), kept
+  // on its row as snapshots move rows (keepSequenceSelected).
+  std::optional<std::pair<quint64, int>> focused_sequence_;
   ServerRequestTags* server_tags_ = nullptr;
   ServerDialog* server_dialog_ = nullptr;
   PlotsWidget* plots_ = nullptr;

@@ -75,6 +75,22 @@ bool syncPlotPixelRatio(QCustomPlot* plot) {
   return true;
 }
 
+QCPLayoutGrid* moveLegendToHeaderRow(QCustomPlot* plot, int legend_column, QCPLayoutElement* beside) {
+  plot->plotLayout()->insertRow(0);
+  auto* header = new QCPLayoutGrid;
+  plot->plotLayout()->addElement(0, 0, header);
+  plot->axisRect()->insetLayout()->take(plot->legend);
+  const int other = 1 - legend_column;
+  header->addElement(0, legend_column, plot->legend);
+  header->addElement(0, other, beside ? beside : new QCPLayoutElement(plot));
+  header->setColumnStretchFactor(legend_column, 0.01);  // the legend as wide as its items
+  header->setColumnStretchFactor(other, 1.0);
+  // A taller plot gives its height to the axes, not to the header row: at
+  // equal stretch the row took half of it, and the legend's box grew with it.
+  plot->plotLayout()->setRowStretchFactor(0, 0.001);
+  return header;
+}
+
 QCustomPlot* makeStripPlot(QWidget* parent, const QString& title, double window_steps) {
   auto* plot = new QCustomPlot(parent);
   const QFont font = parent->font();
@@ -84,22 +100,12 @@ QCustomPlot* makeStripPlot(QWidget* parent, const QString& title, double window_
   // The title row holds the title and, at its right, the legend: outside the
   // axis rect, so the legend never covers the data (inside, on a strip this
   // short, it hid the top third of every line that ran high).
-  plot->plotLayout()->insertRow(0);
-  auto* header = new QCPLayoutGrid;
-  plot->plotLayout()->addElement(0, 0, header);
   auto* text = new QCPTextElement(plot, title, QFont(font.family(), font.pointSize(), QFont::Bold));
   // A text element caps its row at its own height, and the legend is a
   // little taller: a bound of its own (below QWIDGETSIZE_MAX, which means
   // none and would bring the cap back) lets the row grow to the legend.
   text->setMaximumSize(100000, 100000);
-  header->addElement(0, 0, text);
-  plot->axisRect()->insetLayout()->take(plot->legend);
-  header->addElement(0, 1, plot->legend);
-  header->setColumnStretchFactor(0, 1.0);
-  header->setColumnStretchFactor(1, 0.01);  // the legend as wide as its items; the title centred in the rest
-  // A taller strip gives its height to the axes, not to the title row: at
-  // equal stretch the row took half of it, and the legend's box grew with it.
-  plot->plotLayout()->setRowStretchFactor(0, 0.001);
+  moveLegendToHeaderRow(plot, 1, text);  // the title centred in what the legend leaves
   plot->legend->setVisible(true);
   QFont legend_font = font;
   legend_font.setPointSizeF(legend_font.pointSizeF() * 0.85);

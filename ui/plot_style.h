@@ -7,6 +7,8 @@
 #include <QPalette>
 
 class QCPAxis;
+class QCPLayoutElement;
+class QCPLayoutGrid;
 class QCPTextElement;
 class QCustomPlot;
 class QString;
@@ -26,6 +28,13 @@ void applyPaletteToPlot(QCustomPlot* plot, const QPalette& palette);
 // ratio and replots; returns whether it had to. Call it when the widget is
 // shown and on screen / pixel-ratio changes.
 bool syncPlotPixelRatio(QCustomPlot* plot);
+
+// Moves `plot`'s legend out of its axes into a new first row of the layout,
+// which keeps only the height it needs, and returns that row's grid with
+// the legend in column `legend_column` (0 or 1) beside an element that takes
+// the rest of the width (a title, or nothing): outside the axes, the legend
+// never covers the data.
+QCPLayoutGrid* moveLegendToHeaderRow(QCustomPlot* plot, int legend_column, QCPLayoutElement* beside);
 
 // A strip as the Plots dock draws them: a header row with the bold title and,
 // at its right, a one-row legend (outside the axes, so it never covers the

@@ -4,7 +4,8 @@
 // invariance panel's ran about 1,400 px wide. Installed on the application,
 // it shows a widget's plain tooltip longer than kWrapAfterChars as rich
 // text kWrapWidthPx wide, which Qt wraps. Rich-text tooltips and the
-// short ones are left to Qt.
+// short ones are left to Qt, and so are an item view's (a model's
+// ToolTipRole), which the view shows itself.
 //
 // Tests: tests/ui/tooltip_wrap_test.cpp.
 #pragma once

@@ -32,19 +32,9 @@ TracePlot::TracePlot(QWidget* parent) : QCustomPlot(parent) {
   legend->setVisible(true);
   legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);  // one row
   legend->setWrap(0);
-  // In a row of its own above the axes: inside them it covered the KV
-  // areas' peaks, which is where a trace is read.
-  axisRect()->insetLayout()->take(legend);
-  axisRect()->insetLayout()->simplify();
-  // As wide as its items, at the left (as the Plots dock's strips keep theirs).
-  plotLayout()->insertRow(0);
-  auto* header = new QCPLayoutGrid;
-  plotLayout()->addElement(0, 0, header);
-  header->addElement(0, 0, legend);
-  header->addElement(0, 1, new QCPLayoutElement(this));
-  header->setColumnStretchFactor(0, 0.01);
-  header->setColumnStretchFactor(1, 1.0);
-  plotLayout()->setRowStretchFactor(0, 0.001);
+  // In a row of its own above the axes, at the left: inside them it covered
+  // the KV areas' peaks, which is where a trace is read.
+  moveLegendToHeaderRow(this, 0, nullptr);
   // KV first, so that the token line is drawn on top of the areas.
   kv_cached_ = addSeries(this, yAxis2, tr("KV used + cached-free"), QColor(150, 180, 220), 110);
   kv_used_ = addSeries(this, yAxis2, tr("KV used"), QColor(60, 150, 90), 130);

@@ -160,7 +160,11 @@ int main(int argc, char** argv) {
   if (!shot_delay || !frames) return 2;
   const int shot_delay_ms = *shot_delay, frames_seconds = *frames;
 
-  std::optional<kvscope::ui::AppTheme> theme = kvscope::ui::savedAppTheme();
+  // A run for a settings file, a screenshot or a measurement does not take
+  // the saved theme (as it does not take the saved layout): --theme sets one.
+  const bool reproducible = parser.isSet(settings_opt) || parser.isSet(shot_opt) || parser.isSet(frames_opt);
+  std::optional<kvscope::ui::AppTheme> theme =
+      reproducible ? kvscope::ui::AppTheme::System : kvscope::ui::savedAppTheme();
   if (parser.isSet(theme_opt)) {
     theme = kvscope::ui::appThemeFromKey(parser.value(theme_opt));
     if (!theme) {

@@ -121,6 +121,21 @@ class MainWindowTest : public QObject {
     window.onSnapshot(next);
     QCOMPARE(column(ui::BlockTableModel::Computed), (QStringList{"10", "40", "50"}));
     QCOMPARE(table->currentIndex().data(ui::BlockTableModel::RequestIdRole).value<quint64>(), quint64{101});
+    // A sequence leaving from the middle: the model's rows take new values,
+    // and the selection stays with 101, not with the row it was on.
+    table->sortByColumn(ui::BlockTableModel::Sequence, Qt::AscendingOrder);
+    table->selectRow(2);
+    QCOMPARE(table->currentIndex().data(ui::BlockTableModel::RequestIdRole).value<quint64>(), quint64{102});
+    auto fewer = std::make_shared<EngineSnapshot>(*next);
+    fewer->sequences.erase(fewer->sequences.begin());  // 100 leaves
+    window.onSnapshot(fewer);
+    QCOMPARE(table->model()->rowCount(), 2);
+    QCOMPARE(table->currentIndex().data(ui::BlockTableModel::RequestIdRole).value<quint64>(), quint64{102});
+    // The chosen one leaves: nothing is selected rather than another.
+    auto gone = std::make_shared<EngineSnapshot>(*fewer);
+    gone->sequences.pop_back();
+    window.onSnapshot(gone);
+    QVERIFY(!table->selectionModel()->hasSelection());
   }
 
   void loadFailureKeepsTheWindowUp() {
