@@ -146,6 +146,7 @@ class MainWindow : public QMainWindow {
   // if it is not there yet; -1 without a store.
   qint64 ensureConversation(const QString& first_prompt);
   void rebuildRecentMenu();
+  void createSequencesTable();  // main_window_sequences.cpp
   void keepSequenceSelected();
   void onConversationDeleted(qint64 id);
   void reportStoreError(const QString& message);
