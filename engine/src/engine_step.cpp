@@ -230,7 +230,7 @@ void Engine::Impl::shift_full_contexts() {
       if (!scheduler->preempt_youngest([&](const Sequence& v) { return &v != shifting && helps(v); })) break;
     }
     if (!shifted) {
-      finish(*s, FinishReason::ContextFull);  // alone and still no block for a copy
+      finish(*s, FinishReason::ContextFull);  // no preemption frees a block for the copies
       continue;
     }
     // For the snapshot's block map (EngineSnapshot::recent_shifts), bounded.
