@@ -13,6 +13,7 @@
 #include <cassert>
 #include <cstdio>
 
+#include "kernels/cpu/kv_cache_type.h"
 #include "kernels/cuda/act_and_mul.cuh"
 #include "kernels/cuda/overlapped_launch.h"
 #include "kernels/cuda/dequantize_bf16.cuh"
@@ -561,7 +562,7 @@ void CudaBackend::collect_attention_stats(int32_t layers_run) {
   }
   // As the CPU backend counts it: each shared-pass item loads its prefix
   // once for its rows instead of once per row, per KV head and layer; a K
-  // and a V row of head_dim floats per position.
+  // and a V row of head_dim elements per position, as the cache stores them.
   const ModelConfig& c = model_config();
   int64_t rows_saved = 0;
   for (int32_t i = 0; i < plan_.num_shared_items; ++i) {
@@ -569,7 +570,7 @@ void CudaBackend::collect_attention_stats(int32_t layers_run) {
     rows_saved += static_cast<int64_t>(item[3] - item[2] - 1) * item[1];
   }
   attention_stats_.cascade_kv_bytes_saved =
-      rows_saved * c.num_kv_heads * layers_run * 2 * c.head_dim * static_cast<int64_t>(sizeof(float));
+      rows_saved * c.num_kv_heads * layers_run * 2 * static_cast<int64_t>(kv_row_bytes(pool_->spec().type, c.head_dim));
 }
 
 }  // namespace kvscope

@@ -10,6 +10,7 @@
 #include "kernels/cpu/add.h"
 #include "kernels/cpu/dequantize.h"
 #include "kernels/cpu/gelu_tanh_mul.h"
+#include "kernels/cpu/kv_cache_type.h"
 #include "kernels/cpu/paged_attention.h"
 #include "kernels/cpu/rms_norm.h"
 #include "kernels/cpu/rope.h"
@@ -273,8 +274,9 @@ void ModelRunner::attend(int32_t layer, const StepBatch& batch) {
     }
   }
   attention_stats_.time_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  // A K row and a V row of head_dim floats per (position, KV head).
-  attention_stats_.cascade_kv_bytes_saved += rows_saved * 2 * c.head_dim * static_cast<int64_t>(sizeof(float));
+  // A K row and a V row of head_dim elements per (position, KV head), as the cache stores them.
+  attention_stats_.cascade_kv_bytes_saved +=
+      rows_saved * 2 * static_cast<int64_t>(kv_row_bytes(kv_->type(), c.head_dim));
 }
 
 void ModelRunner::ffn_block(int32_t layer, int32_t T) {

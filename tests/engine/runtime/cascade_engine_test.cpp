@@ -27,12 +27,14 @@ struct Recorded {
 
 // A 200-token prompt computed once (so its blocks are in the prefix cache),
 // then 9 requests of it plus a distinct tail, one of them with n = 3.
-Recorded run(const std::string& model, CascadeMode mode, int32_t block_size) {
+Recorded run(const std::string& model, CascadeMode mode, int32_t block_size,
+             KvCacheType kv_type = KvCacheType::F32) {
   EngineConfig c;
   c.model_path = model;
   c.num_threads = 2;
   c.block_size = block_size;
   c.cascade = mode;
+  c.kv_cache_type = kv_type;
   c.record_snapshots = true;
   auto created = Engine::create(c);
   EXPECT_TRUE(created.ok()) << (created.ok() ? "" : created.error());
@@ -120,6 +122,25 @@ TEST(CascadeEngine, SharedPassRunsAndChangesNoBit) {
           << "request " << key.first << "." << key.second << ", block size " << block_size;
     }
   }
+  std::filesystem::remove(dir);
+}
+
+// The bytes a shared pass did not read are the cache's bytes: a K and a V row
+// per position as stored, so half of f32's in f16 for the same passes.
+TEST(CascadeEngine, BytesNotReadAreTheCacheTypes) {
+  const std::string dir = test::tiny_model_temp_path("cascade_engine_bytes");
+  test::TinyModelSpec spec;
+  spec.heads = 6;
+  spec.kv_heads = 2;
+  spec.head_dim = 24;
+  spec.hidden = 144;
+  ASSERT_TRUE(test::write_tiny_gguf(spec, dir).ok());
+  const Recorded f32 = run(dir, CascadeMode::On, 16, KvCacheType::F32);
+  const Recorded f16 = run(dir, CascadeMode::On, 16, KvCacheType::F16);
+  EXPECT_EQ(f32.steps_with_cascade, f16.steps_with_cascade);
+  EXPECT_EQ(f32.cascade_seqs, f16.cascade_seqs);
+  EXPECT_GT(f16.kv_bytes_saved, 0);
+  EXPECT_EQ(f16.kv_bytes_saved * 2, f32.kv_bytes_saved);
   std::filesystem::remove(dir);
 }
 
