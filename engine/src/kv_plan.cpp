@@ -224,8 +224,8 @@ KvPlan plan_kv(const ModelShape& m, const EngineConfig& c, int64_t machine_memor
     return p;
   }
   // On the CPU the pool, the swap space and the workspace all live in this
-  // machine's memory (the weights are mapped from the file and can be paged
-  // out); the largest of the three is the setting to lower.
+  // machine's memory beside the weights (which no setting here changes); the
+  // largest of the three is the setting to lower.
   const int64_t host_bytes = p.pool_bytes + p.swap_bytes + p.workspace_bytes;
   if (machine_memory_bytes > 0 && host_bytes > machine_memory_bytes / 10 * 9) {
     std::string field = pool_field;

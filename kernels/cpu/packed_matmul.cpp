@@ -12,6 +12,8 @@
 #include <array>
 #include <cassert>
 #include <cstdlib>
+#include <cstring>
+#include <new>
 
 #include "kernels/cpu/amx.h"
 #include "kernels/cpu/cpu_features.h"
@@ -53,7 +55,20 @@ PackedWeight PackedWeight::pack(TensorType type, int64_t row_len, std::span<cons
     pw.num_rows_ += p.num_rows;
   }
   if (!has_packed_kernel(type) || pw.num_rows_ == 0) {
-    pw.parts_.assign(parts.begin(), parts.end());
+    // Copied as they are, on huge pages (decode streams them once per token).
+    const size_t src_row_bytes = row_bytes(type, row_len);
+    if (pw.num_rows_ > 0) {
+      pw.part_copies_.reset(
+          static_cast<uint8_t*>(allocate_huge_page_backed(static_cast<size_t>(pw.num_rows_) * src_row_bytes)));
+      if (!pw.part_copies_) throw std::bad_alloc();
+    }
+    uint8_t* at = pw.part_copies_.get();
+    for (const WeightPart& p : parts) {
+      const size_t n = static_cast<size_t>(p.num_rows) * src_row_bytes;
+      if (n > 0) std::memcpy(at, p.data, n);
+      pw.parts_.push_back({at, p.num_rows});
+      at += n;
+    }
     return pw;
   }
   if (detail::is_packed_kquant(type)) {
@@ -68,6 +83,7 @@ PackedWeight PackedWeight::pack(TensorType type, int64_t row_len, std::span<cons
   // Zeroed (padding rows get zero quants and scales; their lanes are never
   // stored), on huge pages: decode streams these bytes once per token.
   pw.packed_.reset(static_cast<uint8_t*>(allocate_huge_page_backed(pw.packed_bytes_)));
+  if (!pw.packed_) throw std::bad_alloc();
   const size_t src_row_bytes = row_bytes(type, row_len);
   int64_t r = 0;  // stacked row index
   for (const WeightPart& p : parts) {

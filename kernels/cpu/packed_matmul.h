@@ -45,10 +45,12 @@ class PackedWeight {
   // Packs `parts` (all of `type`, row_len elements per row), stacked in order.
   // Q4_0, Q4_1 and Q8_0 at CpuLevel::kAvx512, and Q5_0, Q5_1, Q2_K, Q3_K,
   // Q4_K, Q5_K and Q6_K at kAvx2 or kAvx512 (the level in effect now, see
-  // cpu_features.h), are copied into the interleaved layout and the originals
-  // may be freed. Any other type or level keeps references to the parts' data
-  // (which must then outlive this object) and matmul_packed() runs matmul()
-  // per part.
+  // cpu_features.h), are copied into the interleaved layout. Any other type
+  // or level copies the parts as they are and matmul_packed() runs matmul()
+  // per part. Either way the originals may be freed: a model file mapped
+  // into memory is not read again, so a file truncated or overwritten while
+  // it is loaded cannot fault a step (a read of a page cut from a mapping is
+  // SIGBUS).
   // Preconditions: is_supported_weight_type(type); row_len a positive multiple
   // of the type's block size; every part's num_rows >= 0.
   static PackedWeight pack(TensorType type, int64_t row_len, std::span<const WeightPart> parts);
@@ -78,7 +80,8 @@ class PackedWeight {
   TensorType type_ = TensorType::F32;
   int64_t row_len_ = 0;
   int64_t num_rows_ = 0;
-  std::vector<WeightPart> parts_;  // references, used when !is_packed()
+  std::vector<WeightPart> parts_;  // into part_copies_, used when !is_packed()
+  std::unique_ptr<uint8_t, Free> part_copies_;  // the parts' bytes, stacked, when !is_packed()
   std::unique_ptr<uint8_t, Free> packed_;  // [num_groups][num_blocks][block bytes], 64-byte aligned
   size_t packed_bytes_ = 0;
 };

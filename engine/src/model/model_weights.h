@@ -1,6 +1,8 @@
 // ModelWeights: views of every weight the forward pass reads, by layer.
-// Matrices stay in their file's type and place (mmap); only small vectors
-// (norm weights, biases) are converted to f32 at load time.
+// Matrices stay in their file's type and place (mmap) until a backend copies
+// them (the CPU backend's packed weights, the GPU's device copies), after
+// which no step reads the mapping; only small vectors (norm weights, biases)
+// are converted to f32 at load time.
 #pragma once
 
 #include <cstdint>

@@ -12,8 +12,10 @@ LinearGroup::LinearGroup(const std::vector<const WeightMatrix*>& parts, int64_t 
   assert(!parts.empty());
   row_len_ = k_size;
   const bool whole_rows = k_begin == 0 && k_size == parts[0]->row_len;
-  // Each part as the rows to pack: the original data, or a gathered K slice.
+  // Each part as the rows to pack: the original data, or a gathered K slice
+  // (read only here: every PackedWeight holds its own copy).
   std::vector<WeightMatrix> views;
+  std::vector<std::vector<uint8_t>> slices;
   bool same_type = true;
   for (const WeightMatrix* p : parts) {
     assert(p->present() && p->row_len == parts[0]->row_len);
@@ -28,7 +30,7 @@ LinearGroup::LinearGroup(const std::vector<const WeightMatrix*>& parts, int64_t 
       (void)block;
       const size_t src_stride = row_bytes(p->type, p->row_len), offset = row_bytes(p->type, k_begin);
       const size_t dst_stride = row_bytes(p->type, k_size);
-      std::vector<uint8_t>& slice = slices_.emplace_back(dst_stride * static_cast<size_t>(p->num_rows));
+      std::vector<uint8_t>& slice = slices.emplace_back(dst_stride * static_cast<size_t>(p->num_rows));
       const auto* src = static_cast<const uint8_t*>(p->data);
       for (int64_t r = 0; r < p->num_rows; ++r) {
         std::memcpy(slice.data() + r * dst_stride, src + r * src_stride + offset, dst_stride);
@@ -50,7 +52,6 @@ LinearGroup::LinearGroup(const std::vector<const WeightMatrix*>& parts, int64_t 
   }
   all_packed_ = true;
   for (const PackedWeight& pw : packed_) all_packed_ = all_packed_ && pw.is_packed();
-  if (all_packed_) slices_.clear();  // the packed layout is a copy: the slices are no longer read
 }
 
 void LinearGroup::run(const float* x, int32_t num_tokens, float* y, ThreadPool& pool, MatmulScratch& scratch,

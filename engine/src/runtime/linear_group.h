@@ -49,8 +49,6 @@ class LinearGroup {
   std::vector<int64_t> part_rows_;
   int64_t num_rows_ = 0;
   int64_t row_len_ = 0;
-  // K-range copies the packed weights still point at (types packing keeps by reference).
-  std::vector<std::vector<uint8_t>> slices_;
   // Every part in the packed layout: one matmul_packed_stacked call (else
   // matmul_packed per part).
   bool all_packed_ = false;

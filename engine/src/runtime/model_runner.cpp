@@ -83,6 +83,11 @@ bool ModelRunner::pack_weights(const RepackProgress& progress) {
     if (!pack_layer_shard(L, c, plan_, shard_, linears_.emplace_back(), packed)) return false;
   }
   head_ = pack_head_shard(*weights_, shard_);
+  // The embedding table too is the runner's own, so that once packed, no
+  // step reads the model file's mapping (packed_matmul.h says why).
+  const WeightMatrix& embd = weights_->token_embd;
+  const auto* embd_bytes = static_cast<const uint8_t*>(embd.data);
+  token_embd_.assign(embd_bytes, embd_bytes + embd.num_bytes());
   return packed({&weights_->output});
 }
 
@@ -136,7 +141,7 @@ bool ModelRunner::forward(const StepBatch& batch, std::vector<float>& logits, co
 
   for (int32_t t = 0; t < T; ++t) {
     float* row = x_.data() + t * H;
-    embedding_row(w.token_embd.type, w.token_embd.data, batch.token_ids[t], H, row);
+    embedding_row(w.token_embd.type, token_embd_.data(), batch.token_ids[t], H, row);
     if (c.embedding_scale != 1.0f) {
       for (int64_t i = 0; i < H; ++i) row[i] *= c.embedding_scale;
     }

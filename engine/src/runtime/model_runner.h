@@ -114,6 +114,7 @@ class ModelRunner {
   std::vector<ShardLinears> linears_;
   std::vector<KPart> wo_parts_, down_parts_;
   LinearGroup head_;
+  std::vector<uint8_t> token_embd_;  // a copy of weights_->token_embd's bytes (pack_weights)
   KvStorage* kv_;     // not owned
   ThreadPool* pool_;  // not owned
   MatmulScratch scratch_;
