@@ -59,7 +59,7 @@ Reply stream_reply(Engine& engine, const std::vector<ChatMessage>& history, cons
     return reply;
   }
   reply.submitted = true;
-  for (const std::string& w : submitted.warnings) fmt::print(stderr, "kvscope-cli: warning: {}\n", w);
+  for (const std::string& w : submitted.warnings) print_warning(w);
   int seen = SigintCounter::count();
   int num_pressed = 0;
   while (engine.has_work()) {

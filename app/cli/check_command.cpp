@@ -272,7 +272,7 @@ int run_check(const CheckOptions& o) {
   const std::vector<std::string> ignored_by_b = ignored_options(o.engine, b->config);
   for (const std::string& w : ignored_options(o.engine, a->config)) {
     if (std::find(ignored_by_b.begin(), ignored_by_b.end(), w) != ignored_by_b.end()) {
-      fmt::print(stderr, "kvscope-cli: warning: {}\n", w);
+      print_warning(w);
     }
   }
 

@@ -1,6 +1,7 @@
 // Shared kvscope-cli options and helpers (see common_options.h).
 #include "common_options.h"
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cmath>
@@ -66,17 +67,63 @@ std::string human_bytes(uint64_t bytes) {
   return u == 0 ? fmt::format("{} B", bytes) : fmt::format("{:.1f} {}", v, units[u]);
 }
 
+namespace {
+
+// Bytes of the well-formed UTF-8 sequence at text[i] that is not a C1
+// control character; 0 when there is none (a control byte is 1 byte).
+size_t printable_utf8_length(std::string_view text, size_t i) {
+  const auto b = [&](size_t k) { return static_cast<unsigned char>(text[k]); };
+  const unsigned char lead = b(i);
+  if (lead < 0x80) return lead < 0x20 || lead == 0x7f ? 0 : 1;
+  size_t n = 0;
+  uint32_t cp = 0;
+  if (lead >= 0xc2 && lead <= 0xdf) n = 2, cp = lead & 0x1f;
+  else if (lead >= 0xe0 && lead <= 0xef) n = 3, cp = lead & 0x0f;
+  else if (lead >= 0xf0 && lead <= 0xf4) n = 4, cp = lead & 0x07;
+  else return 0;
+  if (i + n > text.size()) return 0;
+  for (size_t k = 1; k < n; ++k) {
+    if ((b(i + k) & 0xc0) != 0x80) return 0;
+    cp = (cp << 6) | (b(i + k) & 0x3f);
+  }
+  const bool overlong = (n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000);
+  const bool surrogate = cp >= 0xd800 && cp <= 0xdfff;
+  const bool c1 = cp >= 0x80 && cp <= 0x9f;
+  return overlong || surrogate || c1 || cp > 0x10ffff ? 0 : n;
+}
+
+}  // namespace
+
+std::string terminal_safe(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size();) {
+    const char c = text[i];
+    const size_t n = c == '\n' || c == '\t' ? 1 : printable_utf8_length(text, i);
+    if (n == 0) {
+      out += fmt::format("\\x{:02x}", static_cast<unsigned char>(c));
+      ++i;
+      continue;
+    }
+    out.append(text.substr(i, n));
+    i += n;
+  }
+  return out;
+}
+
 std::string escape_line(std::string_view text, size_t max_chars, char quote) {
   std::string out;
-  for (char c : text) {
-    const auto u = static_cast<unsigned char>(c);
+  for (size_t i = 0; i < text.size();) {
+    const char c = text[i];
+    size_t n = 1;
     if (c == '\n') out += "\\n";
     else if (c == '\t') out += "\\t";
     else if (c == '\r') out += "\\r";
     else if (c == '\\') out += "\\\\";
     else if (quote != '\0' && c == quote) out += std::string("\\") + quote;
-    else if (u < 0x20 || u == 0x7f) out += fmt::format("\\x{:02x}", u);
-    else out += c;
+    else if ((n = printable_utf8_length(text, i)) > 0) out.append(text.substr(i, n));
+    else out += fmt::format("\\x{:02x}", static_cast<unsigned char>(c));
+    i += std::max<size_t>(n, 1);
     if (out.size() >= max_chars) {
       out += "...";
       break;
@@ -85,7 +132,13 @@ std::string escape_line(std::string_view text, size_t max_chars, char quote) {
   return out;
 }
 
-void print_error(std::string_view message) { fmt::print(stderr, "kvscope-cli: error: {}\n", message); }
+void print_error(std::string_view message) {
+  fmt::print(stderr, "kvscope-cli: error: {}\n", terminal_safe(message));
+}
+
+void print_warning(std::string_view message) {
+  fmt::print(stderr, "kvscope-cli: warning: {}\n", terminal_safe(message));
+}
 
 void print_context_notes(const Engine& engine, const RequestStats& stats, FinishReason finish) {
   if (stats.num_context_shifts > 0) {

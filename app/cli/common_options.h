@@ -43,15 +43,25 @@ std::optional<std::string> resolve_model_path(const std::string& requested);
 // "98.4 MiB" style, for people.
 std::string human_bytes(uint64_t bytes);
 
-// Prints "kvscope-cli: error: <message>" on stderr.
+// Prints "kvscope-cli: error: <message>" on stderr (terminal_safe: errors
+// quote model files' strings).
 void print_error(std::string_view message);
+
+// Prints "kvscope-cli: warning: <message>" on stderr (terminal_safe).
+void print_warning(std::string_view message);
+
+// Text as a terminal should receive it when part of it comes from a file (a
+// model's name, keys, tensor names): control characters other than newline
+// and tab (ESC, BEL, CR, DEL, and C1's U+0080..U+009F), which a terminal acts
+// on, and bytes that are not UTF-8, are written as \xNN; all else as it is.
+std::string terminal_safe(std::string_view text);
 
 // Notes on stderr when a reply met the end of its context: the context
 // shifted (tokens dropped from its middle), or it stopped there. A streamed
 // reply otherwise just ends, and the model silently forgets what a shift dropped.
-// Text for one terminal line: newlines, tabs, backslashes and control bytes
-// escaped (\n, \t, \\, \x01), and `quote` when given; cut with "..." past
-// max_chars.
+// Text for one terminal line: newlines, tabs, backslashes, control
+// characters and bytes that are not UTF-8 escaped (\n, \t, \\, \x01, as
+// terminal_safe), and `quote` when given; cut with "..." past max_chars.
 std::string escape_line(std::string_view text, size_t max_chars = std::string::npos, char quote = '\0');
 
 // `engine` says what set the limit (the KV pool or --ctx) and whether shift

@@ -114,14 +114,14 @@ std::unique_ptr<Engine> open_engine(const EngineOptions& opts, int& exit_code) {
     return nullptr;
   }
   config->model_path = *path;
-  for (const std::string& w : ignored_options(opts, *config)) fmt::print(stderr, "kvscope-cli: warning: {}\n", w);
+  for (const std::string& w : ignored_options(opts, *config)) print_warning(w);
   auto engine = Engine::create(*config);
   if (!engine.ok()) {
     print_error(engine.error());
     exit_code = kExitRuntime;
     return nullptr;
   }
-  for (const std::string& warning : (*engine)->warnings()) fmt::print(stderr, "kvscope-cli: warning: {}\n", warning);
+  for (const std::string& warning : (*engine)->warnings()) print_warning(warning);
   exit_code = kExitOk;
   return std::move(engine).value();
 }

@@ -152,7 +152,7 @@ int run_generate(const GenerateOptions& o) {
     print_error(id.error());
     return kExitRuntime;
   }
-  for (const std::string& w : submitted.warnings) fmt::print(stderr, "kvscope-cli: warning: {}\n", w);
+  for (const std::string& w : submitted.warnings) print_warning(w);
   // Ctrl-C stops the reply, not the program: what was generated is printed
   // (finish reason "cancelled") and the trace written, then exit 130. A
   // second Ctrl-C (a long prompt step has not ended yet) quits at once.

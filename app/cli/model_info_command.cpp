@@ -178,7 +178,8 @@ std::string summary_text(const ModelFileSummary& s, std::string_view kv_type, ui
   if (s.config) {
     const ModelFileConfig& c = *s.config;
     out += fmt::format("model       {} ({}): {} layers, hidden {}, ffn {}, {} heads ({} KV), head dim {}, "
-                       "vocab {}, context {}\n", c.name, c.architecture, c.num_layers, c.hidden_size, c.ffn_size,
+                       "vocab {}, context {}\n",
+                       escape_line(c.name), c.architecture, c.num_layers, c.hidden_size, c.ffn_size,
                        c.num_heads, c.num_kv_heads, c.head_dim, c.vocab_size, c.context_length);
   } else {
     out += fmt::format("model       not runnable by kvscope: {}\n", s.config_error);
@@ -336,7 +337,7 @@ int run_model_info(const ModelInfoOptions& o) {
                               human_bytes(static_cast<uint64_t>(device->free_bytes)),
                               human_bytes(static_cast<uint64_t>(device->total_bytes))));
     }
-    write_stdout(text);
+    write_stdout(terminal_safe(text));  // names and keys are the file's: nothing in them may drive the terminal
   }
   // Everything is printed either way; the exit status lets a script ask
   // "would these settings run?" as generate would answer it (exit 1): the

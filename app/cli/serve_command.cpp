@@ -50,9 +50,12 @@ int run_serve(ServeOptions o) {
     return kExitRuntime;
   }
   const ModelInfo& info = engine->model_info();
-  fmt::print(stderr, "kvscope-cli: serving {} ({}, context {}) at http://{}:{}/v1 as model \"{}\"{}\n", info.name,
-             info.architecture, engine->config().max_model_len, o.server.host, http.port(), http.model_id(),
-             o.server.api_key.empty() ? "" : " (API key required)");
+  // The name and the model id are the file's: printed terminal_safe.
+  const std::string line = fmt::format(
+      "kvscope-cli: serving {} ({}, context {}) at http://{}:{}/v1 as model \"{}\"{}\n", escape_line(info.name),
+      info.architecture, engine->config().max_model_len, o.server.host, http.port(), http.model_id(),
+      o.server.api_key.empty() ? "" : " (API key required)");
+  fmt::print(stderr, "{}", terminal_safe(line));
   fmt::print(stderr, "kvscope-cli: Ctrl-C stops the server\n");
   std::fflush(stderr);
   int signal_number = 0;

@@ -62,7 +62,7 @@ int run_tokenize(const TokenizeOptions& o) {
   const TextTokenizer& tok = **tokenizer;
   std::string warning;
   const std::vector<int32_t> ids = tok.encode(*text, o.parse_special, o.add_bos, &warning);
-  if (!warning.empty()) fmt::print(stderr, "kvscope-cli: warning: {}\n", warning);
+  if (!warning.empty()) print_warning(warning);
 
   if (o.json) {
     nlohmann::ordered_json pieces = nlohmann::ordered_json::array();

@@ -3,7 +3,8 @@
 // `generate --json` prints being the engine's own; and bad input answered
 // clearly: --seed -1 (random, like 0; the seed used is printed), a bad seed,
 // a directory given as --prompt-file, tokenize --file or --trace, a directory
-// that is not a model given as --model, text with no token. Label: unit.
+// that is not a model given as --model, text with no token, a model name
+// with terminal control characters. Label: unit.
 #include <sys/stat.h>
 
 #include <gmock/gmock.h>
@@ -381,6 +382,24 @@ TEST_F(CliInput, TextWithoutTokensWarnsAndStillRuns) {
   const test::CliResult tok = run_cli({"tokenize", "--model", hf_, "--text", "a\xFF" "b"});
   EXPECT_EQ(tok.exit_code, 0) << tok.err;
   EXPECT_THAT(tok.err, HasSubstr("warning: the text has 1 byte that is not valid UTF-8"));
+}
+
+// A model file's strings reach the terminal escaped: its name with ESC, BEL,
+// CR, a C1 control (U+009B, a CSI on some terminals) and bytes that are not
+// UTF-8 must not recolour or rewrite the user's terminal lines.
+TEST_F(CliInput, ModelFileStringsCannotDriveTheTerminal) {
+  const std::string path = base_ + ".name.gguf";
+  test::TinyModelSpec spec;
+  spec.gguf_str["general.name"] = "\x1b[31mEVIL\x07\r\nFAKE \xc2\x9b" "2J caf\xc3\xa9 \xff\xfe";
+  ASSERT_TRUE(test::write_tiny_gguf(spec, path).ok());
+  const test::CliResult r = run_cli({"model-info", "--model", path});
+  std::remove(path.c_str());
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  for (const char bad : {'\x1b', '\x07', '\r', '\xff', '\xfe'}) {
+    EXPECT_EQ(r.out.find(bad), std::string::npos) << "byte " << static_cast<int>(static_cast<unsigned char>(bad));
+  }
+  EXPECT_EQ(r.out.find("\xc2\x9b"), std::string::npos);
+  EXPECT_THAT(r.out, HasSubstr("\\x1b[31mEVIL\\x07\\r\\nFAKE \\xc2\\x9b2J caf\xc3\xa9 \\xff\\xfe"));
 }
 
 }  // namespace
