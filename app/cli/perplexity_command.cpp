@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <limits>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -201,7 +202,7 @@ Command add_perplexity_command(CLI::App& parent) {
   cmd->add_option("-w,--window", o->window, "tokens per window; the second half of each is scored")
       ->capture_default_str();
   cmd->add_option("--windows", o->max_windows, "score only the first N windows (0: every whole window)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(0, std::numeric_limits<int32_t>::max()));  // NonNegativeNumber printed DBL_MAX's 309 digits
   cmd->add_flag("--json", o->json, "print one JSON object (with the CPU) instead of text");
   add_engine_options(*cmd, o->engine);
   return {cmd, [o] { return run_perplexity(*o); }};

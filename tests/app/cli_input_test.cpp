@@ -384,6 +384,15 @@ TEST_F(CliInput, TextWithoutTokensWarnsAndStillRuns) {
   EXPECT_THAT(tok.err, HasSubstr("warning: the text has 1 byte that is not valid UTF-8"));
 }
 
+// A negative --windows is refused with its range, not DBL_MAX's 309 digits.
+TEST_F(CliInput, NegativeWindowCountSaysItsRange) {
+  const test::CliResult r = run_cli({"perplexity", "--model", gguf_, "-f", gguf_, "--windows", "-1"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--windows"));
+  EXPECT_THAT(r.err, HasSubstr("2147483647"));
+  EXPECT_THAT(r.err, Not(HasSubstr("17976931")));
+}
+
 // A model file's strings reach the terminal escaped: its name with ESC, BEL,
 // CR, a C1 control (U+009B, a CSI on some terminals) and bytes that are not
 // UTF-8 must not recolour or rewrite the user's terminal lines.

@@ -129,11 +129,13 @@ Result<VocabData> parse_tokenizer_json(std::string_view json_text) {
 
 Result<VocabData> read_hf_tokenizer_dir(const std::string& dir) {
   namespace fs = std::filesystem;
-  Result<VocabData> vocab = Error{fmt::format("{}: no tokenizer.json or tokenizer.model", dir)};
+  Result<VocabData> vocab = Error{""};
   if (auto text = read_file((fs::path(dir) / "tokenizer.json").string())) {
     vocab = parse_tokenizer_json(*text);
   } else if (fs::exists(fs::path(dir) / "tokenizer.model")) {
     vocab = read_sentencepiece_model_file((fs::path(dir) / "tokenizer.model").string());
+  } else {
+    return Error{fmt::format("{}: no tokenizer.json or tokenizer.model", dir)};
   }
   // The parsers name the file ("tokenizer.json: ..."); the folder says which.
   if (!vocab) return Error{fmt::format("{}/{}", dir, vocab.error())};

@@ -81,5 +81,17 @@ TEST(HfTokenizerJson, ErrorsNameTheDirectory) {
   EXPECT_EQ(v.error(), dir.string() + "/tokenizer.json: not valid JSON");
 }
 
+// A directory with no tokenizer file is named once (it was named twice,
+// "dir/dir: ...").
+TEST(HfTokenizerJson, MissingTokenizerNamesTheDirectoryOnce) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("kvscope_hf_tok_none_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  auto v = read_hf_tokenizer_dir(dir.string());
+  fs::remove_all(dir);
+  ASSERT_FALSE(v);
+  EXPECT_EQ(v.error(), dir.string() + ": no tokenizer.json or tokenizer.model");
+}
+
 }  // namespace
 }  // namespace kvscope
