@@ -20,7 +20,9 @@ StartupModel chooseStartupModel(const QString& command_line, const QString& sett
                                 const QString& last_opened, const QString& default_model) {
   StartupModel m;
   if (!command_line.isEmpty()) {
-    m.path = command_line;
+    // Absolute: the app saves it as the model opened last, and a later start
+    // from another folder must find it.
+    m.path = QFileInfo(command_line).absoluteFilePath();
     m.source = StartupModel::Source::CommandLine;
   } else if (!settings_file_model.isEmpty()) {
     m.path = settings_file_model;
@@ -43,6 +45,9 @@ QString missingModelMessage(const StartupModel& model, const QString& settings_f
   if (model.source == StartupModel::Source::SettingsFile) {
     return tr("The model %1, which the settings file %2 names (model_path), does not exist.\n\n%3")
         .arg(model.path, settings_file, how);
+  }
+  if (QFileInfo::exists(model.path)) {  // a FIFO, a device: there, but nothing a model loads from
+    return tr("%1 is not a model: neither a file nor a folder.\n\n%2").arg(model.path, how);
   }
   return tr("The model file %1 does not exist.\n\n%2").arg(model.path, how);
 }

@@ -1,7 +1,8 @@
 // Which model the app opens at start (app/gui/startup_model.h): --model, else
 // the --settings file's, else the last opened, else the default; a folder (a
 // Hugging Face model) counts as there; a saved model that is gone gives way
-// to the default with a note; the failure text names where a path came from.
+// to the default with a note; the failure text names where a path came from;
+// a relative --model is kept absolute.
 #include <QDir>
 #include <QFile>
 #include <QTemporaryDir>
@@ -48,6 +49,30 @@ class StartupModelTest : public QObject {
     m = chooseStartupModel(QString(), QString(), QString(), fallback);
     QCOMPARE(m.source, StartupModel::Source::Default);
     QVERIFY(m.note.isEmpty());
+  }
+
+  // A relative --model is kept absolute: the app saves it as the model
+  // opened last, which a start from another folder must find.
+  void aRelativeCommandLinePathIsMadeAbsolute() {
+    QTemporaryDir dir;
+    QFile f(dir.filePath(QStringLiteral("m.gguf")));
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.close();
+    const QString was = QDir::currentPath();
+    QVERIFY(QDir::setCurrent(dir.path()));
+    const StartupModel m = chooseStartupModel(QStringLiteral("m.gguf"), QString(), QString(), QStringLiteral("/d"));
+    QVERIFY(QDir::setCurrent(was));
+    QCOMPARE(m.path, QDir(dir.path()).absoluteFilePath(QStringLiteral("m.gguf")));
+    QVERIFY(m.exists);
+  }
+
+  // Something that is there but neither a file nor a folder is not called missing.
+  void aFifoIsNotCalledMissing() {
+    const StartupModel m = chooseStartupModel(QStringLiteral("/dev/null"), QString(), QString(), QStringLiteral("/d"));
+    QVERIFY(!m.exists);
+    const QString text = missingModelMessage(m, QString());
+    QVERIFY2(text.contains(QStringLiteral("neither a file nor a folder")) && !text.contains(QStringLiteral("does not exist")),
+             qPrintable(text));
   }
 
   void aFolderIsAModel() {
