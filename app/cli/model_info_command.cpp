@@ -137,6 +137,7 @@ nlohmann::ordered_json summary_json(const ModelFileSummary& s) {
       {"file_size", s.file_size},
       {"config", config},
       {"config_error", s.config_error},
+      {"load_error", s.load_error},
       {"has_chat_template", s.gguf_version > 0 ? nlohmann::ordered_json(has_chat_template(s)) : nullptr},
       {"num_parameters", s.num_parameters},
       {"weight_bytes", s.weight_bytes},
@@ -184,6 +185,7 @@ std::string summary_text(const ModelFileSummary& s, std::string_view kv_type, ui
   } else {
     out += fmt::format("model       not runnable by kvscope: {}\n", s.config_error);
   }
+  if (!s.load_error.empty()) out += fmt::format("model       does not load: {}\n", s.load_error);
   // Chat prompts are rendered with the file's template, or without one in
   // a built-in format: say which, as nothing else does before a chat.
   if (s.gguf_version > 0 && s.config) {
@@ -342,9 +344,10 @@ int run_model_info(const ModelInfoOptions& o) {
   // Everything is printed either way; the exit status lets a script ask
   // "would these settings run?" as generate would answer it (exit 1): the
   // file is no model kvscope runs (a vocabulary only, another
-  // architecture), the pool does not fit, the backend asked for cannot run
+  // architecture, a tensor missing or misshapen), the pool does not fit, the backend asked for cannot run
   // here, or the model does not split into --tp ranks.
-  const bool runs = summary->config && plan && plan->ok() && backend.ok() && (!ranks || ranks->ok());
+  const bool runs = summary->config && summary->load_error.empty() && plan && plan->ok() && backend.ok() &&
+                    (!ranks || ranks->ok());
   return runs ? kExitOk : kExitRuntime;
 }
 

@@ -169,11 +169,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config, const
   if (!report(0.04, "loading tokenizer")) return cancelled;
   auto tok = create_tokenizer(model->vocab);
   if (!tok.ok()) return Error{fmt::format("{}: {}", config.model_path, tok.error())};
-  impl->tokenizer = std::move(tok).value();
-  if (impl->tokenizer->vocab_size() > mc.vocab_size) {
-    return Error{fmt::format("{}: the vocabulary has {} tokens but the embedding only {} rows",
-                             config.model_path, impl->tokenizer->vocab_size(), mc.vocab_size)};
-  }
+  impl->tokenizer = std::move(tok).value();  // no more tokens than the embedding has rows (load_model)
   impl->chat_template = std::make_unique<ChatTemplate>(ChatTemplate::from_vocab(model->vocab, *impl->tokenizer));
   if (std::string why = early_exit_problem(config, mc.num_layers); !why.empty()) return Error{why};
   if (config.spec == SpecMethod::Draft) {

@@ -14,6 +14,7 @@
 #include "model/gguf_file.h"
 #include "model/gguf_model_loader.h"
 #include "model/hf_model_loader.h"
+#include "model/model_loader.h"
 #include "model/safetensors_file.h"
 #include "tokenizer/hf_tokenizer_json.h"
 #include "tokenizer/read_vocab.h"
@@ -121,9 +122,18 @@ Result<ModelFileSummary> inspect_hf_directory(const std::string& dir) {
   return s;
 }
 
-}  // namespace
+// What Engine::create says of the model at `path` before it sizes anything:
+// empty when the weights and the tokenizer load.
+std::string load_problem(const std::string& path) {
+  auto model = load_model(path);
+  if (!model.ok()) return model.error();
+  auto tokenizer = create_tokenizer(model->vocab);
+  if (!tokenizer.ok()) return fmt::format("{}: {}", path, tokenizer.error());
+  return {};
+}
 
-Result<ModelFileSummary> inspect_model_file(const std::string& path) {
+// The summary of what the file says, without loading the model.
+Result<ModelFileSummary> inspect_file_alone(const std::string& path) {
   if (is_hf_directory(path)) return inspect_hf_directory(path);
   auto opened = GgufFile::open(path);
   if (!opened.ok()) return Error{opened.error()};
@@ -153,6 +163,14 @@ Result<ModelFileSummary> inspect_model_file(const std::string& path) {
   const Architecture arch = config.ok() ? config->arch : Architecture::Llama;
   set_config(s, config, file.get_string("general.architecture").value_or(architecture_name(arch)));
   return s;
+}
+
+}  // namespace
+
+Result<ModelFileSummary> inspect_model_file(const std::string& path) {
+  auto summary = inspect_file_alone(path);
+  if (summary.ok() && summary->config) summary->load_error = load_problem(path);
+  return summary;
 }
 
 ModelShape ModelFileConfig::shape() const {

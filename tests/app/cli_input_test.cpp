@@ -384,6 +384,49 @@ TEST_F(CliInput, TextWithoutTokensWarnsAndStillRuns) {
   EXPECT_THAT(tok.err, HasSubstr("warning: the text has 1 byte that is not valid UTF-8"));
 }
 
+// model-info answers "would generate run this?" for files whose metadata
+// reads but whose model does not load (exit 1, with generate's reason), and
+// a vocabulary shorter than the embedding is refused (its ids past the list
+// were sampled and showed no text).
+TEST_F(CliInput, ModelInfoRefusesWhatGenerateRefuses) {
+  struct Case {
+    std::string what;
+    test::TinyModelSpec spec;
+    std::string reason;
+  };
+  std::vector<Case> cases(3);
+  cases[0].what = "ffn length unlike the tensors";
+  cases[0].spec.gguf_u32["llama.feed_forward_length"] = 1000;
+  cases[0].reason = "ffn_gate.weight";
+  cases[1].what = "unknown pre-tokenizer";
+  cases[1].spec.tokenizer_pre = "no-such-pre";
+  cases[1].reason = "no-such-pre";
+  cases[2].what = "vocabulary shorter than the embedding";
+  cases[2].spec.gguf_num_tokens = 290;
+  cases[2].reason = "tokenizer.ggml.tokens has 290 tokens but token_embd.weight has 300 rows";
+  for (const Case& c : cases) {
+    const std::string path = base_ + ".bad.gguf";
+    ASSERT_TRUE(test::write_tiny_gguf(c.spec, path).ok()) << c.what;
+    const test::CliResult info = run_cli({"model-info", "--model", path});
+    const test::CliResult info_json = run_cli({"model-info", "--model", path, "--json"});
+    const test::CliResult gen = run_cli({"generate", "--model", path, "-p", "hi", "-n", "1"});
+    std::remove(path.c_str());
+    EXPECT_EQ(info.exit_code, 1) << c.what << "\n" << info.out;
+    EXPECT_THAT(info.out, HasSubstr("does not load: ")) << c.what;
+    EXPECT_THAT(info.out, HasSubstr(c.reason)) << c.what;
+    EXPECT_EQ(info_json.exit_code, 1) << c.what;
+    if (info_json.exit_code == 1) {
+      EXPECT_THAT(nlohmann::json::parse(info_json.out)["load_error"].get<std::string>(), HasSubstr(c.reason));
+    }
+    EXPECT_EQ(gen.exit_code, 1) << c.what;
+    EXPECT_THAT(gen.err, HasSubstr(c.reason)) << c.what;
+  }
+  // A file that loads says nothing of the kind.
+  const test::CliResult ok = run_cli({"model-info", "--model", gguf_});
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_THAT(ok.out, Not(HasSubstr("does not load")));
+}
+
 // A negative --windows is refused with its range, not DBL_MAX's 309 digits.
 TEST_F(CliInput, NegativeWindowCountSaysItsRange) {
   const test::CliResult r = run_cli({"perplexity", "--model", gguf_, "-f", gguf_, "--windows", "-1"});

@@ -355,8 +355,11 @@ Status write_tiny_gguf(const TinyModelSpec& s, const std::string& path) {
   for (const auto& [x, y] : vocab.merges) merges.push_back(x + " " + y);
   g.set_string("tokenizer.ggml.model", "gpt2");
   g.set_string("tokenizer.ggml.pre", s.tokenizer_pre);
-  g.set_string_array("tokenizer.ggml.tokens", vocab.tokens);
-  g.set_i32_array("tokenizer.ggml.token_type", vocab.types);
+  const size_t num_tokens = s.gguf_num_tokens > 0 ? static_cast<size_t>(s.gguf_num_tokens) : vocab.tokens.size();
+  g.set_string_array("tokenizer.ggml.tokens",
+                     std::vector<std::string>(vocab.tokens.begin(), vocab.tokens.begin() + num_tokens));
+  g.set_i32_array("tokenizer.ggml.token_type",
+                  std::vector<int32_t>(vocab.types.begin(), vocab.types.begin() + num_tokens));
   g.set_string_array("tokenizer.ggml.merges", merges);
   g.set_u32("tokenizer.ggml.bos_token_id", kTinyEndOfText);
   g.set_u32("tokenizer.ggml.eos_token_id", kTinyEndOfText);

@@ -56,6 +56,10 @@ struct TinyModelSpec {
   std::map<std::string, float> gguf_f32;
   std::map<std::string, uint32_t> gguf_u32;
   std::map<std::string, std::string> gguf_str;  // e.g. tokenizer.chat_template
+  // GGUF only: > 0 writes just the first gguf_num_tokens tokens (and their
+  // types) while the embedding keeps `vocab` rows: a file whose vocabulary
+  // disagrees with its weights.
+  int gguf_num_tokens = 0;
 
   // Hugging Face directory only: dtype of the 2-D weights (F32, F16 or BF16;
   // equal to the GGUF values when it can represent them: F32 always, F16/BF16

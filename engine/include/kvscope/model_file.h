@@ -70,6 +70,11 @@ struct ModelFileSummary {
   // config_error says why (the rest of the summary is still filled).
   std::optional<ModelFileConfig> config;
   std::string config_error;
+  // Set when the configuration reads but the model would not load: what
+  // Engine::create would say (a tensor missing or of the wrong shape or
+  // type, a tokenizer kvscope cannot build, a vocabulary that disagrees with
+  // the embedding). Empty without a config.
+  std::string load_error;
 
   uint64_t weight_bytes = 0;    // all tensor data
   int64_t num_parameters = 0;   // all tensor elements
@@ -88,7 +93,9 @@ struct ModelFileSummary {
 // and safetensors headers (no weights are read), and summarises it. Errors:
 // the file cannot be read or is not valid GGUF / safetensors (the message
 // names the problem). A directory whose config.json kvscope cannot run still
-// gets a summary, with config_error saying why.
+// gets a summary, with config_error saying why; a model whose configuration
+// reads is loaded as Engine::create loads it (weights as views of the
+// mapping, the tokenizer built), and load_error says why it would not.
 Result<ModelFileSummary> inspect_model_file(const std::string& path);
 
 // The tokenizer of a GGUF file, without the model.

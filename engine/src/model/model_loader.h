@@ -19,6 +19,12 @@ struct LoadedModel {
   RecommendedSampling sampling;  // for ModelInfo: general.sampling.* or generation_config.json
 };
 
+// Errors name the file. Besides the formats' own checks: a vocabulary with
+// more tokens than the embedding has rows, or, in a GGUF file, any other
+// count (llama.cpp's converter pads the token list to the rows, and llama.cpp
+// refuses a file where they differ: the ids past the list would be sampled
+// and show no text). A Hugging Face embedding may have more rows than the
+// tokenizer has tokens (padded for the GPU).
 Result<LoadedModel> load_model(const std::string& path);
 
 }  // namespace kvscope
