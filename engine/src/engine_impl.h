@@ -54,7 +54,8 @@ Result<LoadedModel> load_draft_model(const std::string& draft_path, const std::s
 struct Engine::Impl {
   using Clock = std::chrono::steady_clock;
 
-  EngineConfig config;
+  EngineConfig config;     // as resolved (max_model_len from the plan)
+  EngineConfig requested;  // as create or the last reconfigure was given it
   std::shared_ptr<const ModelWeights> weights;
   std::unique_ptr<Tokenizer> tokenizer;
   std::unique_ptr<ChatTemplate> chat_template;
@@ -165,10 +166,14 @@ struct Engine::Impl {
   void finish(Sequence& s, FinishReason reason, std::string error = {});
   // Samples s's next token from `logits` and publishes it (on_logits, the
   // token event); returns the token and why s must now finish (None: it goes
-  // on), leaving finish() to the caller.
+  // on), leaving finish() to the caller. Logits that are not finite publish
+  // nothing: (-1, Error), and finish_not_finite says why.
+  std::pair<int32_t, FinishReason> sample_token(Sequence& s, const float* logits, int32_t draft_token = -1);
+  // Finishes s with an error: the model's logits for its next token were
+  // not finite (runtime/sampler.h logits_not_finite).
+  void finish_not_finite(Sequence& s);
   // draft_token: the speculative draft at this position (-1: none); the token
   // event says whether the token is it (TokenEvent::from_draft).
-  std::pair<int32_t, FinishReason> sample_token(Sequence& s, const float* logits, int32_t draft_token = -1);
   // The second half of sample_token: appends `token` to s and publishes it.
   std::pair<int32_t, FinishReason> publish_token(Sequence& s, int32_t token, int32_t draft_token = -1);
   // Whether the backend may draw s's next token itself (config.gpu_sampling,

@@ -6,9 +6,12 @@
 #include <chrono>
 #include <utility>
 
+#include <fmt/format.h>
+
 #include "context_shift.h"
 #include "engine_impl.h"
 #include "runtime/cascade_plan.h"
+#include "runtime/sampler.h"
 #include "runtime/token_draw.h"
 
 namespace kvscope {
@@ -126,6 +129,7 @@ std::vector<Sequence*> Engine::Impl::fork_siblings(Sequence& s) {
 
 std::pair<int32_t, FinishReason> Engine::Impl::sample_token(Sequence& s, const float* row, int32_t draft_token) {
   const int32_t vocab = weights->config.vocab_size;
+  if (logits_not_finite(row, vocab)) return {-1, FinishReason::Error};
   // Grammar-constrained decoding: this sequence's own mask (so greedy output
   // does not depend on what else is in the batch), applied before anything
   // reads the row, so on_logits (the server's logprobs) and the sampler see
@@ -256,9 +260,20 @@ const TokenTrie& Engine::Impl::constraint_trie() {
   return *token_trie;
 }
 
+void Engine::Impl::finish_not_finite(Sequence& s) {
+  finish(s, FinishReason::Error,
+         fmt::format("the model's logits for the token at position {} are not finite (NaN or infinite): its weights "
+                     "hold NaN, or its arithmetic overflowed; the model file may be damaged",
+                     s.tokens.size()));
+}
+
 void Engine::Impl::sample_and_publish(Sequence& s, const float* row) {
-  const FinishReason reason = sample_token(s, row).second;
-  if (reason != FinishReason::None) finish(s, reason);
+  const auto [token, reason] = sample_token(s, row);
+  if (reason == FinishReason::Error && token < 0) {
+    finish_not_finite(s);
+  } else if (reason != FinishReason::None) {
+    finish(s, reason);
+  }
 }
 
 int32_t Engine::Impl::verify_and_publish(Sequence& s, const float* rows, StepStats& stats) {
@@ -273,8 +288,9 @@ int32_t Engine::Impl::verify_and_publish(Sequence& s, const float* rows, StepSta
     // and the draft is accepted when it is that token. Greedy: the argmax.
     const int32_t draft_token = j < num_draft ? s.draft[static_cast<size_t>(j)] : -1;
     const auto [token, why] = sample_token(s, rows + static_cast<size_t>(j) * vocab, draft_token);
-    ++num_emitted;
     reason = why;
+    if (token < 0) break;  // a row that is not finite: nothing published
+    ++num_emitted;
     const bool accepted = token == draft_token;
     if (accepted) ++num_accepted;
     if (reason != FinishReason::None || !accepted) break;  // after the bonus row (j == num_draft) too
@@ -296,6 +312,10 @@ int32_t Engine::Impl::verify_and_publish(Sequence& s, const float* rows, StepSta
   stats.num_accepted_tokens += num_accepted;
   events.record(EngineEventType::Verify, s.id, s.index, num_accepted, num_draft);
   // Last, so that the finishing event's RequestStats count this verification.
+  if (reason == FinishReason::Error) {
+    finish_not_finite(s);
+    return num_emitted + 1;  // the rows up to the one that was not finite hold valid K/V (commit needs >= 1)
+  }
   if (reason != FinishReason::None) finish(s, reason);
   return num_emitted;
 }
@@ -519,6 +539,10 @@ void Engine::step() {
       const float* logits = m.logits.data() + row++ * vocab;
       if (draw_of[i] >= 0) {
         const int32_t token = m.backend->drawn_tokens()[static_cast<size_t>(draw_of[i])];
+        if (token < 0) {  // its row was not finite (Backend::drawn_tokens)
+          m.finish_not_finite(s);
+          continue;
+        }
         const FinishReason reason = m.publish_token(s, token).second;
         if (reason != FinishReason::None) m.finish(s, reason);
         continue;

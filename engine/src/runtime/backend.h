@@ -66,8 +66,10 @@ class Backend {
   virtual bool forward(const StepBatch& batch, std::vector<float>& logits,
                        const std::atomic<bool>* interrupt = nullptr, int32_t num_layers = 0) = 0;
   // [batch.draws.size()] the tokens the last forward() drew for batch.draws,
-  // in order, by the rule of runtime/token_draw.h; the logits of those rows
-  // are then unspecified (a GPU copies back only the others).
+  // in order, by the rule of runtime/token_draw.h (-1 where the row's logits
+  // were not finite: the host's draws; the GPU's sampling kernels do not look);
+  // the logits of those rows are then unspecified (a GPU copies back only the
+  // others).
   virtual const std::vector<int32_t>& drawn_tokens() const = 0;
   // What the last forward()'s attention cost.
   virtual BackendAttentionStats last_attention_stats() const = 0;

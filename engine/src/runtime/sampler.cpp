@@ -347,6 +347,14 @@ double log_sum_exp(const float* logits, int n) {
 }
 }  // namespace
 
+bool logits_not_finite(const float* logits, int32_t n) {
+  // An integer OR over the row, no early exit: a reduction the compiler
+  // vectorises (a float sum would be one serial chain of adds).
+  int not_finite = 0;
+  for (int32_t i = 0; i < n; ++i) not_finite |= !(std::fabs(logits[i]) <= std::numeric_limits<float>::max());
+  return not_finite != 0;
+}
+
 float log_softmax_of(const float* logits, int n, int32_t id) {
   assert(n >= 1 && id >= 0 && id < n && "log_softmax_of: id out of range");
   const double lse = log_sum_exp(logits, n);

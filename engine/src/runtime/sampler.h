@@ -123,6 +123,12 @@ float penalised_logit(float logit, float count, const SamplingParams& params);
 // Precondition: d is not empty.
 int32_t draw_token(std::span<const TokenProb> d, double u);
 
+// Whether a row of logits holds a NaN or an infinity: a healthy model's are
+// finite (NaN means weights that hold NaN, or arithmetic that overflowed),
+// and the sampler, which reads NaN as -inf, would otherwise draw from what is
+// left, or token 0 from a row of nothing but NaN, as if the model had said it.
+bool logits_not_finite(const float* logits, int32_t n);
+
 // log softmax(logits)[id] at temperature 1, no penalties. Precondition: 0 <= id < n.
 float log_softmax_of(const float* logits, int n, int32_t id);
 

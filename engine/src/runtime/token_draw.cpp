@@ -56,6 +56,7 @@ int32_t draw_one(const StepBatch& batch, size_t d, const float* logits, int32_t 
     penalties.push_back({batch.penalty_ids[static_cast<size_t>(e)], batch.penalty_counts[static_cast<size_t>(e)]});
   const SamplingParams params = draw_params(draw);
   const float* row = logits + static_cast<size_t>(draw.logits_row) * static_cast<size_t>(vocab_size);
+  if (logits_not_finite(row, vocab_size)) return -1;  // the engine finishes it with an error
   probability_distribution(row, vocab_size, params, std::span<const PenaltyEntry>(penalties), scratch, distribution);
   return params.temperature == 0.0f ? distribution.front().first : draw_token(distribution, draw.uniform);
 }

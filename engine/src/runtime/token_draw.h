@@ -32,7 +32,8 @@ void append_token_draw(StepBatch& batch, int32_t logits_row, const SamplingParam
 
 // drawn[d] = the token draw d of `batch` picks from its row of `logits`
 // ([batch.logits_rows.size()][vocab_size]), exactly as Sampler::sample would
-// with the same penalties and random number. With `threads`, the draws are
+// with the same penalties and random number; -1 where that row is not finite
+// (logits_not_finite). With `threads`, the draws are
 // spread over its threads (each draw is independent, so the tokens are the
 // same); at a large vocabulary a row's draw costs a fraction of a
 // millisecond, which at dozens of sequences is a noticeable part of a step.
