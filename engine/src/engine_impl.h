@@ -169,9 +169,10 @@ struct Engine::Impl {
   // on), leaving finish() to the caller. Logits that are not finite publish
   // nothing: (-1, Error), and finish_not_finite says why.
   std::pair<int32_t, FinishReason> sample_token(Sequence& s, const float* logits, int32_t draft_token = -1);
-  // Finishes s with an error: the model's logits for its next token were
-  // not finite (runtime/sampler.h logits_not_finite).
-  void finish_not_finite(Sequence& s);
+  // Finishes s with an error: the model's logits for the token at
+  // `position` (-1: its next one) were not finite (runtime/sampler.h
+  // logits_not_finite). A scored prompt row is checked the same way.
+  void finish_not_finite(Sequence& s, int32_t position = -1);
   // draft_token: the speculative draft at this position (-1: none); the token
   // event says whether the token is it (TokenEvent::from_draft).
   // The second half of sample_token: appends `token` to s and publishes it.

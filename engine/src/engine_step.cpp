@@ -260,11 +260,11 @@ const TokenTrie& Engine::Impl::constraint_trie() {
   return *token_trie;
 }
 
-void Engine::Impl::finish_not_finite(Sequence& s) {
+void Engine::Impl::finish_not_finite(Sequence& s, int32_t position) {
   finish(s, FinishReason::Error,
          fmt::format("the model's logits for the token at position {} are not finite (NaN or infinite): its weights "
                      "hold NaN, or its arithmetic overflowed; the model file may be damaged",
-                     s.tokens.size()));
+                     position >= 0 ? position : static_cast<int32_t>(s.tokens.size())));
 }
 
 void Engine::Impl::sample_and_publish(Sequence& s, const float* row) {
@@ -514,12 +514,25 @@ void Engine::step() {
     size_t row = 0;
     for (size_t i = 0; i < work.size(); ++i) {
       Sequence& s = *work[i].seq;
+      int32_t not_finite_at = -1;  // the first scored position whose row is not finite
       for (int32_t r = 0; r < num_scored_rows[i]; ++r, ++row) {
         // The row at position p scores the token at p + 1.
         const int32_t position = m.batch.positions[static_cast<size_t>(m.batch.logits_rows[row])] + 1;
-        s.on_prompt_logits(position, s.tokens[static_cast<size_t>(position)], m.logits.data() + row * vocab,
-                           static_cast<int32_t>(vocab));
+        const float* scored = m.logits.data() + row * vocab;
+        if (not_finite_at >= 0) continue;
+        if (logits_not_finite(scored, static_cast<int32_t>(vocab))) {
+          not_finite_at = position;
+          continue;
+        }
+        s.on_prompt_logits(position, s.tokens[static_cast<size_t>(position)], scored, static_cast<int32_t>(vocab));
         s.num_scored_prompt_positions = position;
+      }
+      if (not_finite_at >= 0) {
+        if (wants_logits[i]) row += static_cast<size_t>(1 + work[i].num_draft);  // its rows after the scored ones
+        const std::vector<Sequence*> siblings = s.num_forks_pending > 0 ? m.fork_siblings(s) : std::vector<Sequence*>{};
+        m.finish_not_finite(s, not_finite_at);
+        for (Sequence* sib : siblings) m.finish_not_finite(*sib, not_finite_at);
+        continue;
       }
       if (ends_prompt_only[i]) {
         if (wants_logits[i]) ++row;  // the unused row after scored ones

@@ -1,7 +1,8 @@
 // A model whose logits are not finite (a damaged file: here its final norm
 // holds NaN) ends each request with an error saying so, on each sampling
 // path a first token takes: the backend's draws, the engine's sampler (a
-// request with logits callbacks), parallel samples. (Speculative
+// request with logits callbacks), parallel samples; and a scored prompt
+// row (perplexity, echo with logprobs). (Speculative
 // verification checks its rows the same way, in sample_token; a file whose
 // first token is sound and whose drafts' rows are not is not made here: an
 // n-gram draft is text the context already holds.) Before, the
@@ -49,7 +50,8 @@ struct Outcome {
   std::string error;
 };
 
-Outcome run(const std::string& model, SpecMethod spec, int32_t n, bool with_logits_callback) {
+Outcome run(const std::string& model, SpecMethod spec, int32_t n, bool with_logits_callback,
+            bool score_prompt = false) {
   EngineConfig c;
   c.model_path = model;
   c.num_threads = 2;
@@ -77,8 +79,15 @@ Outcome run(const std::string& model, SpecMethod spec, int32_t n, bool with_logi
     }
   };
   if (with_logits_callback) r.on_logits = [](int32_t, int32_t, const float*, int32_t) {};
+  int32_t num_scored = 0;
+  if (score_prompt) {  // as perplexity and the server's echo with logprobs ask
+    r.sampling.max_tokens = 0;
+    r.first_scored_position = 1;
+    r.on_prompt_logits = [&num_scored](int32_t, int32_t, const float*, int32_t) { ++num_scored; };
+  }
   EXPECT_TRUE(engine.submit(std::move(r)).ok());
   engine.run_until_idle();
+  o.num_tokens += num_scored;  // a scored position counts as an output here
   return o;
 }
 
@@ -106,6 +115,12 @@ TEST(NonFiniteLogits, EveryPathEndsTheRequestWithAnError) {
     EXPECT_EQ(o.num_errors, c.n) << c.what;
     EXPECT_NE(o.error.find("not finite"), std::string::npos) << c.what << ": " << o.error;
   }
+  // Prompt scoring (perplexity printed "nan" and exited 0): no position is
+  // handed on, the request ends with the error.
+  const Outcome scored = run(path, SpecMethod::Off, 1, false, /*score_prompt=*/true);
+  EXPECT_EQ(scored.num_tokens, 0);
+  EXPECT_EQ(scored.num_errors, 1);
+  EXPECT_NE(scored.error.find("position 1 are not finite"), std::string::npos) << scored.error;
   std::filesystem::remove(path);
 }
 
