@@ -457,11 +457,13 @@ void MainWindow::showSettingWarnings(const kvscope::ModelInfo& info) {
   statusBar()->showMessage(tr("Note: %1").arg(warnings.join(QStringLiteral("; "))), 15000);
 }
 
-void MainWindow::onReconfigured(const kvscope::ModelInfo& info) {
+void MainWindow::onReconfigured(const kvscope::ModelInfo& info, bool in_place) {
   acceptConfig(info);
   chat_->onReconfigured(info);
   QString applied = tr("Settings applied: %1 KV blocks of %2 tokens").arg(info.num_kv_blocks).arg(info.block_size);
-  if (num_unfinished_ > 0)
+  if (in_place)
+    applied += tr(", from the next step; nothing was recomputed.");
+  else if (num_unfinished_ > 0)
     applied += num_unfinished_ == 1 ? tr("; the unfinished request was re-queued (its K/V is computed again).")
                                     : tr("; the %1 unfinished requests were re-queued (their K/V is computed again).")
                                           .arg(num_unfinished_);

@@ -108,7 +108,8 @@ class MainWindow : public QMainWindow {
   // Stop workload is enabled while a workload has requests running or to come.
   void onWorkloadActive(bool active);
   void onModelLoaded(const kvscope::ModelInfo& info);
-  void onReconfigured(const kvscope::ModelInfo& info);
+  // `in_place`: only settings each step reads changed; nothing was re-queued.
+  void onReconfigured(const kvscope::ModelInfo& info, bool in_place = false);
   // `previous_kept`: the model loaded before still runs (a bad file lost nothing).
   void onLoadFailed(const QString& message, bool previous_kept = false);
   void onSnapshot(const kvscope::ui::SnapshotPtr& snapshot);

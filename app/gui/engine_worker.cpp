@@ -8,6 +8,7 @@
 #include <QTimer>
 
 #include "kvscope/engine.h"
+#include "kvscope/setting_table.h"
 #include "models/workload_prompts.h"
 
 namespace kvscope::gui {
@@ -48,6 +49,7 @@ void EngineWorker::loadModel(const kvscope::EngineConfig& config, bool may_reloa
   if (in_place) {
     EngineConfig cfg = config;
     cfg.record_snapshots = false;
+    const bool step_settings_only = kvscope::applies_in_place(engine_->requested_config(), cfg);
     if (Status applied = engine_->reconfigure(cfg); !applied.ok()) {
       // Engine::reconfigure changes nothing when it fails: say that the
       // engine runs on as it was (a draft model that cannot be loaded, say).
@@ -55,7 +57,7 @@ void EngineWorker::loadModel(const kvscope::EngineConfig& config, bool may_reloa
                      .arg(QString::fromStdString(applied.error())));
       return;
     }
-    emit reconfigured(engine_->model_info());
+    emit reconfigured(engine_->model_info(), step_settings_only);
     publishSnapshot();
     scheduleStep();  // re-queued requests continue
     return;

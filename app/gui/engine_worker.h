@@ -89,7 +89,9 @@ class EngineWorker : public QObject {
   void tokenBytesLoaded(const kvscope::ui::TokenBytesTable& table);
   void modelLoaded(const kvscope::ModelInfo& info);
   // New settings applied to the loaded model; requests kept running.
-  void reconfigured(const kvscope::ModelInfo& info);
+  // `in_place`: only settings each step reads changed (applies_in_place), so
+  // no request was re-queued and the prefix cache stayed.
+  void reconfigured(const kvscope::ModelInfo& info, bool in_place);
   // `previous_kept`: the model loaded before is still there and usable.
   void loadFailed(const QString& message, bool previous_kept);
   void traceEvents(const kvscope::ui::EventBatch& events);

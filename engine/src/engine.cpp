@@ -150,6 +150,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config, const
   if (Status s = problems_status(config.validate()); !s.ok()) return Error{s.error()};
   auto impl = std::make_unique<Impl>();
   impl->config = config;
+  impl->requested = config;
   if (!report(0.0, "reading model file")) return cancelled;
   auto model = load_model(config.model_path);
   if (!model.ok()) return Error{model.error()};
@@ -344,6 +345,7 @@ void Engine::run_until_idle() {
 
 const ModelInfo& Engine::model_info() const { return impl_->info; }
 const EngineConfig& Engine::config() const { return impl_->config; }
+const EngineConfig& Engine::requested_config() const { return impl_->requested; }
 const std::vector<std::string>& Engine::warnings() const { return impl_->info.setting_warnings; }
 StepStats Engine::last_step_stats() const { return impl_->stats; }
 KvStats Engine::kv_stats() const { return impl_->kv_stats(); }

@@ -3,12 +3,16 @@
 // create); every unfinished sequence leaves the old scheduler as a recompute
 // preemption would (Scheduler::take_all_for_recompute) and joins the new one's
 // waiting queue with its tokens, sampler, detokeniser and stop matcher intact.
+// Settings that each step reads afresh (SettingEffect::NextStep: cascade;
+// and record_snapshots) change in place: nothing is rebuilt, no request
+// recomputes, the prefix cache stays.
 // The weights stay repacked in the backend, which is handed the new pool
 // (Backend::use_kv_pool); a new tp split builds a new backend.
 #include <algorithm>
 #include <fmt/format.h>
 
 #include "engine_impl.h"
+#include "kvscope/setting_table.h"
 
 namespace kvscope {
 namespace {
@@ -40,6 +44,18 @@ std::string why_it_does_not_fit(const Sequence& s, const EngineConfig& c, int32_
 Status Engine::reconfigure(const EngineConfig& config) {
   Impl& m = *impl_;
   if (Status s = problems_status(config.validate()); !s.ok()) return s;
+  if (applies_in_place(m.requested, config)) {
+    // Settings each step reads (SettingEffect::NextStep), and record_snapshots.
+    std::lock_guard lock(m.inbox_mutex);  // submit() reads the config under it
+    for (const std::string& key : changed_settings(m.requested, config)) {
+      const SettingSpec* row = find_setting(key);
+      row->set(m.config, row->get(config));
+    }
+    m.config.record_snapshots = config.record_snapshots;
+    m.requested = config;
+    if (!config.record_snapshots) m.last_snapshot = nullptr;
+    return Status::success();
+  }
   if (config.model_path != m.config.model_path) {
     return Error{fmt::format("the engine runs {}; a different model ({}) needs Engine::create",
                              m.config.model_path, config.model_path)};
@@ -134,6 +150,7 @@ Status Engine::reconfigure(const EngineConfig& config) {
     }
     m.scheduler->add(std::move(s));
   }
+  m.requested = config;
   m.last_snapshot = resolved.record_snapshots ? m.build_snapshot() : nullptr;
   return Status::success();
 }

@@ -281,8 +281,10 @@ std::vector<SettingSpec> make_table() {
                                fmt::format("Sequences sharing a prefix (a system prompt) attend to it in one "
                                            "pass that reads its KV once: faster with many such sequences, same "
                                            "answers either way. Auto uses it where it pays: {} or more sequences "
-                                           "sharing at least {} tokens.",
-                                           kAutoCascadeMinSeqs, kAutoCascadeMinSharedTokens));
+                                           "sharing at least {} tokens. Changing it takes effect at the next step: "
+                                           "nothing is recomputed.",
+                                           kAutoCascadeMinSeqs, kAutoCascadeMinSharedTokens),
+                               SettingEffect::NextStep);
   cascade.choice_labels = {"Off", "Auto (where it pays)", "On (whenever a prefix is shared)"};
 
   const auto speculating = [](const EngineConfig& c) { return c.spec != SpecMethod::Off; };
@@ -478,6 +480,13 @@ bool needs_reload(const EngineConfig& a, const EngineConfig& b) {
     if (find_setting(key)->effect == SettingEffect::Reload) return true;
   }
   return false;
+}
+
+bool applies_in_place(const EngineConfig& a, const EngineConfig& b) {
+  for (const std::string& key : changed_settings(a, b)) {
+    if (find_setting(key)->effect != SettingEffect::NextStep) return false;
+  }
+  return true;
 }
 
 std::optional<int64_t> parse_byte_size(std::string_view raw) {

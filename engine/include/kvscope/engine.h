@@ -65,6 +65,10 @@ class Engine {
   //  - An invalid config returns validate()'s message; a different
   //    model_path returns an error (a new model needs Engine::create). The
   //    engine is then unchanged and usable.
+  //  - A config that differs only in settings each step reads
+  //    (applies_in_place: cascade) or in record_snapshots changes them in
+  //    place: nothing below happens (no request is re-queued, the prefix
+  //    cache and the counters stay), and the next step uses them.
   //  - Unfinished requests (waiting, running, swapped, and those submitted
   //    but not yet stepped) are kept: like a recompute preemption, each is
   //    re-queued with its tokens so far (prompt + generated) and computed
@@ -83,7 +87,10 @@ class Engine {
 
   // Reflects the current pool (updated by reconfigure). Stepping thread.
   const ModelInfo& model_info() const;
-  const EngineConfig& config() const;
+  const EngineConfig& config() const;  // as resolved: max_model_len from the plan
+  // As create or the last reconfigure was given it (what applies_in_place
+  // compares a new config with).
+  const EngineConfig& requested_config() const;
   // What a person should know about the settings in force that is not an
   // error: a thread count lowered to the CPUs there are, a max model length
   // above the model's trained context. Updated by reconfigure. Stepping thread.

@@ -187,6 +187,8 @@ struct EngineConfig {
   // Every problem: each setting against its table row's range, then the
   // rules that tie settings together. Empty when the config is usable.
   std::vector<SettingProblem> validate() const;
+
+  bool operator==(const EngineConfig&) const = default;
 };
 
 }  // namespace kvscope

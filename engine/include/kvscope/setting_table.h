@@ -33,6 +33,7 @@ enum class SettingType {
 
 // What applying a changed value costs a running engine.
 enum class SettingEffect {
+  NextStep,     // each step reads it: Engine::reconfigure changes it in place, nothing is rebuilt
   Reconfigure,  // Engine::reconfigure: pools and scheduler rebuilt, weights kept
   Reload,       // Engine::create: the weights are loaded again
 };
@@ -113,6 +114,12 @@ bool same_settings(const EngineConfig& a, const EngineConfig& b);
 std::vector<std::string> changed_settings(const EngineConfig& a, const EngineConfig& b);
 // Whether going from a to b needs the weights loaded again (a Reload row changed).
 bool needs_reload(const EngineConfig& a, const EngineConfig& b);
+
+// Whether going from a to b changes only NextStep rows (or nothing): the
+// engine then applies b in place, its pool, requests and prefix cache as
+// they were. `a` is the config as given (Engine::requested_config), not as
+// resolved (Engine::config's max_model_len).
+bool applies_in_place(const EngineConfig& a, const EngineConfig& b);
 
 // "512M" -> 536870912: decimal number with an optional binary unit (B, K/KB/KiB,
 // M, G, T; case-insensitive). nullopt when malformed, below 1 or beyond int64.

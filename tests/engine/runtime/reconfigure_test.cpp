@@ -4,7 +4,7 @@
 // token and character equals an uninterrupted run, greedy or seeded sampling;
 // one that no longer fits finishes with an error; a bad config or another
 // model changes nothing. After each, the snapshot's block reference counts
-// match the block tables and no block leaks.
+// match the block tables and no block leaks. Cascade alone changes in place.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -406,6 +406,46 @@ TEST_F(Reconfigure, QueuedRequestsTakeTheNewPool) {
   run_checked(**engine, "queued requests");
   expect_same_streams(got, uninterrupted(ps, /*greedy=*/true), "queued requests");
   for (const Stream& st : got) EXPECT_EQ(st.num_preemptions, 0) << "they held no KV: nothing was preempted";
+}
+
+// Cascade (and record_snapshots) change in place: mid-flight, no request is
+// re-queued, the prefix cache and its counters stay, the next step uses the
+// new mode, and the streams equal an uninterrupted run. The same change with
+// one more setting goes the whole way (requests held KV: preempted).
+TEST_F(Reconfigure, CascadeChangesInPlace) {
+  const auto ps = prompts();
+  auto engine = Engine::create(config());
+  ASSERT_TRUE(engine.ok());
+  std::vector<Stream> got;
+  submit_all(**engine, ps, /*greedy=*/true, got);
+  for (int i = 0; i < 3; ++i) (*engine)->step();
+  const KvStats before = (*engine)->kv_stats();
+  ASSERT_GT(before.num_used_blocks, 0);
+  EngineConfig after = config();
+  after.cascade = CascadeMode::On;
+  after.record_snapshots = true;
+  ASSERT_TRUE((*engine)->reconfigure(after).ok());
+  EXPECT_EQ((*engine)->config().cascade, CascadeMode::On);
+  EXPECT_TRUE((*engine)->config().record_snapshots);
+  const KvStats kept = (*engine)->kv_stats();
+  EXPECT_EQ(kept.num_used_blocks, before.num_used_blocks) << "the pool is the same pool";
+  EXPECT_EQ(kept.num_prefix_queried_tokens, before.num_prefix_queried_tokens) << "counters go on";
+  run_checked(**engine, "cascade in place");
+  expect_same_streams(got, uninterrupted(ps, /*greedy=*/true), "cascade in place");
+  for (const Stream& st : got) EXPECT_EQ(st.num_preemptions, 0) << "nothing was re-queued";
+
+  // Back to auto with another block size: rebuilt, requests re-queued.
+  std::vector<Stream> again;
+  submit_all(**engine, ps, /*greedy=*/true, again);
+  for (int i = 0; i < 3; ++i) (*engine)->step();
+  EngineConfig rebuilt = config();
+  rebuilt.block_size = 8;
+  ASSERT_TRUE((*engine)->reconfigure(rebuilt).ok());
+  EXPECT_EQ((*engine)->config().cascade, CascadeMode::Auto);
+  run_checked(**engine, "cascade and block size");
+  int32_t preemptions = 0;
+  for (const Stream& st : again) preemptions += st.num_preemptions;
+  EXPECT_GT(preemptions, 0);
 }
 
 }  // namespace
