@@ -373,7 +373,10 @@ QString BlockMapWidget::tooltipFor(int block) const {
     text += QStringLiteral("<br>") + droppedBlockText(s, dropped_[static_cast<size_t>(block)]).toHtmlEscaped();
   }
   if (const int position = focusedPosition(block); position >= 0) {
-    text += tr("<br>logical block %1 of request %2.%3").arg(position).arg(focus_id_).arg(focus_index_);
+    text += tr("<br>logical block %1 of request %2")
+                .arg(position)
+                .arg(sequenceLabel(focus_id_, focus_index_,
+                                   focus_index_ > 0 || parallelRequests(s).contains(focus_id_)));
   }
   // Tensor parallelism: the block id indexes every rank's KV heads.
   if (const QString ranks = blockSharedAcrossRanksText(s.tensor_parallel); !ranks.isEmpty()) {

@@ -28,7 +28,6 @@ void MainWindow::createSequencesTable() {
   table_view_->setModel(sorted);
   table_view_->setSortingEnabled(true);
   table_view_->sortByColumn(BlockTableModel::Sequence, Qt::AscendingOrder);
-  table_view_->horizontalHeader()->setToolTip(tr("Click a column to sort by it, again to reverse"));
   table_view_->verticalHeader()->hide();
   table_view_->verticalHeader()->setDefaultSectionSize(fontMetrics().height() + 4);
   table_view_->horizontalHeader()->setStretchLastSection(true);

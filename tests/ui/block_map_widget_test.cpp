@@ -136,6 +136,8 @@ class BlockMapWidgetTest : public QObject {
     QTRY_VERIFY(QToolTip::isVisible());
     QVERIFY2(QToolTip::text().contains(QStringLiteral("Block 3")), qPrintable(QToolTip::text()));
     QVERIFY(QToolTip::text().contains(QStringLiteral("logical block 1 of request 101")));
+    // Named as the tables name it, not in the retired "101.0" form (sequence_label.h).
+    QVERIFY2(!QToolTip::text().contains(QStringLiteral("101.0")), qPrintable(QToolTip::text()));
     QVERIFY(QToolTip::text().contains(QStringLiteral("owners: 101")));
     QToolTip::hideText();
   }

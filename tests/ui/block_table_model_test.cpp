@@ -54,6 +54,33 @@ class BlockTableModelTest : public QObject {
     QCOMPARE(model.data(model.index(1, 0), BlockTableModel::RequestIdRole).value<quint64>(), quint64{101});
   }
 
+  // A swapped sequence's table holds swap-space ids, the same numbers as
+  // pool blocks: its Blocks cell and tooltip say so, so that "0 1 2" is not
+  // read as sharing the running sequences' pool blocks.
+  void swappedBlocksAreMarked() {
+    BlockTableModel model;
+    auto snap = std::make_shared<EngineSnapshot>(*makeSnapshot(2, 3, 1));
+    snap->sequences[1].state = kvscope::SequenceState::Swapped;
+    snap->sequences[1].block_table = {0, 1, 2};
+    model.setSnapshot(snap);
+    QCOMPARE(model.data(model.index(0, BlockTableModel::Blocks)).toString(), QStringLiteral("0 1 2"));
+    QCOMPARE(model.data(model.index(1, BlockTableModel::Blocks)).toString(), QStringLiteral("swap: 0 1 2"));
+    const QString tip = model.data(model.index(1, BlockTableModel::Blocks), Qt::ToolTipRole).toString();
+    QVERIFY2(tip.contains(QStringLiteral("swap blocks 0 1 2 (not pool blocks)")), qPrintable(tip));
+  }
+
+  // Every column header explains itself (Cached: the first admission's).
+  void headersHaveTooltips() {
+    BlockTableModel model;
+    for (int c = 0; c < BlockTableModel::NumColumns; ++c) {
+      QVERIFY2(!model.headerData(c, Qt::Horizontal, Qt::ToolTipRole).toString().isEmpty(),
+               qPrintable(QString::number(c)));
+    }
+    QVERIFY(model.headerData(BlockTableModel::Cached, Qt::Horizontal, Qt::ToolTipRole)
+                .toString()
+                .contains(QStringLiteral("first admitted")));
+  }
+
   // Ids were shown as "1.0, 2.0, ..." (id.index) and read as decimals. Now:
   // an integer (a number, so a sorting proxy orders 9 before 10), the
   // completion number only for the n > 1 completions of one request, and

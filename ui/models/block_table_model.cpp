@@ -92,7 +92,13 @@ QVariant BlockTableModel::data(const QModelIndex& index, int role) const {
     if (!highlighted_.contains(quint64{seq.id})) return {};
     return role == Qt::BackgroundRole ? markedRowBackground() : markedRowForeground();
   }
-  if (role == Qt::ToolTipRole && index.column() == Blocks) return blockList(seq.block_table, 100000);
+  // A swapped sequence's table holds swap-space ids (KvCacheManager): the
+  // same numbers as pool blocks, so they are marked.
+  const bool swapped = seq.state == SequenceState::Swapped;
+  if (role == Qt::ToolTipRole && index.column() == Blocks) {
+    const QString ids = blockList(seq.block_table, 100000);
+    return swapped ? tr("Swapped out to host memory, in swap blocks %1 (not pool blocks)").arg(ids) : ids;
+  }
   if (role == Qt::ToolTipRole && index.column() == Sequence && token_bytes_) {
     // Rich text: the escaped text keeps its spaces, and a literal
     // "<|im_start|>" is not taken for a tag.
@@ -121,13 +127,34 @@ QVariant BlockTableModel::data(const QModelIndex& index, int role) const {
     case Computed: return seq.num_computed_tokens;
     case Cached: return seq.num_cached_tokens;
     case Preemptions: return seq.num_preemptions;
-    case Blocks: return blockList(seq.block_table);
+    case Blocks: return swapped ? tr("swap: %1").arg(blockList(seq.block_table)) : blockList(seq.block_table);
     default: return {};
   }
 }
 
 QVariant BlockTableModel::headerData(int section, Qt::Orientation orientation, int role) const {
-  if (orientation != Qt::Horizontal || role != Qt::DisplayRole) return {};
+  if (orientation != Qt::Horizontal) return {};
+  if (role == Qt::ToolTipRole) {
+    const QString sort = tr("Click to sort by it, again to reverse.");
+    switch (section) {
+      case Sequence: return tr("The request's id (\"12 #2\": its second of several parallel replies). %1").arg(sort);
+      case State: return tr("Waiting (not admitted, or preempted by recompute), running, or swapped out to host "
+                            "memory (preempted by swap). %1").arg(sort);
+      case Prompt: return tr("Tokens of the prompt. %1").arg(sort);
+      case Computed: return tr("Tokens whose K/V is in the cache now (a preemption by recompute sets it back to 0). "
+                               "%1").arg(sort);
+      case Cached: return tr("Prompt tokens the prefix cache served when the request was first admitted (what the "
+                             "server reports as cached tokens); a later admission after a preemption is not "
+                             "counted. %1").arg(sort);
+      case Preemptions: return tr("Times the request was preempted (by recompute or by swap, as the preemption "
+                                  "setting says), settings changes that re-queued it included. %1").arg(sort);
+      case Blocks: return tr("Its block table: the physical block of each logical block, in order (\"swap:\" "
+                             "while swapped out: those are blocks of the host swap space, not of the pool). %1")
+                              .arg(sort);
+      default: return {};
+    }
+  }
+  if (role != Qt::DisplayRole) return {};
   switch (section) {
     case Sequence: return tr("Seq");
     case State: return tr("State");

@@ -42,7 +42,7 @@ struct SequenceSnapshot {
   SequenceState state = SequenceState::Waiting;
   int32_t num_prompt_tokens = 0;
   int32_t num_computed_tokens = 0;  // tokens whose K/V are in the cache
-  int32_t num_cached_tokens = 0;    // prompt tokens served by the prefix cache
+  int32_t num_cached_tokens = 0;    // prompt tokens served by the prefix cache at its first admission
   int32_t num_preemptions = 0;
   // Speculative decoding so far (docs/speculative.md).
   int32_t num_draft_tokens = 0;     // tokens proposed and verified
@@ -51,7 +51,9 @@ struct SequenceSnapshot {
   int32_t num_dropped_tokens = 0;   // tokens shifts dropped from the middle of the context
   bool spec_paused = false;         // its speculation is switched off for now (it did not pay)
   std::vector<int32_t> tokens;       // prompt + generated (less what shifts dropped)
-  std::vector<int32_t> block_table;  // logical -> physical block ids
+  // Logical -> physical block ids; while state == Swapped, ids of the host
+  // swap space (the same numbers name other blocks of the pool).
+  std::vector<int32_t> block_table;
 };
 
 struct KvStats {
