@@ -23,7 +23,7 @@ PlotsWidget::PlotsWidget(QWidget* parent) : QWidget(parent) {
   kv_ = makePlot(tr("KV blocks"));
   tokens_ = makePlot(tr("Tokens / step"));
   throughput_ = makePlot(tr("Throughput"));
-  attention_ = makePlot(tr("Attention / step"));
+  attention_ = makePlot(tr("Attention / step (log scale)"));
   for (QCustomPlot* plot : {queues_, kv_, tokens_}) useCountTicks(plot->yAxis);
   for (QCustomPlot* plot : plots()) layout->addWidget(plot);
   spec_ = new SpecPlots(this);
@@ -36,10 +36,12 @@ PlotsWidget::PlotsWidget(QWidget* parent) : QWidget(parent) {
   kv_graphs_ = {addGraph(kv_, tr("free"), QColor(200, 200, 200), true),
                 addGraph(kv_, tr("cached"), QColor(150, 180, 220), true),
                 addGraph(kv_, tr("used"), QColor(60, 150, 90), true)};
+  // Stacked: a step's rows are prefill + decode + draft (StepStats); each
+  // graph is drawn to the top of its layer, the bottom one last.
   token_graphs_ = {addGraph(tokens_, tr("prefill"), QColor(150, 90, 200), true),
+                   addGraph(tokens_, tr("draft"), QColor(220, 170, 40), true),
                    addGraph(tokens_, tr("decode"), QColor(40, 160, 160), true)};
-  tokens_->graph(1)->setLineStyle(QCPGraph::lsStepLeft);
-  tokens_->graph(0)->setLineStyle(QCPGraph::lsStepLeft);
+  for (QCPGraph* graph : token_graphs_) graph->setLineStyle(QCPGraph::lsStepLeft);
 
   // Percent and milliseconds on their own right axes: their scales have
   // nothing to do with block counts or tokens per second.
@@ -218,12 +220,16 @@ void PlotsWidget::addSnapshot(const SnapshotPtr& snapshot) {
     const double x = static_cast<double>(st.step + 1);
     const double prefill = st.num_prefill_tokens;
     const double decode = st.num_decode_tokens;
-    token_graphs_[0]->addData(x, prefill + decode);
-    token_graphs_[1]->addData(x, decode);
+    const double draft = st.num_draft_tokens;
+    token_graphs_[0]->addData(x, prefill + decode + draft);
+    token_graphs_[1]->addData(x, decode + draft);
+    token_graphs_[2]->addData(x, decode);
     // A step that took no measurable time has no rate; its point is left out
-    // (the line bridges it) rather than drawn as infinity.
+    // (the line bridges it) rather than drawn as infinity. The rate counts
+    // tokens done: prompt tokens computed and tokens generated (a verifying
+    // sequence's accepted drafts too; its rejected ones are not).
     if (st.step_time_s > 0) {
-      tokens_per_s_graph_->addData(x, (prefill + decode) / st.step_time_s);
+      tokens_per_s_graph_->addData(x, (prefill + decode + st.num_accepted_tokens) / st.step_time_s);
       ms_per_step_graph_->addData(x, st.step_time_s * 1000.0);
     }
     if (st.attention_time_s > 0) {

@@ -75,7 +75,7 @@ class PlotsWidget : public QWidget {
   std::array<QCPGraph*, 3> queue_graphs_{};
   std::array<QCPGraph*, 3> kv_graphs_{};
   QCPGraph* waste_graph_ = nullptr;  // right axis, %
-  std::array<QCPGraph*, 2> token_graphs_{};
+  std::array<QCPGraph*, 3> token_graphs_{};  // prefill + draft + decode, draft + decode, decode
   QCPGraph* tokens_per_s_graph_ = nullptr;
   QCPGraph* ms_per_step_graph_ = nullptr;  // right axis
   QCustomPlot* attention_ = nullptr;

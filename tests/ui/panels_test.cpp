@@ -279,7 +279,7 @@ class PanelsTest : public QObject {
     plots.addSnapshot(s);
     QCOMPARE(plots.numAttentionPoints(true), 2);
     QCOMPARE(plots.numAttentionPoints(false), 3);
-    QCOMPARE(plots.numPoints(), 7 + 4 * 6 + 5);
+    QCOMPARE(plots.numPoints(), 7 + 5 * 6 + 5);
     // The strip's value axis holds the slowest step.
     // Its own strips (SpecPlots, a child widget, holds the speculation plots).
     const QList<QCustomPlot*> strips = plots.findChildren<QCustomPlot*>(QString(), Qt::FindDirectChildrenOnly);
@@ -329,8 +329,8 @@ class PanelsTest : public QObject {
 
   void plotsShowEveryStepOfASnapshot() {
     // One snapshot covering four steps: the 7 per-snapshot graphs (queues 3,
-    // KV 3, waste) get one point each, the 4 per-step graphs (prefill+decode,
-    // decode, tokens/s, ms/step) one point per step.
+    // KV 3, waste) get one point each, the 5 per-step graphs (all rows,
+    // draft + decode, decode, tokens/s, ms/step) one point per step.
     PlotsWidget plots;
     auto s = std::make_shared<EngineSnapshot>(*test::makeSnapshot(3, 3, 2));
     s->step = 4;
@@ -343,12 +343,12 @@ class PanelsTest : public QObject {
     }
     s->last_step = s->recent_steps.back();
     plots.addSnapshot(s);
-    QCOMPARE(plots.numPoints(), 7 + 4 * 4);
+    QCOMPARE(plots.numPoints(), 7 + 5 * 4);
     // Without the list (an older engine), only the last step is known.
     PlotsWidget last_only;
     s->recent_steps.clear();
     last_only.addSnapshot(s);
-    QCOMPARE(last_only.numPoints(), 7 + 4);
+    QCOMPARE(last_only.numPoints(), 7 + 5);
   }
 
   // The tokens strip scales to what its window holds (a 500-token prefill
@@ -374,12 +374,43 @@ class PanelsTest : public QObject {
     QCustomPlot* attention = nullptr;
     for (QCustomPlot* strip : plots.findChildren<QCustomPlot*>(QString(), Qt::FindDirectChildrenOnly)) {
       if (stripPlotTitle(strip)->text() == QStringLiteral("Tokens / step")) tokens = strip;
-      if (stripPlotTitle(strip)->text() == QStringLiteral("Attention / step")) attention = strip;
+      if (stripPlotTitle(strip)->text() == QStringLiteral("Attention / step (log scale)")) attention = strip;
     }
     QVERIFY(tokens && attention);
     QVERIFY2(tokens->yAxis->range().upper < 20, qPrintable(QString::number(tokens->yAxis->range().upper)));
     attention->replot();
     QVERIFY2(attention->yAxis->tickVector().size() >= 2, qPrintable(QString::number(attention->yAxis->tickVector().size())));
+  }
+
+  // A step's rows are prefill + decode + draft: the draft rows are a layer
+  // of Tokens / step (they were left out, understating a speculative batch
+  // up to 1 + k times), and tokens/s counts the accepted drafts as the
+  // tokens they are, not the rejected ones.
+  void draftRowsAreCounted() {
+    PlotsWidget plots;
+    auto s = std::make_shared<EngineSnapshot>(*test::makeSnapshot(2, 3, 1));
+    s->step = 1;
+    s->last_step.step = 0;
+    s->last_step.num_prefill_tokens = 3;
+    s->last_step.num_decode_tokens = 4;
+    s->last_step.num_draft_tokens = 12;
+    s->last_step.num_accepted_tokens = 6;
+    s->last_step.step_time_s = 0.1;
+    plots.addSnapshot(s);
+    QCustomPlot* tokens = nullptr;
+    QCustomPlot* throughput = nullptr;
+    for (QCustomPlot* strip : plots.findChildren<QCustomPlot*>(QString(), Qt::FindDirectChildrenOnly)) {
+      if (stripPlotTitle(strip)->text() == QStringLiteral("Tokens / step")) tokens = strip;
+      if (stripPlotTitle(strip)->text() == QStringLiteral("Throughput")) throughput = strip;
+    }
+    QVERIFY(tokens && throughput);
+    QCOMPARE(tokens->graphCount(), 3);
+    QCOMPARE(tokens->graph(0)->name(), QStringLiteral("prefill"));
+    QCOMPARE(tokens->graph(0)->data()->at(0)->value, 19.0);  // all rows
+    QCOMPARE(tokens->graph(1)->name(), QStringLiteral("draft"));
+    QCOMPARE(tokens->graph(1)->data()->at(0)->value, 16.0);  // decode + draft
+    QCOMPARE(tokens->graph(2)->data()->at(0)->value, 4.0);   // decode
+    QCOMPARE(throughput->graph(0)->data()->at(0)->value, (3.0 + 4.0 + 6.0) / 0.1);
   }
 
   void plotsStayBounded() {
@@ -396,8 +427,8 @@ class PanelsTest : public QObject {
       s->kv.num_written_slots = 75;
       plots.addSnapshot(s);
     }
-    // 11 graphs, each at most the window plus the point kept left of it.
-    QVERIFY2(plots.numPoints() <= 11 * (static_cast<int>(PlotsWidget::kWindowSteps) + 2),
+    // 12 graphs, each at most the window plus the point kept left of it.
+    QVERIFY2(plots.numPoints() <= 12 * (static_cast<int>(PlotsWidget::kWindowSteps) + 2),
              qPrintable(QString::number(plots.numPoints())));
     QVERIFY(plots.numPoints() > 9 * 250);
     plots.addSnapshot(base);  // an engine restart: counts from a lower step
