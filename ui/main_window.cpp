@@ -521,8 +521,11 @@ void MainWindow::onSnapshot(const kvscope::ui::SnapshotPtr& snapshot) {
   const QString ranks = blockSharedAcrossRanksText(snapshot->tensor_parallel);
   block_map_legend_->setText(ranks.isEmpty() ? block_map_legend_text_
                                              : block_map_legend_text_ + QStringLiteral(" · ") + ranks);
-  step_label_->setText(tr("step %1 · running %2 · waiting %3 · swapped %4 · %5 ms/step")
-                           .arg(snapshot->step)
+  // A count of steps done: the panels name a step by its 0-based number
+  // (StepStats::step), which is one less, and "step 1965" beside "Last step
+  // (1964)" read as two clocks.
+  step_label_->setText(tr("%1 · running %2 · waiting %3 · swapped %4 · %5 ms/step")
+                           .arg(snapshot->step == 1 ? tr("1 step") : tr("%1 steps").arg(snapshot->step))
                            .arg(snapshot->num_running)
                            .arg(snapshot->num_waiting)
                            .arg(snapshot->num_swapped)

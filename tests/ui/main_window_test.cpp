@@ -116,6 +116,22 @@ class MainWindowTest : public QObject {
 
   // The status bar names the KV mode and whether prefix caching is in force:
   // contiguous KV hashes no prefix, so it says so instead of "on".
+  // The status bar counts the steps done; the panels name a step by its
+  // 0-based number, one less ("step 1965" beside "Last step (1964)").
+  void theStatusBarCountsStepsDone() {
+    ui::MainWindow window;
+    window.setPersistSettings(false);
+    auto s = std::make_shared<kvscope::EngineSnapshot>(*test::makeSnapshot(2, 3, 1));
+    s->step = 1965;
+    s->last_step.step = 1964;
+    window.onSnapshot(s);
+    QString text;
+    for (ui::LiveLabel* label : window.statusBar()->findChildren<ui::LiveLabel*>()) {
+      if (label->text().contains(QStringLiteral("running"))) text = label->text();
+    }
+    QVERIFY2(text.startsWith(QStringLiteral("1965 steps · running")), qPrintable(text));
+  }
+
   void theStatusBarSaysContiguousModeHasNoPrefixCache() {
     ui::MainWindow window;
     window.setPersistSettings(false);
