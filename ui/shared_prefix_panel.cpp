@@ -58,6 +58,8 @@ void SharedPrefixPanel::setModelInfo(const ModelInfo& info) {
   model_->setKvBytesPerToken(static_cast<qint64>(info.kv_bytes_per_token));
 }
 
+void SharedPrefixPanel::setCascadeMode(kvscope::CascadeMode mode) { model_->setCascadeMode(mode); }
+
 void SharedPrefixPanel::clear() {
   updateWhenSeen(this, [] {});  // drops a snapshot held for later
   model_->setSnapshot(nullptr);

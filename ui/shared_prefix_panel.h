@@ -34,6 +34,8 @@ class SharedPrefixPanel : public QWidget {
   void setSnapshot(const kvscope::ui::SnapshotPtr& snapshot);
   // Bytes of K/V per token come from the model; without them only tokens show.
   void setModelInfo(const kvscope::ModelInfo& info);
+  // The mode in force, for why a group had no cascade pass (the Cascade cell's tooltip).
+  void setCascadeMode(kvscope::CascadeMode mode);
   // No engine: an empty table.
   void clear();
 

@@ -194,6 +194,17 @@ class SharedPrefixModelTest : public QObject {
     QCOMPARE(cell(0, SharedPrefixModel::Cascade), QStringLiteral("yes: 32 × 4"));
     QCOMPARE(cell(1, SharedPrefixModel::Cascade), QStringLiteral("no"));
     QCOMPARE(cell(2, SharedPrefixModel::Cascade), QStringLiteral("no"));
+    // A "no" says why, by the mode in force: auto's thresholds against the
+    // group's size (a bare "no" left a learner guessing), or off.
+    const auto why = [&](int row) {
+      return model.data(model.index(row, SharedPrefixModel::Cascade), Qt::ToolTipRole).toString();
+    };
+    QVERIFY2(why(1).contains(QStringLiteral("auto")) && why(1).contains(QStringLiteral("4 or more sequences")),
+             qPrintable(why(1)));
+    QVERIFY(model.data(model.index(0, SharedPrefixModel::Cascade), Qt::ToolTipRole).isNull());  // it had a pass
+    model.setCascadeMode(kvscope::CascadeMode::Off);
+    QVERIFY2(why(1).contains(QStringLiteral("off")), qPrintable(why(1)));
+    model.setCascadeMode(kvscope::CascadeMode::Auto);
     QCOMPARE(model.groups()[0].num_cascade_tokens_not_read, int64_t{3 * 32});
     // Bytes need the model's K/V bytes per token.
     QCOMPARE(cell(0, SharedPrefixModel::KvNotRead), QStringLiteral("—"));

@@ -217,6 +217,28 @@ QString SharedPrefixModel::formatBytes(int64_t bytes) {
   return QStringLiteral("%1 B").arg(bytes);
 }
 
+QString SharedPrefixModel::noCascadeReason(const SharedPrefixGroup& g) const {
+  const int num_seqs = static_cast<int>(g.sequences.size());
+  switch (cascade_mode_) {
+    case CascadeMode::Off:
+      return tr("Cascade attention is off (Settings, Attention): each sequence reads its whole prefix.");
+    case CascadeMode::Auto:
+      if (num_seqs < kAutoCascadeMinSeqs || g.num_shared_tokens < kAutoCascadeMinSharedTokens) {
+        return tr("Cascade is auto: it runs a shared pass where it pays, for %1 or more sequences sharing at least "
+                  "%2 tokens. This group: %3 sequences sharing %4 tokens. Set it to on to see the pass anyway.")
+            .arg(kAutoCascadeMinSeqs)
+            .arg(kAutoCascadeMinSharedTokens)
+            .arg(num_seqs)
+            .arg(g.num_shared_tokens);
+      }
+      [[fallthrough]];
+    case CascadeMode::On:
+      return tr("No shared pass in the last step: its sequences were not all in the step's batch with their shared "
+                "tokens computed (a pass needs at least two, sharing whole attention tiles).");
+  }
+  return {};
+}
+
 QVariant SharedPrefixModel::data(const QModelIndex& index, int role) const {
   if (!checkIndex(index, CheckIndexOption::IndexIsValid | CheckIndexOption::ParentIsInvalid)) return {};
   const SharedPrefixGroup& g = groups_[static_cast<size_t>(index.row())];
@@ -224,6 +246,7 @@ QVariant SharedPrefixModel::data(const QModelIndex& index, int role) const {
     const bool numeric = index.column() != Requests && index.column() != Blocks && index.column() != Cascade;
     return QVariant::fromValue(Qt::AlignVCenter | (numeric ? Qt::AlignRight : Qt::AlignLeft));
   }
+  if (role == Qt::ToolTipRole && index.column() == Cascade && g.num_cascade_passes == 0) return noCascadeReason(g);
   if (role == Qt::ToolTipRole && index.column() == Blocks && g.first_own_block > 0) {
     return tr("Blocks before \"|\" are shared with a larger group (its row counts them as saved); "
               "this row saves only the blocks after it.");

@@ -77,6 +77,8 @@ class SharedPrefixModel : public QAbstractTableModel {
   // Bytes of K and V per token (ModelInfo::kv_bytes_per_token); 0: unknown,
   // the bytes column shows "—".
   void setKvBytesPerToken(qint64 bytes);
+  // The cascade mode in force: a group's "no" says why by it (tooltip).
+  void setCascadeMode(CascadeMode mode) { cascade_mode_ = mode; }
 
   const std::vector<SharedPrefixGroup>& groups() const { return groups_; }
   int64_t totalTokensSaved() const;
@@ -96,6 +98,8 @@ class SharedPrefixModel : public QAbstractTableModel {
 
   // "1.5 MiB", "384 KiB", "12 B".
   static QString formatBytes(int64_t bytes);
+  // Why `group` had no cascade pass in the last step, by the mode in force.
+  QString noCascadeReason(const SharedPrefixGroup& group) const;
 
  signals:
   // After every setSnapshot / setKvBytesPerToken.
@@ -105,6 +109,7 @@ class SharedPrefixModel : public QAbstractTableModel {
   std::vector<SharedPrefixGroup> groups_;
   QSet<quint64> parallel_;  // requests shown with their completion number (models/sequence_label.h)
   qint64 kv_bytes_per_token_ = 0;
+  CascadeMode cascade_mode_ = CascadeMode::Auto;
   StepStats last_step_;
   int64_t cascade_tokens_not_read_ = 0;  // (members - 1) x shared tokens over all the step's passes
 };

@@ -36,6 +36,10 @@ enum class CascadeMode {
   Auto,  // only where it pays (runtime/cascade_plan.h says when)
   On,    // for every group of two or more sequences sharing a tile-aligned prefix
 };
+// Where Auto runs a shared pass: this many sequences sharing at least this
+// many tokens (runtime/cascade_plan.h says why).
+inline constexpr int32_t kAutoCascadeMinSharedTokens = 128;
+inline constexpr int32_t kAutoCascadeMinSeqs = 4;
 
 // Speculative decoding (docs/speculative.md): a proposer guesses a few
 // tokens ahead and the model checks them all in one forward pass, keeping

@@ -19,13 +19,13 @@ struct CascadeRule {
   int32_t min_seqs = 2;           // ... for at least this many sequences
 };
 
-// CascadeMode::Auto's thresholds, from measurements (docs/cascade.md): one
-// decode step of attention, 2 threads, SmolLM2 shapes. With 2 sequences the
-// shared pass costs up to 10% (its rows split into fewer tasks than the flat
-// pass's); from 4 sequences and 128 shared tokens it saves 6% and more,
-// 15% at 8 x 128, 1.9x at 32 x 2,000.
-inline constexpr int32_t kAutoCascadeMinSharedTokens = 128;
-inline constexpr int32_t kAutoCascadeMinSeqs = 4;
+// CascadeMode::Auto's thresholds (kAutoCascadeMinSharedTokens,
+// kAutoCascadeMinSeqs, in kvscope/engine_config.h where the app reads them
+// too), from measurements (docs/cascade.md): one decode step of attention, 2
+// threads, SmolLM2 shapes. With 2 sequences the shared pass costs up to 10%
+// (its rows split into fewer tasks than the flat pass's); from 4 sequences
+// and 128 shared tokens it saves 6% and more, 15% at 8 x 128, 1.9x at 32 x
+// 2,000.
 
 // The rule of CascadeMode::On (any shared tile, two sequences) and of Auto
 // (where the measured saving beats the cost: see docs/cascade.md).
