@@ -99,7 +99,8 @@ void print_text_report(const InvarianceReport& report, const std::string& model)
           // Equal contexts part where the other side shifted past the end,
           // or where this side's shift could not be made.
           const EngineConfig& self = name == std::string_view("a") ? report.a.config : report.b.config;
-          const bool same_length = report.a.config.max_model_len == report.b.config.max_model_len;
+          // As resolved: a small pool (num_blocks, kv_budget) shortens a context the config leaves at 0.
+          const bool same_length = report.stats_a.max_model_len == report.stats_b.max_model_len;
           const bool shifts = self.context_overflow == ContextOverflow::Shift && self.paged;
           out += fmt::format("  ({} stopped where its context was full: {}; the tokens before agree)\n", name,
                              !same_length ? "the two settings hold different contexts"

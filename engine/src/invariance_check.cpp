@@ -442,6 +442,7 @@ Result<InvarianceReport> check_invariance(const InvarianceSide& a, const Invaria
     stats[s].num_preemptions = kv.num_preemptions;
     stats[s].num_swapped_out_blocks = kv.num_swapped_out_blocks;
     stats[s].backend = (*engine)->model_info().backend;
+    stats[s].max_model_len = (*engine)->config().max_model_len;
     std::vector<std::string>& warnings = stats[s].warnings;
     warnings = (*engine)->warnings();
     for (size_t i = 0; i < runs[s].size(); ++i) {

@@ -26,7 +26,7 @@ bool InvarianceReport::all_identical() const {
 std::vector<std::string> InvarianceReport::unexercised() const {
   std::vector<std::string> notes;
   const auto check = [&notes](const char* name, const InvarianceSide& side, const InvarianceSide& other,
-                              const InvarianceRunStats& stats) {
+                              const InvarianceRunStats& stats, const InvarianceRunStats& other_stats) {
     const EngineConfig& c = side.config;
     const EngineConfig& o = other.config;
     // auto against on is on against not-on: auto staying out is the point.
@@ -53,6 +53,11 @@ std::vector<std::string> InvarianceReport::unexercised() const {
                       : fmt::format("concurrency = {}: one sequence has no other to share a prefix with; set "
                                     "concurrency=2 or more",
                                     side.concurrency);
+      } else if (stats.max_batch_seqs < min_seqs) {
+        why = fmt::format("no step ran {} sequences together (at most {}{}), and a pass needs {}", min_seqs,
+                          stats.max_batch_seqs,
+                          c.max_seqs < min_seqs ? fmt::format(": max_seqs = {} limits a step", c.max_seqs) : "",
+                          min_seqs);
       } else {
         why = fmt::format("sequences running together must share at least {} computed tokens of whole "
                           "{}-token blocks: longer prompts with a common start, of {} tokens or more",
@@ -70,7 +75,10 @@ std::vector<std::string> InvarianceReport::unexercised() const {
                                       ? " (policy = static runs a batch to its end before admitting more)"
                                       : ""));
     }
-    if (c.preemption != o.preemption && stats.num_preemptions == 0) {
+    // Only when neither side preempted: one that did exercised the
+    // difference against the other's unpreempted run (a side that never
+    // asked for its mode, the default, was then noted for nothing).
+    if (c.preemption != o.preemption && stats.num_preemptions == 0 && other_stats.num_preemptions == 0) {
       notes.push_back(fmt::format("{}: preemption = {}, but no sequence was preempted (the KV pool never ran "
                                   "out: fewer num_blocks and more concurrency make it)",
                                   name, preemption_mode_name(c.preemption)));
@@ -97,8 +105,8 @@ std::vector<std::string> InvarianceReport::unexercised() const {
                                   name));
     }
   };
-  check("a", a, b, stats_a);
-  check("b", b, a, stats_b);
+  check("a", a, b, stats_a, stats_b);
+  check("b", b, a, stats_b, stats_a);
   return notes;
 }
 

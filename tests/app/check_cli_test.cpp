@@ -141,6 +141,12 @@ TEST_F(CheckCli, ASideThatRanOutOfContextIsSaidToHaveStoppedThere) {
   EXPECT_THAT(r.out, HasSubstr("(context_full)"));
   EXPECT_THAT(r.out, HasSubstr("(a stopped where its context was full: the two settings hold different contexts"));
   EXPECT_THAT(r.out, Not(HasSubstr("(b stopped where")));
+  // A context a small pool shortens (max_model_len left at 0 on both sides)
+  // is a different context too, not the other side's context_overflow.
+  const test::CliResult pool = run_cli({"check", "--model", model_, "-p", "Hi", "-n", "8", "--threads", "1", "--a",
+                                        "num_blocks=2,block_size=4", "--b", ""});
+  EXPECT_EQ(pool.exit_code, 3) << pool.err;
+  EXPECT_THAT(pool.out, HasSubstr("(a stopped where its context was full: the two settings hold different contexts"));
   // The same context on both sides: the other side shifted past its end.
   const test::CliResult shifted =
       run_cli({"check", "--model", model_, "-p", "Hi", "-n", "24", "--threads", "1", "--a",

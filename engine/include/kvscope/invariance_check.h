@@ -186,6 +186,9 @@ struct InvarianceRunStats {
   int64_t num_swapped_out_blocks = 0;  // blocks copied to the swap pool
   int64_t num_context_shifts = 0;      // context shifts of the checked request (context_overflow = shift)
   std::string backend;                 // what ran the model: "cpu", "cuda" (ModelInfo::backend); "" unknown
+  // The context the side's engine held: max_model_len as resolved (0 asks
+  // for the model's, capped by what the KV pool holds: num_blocks, kv_budget).
+  int32_t max_model_len = 0;
   // What the side's engine and its requests warned about, as generate
   // prints them: a setting adjusted at load (threads above the cores), a
   // prompt cut to fit ("prompt 2: ..." when there are several prompts).

@@ -90,7 +90,16 @@ TEST(InvarianceReport, AnIdleCascadeNamesItsCause) {
   EXPECT_NE(notes[0].find("(concurrency = 1: one sequence has no other to share a prefix with"), std::string::npos)
       << notes[0];
   r.a.concurrency = 8;
-  r.stats_a.max_checked_batch_seqs = 8;
+  r.a.config.max_seqs = 1;  // then no step runs two sequences, whatever the prompts
+  r.stats_a.max_batch_seqs = r.stats_a.max_checked_batch_seqs = 1;
+  notes = r.unexercised();
+  ASSERT_EQ(notes.size(), 2u);  // and concurrency 8 that never batched
+  EXPECT_NE(notes[0].find("(no step ran 2 sequences together (at most 1: max_seqs = 1 limits a step), and a pass "
+                          "needs 2)"),
+            std::string::npos)
+      << notes[0];
+  r.a.config.max_seqs = 64;
+  r.stats_a.max_batch_seqs = r.stats_a.max_checked_batch_seqs = 8;
   notes = r.unexercised();
   ASSERT_EQ(notes.size(), 1u);
   EXPECT_NE(notes[0].find("must share at least"), std::string::npos) << notes[0];
@@ -118,6 +127,13 @@ TEST(InvarianceReport, BatchingAndPreemptionMustHappenToCount) {
   ASSERT_EQ(notes.size(), 2u);
   EXPECT_EQ(notes[0].rfind("a: preemption = swap, but no sequence was preempted", 0), 0u) << notes[0];
   EXPECT_EQ(notes[1].rfind("b: preemption = recompute, but no sequence was preempted", 0), 0u) << notes[1];
+  // One side preempted: the difference was exercised against the other's
+  // unpreempted run, and the other (which may just have the default) is not
+  // noted.
+  p.stats_a.num_preemptions = 2;
+  p.stats_a.num_swapped_out_blocks = 3;
+  EXPECT_TRUE(p.unexercised().empty());
+  p.stats_a.num_swapped_out_blocks = 0;
   p.stats_a.num_preemptions = p.stats_b.num_preemptions = 2;
   notes = p.unexercised();
   ASSERT_EQ(notes.size(), 1u);
@@ -139,7 +155,7 @@ TEST(InvarianceReport, AnIdleAutoCascadeNamesTooFewSequences) {
             std::string::npos)
       << notes[0];
   r.b.concurrency = 4;
-  r.stats_b.max_checked_batch_seqs = 4;
+  r.stats_b.max_batch_seqs = r.stats_b.max_checked_batch_seqs = 4;
   notes = r.unexercised();
   ASSERT_EQ(notes.size(), 1u);
   EXPECT_NE(notes[0].find("share at least 128 computed tokens"), std::string::npos) << notes[0];
