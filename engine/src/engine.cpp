@@ -285,10 +285,21 @@ Result<RequestId> Engine::submit(GenerationRequest request, SubmittedPrompt* sub
   }
   if (static_cast<int32_t>(prompt.size()) > longest) {
     const bool truncation_off = scored && truncating;
+    // What to do about it: a prompt to score cannot be cut; any other can
+    // (context_overflow), or the context can grow where the model and the
+    // pool allow.
+    const std::string fix =
+        truncation_off ? "; a prompt to score is not truncated"
+        : fmt::format("; context_overflow = truncate_middle (or shift) would cut its middle to fit{}",
+                      max_len < m.info.context_length
+                          ? fmt::format(", or a larger max_model_len (the model was trained on {}) with a KV pool "
+                                        "that holds it",
+                                        m.info.context_length)
+                          : "");
     return Error{fmt::format("the prompt has {} token{}; the context holds {} (max model length){}{}", prompt.size(),
                              prompt.size() == 1 ? "" : "s", max_len,
                              static_cast<int32_t>(prompt.size()) == max_len ? ", with no room left for a reply" : "",
-                             truncation_off ? "; a prompt to score is not truncated" : "")};
+                             fix)};
   }
   auto seq = std::make_unique<Sequence>(0, 0, std::move(prompt), request.sampling, std::move(request.on_event),
                                         *m.tokenizer, m.config.block_size);

@@ -142,11 +142,11 @@ class GgufParser {
     context_ = "the metadata count";
     if (!read_u64(num_kv_)) return false;
     if (num_kv_ > cur_.remaining() / kMinKvBytes) {
-      return fail(fmt::format("metadata count {} is impossible: only {} bytes follow the header",
+      return fail(fmt::format("metadata count {} is impossible: only {} bytes follow the header (the file is cut short, as by an incomplete download, or damaged)",
                               num_kv_, cur_.remaining()));
     }
     if (num_tensors > cur_.remaining() / kMinTensorBytes) {
-      return fail(fmt::format("tensor count {} is impossible: only {} bytes follow the header",
+      return fail(fmt::format("tensor count {} is impossible: only {} bytes follow the header (the file is cut short, as by an incomplete download, or damaged)",
                               num_tensors, cur_.remaining()));
     }
     num_tensors_ = num_tensors;
@@ -247,7 +247,7 @@ class GgufParser {
 
   bool read_tensor_infos() {
     if (num_tensors_ > cur_.remaining() / kMinTensorBytes) {
-      return fail(fmt::format("tensor count {} is impossible: only {} bytes follow the metadata",
+      return fail(fmt::format("tensor count {} is impossible: only {} bytes follow the metadata (the file is cut short, as by an incomplete download, or damaged)",
                               num_tensors_, cur_.remaining()));
     }
     file_.tensors_.reserve(static_cast<size_t>(num_tensors_));

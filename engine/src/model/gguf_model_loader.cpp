@@ -24,7 +24,7 @@ Result<int64_t> required_int(const GgufFile& f, const std::string& key) {
   std::optional<int64_t> v = f.get_int(key);
   if (!v) return Error{fmt::format("{}: required key '{}' is missing or not an integer", f.path(), key)};
   if (*v <= 0 || *v > (int64_t{1} << 24)) {
-    return Error{fmt::format("{}: key '{}' = {} is out of range", f.path(), key, *v)};
+    return Error{fmt::format("{}: key '{}' = {} is out of range (1 to {})", f.path(), key, *v, int64_t{1} << 24)};
   }
   return *v;
 }
@@ -108,7 +108,10 @@ WeightMatrix row_slice(const WeightMatrix& m, int64_t first, int64_t n) {
 
 Result<ModelConfig> read_model_config(const GgufFile& f) {
   const std::optional<std::string> arch = f.get_string("general.architecture");
-  if (!arch) return Error{fmt::format("{}: key 'general.architecture' is missing", f.path())};
+  if (!arch) {
+    return Error{fmt::format("{}: key 'general.architecture' is {}", f.path(),
+                             f.find("general.architecture") ? "not a string" : "missing")};
+  }
   ModelConfig c;
   const std::string& a = *arch;
   if (a == "llama" || a == "mistral") {
@@ -182,7 +185,16 @@ Result<ModelConfig> read_model_config(const GgufFile& f) {
   if (f.find_tensor("rope_factors_long.weight") || f.find_tensor("rope_factors_short.weight")) {
     return Error{fmt::format("{}: LongRoPE (long and short rope factors, Phi-3 128k) is not supported yet", f.path())};
   }
-  if (const auto dims = f.get_int(a + ".rope.dimension_count"); dims && *dims != c.head_dim) {
+  if (const auto dims = f.get_int(a + ".rope.dimension_count"); dims && *dims > c.head_dim) {
+    // More rotated dimensions than a head has: the shape keys disagree (a
+    // head's size is key_length, or embedding_length / head_count).
+    return Error{fmt::format("{}: rope.dimension_count {} is more than the head dimension {} ({}): the file's "
+                             "shape keys disagree",
+                             f.path(), *dims, c.head_dim,
+                             f.get_int(a + ".attention.key_length")
+                                 ? "attention.key_length"
+                                 : fmt::format("embedding_length {} / head_count {}", c.hidden_size, c.num_heads))};
+  } else if (dims && *dims != c.head_dim) {
     return Error{fmt::format("{}: rope over {} of {} head dimensions (partial rotary) is not supported yet",
                              f.path(), *dims, c.head_dim)};
   }

@@ -56,7 +56,7 @@ TEST(GgufConfigKeys, OutOfRangeNumbersAreLoadErrorsNamingTheKey) {
     }
     const std::string error = load_error(spec, c.name);
     EXPECT_NE(error.find(std::string("key '") + c.key + "'"), std::string::npos) << error;
-    EXPECT_NE(error.find("out of range"), std::string::npos) << error;
+    EXPECT_NE(error.find("out of range ("), std::string::npos) << "says the range: " << error;
     EXPECT_NE(error.find("gguf_config_keys_" + std::string(c.name)), std::string::npos) << "names the file: " << error;
   }
 }
@@ -75,6 +75,28 @@ TEST(GgufConfigKeys, Gemma3SlidingWindowIsChecked) {
   spec.gguf_u32["gemma3.attention.sliding_window"] = 0;
   const std::string error = load_error(spec, "gemma_window");
   EXPECT_NE(error.find("key 'gemma3.attention.sliding_window' = 0 is out of range"), std::string::npos) << error;
+}
+
+// Shape keys that disagree are named as such: more rotated dimensions than
+// a head has was reported as partial rotary ("not supported yet"), which
+// sent the user looking for a feature instead of a broken file; and an
+// architecture key of the wrong type is not "missing".
+TEST(GgufConfigKeys, DisagreeingShapeKeysAreSaidToDisagree) {
+  test::TinyModelSpec spec;  // head_dim 16 (key_length)
+  spec.gguf_u32["llama.rope.dimension_count"] = 32;
+  std::string error = load_error(spec, "rope_dims");
+  EXPECT_NE(error.find("rope.dimension_count 32 is more than the head dimension 16 (attention.key_length): the "
+                       "file's shape keys disagree"),
+            std::string::npos)
+      << error;
+  spec.gguf_u32["llama.rope.dimension_count"] = 8;
+  error = load_error(spec, "rope_partial");
+  EXPECT_NE(error.find("rope over 8 of 16 head dimensions (partial rotary) is not supported yet"), std::string::npos)
+      << error;
+  test::TinyModelSpec arch;
+  arch.gguf_u32["general.architecture"] = 7;
+  error = load_error(arch, "arch_type");
+  EXPECT_NE(error.find("key 'general.architecture' is not a string"), std::string::npos) << error;
 }
 
 }  // namespace

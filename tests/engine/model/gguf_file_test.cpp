@@ -272,6 +272,8 @@ TEST(GgufFileMalformed, AbsurdCountsFailFast) {
   EXPECT_THAT(parse_error(w.build()), HasSubstr("tensor count 1152921504606846976 is impossible"));
   w.override_counts(1, std::nullopt);  // fits the header check, not the one after metadata
   EXPECT_THAT(parse_error(w.build()), HasSubstr("tensor count 1 is impossible"));
+  // A count the bytes cannot hold is what a cut-short download looks like: said so.
+  EXPECT_THAT(parse_error(w.build()), HasSubstr("(the file is cut short, as by an incomplete download, or damaged)"));
 }
 
 // ---- Metadata -----------------------------------------------------------------

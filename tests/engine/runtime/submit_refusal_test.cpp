@@ -1,6 +1,6 @@
 // What Engine::submit tells a request that cannot fit, on the tiny model
 // (label unit): a prompt that fills the context says there is no room left
-// for a reply; a request longer than the pool names the setting that sized
+// for a reply, and one too long says what would let it run; a request longer than the pool names the setting that sized
 // the pool (num_blocks when it is set, else the KV budget), in the singular
 // for one block; a tokenizer the engine cannot build names the model file.
 #include <gtest/gtest.h>
@@ -46,9 +46,16 @@ class SubmitRefusal : public ::testing::Test {
 TEST_F(SubmitRefusal, APromptThatFillsTheContextLeavesNoRoomForAReply) {
   EngineConfig c = config();
   c.max_model_len = 8;
+  // Each says what would let it run: cutting its middle, or a longer
+  // context where the model has one.
+  const std::string fix = "; context_overflow = truncate_middle (or shift) would cut its middle to fit, or a larger "
+                          "max_model_len (the model was trained on 512) with a KV pool that holds it";
   EXPECT_EQ(refusal(c, 8, 4), "the prompt has 8 tokens; the context holds 8 (max model length), with no room left "
-                              "for a reply");
-  EXPECT_EQ(refusal(c, 9, 4), "the prompt has 9 tokens; the context holds 8 (max model length)");
+                              "for a reply" + fix);
+  EXPECT_EQ(refusal(c, 9, 4), "the prompt has 9 tokens; the context holds 8 (max model length)" + fix);
+  c.max_model_len = 512;  // the model's own: only cutting helps
+  EXPECT_EQ(refusal(c, 600, 4), "the prompt has 600 tokens; the context holds 512 (max model length); "
+                                "context_overflow = truncate_middle (or shift) would cut its middle to fit");
   EXPECT_EQ(refusal(c, 7, 4), "");  // fits: one token of reply
 }
 
