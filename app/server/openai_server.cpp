@@ -381,6 +381,9 @@ Status OpenAiServer::start() {
   Impl& m = *impl_;
   if (m.started) return Error{"the server is already started"};
   if (m.options.max_connections < 1) return Error{"max connections must be at least 1"};
+  // An empty host bound an address the start line could not name
+  // ("http://:36791/v1"): say what to give instead.
+  if (m.options.host.empty()) return Error{"the host is empty: give an address (127.0.0.1, ::1, 0.0.0.0)"};
   ModelInfo info;
   const bool read = m.driver.run_between_steps([&](Engine& e) { info = e.model_info(); });
   if (!read) return Error{"the engine has stopped"};

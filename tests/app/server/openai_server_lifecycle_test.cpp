@@ -68,6 +68,23 @@ TEST(OpenAiServerLifecycle, StopRightAfterStartAlwaysReturns) {
   loop.stop();
 }
 
+// An empty host is refused with what to give: it bound an address the start
+// line named as "http://:36791/v1".
+TEST(OpenAiServerLifecycle, AnEmptyHostIsRefused) {
+  const std::unique_ptr<Engine> engine = tiny_engine("openai_server_empty_host", {}, [](EngineConfig& c) {
+    c.num_blocks = 64;
+  });
+  ASSERT_TRUE(engine);
+  server::StepLoop loop(*engine);
+  server::ServerOptions options = loopback();
+  options.host = "";
+  server::OpenAiServer server(loop, options);
+  const Status started = server.start();
+  ASSERT_FALSE(started.ok());
+  EXPECT_NE(started.error().find("the host is empty"), std::string::npos) << started.error();
+  loop.stop();
+}
+
 // Stopping cancels the requests running, and answers the ones that arrive
 // while it waits for them 503: none is started and then cut off without an
 // error. Before, requests arriving in that second were accepted and their
