@@ -45,6 +45,14 @@ ModelInfo smolInfo() {
   return info;
 }
 
+// The strip of `plots` titled `title`; null when there is none.
+QCustomPlot* stripTitled(const PlotsWidget& plots, const QString& title) {
+  for (QCustomPlot* strip : plots.findChildren<QCustomPlot*>(QString(), Qt::FindDirectChildrenOnly)) {
+    if (stripPlotTitle(strip)->text() == title) return strip;
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 class PanelsTest : public QObject {
@@ -370,12 +378,8 @@ class PanelsTest : public QObject {
       s->last_step.attention_time_s = (0.15 + 0.01 * (step % 10)) / 1000.0;  // 0.15 to 0.24 ms
       plots.addSnapshot(s);
     }
-    QCustomPlot* tokens = nullptr;
-    QCustomPlot* attention = nullptr;
-    for (QCustomPlot* strip : plots.findChildren<QCustomPlot*>(QString(), Qt::FindDirectChildrenOnly)) {
-      if (stripPlotTitle(strip)->text() == QStringLiteral("Tokens / step")) tokens = strip;
-      if (stripPlotTitle(strip)->text() == QStringLiteral("Attention / step (log scale)")) attention = strip;
-    }
+    QCustomPlot* tokens = stripTitled(plots, QStringLiteral("Tokens / step"));
+    QCustomPlot* attention = stripTitled(plots, QStringLiteral("Attention / step (log scale)"));
     QVERIFY(tokens && attention);
     QVERIFY2(tokens->yAxis->range().upper < 20, qPrintable(QString::number(tokens->yAxis->range().upper)));
     attention->replot();
@@ -397,12 +401,8 @@ class PanelsTest : public QObject {
     s->last_step.num_accepted_tokens = 6;
     s->last_step.step_time_s = 0.1;
     plots.addSnapshot(s);
-    QCustomPlot* tokens = nullptr;
-    QCustomPlot* throughput = nullptr;
-    for (QCustomPlot* strip : plots.findChildren<QCustomPlot*>(QString(), Qt::FindDirectChildrenOnly)) {
-      if (stripPlotTitle(strip)->text() == QStringLiteral("Tokens / step")) tokens = strip;
-      if (stripPlotTitle(strip)->text() == QStringLiteral("Throughput")) throughput = strip;
-    }
+    QCustomPlot* tokens = stripTitled(plots, QStringLiteral("Tokens / step"));
+    QCustomPlot* throughput = stripTitled(plots, QStringLiteral("Throughput"));
     QVERIFY(tokens && throughput);
     QCOMPARE(tokens->graphCount(), 3);
     QCOMPARE(tokens->graph(0)->name(), QStringLiteral("prefill"));

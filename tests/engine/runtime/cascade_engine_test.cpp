@@ -94,14 +94,19 @@ Recorded run(const std::string& model, CascadeMode mode, int32_t block_size,
   return rec;
 }
 
-TEST(CascadeEngine, SharedPassRunsAndChangesNoBit) {
-  const std::string dir = test::tiny_model_temp_path("cascade_engine");
+// Six query heads over two KV heads of 24: a shared pass serves a group of heads.
+test::TinyModelSpec grouped_heads_spec() {
   test::TinyModelSpec spec;
   spec.heads = 6;
   spec.kv_heads = 2;
   spec.head_dim = 24;
   spec.hidden = 144;
-  ASSERT_TRUE(test::write_tiny_gguf(spec, dir).ok());
+  return spec;
+}
+
+TEST(CascadeEngine, SharedPassRunsAndChangesNoBit) {
+  const std::string dir = test::tiny_model_temp_path("cascade_engine");
+  ASSERT_TRUE(test::write_tiny_gguf(grouped_heads_spec(), dir).ok());
   for (int32_t block_size : {16, 1, 48}) {
     const Recorded off = run(dir, CascadeMode::Off, block_size);
     const Recorded on = run(dir, CascadeMode::On, block_size);
@@ -129,12 +134,7 @@ TEST(CascadeEngine, SharedPassRunsAndChangesNoBit) {
 // per position as stored, so half of f32's in f16 for the same passes.
 TEST(CascadeEngine, BytesNotReadAreTheCacheTypes) {
   const std::string dir = test::tiny_model_temp_path("cascade_engine_bytes");
-  test::TinyModelSpec spec;
-  spec.heads = 6;
-  spec.kv_heads = 2;
-  spec.head_dim = 24;
-  spec.hidden = 144;
-  ASSERT_TRUE(test::write_tiny_gguf(spec, dir).ok());
+  ASSERT_TRUE(test::write_tiny_gguf(grouped_heads_spec(), dir).ok());
   const Recorded f32 = run(dir, CascadeMode::On, 16, KvCacheType::F32);
   const Recorded f16 = run(dir, CascadeMode::On, 16, KvCacheType::F16);
   EXPECT_EQ(f32.steps_with_cascade, f16.steps_with_cascade);
