@@ -362,7 +362,7 @@ void MainWindow::acceptConfig(const kvscope::ModelInfo& info) {
   showModelLabel(info);
   memory_panel_->setModel(info, config_);
   shared_prefixes_->setModelInfo(info);
-  shared_prefixes_->setCascadeMode(config_.cascade);
+  shared_prefixes_->setEngineConfig(config_);
   invariance_panel_->setBaseConfig(config_);
   plots_->specPlots()->setSpecMethod(config_.spec);
   draft_tint_action_->setEnabled(config_.spec != kvscope::SpecMethod::Off);

@@ -58,7 +58,12 @@ void SharedPrefixPanel::setModelInfo(const ModelInfo& info) {
   model_->setKvBytesPerToken(static_cast<qint64>(info.kv_bytes_per_token));
 }
 
-void SharedPrefixPanel::setCascadeMode(kvscope::CascadeMode mode) { model_->setCascadeMode(mode); }
+void SharedPrefixPanel::setEngineConfig(const kvscope::EngineConfig& config) {
+  model_->setCascadeMode(config.cascade);
+  paged_ = config.paged;
+  prefix_caching_ = config.prefix_caching;
+  showTotals(model_->totalTokensSaved(), model_->totalBytesSaved());
+}
 
 void SharedPrefixPanel::clear() {
   updateWhenSeen(this, [] {});  // drops a snapshot held for later
@@ -101,7 +106,17 @@ void SharedPrefixPanel::showAttention() {
 
 void SharedPrefixPanel::showTotals(qint64 tokens_saved, qint64 bytes_saved) {
   if (model_->rowCount() == 0) {
-    total_->setText(tr("No blocks are shared by several sequences now."));
+    // Say why where a setting rules sharing out (a learner saw a workload
+    // with a shared prefix share nothing, and no reason).
+    if (!paged_) {
+      total_->setText(tr("No blocks are shared: with paged attention off, each request holds its own run of "
+                         "blocks, and no prefix is shared or cached."));
+    } else if (!prefix_caching_) {
+      total_->setText(tr("No blocks are shared by several sequences now (prefix caching is off: only the parallel "
+                         "replies of one request share their prompt's blocks)."));
+    } else {
+      total_->setText(tr("No blocks are shared by several sequences now."));
+    }
     return;
   }
   const QString bytes = model_->kvBytesPerToken() > 0 ? SharedPrefixModel::formatBytes(bytes_saved) : QStringLiteral("—");

@@ -34,8 +34,10 @@ class SharedPrefixPanel : public QWidget {
   void setSnapshot(const kvscope::ui::SnapshotPtr& snapshot);
   // Bytes of K/V per token come from the model; without them only tokens show.
   void setModelInfo(const kvscope::ModelInfo& info);
-  // The mode in force, for why a group had no cascade pass (the Cascade cell's tooltip).
-  void setCascadeMode(kvscope::CascadeMode mode);
+  // The settings in force: the cascade mode says why a group had no cascade
+  // pass (the Cascade cell's tooltip), paging and prefix caching why nothing
+  // is shared.
+  void setEngineConfig(const kvscope::EngineConfig& config);
   // No engine: an empty table.
   void clear();
 
@@ -47,6 +49,8 @@ class SharedPrefixPanel : public QWidget {
   QLabel* total_ = nullptr;
   QLabel* attention_ = nullptr;
   QTableView* view_ = nullptr;
+  bool paged_ = true;
+  bool prefix_caching_ = true;
   // The latest step that timed its attention: its number and seconds.
   struct TimedStep {
     uint64_t step = 0;

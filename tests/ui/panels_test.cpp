@@ -228,6 +228,16 @@ class PanelsTest : public QObject {
     QVERIFY2(panel.totalText().contains(QStringLiteral("64 tokens (2.81 MiB)")), qPrintable(panel.totalText()));
     panel.clear();
     QCOMPARE(panel.model()->rowCount(), 0);
+    // Nothing shared: why, where a setting rules it out.
+    QCOMPARE(panel.totalText(), QStringLiteral("No blocks are shared by several sequences now."));
+    kvscope::EngineConfig contiguous;
+    contiguous.paged = false;
+    panel.setEngineConfig(contiguous);
+    QVERIFY2(panel.totalText().contains(QStringLiteral("with paged attention off")), qPrintable(panel.totalText()));
+    kvscope::EngineConfig uncached;
+    uncached.prefix_caching = false;
+    panel.setEngineConfig(uncached);
+    QVERIFY2(panel.totalText().contains(QStringLiteral("prefix caching is off")), qPrintable(panel.totalText()));
   }
 
   void sharedPrefixPanelShowsTheLastStepsCascade() {
