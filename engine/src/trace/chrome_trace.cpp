@@ -320,7 +320,13 @@ Result<std::vector<EngineEvent>> parse_chrome_trace(const std::string& json_text
   try {
     doc = json::parse(json_text);
   } catch (const json::parse_error& e) {
-    return Error{fmt::format("{} is not JSON: {}", source, e.what())};
+    // The library's own prefix ("[json.exception.parse_error.101] ") means
+    // nothing to a user; the rest says where and what.
+    std::string what = e.what();
+    if (const size_t end = what.find("] "); what.rfind("[json.exception.", 0) == 0 && end != std::string::npos) {
+      what = what.substr(end + 2);
+    }
+    return Error{fmt::format("{} is not JSON ({}): not a trace file, or a damaged one", source, what)};
   }
   // The format allows a bare array of events as well as {"traceEvents": [...]}.
   const json* trace_events = nullptr;

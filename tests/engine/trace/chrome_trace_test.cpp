@@ -294,7 +294,8 @@ TEST(ChromeTrace, ReadingBadInputGivesErrors) {
   std::ofstream(garbage) << "\x01\x02 this is not { json";
   auto not_json = read_chrome_trace(garbage);
   ASSERT_FALSE(not_json.ok());
-  EXPECT_NE(not_json.error().find("not JSON"), std::string::npos) << not_json.error();
+  EXPECT_NE(not_json.error().find("not JSON (parse error at line 1"), std::string::npos) << not_json.error();
+  EXPECT_EQ(not_json.error().find("json.exception"), std::string::npos) << "the library's id is not the user's";
   std::remove(garbage.c_str());
 
   struct Case {
