@@ -70,7 +70,11 @@ Result<std::unique_ptr<Tokenizer>> BpeTokenizer::create(const VocabData& data) {
   t->byte_level_ = t->pre_->rule().byte_level;
 
   const auto& merges = t->vocab_.data().merges;
-  if (merges.empty()) return Error{"tokenizer: a BPE vocabulary needs tokenizer.ggml.merges"};
+  if (merges.empty()) {
+    // Either format can bring it: name both keys.
+    return Error{"tokenizer: a BPE vocabulary needs merges, and this one has none (GGUF: tokenizer.ggml.merges; "
+                 "tokenizer.json: model.merges)"};
+  }
   t->merges_.reserve(merges.size());
   std::string joined;
   for (size_t rank = 0; rank < merges.size(); ++rank) {

@@ -94,6 +94,17 @@ TEST(BpeTokenizer, ControlTokensRenderOnlyWhenAsked) {
   EXPECT_FALSE((*tok)->token_id("nope"));
 }
 
+// No merges: the message names the key in both formats (it named the GGUF
+// key alone, to a user of a tokenizer.json).
+TEST(BpeTokenizer, NoMergesNamesBothFormatsKeys) {
+  VocabData v = test::tiny_bpe_vocab();
+  v.merges.clear();
+  auto tok = create_tokenizer(v);
+  ASSERT_FALSE(tok);
+  EXPECT_NE(tok.error().find("tokenizer.ggml.merges"), std::string::npos) << tok.error();
+  EXPECT_NE(tok.error().find("model.merges"), std::string::npos) << tok.error();
+}
+
 TEST(BpeTokenizer, RejectsUnknownNames) {
   VocabData v = test::tiny_bpe_vocab("klingon");
   auto tok = create_tokenizer(v);
