@@ -1,8 +1,19 @@
 #include "frame_measurement.h"
 
+#include <QJsonArray>
+#include <QJsonDocument>
 #include <QTimer>
 
 namespace kvscope::gui {
+namespace {
+
+// `text` as a JSON string literal.
+QString jsonString(const QString& text) {
+  const QByteArray array = QJsonDocument(QJsonArray{text}).toJson(QJsonDocument::Compact);  // ["..."]
+  return QString::fromUtf8(array.mid(1, array.size() - 2));
+}
+
+}  // namespace
 
 FrameMeasurement::FrameMeasurement(EngineWorker* worker, int seconds, int workload, QObject* parent)
     : QObject(parent), seconds_(seconds), workload_(workload) {
@@ -21,6 +32,12 @@ FrameMeasurement::FrameMeasurement(EngineWorker* worker, int seconds, int worklo
   });
   connect(worker, &W::finished, this, [this] {
     if (running_ && !done_) ++finished_requests_;
+  });
+  // A workload the engine refuses ran nothing: the record says why (only a
+  // dialog did, and the JSON read as a slow run that timed out).
+  connect(worker, &W::error, this, [this](const QString& message) {
+    if (done_) return;
+    if (errors_++ == 0) first_error_ = message;
   });
   // Every request served: the window ends here rather than measure an idle app.
   connect(worker, &W::idle, this, [this] {
@@ -45,7 +62,8 @@ void FrameMeasurement::finish(const char* ended_by) {
   const QString json =
       QStringLiteral(
           "{\"loading\":%1,\"running\":%2,\"seconds\":%3,\"workload\":%4,\"ended_by\":\"%5\",\"running_s\":%6,"
-          "\"finished_requests\":%7,\"engine_steps\":%8,\"decode_tokens\":%9,\"decode_tok_s\":%10}")
+          "\"finished_requests\":%7,\"engine_steps\":%8,\"decode_tokens\":%9,\"decode_tok_s\":%10,"
+          "\"errors\":%11,\"first_error\":%12}")
           .arg(ui::FrameTimeProbe::toJson(loading_), ui::FrameTimeProbe::toJson(probe_.stats()))
           .arg(seconds_)
           .arg(workload_)
@@ -54,7 +72,9 @@ void FrameMeasurement::finish(const char* ended_by) {
           .arg(finished_requests_)
           .arg(steps_)
           .arg(decode_tokens_)
-          .arg(busy_s > 0 ? static_cast<double>(decode_tokens_) / busy_s : 0.0, 0, 'f', 1);
+          .arg(busy_s > 0 ? static_cast<double>(decode_tokens_) / busy_s : 0.0, 0, 'f', 1)
+          .arg(errors_)
+          .arg(errors_ > 0 ? jsonString(first_error_) : QStringLiteral("null"));
   emit measured(json);
 }
 

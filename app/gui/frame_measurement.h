@@ -31,7 +31,9 @@ class FrameMeasurement : public QObject {
  signals:
   // Once, when the running window ends:
   // {"loading":{..},"running":{..},"seconds":S,"workload":N,"ended_by":"idle"|"timeout",
-  //  "running_s":..,"finished_requests":..,"engine_steps":..,"decode_tokens":..,"decode_tok_s":..}
+  //  "running_s":..,"finished_requests":..,"engine_steps":..,"decode_tokens":..,"decode_tok_s":..,
+  //  "errors":E,"first_error":"..."|null}: errors the worker reported in the window (a refused
+  //  workload request, say), which otherwise only a dialog shows.
   void measured(const QString& json);
 
  private:
@@ -50,6 +52,8 @@ class FrameMeasurement : public QObject {
   long long steps_ = 0;
   long long decode_tokens_ = 0;
   int finished_requests_ = 0;
+  int errors_ = 0;
+  QString first_error_;
 };
 
 }  // namespace kvscope::gui

@@ -61,8 +61,31 @@ class FrameMeasurementTest : public QObject {
     QVERIFY(m.value("decode_tok_s").toDouble() > 0.0);
     QVERIFY(m.value("running").toObject().contains("p99_ms"));
     QVERIFY(m.value("loading").toObject().contains("p99_ms"));
+    QCOMPARE(m.value("errors").toInt(), 0);
+    QVERIFY(m.value("first_error").isNull());
     QTest::qWait(100);
     QCOMPARE(measured.count(), 1);  // once
+  }
+
+  // A workload the engine refuses runs nothing: the record says why, not
+  // just "timeout" with nothing finished.
+  void aRefusedWorkloadIsInTheRecord() {
+    gui::EngineHost host;
+    gui::FrameMeasurement measurement(host.worker(), 1, 2);
+    QSignalSpy measured(&measurement, &gui::FrameMeasurement::measured);
+    loadTinyModel(host);
+    if (QTest::currentTestFailed()) return;
+    ui::WorkloadSpec spec;
+    spec.num_requests = 2;
+    spec.prompt_len = 5000;  // the context holds 4096
+    spec.output_len = 8;
+    host.startWorkload(spec);
+    QTRY_COMPARE_WITH_TIMEOUT(measured.count(), 1, kTimeoutMs);
+    const QJsonObject m = parsed(measured);
+    QCOMPARE(m.value("finished_requests").toInt(), 0);
+    QVERIFY(m.value("errors").toInt() >= 1);
+    QVERIFY2(m.value("first_error").toString().contains(QStringLiteral("Workload request")),
+             qPrintable(m.value("first_error").toString()));
   }
 
   void aLongWorkloadEndsTheWindowAtTheTimeout() {
