@@ -16,6 +16,7 @@
 #include <vector>
 
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 
 #include "common_options.h"
 
@@ -32,6 +33,11 @@ int main(int argc, char** argv) {
   CLI::App app{"kvscope: a paged-attention inference engine, from the terminal", "kvscope-cli"};
   app.require_subcommand(1, 1);
   app.set_version_flag("--version", "kvscope-cli " KVSCOPE_VERSION);
+  // CLI11's own parse errors ("Could not convert: --temp = abc") read as
+  // every other error of kvscope-cli does.
+  app.failure_message([](const CLI::App*, const CLI::Error& e) {
+    return fmt::format("kvscope-cli: error: {}\nRun with --help for more information.\n", e.what());
+  });
   const std::vector<Command> commands = {
       add_generate_command(app), add_chat_command(app), add_tokenize_command(app),
       add_model_info_command(app), add_bench_command(app), add_seed_bench_command(app),

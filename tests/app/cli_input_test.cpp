@@ -427,6 +427,14 @@ TEST_F(CliInput, ModelInfoRefusesWhatGenerateRefuses) {
   EXPECT_THAT(ok.out, Not(HasSubstr("does not load")));
 }
 
+// CLI11's own parse errors carry the prefix every other error has.
+TEST_F(CliInput, ParseErrorsReadAsTheOtherErrors) {
+  const test::CliResult r = run_cli({"generate", "--model", gguf_, "-p", "hi", "--temp", "abc"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err.rfind("kvscope-cli: error: ", 0), 0u) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("--temp"));
+}
+
 // A negative --windows is refused with its range, not DBL_MAX's 309 digits.
 TEST_F(CliInput, NegativeWindowCountSaysItsRange) {
   const test::CliResult r = run_cli({"perplexity", "--model", gguf_, "-f", gguf_, "--windows", "-1"});
