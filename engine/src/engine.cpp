@@ -208,6 +208,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config, const
   for (const std::string& note : shards->notes) impl->info.setting_warnings.push_back(note);
   impl->set_backend(std::move(setup->backend));
   impl->draft_backend = std::move(setup->draft_backend);
+  impl->release_file_pages();
   impl->kv_manager = std::move(setup->manager);
   impl->scheduler = std::move(setup->scheduler);
   impl->attach_model_proposer();
@@ -225,6 +226,12 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config, const
   info.recommended_sampling = model->sampling;
   impl->update_memory_info();
   return std::unique_ptr<Engine>(new Engine(std::move(impl)));
+}
+
+void Engine::Impl::release_file_pages() const {
+  for (const ModelWeights* w : {weights.get(), draft_weights.get()}) {
+    if (w && w->release_file_pages) w->release_file_pages();
+  }
 }
 
 Engine::Engine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}

@@ -56,6 +56,10 @@ struct Engine::Impl {
 
   EngineConfig config;     // as resolved (max_model_len from the plan)
   EngineConfig requested;  // as create or the last reconfigure was given it
+  // Once new backends hold their copies of the weights (packed on the CPU,
+  // on the device): drops the model files' pages from this process's memory
+  // (ModelWeights::release_file_pages).
+  void release_file_pages() const;
   std::shared_ptr<const ModelWeights> weights;
   std::unique_ptr<Tokenizer> tokenizer;
   std::unique_ptr<ChatTemplate> chat_template;

@@ -115,6 +115,7 @@ Status Engine::reconfigure(const EngineConfig& config) {
     m.kv_manager = std::move(setup->manager);
     m.recent_shifts.clear();  // their block ids were the old pool's
     if (threads) m.pool = std::move(threads);
+    const bool new_backends = setup->backend || setup->draft_backend;
     if (setup->backend) {
       m.set_backend(std::move(setup->backend));
     } else {
@@ -133,6 +134,7 @@ Status Engine::reconfigure(const EngineConfig& config) {
     m.draft_weights = draft_weights;
     m.draft_path = draft_weights ? config.spec_draft_model : std::string();
     m.attach_model_proposer();
+    if (new_backends) m.release_file_pages();  // their repacking read the files again
     m.backend->reserve(resolved.max_batched_tokens);
     std::vector<float>().swap(m.logits);  // reserve() alone never shrinks
     m.logits.reserve(static_cast<size_t>(logits_buffer_floats(resolved, m.weights->config.vocab_size)));

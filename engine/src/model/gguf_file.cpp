@@ -368,6 +368,10 @@ class GgufParser {
 
 GgufFile::~GgufFile() = default;
 
+void GgufFile::release_resident_pages() const {
+  if (mapping_) mapping_->release_resident_pages();
+}
+
 Result<std::unique_ptr<GgufFile>> GgufFile::from_memory(const uint8_t* data, size_t size,
                                                         std::string name) {
   std::unique_ptr<GgufFile> file(new GgufFile());

@@ -108,6 +108,8 @@ class GgufFile {
 
   // Maps `path` read-only and parses it.
   static Result<std::unique_ptr<GgufFile>> open(const std::string& path);
+  // MappedFile::release_resident_pages of the file open() mapped (none: nothing).
+  void release_resident_pages() const;
   // Parses a buffer the caller keeps alive (fuzzing, tests); `name` is used in messages.
   static Result<std::unique_ptr<GgufFile>> from_memory(const uint8_t* data, size_t size,
                                                        std::string name);

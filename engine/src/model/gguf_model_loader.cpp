@@ -297,6 +297,7 @@ Result<std::shared_ptr<const ModelWeights>> load_gguf_weights(std::shared_ptr<co
   }
   w->config.qkv_bias = !w->layers.empty() && !w->layers[0].bq.empty();
   w->backing = file;
+  w->release_file_pages = [file] { file->release_resident_pages(); };
   return std::shared_ptr<const ModelWeights>(std::move(w));
 }
 

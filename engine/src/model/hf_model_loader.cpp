@@ -324,6 +324,9 @@ Result<HfModel> load_hf_directory(const std::string& dir) {
     KVSCOPE_ASSIGN(L.w_down, r.matrix(p + "mlp.down_proj.weight", hidden, ffn));
   }
   w->backing = backing;
+  w->release_file_pages = [backing] {
+    for (const auto& shard : backing->checkpoint->files()) shard->release_resident_pages();
+  };
 
   HfModel model;
   KVSCOPE_ASSIGN(model.vocab, read_hf_tokenizer_dir(dir));

@@ -34,6 +34,10 @@ Result<std::unique_ptr<MappedFile>> MappedFile::open(const std::string& path) {
   return file;
 }
 
+void MappedFile::release_resident_pages() const {
+  if (mapping_ != nullptr) madvise(mapping_, size_, MADV_DONTNEED);  // advice: a failure changes nothing
+}
+
 MappedFile::~MappedFile() {
   if (mapping_ != nullptr) munmap(mapping_, size_);
 }

@@ -22,6 +22,11 @@ class MappedFile {
 
   const uint8_t* data() const { return static_cast<const uint8_t*>(mapping_); }
   size_t size() const { return size_; }
+  // Drops the pages of the mapping this process holds (madvise DONTNEED):
+  // the bytes stay readable, read again from the file if touched. For after
+  // the weights were copied where they are used, so that the file's pages
+  // do not count twice in the process's memory.
+  void release_resident_pages() const;
 
  private:
   MappedFile() = default;

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -49,6 +50,10 @@ struct ModelWeights {
   // Keeps the memory behind the WeightMatrix pointers alive (a mapping, or
   // buffers owned by a loader).
   std::shared_ptr<const void> backing;
+  // Drops this process's resident pages of the mapped file(s) behind the
+  // matrices (MappedFile::release_resident_pages); unset when nothing is
+  // mapped. Called once the backends hold their own copies.
+  std::function<void()> release_file_pages;
 
   size_t matrix_bytes() const;  // bytes of all matrices (what decode reads per step)
   // Bytes of every weight held: the matrices, the embedding table where it

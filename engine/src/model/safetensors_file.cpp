@@ -86,6 +86,10 @@ int64_t SafetensorsTensor::num_elements() const {
 
 SafetensorsFile::~SafetensorsFile() = default;
 
+void SafetensorsFile::release_resident_pages() const {
+  if (mapping_) mapping_->release_resident_pages();
+}
+
 Result<std::unique_ptr<SafetensorsFile>> SafetensorsFile::open(const std::string& path) {
   auto mapped = MappedFile::open(path);
   if (!mapped.ok()) return Error{mapped.error()};

@@ -56,6 +56,8 @@ class SafetensorsFile {
 
   // Maps `path` read-only and validates it.
   static Result<std::unique_ptr<SafetensorsFile>> open(const std::string& path);
+  // MappedFile::release_resident_pages of the file open() mapped (none: nothing).
+  void release_resident_pages() const;
   // Parses a buffer the caller keeps alive (tests); `name` is used in messages.
   static Result<std::unique_ptr<SafetensorsFile>> from_memory(const uint8_t* data, size_t size,
                                                               std::string name);
