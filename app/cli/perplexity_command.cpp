@@ -87,7 +87,9 @@ int run_perplexity(const PerplexityOptions& o) {
   std::vector<int32_t> tokens;
   const int32_t bos = engine->prompt_bos();
   if (bos >= 0) tokens.push_back(bos);
-  const std::vector<int32_t> body = engine->tokenize(*text, /*parse_special=*/false);
+  std::string text_warning;  // scored as generate would run it, and said as generate says it
+  const std::vector<int32_t> body = engine->tokenize(*text, /*parse_special=*/false, &text_warning);
+  if (!text_warning.empty()) print_warning(fmt::format("{}: {}", o.file, text_warning));
   tokens.insert(tokens.end(), body.begin(), body.end());
   int64_t num_windows = static_cast<int64_t>(tokens.size()) / o.window;
   if (o.max_windows > 0) num_windows = std::min<int64_t>(num_windows, o.max_windows);

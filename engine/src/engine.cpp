@@ -378,8 +378,11 @@ std::shared_ptr<const EngineSnapshot> Engine::snapshot() {
 void Engine::set_tracing(bool on) { impl_->events.set_enabled(on); }
 std::vector<EngineEvent> Engine::take_events() { return impl_->events.take(); }
 
-std::vector<int32_t> Engine::tokenize(std::string_view text, bool parse_special) const {
-  return impl_->tokenizer->encode(text, parse_special);
+std::vector<int32_t> Engine::tokenize(std::string_view text, bool parse_special, std::string* warning) const {
+  EncodeIssues issues;
+  std::vector<int32_t> ids = impl_->tokenizer->encode(text, parse_special, warning ? &issues : nullptr);
+  if (warning) *warning = issues.any() ? describe(issues) : std::string();
+  return ids;
 }
 
 std::string Engine::detokenize(const std::vector<int32_t>& ids) const { return impl_->tokenizer->decode(ids); }

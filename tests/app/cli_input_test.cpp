@@ -427,6 +427,20 @@ TEST_F(CliInput, ModelInfoRefusesWhatGenerateRefuses) {
   EXPECT_THAT(ok.out, Not(HasSubstr("does not load")));
 }
 
+// perplexity warns of text without tokens as generate and tokenize do (it
+// scored a file of invalid UTF-8 without a word).
+TEST_F(CliInput, PerplexityWarnsOfTextWithoutTokens) {
+  const std::string file = base_ + ".ppl.txt";
+  {
+    std::ofstream out(file, std::ios::binary);
+    for (int i = 0; i < 100; ++i) out << "some text \xFF here. ";
+  }
+  const test::CliResult r = run_cli({"perplexity", "--model", gguf_, "-f", file, "--window", "32", "--windows", "1"});
+  std::remove(file.c_str());
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("warning: " + file + ": the text has 100 bytes that are not valid UTF-8"));
+}
+
 // CLI11's own parse errors carry the prefix every other error has.
 TEST_F(CliInput, ParseErrorsReadAsTheOtherErrors) {
   const test::CliResult r = run_cli({"generate", "--model", gguf_, "-p", "hi", "--temp", "abc"});

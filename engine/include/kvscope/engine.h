@@ -108,8 +108,10 @@ class Engine {
   // Moves the recorded events out (oldest first).
   std::vector<EngineEvent> take_events();
 
-  // Tokenizer access for front ends (no state change).
-  std::vector<int32_t> tokenize(std::string_view text, bool parse_special) const;
+  // Tokenizer access for front ends (no state change). `warning`, when
+  // given, says what of the text has no token (bytes that are not UTF-8,
+  // characters the vocabulary lacks); empty when all of it has.
+  std::vector<int32_t> tokenize(std::string_view text, bool parse_special, std::string* warning = nullptr) const;
   std::string detokenize(const std::vector<int32_t>& ids) const;
   // The token a text prompt starts with when the vocabulary asks for one
   // (tokenizer.ggml.add_bos_token), else -1.
