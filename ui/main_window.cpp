@@ -239,6 +239,14 @@ void MainWindow::createDocks() {
   block_map_->setAccessibleName(tr("KV block map"));
   kv_summary_ = new LiveLabel(map_panel);
   kv_summary_->setWordWrap(true);
+  // The counters run since the pool was built (a settings change that
+  // rebuilds it starts them again): a learner read "prefix hits" as the
+  // last workload's share.
+  kv_summary_->setToolTip(
+      tr("used: blocks held by sequences · cached-free: unowned, still findable by prefix hash · shared: held by "
+         "more than one sequence · waste: reserved slots not yet written · prefix hits: prompt tokens the prefix "
+         "cache served, of all it was asked for, and preemptions, both counted since the KV pool was built "
+         "(the model loaded, or settings that rebuilt it)"));
   block_map_legend_text_ = tr("colour = request · deeper = fuller · ◤ shared · "
                               "<span style='color:#e68700'>◢</span> read once by cascade attention · "
                               "<span style='color:#c8143c'>✕</span> freed by a context shift (for %1 s) · "

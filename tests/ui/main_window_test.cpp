@@ -132,6 +132,21 @@ class MainWindowTest : public QObject {
     QVERIFY2(text.startsWith(QStringLiteral("1965 steps · running")), qPrintable(text));
   }
 
+  // The KV line's counters say since when they count (a learner read
+  // "prefix hits" as the last workload's share).
+  void theKvLineSaysSinceWhenItCounts() {
+    ui::MainWindow window;
+    window.setPersistSettings(false);
+    window.onSnapshot(test::makeSnapshot(2, 3, 1));
+    bool found = false;
+    for (ui::LiveLabel* label : window.findChildren<ui::LiveLabel*>()) {
+      if (!label->text().contains(QStringLiteral("prefix hits"))) continue;
+      found = true;
+      QVERIFY2(label->toolTip().contains(QStringLiteral("since the KV pool was built")), qPrintable(label->toolTip()));
+    }
+    QVERIFY(found);
+  }
+
   void theStatusBarSaysContiguousModeHasNoPrefixCache() {
     ui::MainWindow window;
     window.setPersistSettings(false);
