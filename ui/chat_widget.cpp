@@ -339,6 +339,18 @@ void ChatWidget::onModelKept(const kvscope::ModelInfo& info) {
 
 void ChatWidget::onSnapshot(const kvscope::ui::SnapshotPtr& snapshot) {
   if (!snapshot || active_id_ == 0) return;
+  // Parallel replies: the one shown may end before the others. The line
+  // then says so (it kept its last "generating" figures while they ran on).
+  const auto shown = static_cast<size_t>(pending_.shown);
+  if (shown < pending_.finishes.size() && pending_.finishes[shown].reason != FinishReason::None &&
+      pending_.remaining > 0) {
+    setStatus(pending_.remaining == 1
+                  ? tr("reply %1 is done · 1 other reply is still generating").arg(pending_.shown + 1)
+                  : tr("reply %1 is done · %2 other replies are still generating")
+                        .arg(pending_.shown + 1)
+                        .arg(pending_.remaining));
+    return;
+  }
   for (const SequenceSnapshot& seq : snapshot->sequences) {
     if (seq.id != active_id_ || seq.index != pending_.shown) continue;
     const QLocale locale;

@@ -12,6 +12,7 @@
 #include <QtTest>
 
 #include "chat_widget.h"
+#include "models/conversation_settings.h"
 
 using namespace kvscope;
 using kvscope::ui::ChatWidget;
@@ -208,6 +209,38 @@ class ChatStreamTest : public QObject {
       QTRY_VERIFY(chat.streamText().contains(QStringLiteral("Again %1.").arg(i)));
       QTRY_COMPARE(bar->value(), bar->maximum());
     }
+  }
+
+  // Parallel replies: when the shown one ends before the others, the status
+  // line says so (it kept its last "generating" figures while they ran on).
+  void theShownReplyEndingBeforeTheOthersIsSaid() {
+    ChatWidget chat;
+    chat.onModelLoaded(tinyInfo());
+    ui::ConversationSettings settings;
+    settings.n = 3;
+    chat.setConversationSettings(settings);
+    chat.sendPrompt(QStringLiteral("Three ways"));
+    chat.onRequestStarted(7, true);
+    for (int i = 0; i < 3; ++i) chat.onTokens(7, i, QStringLiteral("Reply %1").arg(i));
+    ui::FinishInfo done;
+    done.index = 0;
+    done.reason = FinishReason::Stop;
+    chat.onFinished(7, done);
+    auto snapshot = std::make_shared<EngineSnapshot>();
+    for (int i = 1; i < 3; ++i) {
+      SequenceSnapshot seq;
+      seq.id = 7;
+      seq.index = i;
+      seq.num_prompt_tokens = 4;
+      seq.tokens.assign(9, 5);
+      snapshot->sequences.push_back(seq);
+    }
+    chat.onSnapshot(snapshot);
+    QCOMPARE(chat.statusText(), QStringLiteral("reply 1 is done · 2 other replies are still generating"));
+    done.index = 1;
+    chat.onFinished(7, done);
+    chat.onSnapshot(snapshot);
+    QCOMPARE(chat.statusText(), QStringLiteral("reply 1 is done · 1 other reply is still generating"));
   }
 };
 
