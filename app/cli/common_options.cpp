@@ -17,6 +17,7 @@
 #include "fetch/model_dir.h"
 #include "kvscope/sampling_defaults.h"
 #include "kvscope/setting_table.h"
+#include "kvscope/utf8_text.h"
 
 namespace kvscope::cli {
 namespace fs = std::filesystem;
@@ -69,27 +70,14 @@ std::string human_bytes(uint64_t bytes) {
 
 namespace {
 
-// Bytes of the well-formed UTF-8 sequence at text[i] that is not a C1
-// control character; 0 when there is none (a control byte is 1 byte).
+// Bytes of the character at text[i] when it may reach a terminal as it is:
+// well-formed UTF-8 and no control character (C0 but newline and tab, which
+// the callers handle, DEL, C1); 0 when it may not.
 size_t printable_utf8_length(std::string_view text, size_t i) {
-  const auto b = [&](size_t k) { return static_cast<unsigned char>(text[k]); };
-  const unsigned char lead = b(i);
-  if (lead < 0x80) return lead < 0x20 || lead == 0x7f ? 0 : 1;
-  size_t n = 0;
-  uint32_t cp = 0;
-  if (lead >= 0xc2 && lead <= 0xdf) n = 2, cp = lead & 0x1f;
-  else if (lead >= 0xe0 && lead <= 0xef) n = 3, cp = lead & 0x0f;
-  else if (lead >= 0xf0 && lead <= 0xf4) n = 4, cp = lead & 0x07;
-  else return 0;
-  if (i + n > text.size()) return 0;
-  for (size_t k = 1; k < n; ++k) {
-    if ((b(i + k) & 0xc0) != 0x80) return 0;
-    cp = (cp << 6) | (b(i + k) & 0x3f);
-  }
-  const bool overlong = (n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000);
-  const bool surrogate = cp >= 0xd800 && cp <= 0xdfff;
-  const bool c1 = cp >= 0x80 && cp <= 0x9f;
-  return overlong || surrogate || c1 || cp > 0x10ffff ? 0 : n;
+  size_t len = 1;
+  const int32_t cp = decode_utf8_char(text, i, &len);  // -1: not UTF-8
+  const bool control = cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp <= 0x9f);
+  return control ? 0 : len;
 }
 
 }  // namespace
