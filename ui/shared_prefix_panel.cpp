@@ -16,6 +16,7 @@ SharedPrefixPanel::SharedPrefixPanel(QWidget* parent) : QWidget(parent) {
   layout->setContentsMargins(0, 0, 0, 0);
   total_ = new QLabel(this);
   total_->setObjectName(QStringLiteral("sharedPrefixTotal"));
+  total_->setWordWrap(true);  // the reasons nothing is shared run longer than a narrow dock
   attention_ = new QLabel(this);
   attention_->setObjectName(QStringLiteral("attentionSummary"));
   attention_->setWordWrap(true);
